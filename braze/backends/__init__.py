@@ -1,0 +1,1 @@
+"""Backends: the reference NumPy interpreter (the correctness oracle) and native code generators."""

@@ -1,0 +1,103 @@
+"""Element types and the promotion rules.
+
+braze keeps promotion deliberately narrow, as X10 does: two tensors of different
+dtypes never mix implicitly (``float32 + float64`` is an error that says so), because a
+silent upcast doubles memory traffic and changes every compiled kernel. Python scalars are
+"weak": they adopt the tensor's dtype, unless the scalar is of a higher kind (a float
+scalar with an integer tensor), in which case the result takes the default dtype of that
+kind (float32), as in JAX.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from braze.ir.errors import DTypeError
+
+
+@dataclass(frozen=True)
+class DType:
+    """One element type: its public name, short IR name, NumPy twin and C spelling."""
+
+    name: str
+    short: str
+    kind: str  # "b" bool, "i" signed integer, "f" float
+    numpy: np.dtype
+    c_type: str
+
+    @property
+    def itemsize(self) -> int:
+        return self.numpy.itemsize
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "f"
+
+    def __repr__(self) -> str:
+        return f"braze.{self.name}"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+bool_ = DType("bool", "pred", "b", np.dtype(np.bool_), "unsigned char")
+int32 = DType("int32", "s32", "i", np.dtype(np.int32), "int32_t")
+int64 = DType("int64", "s64", "i", np.dtype(np.int64), "int64_t")
+float32 = DType("float32", "f32", "f", np.dtype(np.float32), "float")
+float64 = DType("float64", "f64", "f", np.dtype(np.float64), "double")
+
+ALL_DTYPES: tuple[DType, ...] = (bool_, int32, int64, float32, float64)
+DEFAULT_FLOAT = float32
+DEFAULT_INT = int32
+
+_BY_NAME = {d.name: d for d in ALL_DTYPES} | {d.short: d for d in ALL_DTYPES}
+_BY_NUMPY = {d.numpy: d for d in ALL_DTYPES}
+_KIND_ORDER = {"b": 0, "i": 1, "f": 2}
+
+
+def as_dtype(value: object) -> DType:
+    """Turn a DType, a name ("float32", "f32"), a NumPy dtype or a Python type into a DType."""
+    if isinstance(value, DType):
+        return value
+    if isinstance(value, str) and value in _BY_NAME:
+        return _BY_NAME[value]
+    if value is float:
+        return DEFAULT_FLOAT
+    if value is int:
+        return DEFAULT_INT
+    if value is bool:
+        return bool_
+    try:
+        found = _BY_NUMPY.get(np.dtype(value))  # type: ignore[call-overload]
+    except TypeError:
+        found = None
+    if found is None:
+        supported = ", ".join(d.name for d in ALL_DTYPES)
+        raise DTypeError(f"unsupported dtype {value!r}: braze supports {supported}")
+    return found
+
+
+def scalar_kind(value: object) -> str:
+    """The kind ("b", "i" or "f") of a Python or NumPy scalar."""
+    if isinstance(value, (bool, np.bool_)):
+        return "b"
+    if isinstance(value, (int, np.integer)):
+        return "i"
+    if isinstance(value, (float, np.floating)):
+        return "f"
+    raise DTypeError(f"expected a number, got {type(value).__name__} {value!r}")
+
+
+def weak_result_dtype(tensor_dtype: DType, scalar: object) -> DType:
+    """The dtype of ``tensor op scalar``: the tensor's, unless the scalar is of a higher kind."""
+    kind = scalar_kind(scalar)
+    if _KIND_ORDER[kind] <= _KIND_ORDER[tensor_dtype.kind]:
+        return tensor_dtype
+    return DEFAULT_FLOAT if kind == "f" else DEFAULT_INT
+
+
+def default_dtype_for(value: object) -> DType:
+    """The dtype a Python scalar gets on its own (``braze.tensor(1.5)`` is float32)."""
+    return {"b": bool_, "i": DEFAULT_INT, "f": DEFAULT_FLOAT}[scalar_kind(value)]

@@ -1,0 +1,17 @@
+"""The error types braze raises. Each message names the op and the offending shapes/dtypes."""
+
+
+class BrazeError(Exception):
+    """Base class of every error braze raises on purpose."""
+
+
+class ShapeError(BrazeError, ValueError):
+    """Shapes that an op cannot combine, or an axis out of range."""
+
+
+class DTypeError(BrazeError, TypeError):
+    """Dtypes that an op cannot combine, or a dtype braze does not support."""
+
+
+class DeviceError(BrazeError, RuntimeError):
+    """Tensors on different devices, or a device that cannot be used."""

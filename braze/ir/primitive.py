@@ -1,0 +1,127 @@
+"""The primitive: one declaration holding an op's shape/dtype rule, NumPy twin and VJP rule.
+
+A primitive is the unit every layer agrees on: the tensor API binds primitives, the
+reference interpreter runs their NumPy implementation, the compiler rewrites graphs of them,
+and backends lower them. Gradient (VJP) rules are written by binding other primitives (and
+with arithmetic operators on the values they receive), never with raw NumPy, so the same rule
+runs eagerly, is traced lazily, and can itself be differentiated.
+
+``Primitive.bind`` does not know what a tensor is: the layer above installs the function
+that carries a bind out (run now, or record into a trace) with ``set_binder``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from braze.ir.dtypes import DType, as_dtype
+
+
+class Aval(NamedTuple):
+    """The abstract value of an array: what shape rules compute and graphs carry."""
+
+    shape: tuple[int, ...]
+    dtype: DType
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __str__(self) -> str:
+        return f"{self.dtype.short}[{','.join(map(str, self.shape))}]"
+
+
+class Literal:
+    """An immutable array value held by a ``constant`` node, hashed by its bytes."""
+
+    __slots__ = ("array", "_hash")
+
+    def __init__(self, value: Any, dtype: DType | None = None) -> None:
+        array = np.array(value, dtype=None if dtype is None else dtype.numpy)
+        if dtype is None:
+            array = array.astype(as_dtype(array.dtype).numpy)
+        array.setflags(write=False)
+        self.array = array
+        self._hash = hash((array.shape, array.dtype.str, array.tobytes()))
+
+    @property
+    def aval(self) -> Aval:
+        return Aval(tuple(self.array.shape), as_dtype(self.array.dtype))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Literal)
+            and self._hash == other._hash
+            and self.array.dtype == other.array.dtype
+            and self.array.shape == other.array.shape
+            and self.array.tobytes() == other.array.tobytes()
+        )
+
+    def __repr__(self) -> str:
+        return f"Literal({self.array.tolist()!r}, {as_dtype(self.array.dtype).name})"
+
+
+ShapeRule = Callable[..., Aval]
+Impl = Callable[..., np.ndarray]
+VJPRule = Callable[..., tuple]
+
+
+@dataclass(frozen=True, eq=False)
+class Primitive:
+    """An op of the closed primitive set.
+
+    ``shape_rule(*avals, **attrs) -> Aval`` validates inputs and gives the output.
+    ``impl(*arrays, **attrs) -> np.ndarray`` is the NumPy twin (the reference semantics).
+    ``vjp(g, *inputs, out=..., **attrs) -> tuple`` gives one cotangent per input (None for
+    an input with no gradient); ``vjp is None`` marks a primitive whose output is never
+    differentiable (integer or boolean results, constants, random bits).
+    """
+
+    name: str
+    shape_rule: ShapeRule
+    impl: Impl
+    vjp: VJPRule | None
+    attr_names: tuple[str, ...] = ()
+    variadic: bool = False
+    doc: str = field(default="", compare=False)
+
+    def bind(self, *args: Any, like: Any = None, **attrs: Any) -> Any:
+        """Apply this primitive to values of the layer above (``like`` gives nullary ops a device)."""
+        return _BINDER[0](self, args, attrs, like)
+
+    def __repr__(self) -> str:
+        return f"<primitive {self.name}>"
+
+
+PRIMITIVES: dict[str, Primitive] = {}
+
+
+def register(primitive: Primitive) -> Primitive:
+    """Add a primitive to the closed set; a second declaration of one name is a bug."""
+    if primitive.name in PRIMITIVES:
+        raise ValueError(f"primitive {primitive.name!r} declared twice")
+    PRIMITIVES[primitive.name] = primitive
+    return primitive
+
+
+def _no_binder(primitive: Primitive, args: tuple, attrs: dict, like: Any) -> Any:
+    raise RuntimeError(f"cannot bind {primitive.name}: no tensor layer installed a binder")
+
+
+_BINDER: list[Callable[[Primitive, tuple, dict, Any], Any]] = [_no_binder]
+
+
+def set_binder(binder: Callable[[Primitive, tuple, dict, Any], Any]) -> None:
+    """Install how ``Primitive.bind`` is carried out (the tensor layer does this at import)."""
+    _BINDER[0] = binder

@@ -1,0 +1,158 @@
+"""Elementwise primitives: unary math, binary arithmetic, comparisons, select, convert.
+
+Binary primitives take operands of one shape and one dtype: broadcasting and scalar
+promotion are the op library's job, so the IR stays explicit for the compiler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from braze.ir.dtypes import DType, bool_
+from braze.ir.primitive import Aval, Primitive, register
+from braze.ir.prims import checks
+
+NUMERIC = "if"
+FLOAT = "f"
+ANY = "bif"
+
+
+def _unary_rule(name: str, kinds: str) -> Callable[[Aval], Aval]:
+    def rule(x: Aval) -> Aval:
+        checks.require_kinds(name, x, kinds, "a float" if kinds == FLOAT else "a numeric")
+        return x
+
+    return rule
+
+
+def _binary_rule(name: str, kinds: str, result: DType | None = None) -> Callable[..., Aval]:
+    def rule(x: Aval, y: Aval) -> Aval:
+        shape = checks.same_shapes(name, x, y)
+        dtype = checks.same_dtypes(name, x, y)
+        what = {FLOAT: "float", NUMERIC: "numeric", ANY: "any"}[kinds]
+        checks.require_kinds(name, x, kinds, f"a {what}")
+        return Aval(shape, result or dtype)
+
+    return rule
+
+
+def unary(name: str, impl: Callable, vjp: Callable | None, kinds: str = FLOAT) -> Primitive:
+    return register(Primitive(name, _unary_rule(name, kinds), impl, vjp))
+
+
+def binary(name: str, impl: Callable, vjp: Callable | None, kinds: str = NUMERIC) -> Primitive:
+    return register(Primitive(name, _binary_rule(name, kinds), impl, vjp))
+
+
+def _as_mask(mask, like):
+    return convert.bind(mask, dtype=like.dtype)
+
+
+def _logistic(x: np.ndarray) -> np.ndarray:
+    return (1 / (1 + np.exp(-x))).astype(x.dtype, copy=False)
+
+
+def _rsqrt(x: np.ndarray) -> np.ndarray:
+    return (1 / np.sqrt(x)).astype(x.dtype, copy=False)
+
+
+def _safe_log_for_pow(x):
+    positive = gt.bind(x, x * 0.0)
+    return log.bind(select.bind(positive, x, x * 0.0 + 1.0))
+
+
+def _divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    if x.dtype.kind == "f":
+        return np.divide(x, y)
+    # Integer division truncates toward zero, as C and XLA do (NumPy floors).
+    safe = np.where(y == 0, 1, y)
+    q = np.abs(x) // np.abs(safe)
+    return np.where(y == 0, 0, np.where((x < 0) != (y < 0), -q, q)).astype(x.dtype)
+
+
+def _power(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return np.power(x, y)
+
+
+neg = unary("neg", np.negative, lambda g, x, out: (-g,), NUMERIC)
+exp = unary("exp", np.exp, lambda g, x, out: (g * out,))
+log = unary("log", np.log, lambda g, x, out: (g / x,))
+sqrt = unary("sqrt", np.sqrt, lambda g, x, out: (g * 0.5 / out,))
+rsqrt = unary("rsqrt", _rsqrt, lambda g, x, out: (g * out * out * out * -0.5,))
+tanh = unary("tanh", np.tanh, lambda g, x, out: (g * (1.0 - out * out),))
+logistic = unary("logistic", _logistic, lambda g, x, out: (g * out * (1.0 - out),))
+abs_ = unary("abs", np.abs, lambda g, x, out: (g * sign.bind(x),), NUMERIC)
+sign = unary("sign", np.sign, lambda g, x, out: (None,), NUMERIC)
+
+add = binary("add", np.add, lambda g, x, y, out: (g, g))
+sub = binary("sub", np.subtract, lambda g, x, y, out: (g, -g))
+mul = binary("mul", np.multiply, lambda g, x, y, out: (g * y, g * x))
+div = binary("div", _divide, lambda g, x, y, out: (g / y, -g * out / y))
+pow_ = binary(
+    "pow",
+    _power,
+    lambda g, x, y, out: (g * y * pow_.bind(x, y - 1.0), g * out * _safe_log_for_pow(x)),
+    FLOAT,
+)
+
+
+def _max_vjp(g, x, y, out):
+    # Ties send the whole cotangent to the first operand (relu(0) = max(0, 0) gets it).
+    gx = g * _as_mask(ge.bind(x, y), g)
+    return gx, g - gx
+
+
+def _min_vjp(g, x, y, out):
+    gx = g * _as_mask(le.bind(x, y), g)
+    return gx, g - gx
+
+
+max_ = binary("max", np.maximum, _max_vjp, ANY)
+min_ = binary("min", np.minimum, _min_vjp, ANY)
+
+
+def _compare(name: str, impl: Callable) -> Primitive:
+    return register(Primitive(name, _binary_rule(name, ANY, bool_), impl, None))
+
+
+eq = _compare("eq", np.equal)
+ne = _compare("ne", np.not_equal)
+lt = _compare("lt", np.less)
+le = _compare("le", np.less_equal)
+gt = _compare("gt", np.greater)
+ge = _compare("ge", np.greater_equal)
+
+
+def _select_rule(pred: Aval, on_true: Aval, on_false: Aval) -> Aval:
+    checks.same_shapes("select", pred, on_true, on_false)
+    if pred.dtype != bool_:
+        raise checks.DTypeError(f"select: the predicate must be bool, got {pred.dtype.name}")
+    dtype = checks.same_dtypes("select", on_true, on_false)
+    return Aval(pred.shape, dtype)
+
+
+def _select_vjp(g, pred, on_true, on_false, out):
+    zeros = g * 0.0
+    return None, select.bind(pred, g, zeros), select.bind(pred, zeros, g)
+
+
+select = register(Primitive("select", _select_rule, np.where, _select_vjp))
+
+
+def _convert_rule(x: Aval, *, dtype: DType) -> Aval:
+    return Aval(x.shape, dtype)
+
+
+def _convert_impl(x: np.ndarray, *, dtype: DType) -> np.ndarray:
+    return x.astype(dtype.numpy)
+
+
+def _convert_vjp(g, x, out, *, dtype: DType):
+    if not (x.dtype.is_float and dtype.is_float):
+        return (None,)
+    return (convert.bind(g, dtype=x.dtype),)
+
+
+convert = register(Primitive("convert", _convert_rule, _convert_impl, _convert_vjp, ("dtype",)))

@@ -1,0 +1,90 @@
+"""dot_general: batched contraction with explicit batch and contracting dimensions (XLA's).
+
+The output's dimensions are the batch dimensions, then the lhs free dimensions, then the rhs
+free dimensions, each in operand order. Its transposes are again dot_generals followed by a
+transpose that puts the contracted result back in the operand's layout.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from braze.ir.errors import ShapeError
+from braze.ir.primitive import Aval, Primitive, register
+from braze.ir.prims import checks, structural
+from braze.ir.prims.checks import fmt_shape
+
+ATTRS = ("lhs_contracting", "rhs_contracting", "lhs_batch", "rhs_batch")
+
+
+def free_dims(ndim: int, contracting, batch) -> list[int]:
+    return [d for d in range(ndim) if d not in contracting and d not in batch]
+
+
+def _rule(x: Aval, y: Aval, *, lhs_contracting, rhs_contracting, lhs_batch, rhs_batch) -> Aval:
+    op = "dot_general"
+    checks.same_dtypes(op, x, y)
+    checks.require_kinds(op, x, "if", "a numeric")
+    checks.check_axes(op, (*lhs_contracting, *lhs_batch), x.ndim)
+    checks.check_axes(op, (*rhs_contracting, *rhs_batch), y.ndim)
+    for name, a, b in (("contracting", lhs_contracting, rhs_contracting), ("batch", lhs_batch, rhs_batch)):
+        if len(a) != len(b) or any(x.shape[i] != y.shape[j] for i, j in zip(a, b, strict=False)):
+            raise ShapeError(
+                f"{op}: {name} dimensions {tuple(a)} of {fmt_shape(x.shape)} and {tuple(b)} of "
+                f"{fmt_shape(y.shape)} do not match"
+            )
+    shape = (
+        tuple(x.shape[d] for d in lhs_batch)
+        + tuple(x.shape[d] for d in free_dims(x.ndim, lhs_contracting, lhs_batch))
+        + tuple(y.shape[d] for d in free_dims(y.ndim, rhs_contracting, rhs_batch))
+    )
+    return Aval(shape, x.dtype)
+
+
+def _impl(x: np.ndarray, y: np.ndarray, *, lhs_contracting, rhs_contracting, lhs_batch, rhs_batch):
+    x_free = free_dims(x.ndim, lhs_contracting, lhs_batch)
+    y_free = free_dims(y.ndim, rhs_contracting, rhs_batch)
+    batch_shape = [x.shape[d] for d in lhs_batch]
+    b = int(np.prod(batch_shape, dtype=np.int64))
+    k = int(np.prod([x.shape[d] for d in lhs_contracting], dtype=np.int64))
+    a3 = np.transpose(x, [*lhs_batch, *x_free, *lhs_contracting]).reshape(b, -1, k)
+    b3 = np.transpose(y, [*rhs_batch, *rhs_contracting, *y_free]).reshape(b, k, -1)
+    out_shape = batch_shape + [x.shape[d] for d in x_free] + [y.shape[d] for d in y_free]
+    return np.matmul(a3, b3).reshape(out_shape)
+
+
+def _transpose_lhs(g, x, y, *, lhs_contracting, rhs_contracting, lhs_batch, rhs_batch, ans_lhs_first):
+    """Cotangent of the lhs: contract g's rhs-free part with y's free dims, then reorder."""
+    x_free = free_dims(len(x.shape), lhs_contracting, lhs_batch)
+    y_free = free_dims(len(y.shape), rhs_contracting, rhs_batch)
+    nb = len(lhs_batch)
+    if ans_lhs_first:
+        g_y_free = tuple(range(nb + len(x_free), nb + len(x_free) + len(y_free)))
+    else:
+        g_y_free = tuple(range(nb, nb + len(y_free)))
+    result = dot_general.bind(
+        g, y,
+        lhs_contracting=g_y_free, rhs_contracting=tuple(y_free),
+        lhs_batch=tuple(range(nb)), rhs_batch=tuple(rhs_batch),
+    )
+    order = np.argsort(rhs_contracting)
+    layout = [*lhs_batch, *x_free, *(lhs_contracting[i] for i in order)]
+    permutation = tuple(int(i) for i in np.argsort(layout))
+    if permutation == tuple(range(len(permutation))):
+        return result
+    return structural.transpose.bind(result, permutation=permutation)
+
+
+def _vjp(g, x, y, out, *, lhs_contracting, rhs_contracting, lhs_batch, rhs_batch):
+    gx = _transpose_lhs(
+        g, x, y, lhs_contracting=lhs_contracting, rhs_contracting=rhs_contracting,
+        lhs_batch=lhs_batch, rhs_batch=rhs_batch, ans_lhs_first=True,
+    )
+    gy = _transpose_lhs(
+        g, y, x, lhs_contracting=rhs_contracting, rhs_contracting=lhs_contracting,
+        lhs_batch=rhs_batch, rhs_batch=lhs_batch, ans_lhs_first=False,
+    )
+    return gx, gy
+
+
+dot_general = register(Primitive("dot_general", _rule, _impl, _vjp, ATTRS))

@@ -1,0 +1,55 @@
+"""Reductions over a set of axes: sum and max. The reduced axes are removed from the shape;
+``keepdims`` is the op library's reshape."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from braze.ir.primitive import Aval, Primitive, register
+from braze.ir.prims import checks, elementwise, structural
+
+
+def _reduce_rule(name: str, kinds: str):
+    def rule(x: Aval, *, axes: tuple[int, ...]) -> Aval:
+        checks.require_kinds(name, x, kinds, "a numeric")
+        checks.check_axes(name, axes, x.ndim)
+        return Aval(tuple(s for d, s in enumerate(x.shape) if d not in axes), x.dtype)
+
+    return rule
+
+
+def _kept_dims(ndim: int, axes: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(d for d in range(ndim) if d not in axes)
+
+
+def _expand(value, x, axes):
+    return structural.broadcast_in_dim.bind(
+        value, shape=tuple(x.shape), broadcast_dimensions=_kept_dims(len(x.shape), axes)
+    )
+
+
+def _sum_vjp(g, x, out, *, axes):
+    return (_expand(g, x, axes),)
+
+
+def _max_vjp(g, x, out, *, axes):
+    # Ties share the cotangent evenly, as in PyTorch's amax and JAX's reduce_max.
+    mask = elementwise.convert.bind(elementwise.eq.bind(x, _expand(out, x, axes)), dtype=x.dtype)
+    count = reduce_sum.bind(mask, axes=axes)
+    return (_expand(g / count, x, axes) * mask,)
+
+
+def _sum_impl(x: np.ndarray, *, axes) -> np.ndarray:
+    return np.sum(x, axis=axes, dtype=x.dtype)
+
+
+def _max_impl(x: np.ndarray, *, axes) -> np.ndarray:
+    return np.max(x, axis=axes, initial=_lowest(x.dtype))
+
+
+def _lowest(dtype: np.dtype):
+    return -np.inf if dtype.kind == "f" else (np.iinfo(dtype).min if dtype.kind == "i" else False)
+
+
+reduce_sum = register(Primitive("reduce_sum", _reduce_rule("reduce_sum", "if"), _sum_impl, _sum_vjp, ("axes",)))
+reduce_max = register(Primitive("reduce_max", _reduce_rule("reduce_max", "bif"), _max_impl, _max_vjp, ("axes",)))

@@ -1,0 +1,143 @@
+"""What every op needs: turning inputs into tensors, scalar promotion, broadcasting, axes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from braze.ir.dtypes import DType, as_dtype, default_dtype_for, weak_result_dtype
+from braze.ir.errors import DeviceError, DTypeError, ShapeError
+from braze.ir.primitive import Literal
+from braze.ir.prims import elementwise, sources, structural
+from braze.ir.prims.checks import fmt_shape
+from braze.runtime.device import Device, as_device, default_device
+from braze.tensor import Tensor, user_error
+
+Number = bool | int | float
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)) and not isinstance(
+        value, np.ndarray
+    )
+
+
+def as_tensor(value: Any, dtype: Any = None, like: Tensor | None = None, device: Device | str | None = None) -> Tensor:
+    """A tensor from a tensor, NumPy array, nested list or number (copying host data)."""
+    if isinstance(value, Tensor):
+        return value if dtype is None else astype(value, dtype)
+    target = as_device(device) if device is not None else (like.device if like is not None else default_device())
+    if dtype is not None:
+        dt = as_dtype(dtype)
+    elif is_number(value):
+        dt = like.dtype if like is not None else default_dtype_for(value)
+    else:
+        dt = _default_array_dtype(value)
+    array = np.array(value, dtype=dt.numpy)
+    return Tensor.from_numpy(array, target)
+
+
+def _default_array_dtype(value: Any) -> DType:
+    """Python lists of floats become float32 (the default) as in ``torch.tensor``; NumPy
+    arrays keep float32/float64; narrow or unsigned integers widen to int32/int64."""
+    array = np.asarray(value)
+    kind, size = array.dtype.kind, array.dtype.itemsize
+    if kind == "f":
+        keep = isinstance(value, np.ndarray) and array.dtype == np.float64
+        return as_dtype(np.float64 if keep else np.float32)
+    if kind in "iu":
+        return as_dtype(np.int64 if size >= 8 or (kind == "u" and size >= 4) else np.int32)
+    return as_dtype(array.dtype)
+
+
+def scalar(value: Number, dtype: DType, device: Device) -> Tensor:
+    """A 0-d constant. On a lazy device it is traced as a constant node."""
+    return sources.constant.bind(value=Literal(value, dtype), like=device)
+
+
+def full(shape: Sequence[int], value: Number, dtype: DType, device: Device) -> Tensor:
+    return broadcast_to(scalar(value, dtype, device), tuple(shape))
+
+
+def astype(x: Tensor, dtype: Any) -> Tensor:
+    dt = as_dtype(dtype)
+    if x.dtype == dt:
+        return x
+    return elementwise.convert.bind(x, dtype=dt)
+
+
+def broadcast_to(x: Tensor, shape: Sequence[int], op: str = "broadcast_to") -> Tensor:
+    """Broadcast with NumPy's rules (align trailing dimensions)."""
+    shape = tuple(int(s) for s in shape)
+    if x.shape == shape:
+        return x
+    offset = len(shape) - x.ndim
+    if offset < 0 or any(s not in (1, shape[offset + i]) for i, s in enumerate(x.shape)):
+        raise user_error(ShapeError, f"{op}: cannot broadcast shape {fmt_shape(x.shape)} to {fmt_shape(shape)}")
+    return structural.broadcast_in_dim.bind(x, shape=shape, broadcast_dimensions=tuple(range(offset, len(shape))))
+
+
+def broadcast_shapes(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        listed = " and ".join(fmt_shape(s) for s in shapes)
+        raise user_error(ShapeError, f"{op}: shapes {listed} cannot be broadcast together") from None
+
+
+def check_compatible(op: str, tensors: Sequence[Tensor]) -> None:
+    """Tensors combined by one op must share a dtype and a device; the error names both."""
+    first = tensors[0]
+    for other in tensors[1:]:
+        if other.dtype != first.dtype:
+            described = " and ".join(f"{t.dtype.name}{fmt_shape(t.shape)}" for t in tensors)
+            raise user_error(
+                DTypeError,
+                f"{op}: dtypes differ: {described}; braze never mixes dtypes implicitly, "
+                "convert one operand with .astype()",
+            )
+        if other.device != first.device:
+            raise user_error(
+                DeviceError, f"{op}: operands are on different devices: {first.device!r} and {other.device!r}"
+            )
+
+
+def operands(op: str, *values: Any) -> list[Tensor]:
+    """Tensors of one dtype and one shape from tensors, arrays and (weakly typed) numbers."""
+    anchor = next((v for v in values if isinstance(v, Tensor)), None)
+    device = anchor.device if anchor is not None else None
+    items = [v if isinstance(v, Tensor) or is_number(v) else as_tensor(v, device=device) for v in values]
+    if not any(isinstance(v, Tensor) for v in items):
+        items[0] = as_tensor(items[0])
+    tensors = [v for v in items if isinstance(v, Tensor)]
+    check_compatible(op, tensors)
+    dtype, target = tensors[0].dtype, tensors[0].device
+    for v in items:
+        if not isinstance(v, Tensor):
+            dtype = weak_result_dtype(dtype, v)
+    converted = [astype(v, dtype) if isinstance(v, Tensor) else scalar(v, dtype, target) for v in items]
+    return _broadcast_all(op, converted)
+
+
+def _broadcast_all(op: str, tensors: list[Tensor]) -> list[Tensor]:
+    shape = broadcast_shapes(op, *(t.shape for t in tensors))
+    return [broadcast_to(t, shape, op) for t in tensors]
+
+
+def normalize_axis(op: str, axis: int, ndim: int) -> int:
+    if not isinstance(axis, (int, np.integer)) or not -ndim <= axis < ndim:
+        raise user_error(ShapeError, f"{op}: axis {axis} is out of range for a tensor of rank {ndim}")
+    return int(axis) % ndim
+
+
+def normalize_axes(op: str, axis: int | Sequence[int] | None, ndim: int) -> tuple[int, ...]:
+    """None means every axis; negative axes count from the end."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    normalized = tuple(normalize_axis(op, a, ndim) for a in axes)
+    if len(set(normalized)) != len(normalized):
+        raise user_error(ShapeError, f"{op}: repeated axis in {axes}")
+    return tuple(sorted(normalized))

@@ -1,0 +1,101 @@
+"""Neural-network ops on NHWC images and HWIO filters: conv2d and pooling, with TensorFlow's
+padding conventions ("VALID", "SAME", or explicit pairs)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from braze.ir.errors import ShapeError
+from braze.ir.prims import conv, window
+from braze.ir.prims.checks import fmt_shape
+from braze.ops.core import as_tensor, check_compatible, full
+from braze.tensor import Tensor, user_error
+
+Padding = str | int | Sequence[int] | Sequence[Sequence[int]]
+
+
+def _pair(op: str, name: str, value: int | Sequence[int]) -> tuple[int, int]:
+    pair = (value, value) if isinstance(value, int) else tuple(value)
+    if len(pair) != 2 or any(not isinstance(v, int) or v < 1 for v in pair):
+        raise user_error(ShapeError, f"{op}: {name} must be a positive int or a pair of them, got {value!r}")
+    return int(pair[0]), int(pair[1])
+
+
+def resolve_padding(
+    op: str, padding: Padding, in_hw: Sequence[int], window_hw: Sequence[int], strides: Sequence[int]
+) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Explicit ((top, bottom), (left, right)) padding; "SAME" splits extra padding as TF does
+    (the larger half at the bottom/right), so outputs have ceil(in / stride) pixels."""
+    if isinstance(padding, str):
+        mode = padding.upper()
+        if mode == "VALID":
+            return (0, 0), (0, 0)
+        if mode == "SAME":
+            pairs = []
+            for size, k, s in zip(in_hw, window_hw, strides, strict=True):
+                out = -(-size // s)
+                total = max((out - 1) * s + k - size, 0)
+                pairs.append((total // 2, total - total // 2))
+            return pairs[0], pairs[1]
+        raise user_error(ShapeError, f"{op}: padding must be 'VALID', 'SAME' or explicit pairs, got {padding!r}")
+    if isinstance(padding, int):
+        return (padding, padding), (padding, padding)
+    items = list(padding)
+    if len(items) == 2 and all(isinstance(p, int) for p in items):
+        return (items[0], items[0]), (items[1], items[1])
+    if len(items) == 2 and all(len(p) == 2 for p in items):
+        return (int(items[0][0]), int(items[0][1])), (int(items[1][0]), int(items[1][1]))
+    raise user_error(ShapeError, f"{op}: cannot read padding {padding!r}")
+
+
+def conv2d(
+    x: Any, w: Any, stride: int | Sequence[int] = 1, padding: Padding = "VALID", dilation: int | Sequence[int] = 1
+) -> Tensor:
+    """2-D convolution of NHWC ``x`` with HWIO filter ``w`` (cross-correlation, as in TF)."""
+    x, w = as_tensor(x), as_tensor(w)
+    check_compatible("conv2d", [x, w])
+    if x.ndim != 4 or w.ndim != 4:
+        raise user_error(
+            ShapeError,
+            f"conv2d: expected a 4-D NHWC input and a 4-D HWIO filter, got {fmt_shape(x.shape)} and {fmt_shape(w.shape)}",
+        )
+    if x.shape[3] != w.shape[2]:
+        raise user_error(
+            ShapeError,
+            f"conv2d: input {fmt_shape(x.shape)} has {x.shape[3]} channels but filter {fmt_shape(w.shape)} "
+            f"expects {w.shape[2]}",
+        )
+    strides = _pair("conv2d", "stride", stride)
+    dilations = _pair("conv2d", "dilation", dilation)
+    span = [(k - 1) * d + 1 for k, d in zip(w.shape[:2], dilations, strict=True)]
+    pads = resolve_padding("conv2d", padding, x.shape[1:3], span, strides)
+    return conv.conv.bind(x, w, strides=strides, padding=pads, dilation=dilations)
+
+
+def _pool(op: str, kind: str, x: Any, size, stride, padding) -> tuple[Tensor, tuple, tuple, tuple]:
+    x = as_tensor(x)
+    if x.ndim != 4:
+        raise user_error(ShapeError, f"{op}: expected a 4-D NHWC input, got {fmt_shape(x.shape)}")
+    kh, kw = _pair(op, "size", size)
+    sh, sw = _pair(op, "stride", stride if stride is not None else (kh, kw))
+    (t, b), (l, r) = resolve_padding(op, padding, x.shape[1:3], (kh, kw), (sh, sw))
+    window_dims, strides, pads = (1, kh, kw, 1), (1, sh, sw, 1), ((0, 0), (t, b), (l, r), (0, 0))
+    out = window.reduce_window.bind(x, kind=kind, window_dimensions=window_dims, window_strides=strides, padding=pads)
+    return out, window_dims, strides, pads
+
+
+def max_pool2d(x: Any, size: int | Sequence[int], stride: Any = None, padding: Padding = "VALID") -> Tensor:
+    """Max over ``size`` windows of an NHWC tensor; ``stride`` defaults to ``size`` (Keras)."""
+    return _pool("max_pool2d", "max", x, size, stride, padding)[0]
+
+
+def avg_pool2d(x: Any, size: int | Sequence[int], stride: Any = None, padding: Padding = "VALID") -> Tensor:
+    """Mean over ``size`` windows; padded pixels are not counted (TensorFlow's convention)."""
+    total, window_dims, strides, pads = _pool("avg_pool2d", "sum", x, size, stride, padding)
+    if all(p == (0, 0) for p in pads):
+        return total / (window_dims[1] * window_dims[2])
+    x = as_tensor(x)
+    ones = full((1, x.shape[1], x.shape[2], 1), 1, x.dtype, x.device)
+    count = window.reduce_window.bind(ones, kind="sum", window_dimensions=window_dims, window_strides=strides, padding=pads)
+    return total / count

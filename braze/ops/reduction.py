@@ -1,0 +1,130 @@
+"""Reductions: sum, mean, var, max, min, argmax, logsumexp, softmax and log_softmax."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from braze.ir.dtypes import int32
+from braze.ir.errors import DTypeError
+from braze.ir.prims import elementwise as ew
+from braze.ir.prims import reductions, sources, structural
+from braze.ops.core import as_tensor, astype, broadcast_to, normalize_axes, normalize_axis
+from braze.tensor import Tensor, user_error
+
+
+def _keep(x: Tensor, reduced: Tensor, axes: tuple[int, ...], keepdims: bool) -> Tensor:
+    if not keepdims:
+        return reduced
+    shape = tuple(1 if d in axes else s for d, s in enumerate(x.shape))
+    return structural.reshape.bind(reduced, new_sizes=shape)
+
+
+def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001 - NumPy's name
+    """Sum over ``axis`` (all axes when None); booleans are counted as int32."""
+    x = as_tensor(x)
+    if x.dtype.kind == "b":
+        x = astype(x, int32)
+    axes = normalize_axes("sum", axis, x.ndim)
+    return _keep(x, reductions.reduce_sum.bind(x, axes=axes), axes, keepdims)
+
+
+def max(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001 - NumPy's name
+    x = as_tensor(x)
+    axes = normalize_axes("max", axis, x.ndim)
+    _require_nonempty("max", x, axes)
+    return _keep(x, reductions.reduce_max.bind(x, axes=axes), axes, keepdims)
+
+
+def min(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001 - NumPy's name
+    x = as_tensor(x)
+    if x.dtype.kind == "b":
+        return ~max(~x, axis, keepdims)
+    return -max(-x, axis, keepdims)
+
+
+def _require_nonempty(op: str, x: Tensor, axes: tuple[int, ...]) -> None:
+    if any(x.shape[a] == 0 for a in axes):
+        raise user_error(ValueError, f"{op}: cannot reduce an empty axis of shape {x.shape}")
+
+
+def _count(x: Tensor, axes: tuple[int, ...]) -> int:
+    count = 1
+    for a in axes:
+        count *= x.shape[a]
+    return count
+
+
+def mean(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
+    x = as_tensor(x)
+    if not x.dtype.is_float:
+        x = astype(x, "float32")
+    axes = normalize_axes("mean", axis, x.ndim)
+    return sum(x, axes, keepdims) / _count(x, axes)
+
+
+def var(x: Any, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Tensor:
+    """Variance with NumPy's default ``ddof=0`` (the population variance)."""
+    x = as_tensor(x)
+    if not x.dtype.is_float:
+        x = astype(x, "float32")
+    axes = normalize_axes("var", axis, x.ndim)
+    centered = x - mean(x, axes, keepdims=True)
+    return sum(centered * centered, axes, keepdims) / (_count(x, axes) - ddof)
+
+
+def argmax(x: Any, axis: int | None = None, keepdims: bool = False) -> Tensor:
+    """Index (int32) of the first maximum along ``axis`` (of the flattened tensor when None)."""
+    x = as_tensor(x)
+    if axis is None:
+        x = structural.reshape.bind(x, new_sizes=(x.size,))
+        axis = 0
+    axis = normalize_axis("argmax", axis, x.ndim)
+    _require_nonempty("argmax", x, (axis,))
+    n = x.shape[axis]
+    best = broadcast_to(max(x.detach(), axis, keepdims=True), x.shape)
+    # The first maximum has the largest value of (n - index) among the maxima.
+    reverse_index = sources.iota.bind(shape=x.shape, dimension=axis, dtype=int32, like=x.device) * -1 + n
+    zeros = reverse_index * 0
+    candidates = ew.select.bind(ew.eq.bind(x.detach(), best), reverse_index, zeros)
+    first = -reductions.reduce_max.bind(candidates, axes=(axis,)) + n
+    return _keep(x, first, (axis,), keepdims)
+
+
+def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
+    x = _float("logsumexp", x)
+    axes = normalize_axes("logsumexp", axis, x.ndim)
+    shift = max(x, axes, keepdims=True).detach()
+    out = shift + _log(sum(_exp(x - shift), axes, keepdims=True))
+    return out if keepdims else structural.reshape.bind(out, new_sizes=_drop(out.shape, axes))
+
+
+def softmax(x: Any, axis: int = -1) -> Tensor:
+    x = _float("softmax", x)
+    shifted = x - max(x, axis, keepdims=True).detach()
+    e = _exp(shifted)
+    return e / sum(e, axis, keepdims=True)
+
+
+def log_softmax(x: Any, axis: int = -1) -> Tensor:
+    x = _float("log_softmax", x)
+    shifted = x - max(x, axis, keepdims=True).detach()
+    return shifted - _log(sum(_exp(shifted), axis, keepdims=True))
+
+
+def _drop(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(s for d, s in enumerate(shape) if d not in axes)
+
+
+def _float(op: str, x: Any) -> Tensor:
+    x = as_tensor(x)
+    if not x.dtype.is_float:
+        raise user_error(DTypeError, f"{op}: expected a float tensor, got {x.dtype.name}{x.shape}")
+    return x
+
+
+def _exp(x: Tensor) -> Tensor:
+    return ew.exp.bind(x)
+
+
+def _log(x: Tensor) -> Tensor:
+    return ew.log.bind(x)

@@ -1,0 +1,162 @@
+"""Shape manipulation and indexing: reshape, transpose, flatten, squeeze, expand_dims,
+concatenate, stack, pad and ``tensor[index]`` with ints, slices, ``...`` and ``None``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from braze.ir.errors import ShapeError
+from braze.ir.prims import structural
+from braze.ir.prims.checks import fmt_shape
+from braze.ops.core import as_tensor, normalize_axes, normalize_axis
+from braze.tensor import Tensor, user_error
+
+
+def reshape(x: Any, shape: Sequence[int] | int) -> Tensor:
+    """Reshape; one dimension may be -1 and is inferred."""
+    x = as_tensor(x)
+    shape = [int(shape)] if isinstance(shape, (int, np.integer)) else [int(s) for s in shape]
+    if shape.count(-1) > 1:
+        raise user_error(ShapeError, f"reshape: only one dimension can be -1, got {tuple(shape)}")
+    if -1 in shape:
+        known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+        if known == 0 or x.size % known:
+            raise user_error(ShapeError, f"reshape: cannot reshape {fmt_shape(x.shape)} into {fmt_shape(shape)}")
+        shape[shape.index(-1)] = x.size // known
+    if tuple(shape) == x.shape:
+        return x
+    try:
+        return structural.reshape.bind(x, new_sizes=tuple(shape))
+    except ShapeError as error:
+        raise ShapeError(str(error)) from None
+
+
+def transpose(x: Any, axes: Sequence[int] | None = None) -> Tensor:
+    """Permute axes (reverse them when ``axes`` is None), as ``np.transpose``."""
+    x = as_tensor(x)
+    if axes is None:
+        permutation = tuple(reversed(range(x.ndim)))
+    else:
+        permutation = tuple(normalize_axis("transpose", a, x.ndim) for a in axes)
+        if sorted(permutation) != list(range(x.ndim)):
+            raise user_error(ShapeError, f"transpose: {tuple(axes)} is not a permutation of {x.ndim} axes")
+    if permutation == tuple(range(x.ndim)):
+        return x
+    return structural.transpose.bind(x, permutation=permutation)
+
+
+def flatten(x: Any, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Merge axes ``start_dim..end_dim`` into one (``torch.flatten``)."""
+    x = as_tensor(x)
+    if x.ndim == 0:
+        return reshape(x, (1,))
+    start = normalize_axis("flatten", start_dim, x.ndim)
+    end = normalize_axis("flatten", end_dim, x.ndim)
+    if start > end:
+        raise user_error(ShapeError, f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+    merged = int(np.prod(x.shape[start : end + 1], dtype=np.int64))
+    return reshape(x, (*x.shape[:start], merged, *x.shape[end + 1 :]))
+
+
+def squeeze(x: Any, axis: Any = None) -> Tensor:
+    x = as_tensor(x)
+    if axis is None:
+        axes = tuple(d for d, s in enumerate(x.shape) if s == 1)
+    else:
+        axes = normalize_axes("squeeze", axis, x.ndim)
+        wrong = [a for a in axes if x.shape[a] != 1]
+        if wrong:
+            raise user_error(ShapeError, f"squeeze: axis {wrong[0]} of {fmt_shape(x.shape)} is not of size 1")
+    return reshape(x, tuple(s for d, s in enumerate(x.shape) if d not in axes))
+
+
+def expand_dims(x: Any, axis: int) -> Tensor:
+    x = as_tensor(x)
+    position = normalize_axis("expand_dims", axis, x.ndim + 1)
+    return reshape(x, (*x.shape[:position], 1, *x.shape[position:]))
+
+
+def concatenate(tensors: Sequence[Any], axis: int = 0) -> Tensor:
+    items = [as_tensor(t) for t in tensors]
+    if not items:
+        raise user_error(ValueError, "concatenate: needs at least one tensor")
+    dimension = normalize_axis("concatenate", axis, items[0].ndim)
+    if len(items) == 1:
+        return items[0]
+    return structural.concatenate.bind(*items, dimension=dimension)
+
+
+def stack(tensors: Sequence[Any], axis: int = 0) -> Tensor:
+    items = [as_tensor(t) for t in tensors]
+    if not items:
+        raise user_error(ValueError, "stack: needs at least one tensor")
+    position = normalize_axis("stack", axis, items[0].ndim + 1)
+    return concatenate([expand_dims(t, position) for t in items], position)
+
+
+def pad(x: Any, pad_width: Sequence[Sequence[int]] | int, value: float = 0.0) -> Tensor:
+    """Constant padding with ``np.pad``'s ``pad_width`` ((before, after) per axis, or an int)."""
+    x = as_tensor(x)
+    if isinstance(pad_width, int):
+        pairs = [(pad_width, pad_width)] * x.ndim
+    else:
+        pairs = [tuple(p) for p in pad_width]
+    if len(pairs) != x.ndim or any(len(p) != 2 or p[0] < 0 or p[1] < 0 for p in pairs):
+        raise user_error(ShapeError, f"pad: need {x.ndim} non-negative (before, after) pairs, got {pad_width}")
+    return structural.pad.bind(
+        x, low=tuple(p[0] for p in pairs), high=tuple(p[1] for p in pairs), interior=(0,) * x.ndim, value=value
+    )
+
+
+def getitem(x: Tensor, index: Any) -> Tensor:
+    """Basic indexing: integers, slices with positive steps, ``...`` and ``None``."""
+    items = list(index) if isinstance(index, tuple) else [index]
+    for item in items:
+        if not (item is None or item is Ellipsis or isinstance(item, (int, np.integer, slice))):
+            raise user_error(
+                TypeError,
+                f"indexing: only integers, slices, ... and None are supported, got {type(item).__name__}; "
+                "use where() or one_hot() for masks and gathers",
+            )
+    if items.count(Ellipsis) > 1:
+        raise user_error(IndexError, "indexing: an index can only have one ellipsis (...)")
+    consumed = sum(1 for i in items if i is not None and i is not Ellipsis)
+    if consumed > x.ndim:
+        raise user_error(IndexError, f"indexing: too many indices ({consumed}) for a tensor of rank {x.ndim}")
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        items[at : at + 1] = [slice(None)] * (x.ndim - consumed)
+    else:
+        items += [slice(None)] * (x.ndim - consumed)
+    starts, limits, strides, out_shape = [], [], [], []
+    dim = 0
+    for item in items:
+        if item is None:
+            out_shape.append(1)
+            continue
+        size = x.shape[dim]
+        if isinstance(item, slice):
+            start, stop, step = item.indices(size)
+            if step < 1:
+                raise user_error(IndexError, "indexing: negative slice steps are not supported")
+            stop = max(stop, start)
+            starts.append(start)
+            limits.append(stop)
+            strides.append(step)
+            out_shape.append(-(-(stop - start) // step))
+        else:
+            position = int(item)
+            if not -size <= position < size:
+                raise user_error(IndexError, f"indexing: index {position} is out of bounds for axis {dim} of size {size}")
+            position %= size
+            starts.append(position)
+            limits.append(position + 1)
+            strides.append(1)
+        dim += 1
+    out = x
+    if (tuple(starts), tuple(limits), tuple(strides)) != ((0,) * x.ndim, x.shape, (1,) * x.ndim):
+        out = structural.slice_.bind(x, start_indices=tuple(starts), limit_indices=tuple(limits), strides=tuple(strides))
+    return reshape(out, tuple(out_shape))

@@ -1,0 +1,112 @@
+"""Devices: a hardware kind, an ordinal and an execution backend, as in X10.
+
+``Device("CPU", 0, "EAGER")`` runs each op at once; ``Device("CPU", 0, "LAZY")`` records ops
+into a trace that is compiled and run at a barrier. Asking for a GPU on a machine without a
+usable one falls back to the CPU with a warning, as the X10 tutorial describes for its
+default devices.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from dataclasses import dataclass
+
+from braze.ir.errors import DeviceError
+
+KINDS = ("CPU", "GPU")
+BACKENDS = ("EAGER", "LAZY")
+
+
+@functools.cache
+def gpu_available() -> bool:
+    """Whether an eager GPU runtime (CuPy with at least one CUDA device) can be used."""
+    try:
+        import cupy  # type: ignore[import-not-found]
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # noqa: BLE001 - any failure to load or query CUDA means "no GPU"
+        return False
+
+
+@dataclass(frozen=True)
+class Device:
+    """Where a tensor lives and how its ops run."""
+
+    kind: str = "CPU"
+    ordinal: int = 0
+    backend: str = "EAGER"
+
+    def __post_init__(self) -> None:
+        kind, backend = self.kind.upper(), self.backend.upper()
+        if kind not in KINDS:
+            raise DeviceError(f"unknown device kind {self.kind!r}: expected one of {KINDS}")
+        if backend not in BACKENDS:
+            raise DeviceError(f"unknown device backend {self.backend!r}: expected one of {BACKENDS}")
+        if not isinstance(self.ordinal, int) or self.ordinal < 0:
+            raise DeviceError(f"device ordinal must be a non-negative integer, got {self.ordinal!r}")
+        if kind == "GPU" and not gpu_available():
+            warnings.warn(
+                f"no usable GPU (CuPy with a CUDA device) for Device(kind: .GPU, ordinal: "
+                f"{self.ordinal}); falling back to the CPU",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            kind, ordinal = "CPU", 0
+        else:
+            ordinal = self.ordinal
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "backend", backend)
+        object.__setattr__(self, "ordinal", ordinal)
+
+    @property
+    def is_lazy(self) -> bool:
+        return self.backend == "LAZY"
+
+    def __repr__(self) -> str:
+        return f"Device(kind: .{self.kind}, ordinal: {self.ordinal}, backend: .{self.backend})"
+
+    def __str__(self) -> str:
+        return f"{self.kind.lower()}:{self.ordinal}:{self.backend.lower()}"
+
+
+CPU = Device("CPU", 0, "EAGER")
+LAZY_CPU = Device("CPU", 0, "LAZY")
+_DEFAULT: list[Device] = [CPU]
+
+
+def default_device() -> Device:
+    """The device new tensors are created on (the eager CPU unless changed)."""
+    return _DEFAULT[0]
+
+
+def set_default_device(device: Device | str) -> None:
+    _DEFAULT[0] = as_device(device)
+
+
+def as_device(spec: Device | str | None) -> Device:
+    """Parse a device: a Device, None (the default), or text such as "cpu", "lazy",
+    "gpu:1", "cpu:0:lazy", "eager" (case-insensitive, parts in any order)."""
+    if spec is None:
+        return default_device()
+    if isinstance(spec, Device):
+        return spec
+    if not isinstance(spec, str):
+        raise DeviceError(f"expected a Device or a device name, got {type(spec).__name__}")
+    kind, ordinal, backend = "CPU", 0, "EAGER"
+    for part in spec.replace("/", ":").split(":"):
+        token = part.strip().upper()
+        if token in KINDS:
+            kind = token
+        elif token in BACKENDS:
+            backend = token
+        elif token in ("XLA", "X10"):
+            backend = "LAZY"
+        elif token.isdigit():
+            ordinal = int(token)
+        else:
+            raise DeviceError(
+                f"cannot parse device {spec!r}: expected parts like 'cpu', 'gpu', 'eager', "
+                "'lazy' and an ordinal, e.g. 'cpu:0:lazy'"
+            )
+    return Device(kind, ordinal, backend)

@@ -1,0 +1,461 @@
+"""The user-facing Tensor and the one function every op goes through: ``bind``.
+
+A Tensor holds a backend value (a NumPy array on the eager CPU, a pending trace node on a
+lazy device), its abstract value (shape and dtype), its device and, when it takes part in a
+gradient computation, the ``GradNode`` that produced it. ``bind`` checks the op with the
+primitive's shape rule (so errors are raised where the user wrote the op, in both modes),
+asks the device's executor for the result, and records the gradient edge.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+import numpy as np
+
+from braze.backends.reference import apply_primitive
+from braze.ir.dtypes import DType
+from braze.ir.errors import BrazeError, DeviceError
+from braze.ir.primitive import Aval, Primitive, set_binder
+from braze.runtime.device import Device, default_device
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def user_location() -> str:
+    """``file:line`` of the innermost stack frame outside the braze package."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    if frame is None:
+        return "<unknown>"
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def user_error(cls: type[BrazeError], message: str) -> BrazeError:
+    """An error of ``cls`` whose message ends with the user's source line."""
+    return cls(f"{message} (at {user_location()})")
+
+
+class Executor(Protocol):
+    """How one backend runs primitives and moves values to and from NumPy."""
+
+    def apply(self, primitive: Primitive, values: list, attrs: dict, aval: Aval, device: Device) -> Any: ...
+
+    def from_numpy(self, array: np.ndarray, device: Device) -> Any: ...
+
+    def to_numpy(self, value: Any) -> np.ndarray: ...
+
+
+class EagerExecutor:
+    """Runs every primitive at once with its NumPy twin."""
+
+    def apply(self, primitive: Primitive, values: list, attrs: dict, aval: Aval, device: Device) -> np.ndarray:
+        return apply_primitive(primitive, values, attrs, aval)
+
+    def from_numpy(self, array: np.ndarray, device: Device) -> np.ndarray:
+        return array
+
+    def to_numpy(self, value: np.ndarray) -> np.ndarray:
+        return value
+
+
+_EXECUTORS: dict[str, Executor] = {"EAGER": EagerExecutor()}
+
+
+def register_executor(backend: str, executor: Executor) -> None:
+    """Install the executor of a device backend (the lazy module installs ``LAZY``)."""
+    _EXECUTORS[backend] = executor
+
+
+def executor_for(device: Device) -> Executor:
+    found = _EXECUTORS.get(device.backend)
+    if found is None:
+        raise DeviceError(f"the {device.backend} backend is not available (device {device!r})")
+    return found
+
+
+class _GradMode(threading.local):
+    enabled = True
+
+
+GRAD_MODE = _GradMode()
+
+
+class GradNode:
+    """One recorded primitive application: what its VJP needs and where cotangents go.
+
+    ``parents[i]`` is the GradNode that produced input i, the leaf Tensor itself when the
+    input is a leaf that requires grad, or None when no gradient flows there. Input and
+    output values are kept (not the tensors), so a later in-place update of a tensor never
+    changes a gradient already recorded.
+    """
+
+    __slots__ = ("primitive", "attrs", "in_values", "in_avals", "out_value", "out_aval", "device", "parents")
+
+    def __init__(self, primitive, attrs, inputs, out_value, out_aval, device) -> None:
+        self.primitive = primitive
+        self.attrs = attrs
+        self.in_values = [t._value for t in inputs]
+        self.in_avals = [t._aval for t in inputs]
+        self.out_value = out_value
+        self.out_aval = out_aval
+        self.device = device
+        self.parents = [t._grad_node if t._grad_node is not None else (t if t.requires_grad else None) for t in inputs]
+
+
+def bind(primitive: Primitive, args: tuple, attrs: dict, like: Any = None) -> Tensor:
+    """Apply a primitive to tensors: check shapes, run or record it, record the gradient edge."""
+    if args:
+        device = args[0].device
+        for other in args[1:]:
+            if other.device != device:
+                raise user_error(
+                    DeviceError,
+                    f"{primitive.name}: operands are on different devices: {device!r} and "
+                    f"{other.device!r}; move one with .to(device)",
+                )
+    else:
+        device = like if isinstance(like, Device) else default_device()
+    try:
+        aval = primitive.shape_rule(*(t._aval for t in args), **attrs)
+    except BrazeError as error:
+        raise type(error)(f"{error} (at {user_location()})") from None
+    value = executor_for(device).apply(primitive, [t._value for t in args], attrs, aval, device)
+    out = Tensor._make(value, aval, device)
+    if GRAD_MODE.enabled and primitive.vjp is not None and aval.dtype.is_float:
+        if any(t.requires_grad for t in args):
+            out.requires_grad = True
+            out._grad_node = GradNode(primitive, attrs, args, value, aval, device)
+    return out
+
+
+set_binder(bind)
+
+
+class Tensor:
+    """An n-dimensional array on a device, with operators, NumPy interop and autodiff."""
+
+    __slots__ = ("_value", "_aval", "device", "requires_grad", "grad", "_grad_node", "__weakref__")
+    __array_priority__ = 1000  # NumPy defers `ndarray op Tensor` to the Tensor's reflected op
+
+    @classmethod
+    def _make(cls, value: Any, aval: Aval, device: Device) -> Tensor:
+        t = object.__new__(cls)
+        t._value = value
+        t._aval = aval
+        t.device = device
+        t.requires_grad = False
+        t.grad = None
+        t._grad_node = None
+        return t
+
+    @classmethod
+    def from_numpy(cls, array: np.ndarray, device: Device | None = None) -> Tensor:
+        """Wrap a NumPy array whose dtype braze supports (no copy on the eager CPU)."""
+        from braze.ir.dtypes import as_dtype
+
+        device = device or default_device()
+        aval = Aval(tuple(array.shape), as_dtype(array.dtype))
+        return cls._make(executor_for(device).from_numpy(array, device), aval, device)
+
+    # Abstract properties ------------------------------------------------------------
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._aval.shape
+
+    @property
+    def dtype(self) -> DType:
+        return self._aval.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self._aval.shape)
+
+    @property
+    def size(self) -> int:
+        return self._aval.size
+
+    @property
+    def aval(self) -> Aval:
+        return self._aval
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._grad_node is None
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    # Values ------------------------------------------------------------------------
+
+    def numpy(self) -> np.ndarray:
+        """The value as a read-only NumPy array (materialises a lazy tensor)."""
+        array = executor_for(self.device).to_numpy(self._value)
+        view = array.view()
+        view.flags.writeable = False
+        return view
+
+    def item(self) -> bool | int | float:
+        if self.size != 1:
+            raise ValueError(f"item(): only a one-element tensor has an item, this one has shape {self.shape}")
+        return self.numpy().reshape(()).item()
+
+    def tolist(self) -> Any:
+        return self.numpy().tolist()
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        array = self.numpy()
+        if dtype is not None and np.dtype(dtype) != array.dtype:
+            return array.astype(dtype)
+        return array.copy() if copy else array
+
+    def __bool__(self) -> bool:
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype.kind not in "ib":
+            raise TypeError(f"only integer tensors can be used as an index, not {self.dtype.name}")
+        return int(self.item())
+
+    def __iter__(self) -> Iterator[Tensor]:
+        for i in range(len(self)):
+            yield self[i]
+
+    def __repr__(self) -> str:
+        body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
+        grad = ", requires_grad=True" if self.requires_grad else ""
+        return f"tensor({body}, dtype={self.dtype.name}, device={self.device!r}{grad})"
+
+    def __str__(self) -> str:
+        return np.array2string(self.numpy(), separator=", ")
+
+    __hash__ = object.__hash__
+
+    # Devices and autodiff ------------------------------------------------------------
+
+    def to(self, device: Device | str | None = None, dtype: Any = None) -> Tensor:
+        """This tensor on another device (and/or of another dtype); itself when nothing changes."""
+        from braze.runtime.device import as_device
+
+        out = self
+        if dtype is not None:
+            out = ops.astype(out, dtype)
+        target = as_device(device) if device is not None else out.device
+        if target == out.device:
+            return out
+        moved = Tensor.from_numpy(out.numpy(), target)
+        moved.requires_grad = out.requires_grad and out.is_leaf
+        return moved
+
+    def cpu(self) -> Tensor:
+        from braze.runtime.device import CPU
+
+        return self.to(CPU)
+
+    def detach(self) -> Tensor:
+        """The same value, cut from the gradient graph."""
+        return Tensor._make(self._value, self._aval, self.device)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if requires_grad and not self.dtype.is_float:
+            raise TypeError(f"only float tensors can require gradients, not {self.dtype.name}")
+        if not self.is_leaf:
+            raise RuntimeError("requires_grad_() can only be set on a leaf tensor; use .detach() first")
+        self.requires_grad = requires_grad
+        return self
+
+    def backward(self, gradient: Tensor | None = None) -> None:
+        """Accumulate d(self)/d(leaf) into ``.grad`` of every leaf that requires grad."""
+        from braze.autodiff import backward
+
+        backward(self, gradient)
+
+    def zero_grad(self) -> None:
+        self.grad = None
+
+    def _assign(self, other: Tensor) -> Tensor:
+        """Replace this tensor's value in place (the meaning of ``+=`` and of optimizer steps)."""
+        if self.requires_grad and GRAD_MODE.enabled:
+            raise RuntimeError(
+                "in-place update of a tensor that requires grad: wrap it in `with braze.no_grad():`"
+            )
+        if other.shape != self.shape or other.dtype != self.dtype or other.device != self.device:
+            raise ValueError(
+                f"in-place update must keep shape, dtype and device: {self.dtype.name}{self.shape} on "
+                f"{self.device!r} cannot take {other.dtype.name}{other.shape} on {other.device!r}"
+            )
+        self._value = other._value
+        if not self.requires_grad:
+            self._grad_node = other._grad_node
+            self.requires_grad = other.requires_grad
+        return self
+
+    def assign(self, value: Any) -> Tensor:
+        """Set this tensor's value in place (TensorFlow's ``Variable.assign``)."""
+        return self._assign(ops.as_tensor(value, like=self))
+
+    # Operators -----------------------------------------------------------------------
+
+    def __add__(self, other: Any) -> Tensor:
+        return ops.add(self, other)
+
+    def __radd__(self, other: Any) -> Tensor:
+        return ops.add(other, self)
+
+    def __sub__(self, other: Any) -> Tensor:
+        return ops.subtract(self, other)
+
+    def __rsub__(self, other: Any) -> Tensor:
+        return ops.subtract(other, self)
+
+    def __mul__(self, other: Any) -> Tensor:
+        return ops.multiply(self, other)
+
+    def __rmul__(self, other: Any) -> Tensor:
+        return ops.multiply(other, self)
+
+    def __truediv__(self, other: Any) -> Tensor:
+        return ops.divide(self, other)
+
+    def __rtruediv__(self, other: Any) -> Tensor:
+        return ops.divide(other, self)
+
+    def __floordiv__(self, other: Any) -> Tensor:
+        return ops.floor_divide(self, other)
+
+    def __pow__(self, other: Any) -> Tensor:
+        return ops.power(self, other)
+
+    def __rpow__(self, other: Any) -> Tensor:
+        return ops.power(other, self)
+
+    def __matmul__(self, other: Any) -> Tensor:
+        return ops.matmul(self, other)
+
+    def __rmatmul__(self, other: Any) -> Tensor:
+        return ops.matmul(other, self)
+
+    def __neg__(self) -> Tensor:
+        return ops.negative(self)
+
+    def __pos__(self) -> Tensor:
+        return self
+
+    def __abs__(self) -> Tensor:
+        return ops.abs(self)
+
+    def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
+        return ops.equal(self, other)
+
+    def __ne__(self, other: Any) -> Tensor:  # type: ignore[override]
+        return ops.not_equal(self, other)
+
+    def __lt__(self, other: Any) -> Tensor:
+        return ops.less(self, other)
+
+    def __le__(self, other: Any) -> Tensor:
+        return ops.less_equal(self, other)
+
+    def __gt__(self, other: Any) -> Tensor:
+        return ops.greater(self, other)
+
+    def __ge__(self, other: Any) -> Tensor:
+        return ops.greater_equal(self, other)
+
+    def __and__(self, other: Any) -> Tensor:
+        return ops.logical_and(self, other)
+
+    def __or__(self, other: Any) -> Tensor:
+        return ops.logical_or(self, other)
+
+    def __invert__(self) -> Tensor:
+        return ops.logical_not(self)
+
+    def __iadd__(self, other: Any) -> Tensor:
+        return self._assign(ops.add(self, other))
+
+    def __isub__(self, other: Any) -> Tensor:
+        return self._assign(ops.subtract(self, other))
+
+    def __imul__(self, other: Any) -> Tensor:
+        return self._assign(ops.multiply(self, other))
+
+    def __itruediv__(self, other: Any) -> Tensor:
+        return self._assign(ops.divide(self, other))
+
+    def __getitem__(self, index: Any) -> Tensor:
+        return ops.getitem(self, index)
+
+    # Methods that mirror the op library ---------------------------------------------
+
+    def reshape(self, *shape: Any) -> Tensor:
+        return ops.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape)
+
+    def transpose(self, *axes: Any) -> Tensor:
+        return ops.transpose(self, axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else (axes or None))
+
+    @property
+    def T(self) -> Tensor:  # noqa: N802 - NumPy's name
+        return ops.transpose(self)
+
+    def astype(self, dtype: Any) -> Tensor:
+        return ops.astype(self, dtype)
+
+    def sum(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+        return ops.sum(self, axis, keepdims)
+
+    def mean(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+        return ops.mean(self, axis, keepdims)
+
+    def var(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+        return ops.var(self, axis, keepdims)
+
+    def max(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+        return ops.max(self, axis, keepdims)
+
+    def min(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+        return ops.min(self, axis, keepdims)
+
+    def argmax(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+        return ops.argmax(self, axis, keepdims)
+
+    def exp(self) -> Tensor:
+        return ops.exp(self)
+
+    def log(self) -> Tensor:
+        return ops.log(self)
+
+    def sqrt(self) -> Tensor:
+        return ops.sqrt(self)
+
+    def tanh(self) -> Tensor:
+        return ops.tanh(self)
+
+    def sigmoid(self) -> Tensor:
+        return ops.sigmoid(self)
+
+    def relu(self) -> Tensor:
+        return ops.relu(self)
+
+    def abs(self) -> Tensor:
+        return ops.abs(self)
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        return ops.flatten(self, start_dim, end_dim)
+
+
+from braze import ops  # noqa: E402 - the op library is built on Tensor; methods above call it
