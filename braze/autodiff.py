@@ -176,9 +176,7 @@ def value_and_grad(
         found = _cotangents(loss, ops.ones(loss.shape, loss.dtype, device=loss.device)) if loss.requires_grad else {}
         grads = []
         for fresh, rebuild in structures:
-            grads.append(
-                rebuild([found[id(t)][1] if id(t) in found else ops.zeros_like(t) for t in fresh])
-            )
+            grads.append(rebuild([found[id(t)][1] if id(t) in found else ops.zeros_like(t) for t in fresh]))
         value = (loss.detach(), result[1]) if has_aux else loss.detach()
         return value, grads[0] if single else tuple(grads)
 

@@ -127,10 +127,10 @@ def bind(primitive: Primitive, args: tuple, attrs: dict, like: Any = None) -> Te
         raise type(error)(f"{error} (at {user_location()})") from None
     value = executor_for(device).apply(primitive, [t._value for t in args], attrs, aval, device)
     out = Tensor._make(value, aval, device)
-    if GRAD_MODE.enabled and primitive.vjp is not None and aval.dtype.is_float:
-        if any(t.requires_grad for t in args):
-            out.requires_grad = True
-            out._grad_node = GradNode(primitive, attrs, args, value, aval, device)
+    recording = GRAD_MODE.enabled and primitive.vjp is not None and aval.dtype.is_float
+    if recording and any(t.requires_grad for t in args):
+        out.requires_grad = True
+        out._grad_node = GradNode(primitive, attrs, args, value, aval, device)
     return out
 
 
@@ -290,9 +290,7 @@ class Tensor:
     def _assign(self, other: Tensor) -> Tensor:
         """Replace this tensor's value in place (the meaning of ``+=`` and of optimizer steps)."""
         if self.requires_grad and GRAD_MODE.enabled:
-            raise RuntimeError(
-                "in-place update of a tensor that requires grad: wrap it in `with braze.no_grad():`"
-            )
+            raise RuntimeError("in-place update of a tensor that requires grad: wrap it in `with braze.no_grad():`")
         if other.shape != self.shape or other.dtype != self.dtype or other.device != self.device:
             raise ValueError(
                 f"in-place update must keep shape, dtype and device: {self.dtype.name}{self.shape} on "

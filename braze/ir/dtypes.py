@@ -57,8 +57,9 @@ _BY_NUMPY = {d.numpy: d for d in ALL_DTYPES}
 _KIND_ORDER = {"b": 0, "i": 1, "f": 2}
 
 
-def as_dtype(value: object) -> DType:
-    """Turn a DType, a name ("float32", "f32"), a NumPy dtype or a Python type into a DType."""
+def as_dtype(value: object, op: str = "dtype") -> DType:
+    """Turn a DType, a name ("float32", "f32"), a NumPy dtype or a Python type into a DType;
+    ``op`` names the operation in the error for an unsupported dtype."""
     if isinstance(value, DType):
         return value
     if isinstance(value, str) and value in _BY_NAME:
@@ -75,7 +76,11 @@ def as_dtype(value: object) -> DType:
         found = None
     if found is None:
         supported = ", ".join(d.name for d in ALL_DTYPES)
-        raise DTypeError(f"unsupported dtype {value!r}: braze supports {supported}")
+        try:
+            shown = repr(np.dtype(value).name)  # type: ignore[call-overload]
+        except TypeError:
+            shown = repr(value)
+        raise DTypeError(f"{op}: unsupported dtype {shown}; braze supports {supported}")
     return found
 
 

@@ -30,7 +30,7 @@ def as_tensor(value: Any, dtype: Any = None, like: Tensor | None = None, device:
         return value if dtype is None else astype(value, dtype)
     target = as_device(device) if device is not None else (like.device if like is not None else default_device())
     if dtype is not None:
-        dt = as_dtype(dtype)
+        dt = as_dtype(dtype, "tensor")
     elif is_number(value):
         dt = like.dtype if like is not None else default_dtype_for(value)
     else:
@@ -40,16 +40,17 @@ def as_tensor(value: Any, dtype: Any = None, like: Tensor | None = None, device:
 
 
 def _default_array_dtype(value: Any) -> DType:
-    """Python lists of floats become float32 (the default) as in ``torch.tensor``; NumPy
-    arrays keep float32/float64; narrow or unsigned integers widen to int32/int64."""
+    """Python lists take the defaults (float32, int32) as in JAX; NumPy arrays keep float32,
+    float64, int32 and int64, and narrower or unsigned integers widen."""
     array = np.asarray(value)
     kind, size = array.dtype.kind, array.dtype.itemsize
+    from_numpy = isinstance(value, (np.ndarray, np.generic))
     if kind == "f":
-        keep = isinstance(value, np.ndarray) and array.dtype == np.float64
-        return as_dtype(np.float64 if keep else np.float32)
+        return as_dtype(np.float64 if from_numpy and array.dtype == np.float64 else np.float32)
     if kind in "iu":
-        return as_dtype(np.int64 if size >= 8 or (kind == "u" and size >= 4) else np.int32)
-    return as_dtype(array.dtype)
+        wide = from_numpy and (size >= 8 or (kind == "u" and size >= 4))
+        return as_dtype(np.int64 if wide else np.int32)
+    return as_dtype(array.dtype, "tensor")
 
 
 def scalar(value: Number, dtype: DType, device: Device) -> Tensor:

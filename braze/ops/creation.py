@@ -29,16 +29,16 @@ def tensor(data: Any, dtype: Any = None, device: Device | str | None = None, req
 
 
 def full(shape: Sequence[int] | int, fill_value: bool | int | float, dtype: Any = None, device: Any = None) -> Tensor:
-    dt = as_dtype(dtype) if dtype is not None else default_dtype_for(fill_value)
+    dt = as_dtype(dtype, "full") if dtype is not None else default_dtype_for(fill_value)
     return core.full(_shape(shape), fill_value, dt, as_device(device))
 
 
 def zeros(shape: Sequence[int] | int, dtype: Any = DEFAULT_FLOAT, device: Any = None) -> Tensor:
-    return full(shape, 0, as_dtype(dtype), device)
+    return full(shape, 0, as_dtype(dtype, "zeros"), device)
 
 
 def ones(shape: Sequence[int] | int, dtype: Any = DEFAULT_FLOAT, device: Any = None) -> Tensor:
-    return full(shape, 1, as_dtype(dtype), device)
+    return full(shape, 1, as_dtype(dtype, "ones"), device)
 
 
 def zeros_like(x: Tensor, dtype: Any = None) -> Tensor:
@@ -53,8 +53,9 @@ def full_like(x: Tensor, fill_value: bool | int | float, dtype: Any = None) -> T
     return full(x.shape, fill_value, dtype or x.dtype, x.device)
 
 
-def arange(start: int | float, stop: int | float | None = None, step: int | float = 1, dtype: Any = None,
-           device: Any = None) -> Tensor:
+def arange(
+    start: int | float, stop: int | float | None = None, step: int | float = 1, dtype: Any = None, device: Any = None
+) -> Tensor:
     """Evenly spaced values in [start, stop), as ``np.arange``."""
     if stop is None:
         start, stop = 0, start
@@ -62,7 +63,7 @@ def arange(start: int | float, stop: int | float | None = None, step: int | floa
         raise ValueError("arange: step must not be zero")
     count = max(0, math.ceil((stop - start) / step))
     kind_of = float if any(isinstance(v, float) for v in (start, stop, step)) else int
-    dt = as_dtype(dtype) if dtype is not None else default_dtype_for(kind_of(0))
+    dt = as_dtype(dtype, "arange") if dtype is not None else default_dtype_for(kind_of(0))
     target = as_device(device)
     index = sources.iota.bind(shape=(int(count),), dimension=0, dtype=dt, like=target)
     if step != 1:
@@ -77,7 +78,5 @@ def one_hot(labels: Tensor, num_classes: int, dtype: Any = DEFAULT_FLOAT) -> Ten
         raise user_error(DTypeError, f"one_hot: labels must be integers, got {labels.dtype.name}")
     shape = (*labels.shape, int(num_classes))
     classes = sources.iota.bind(shape=shape, dimension=labels.ndim, dtype=labels.dtype, like=labels.device)
-    expanded = structural.broadcast_in_dim.bind(
-        labels, shape=shape, broadcast_dimensions=tuple(range(labels.ndim))
-    )
-    return elementwise.convert.bind(elementwise.eq.bind(expanded, classes), dtype=as_dtype(dtype))
+    expanded = structural.broadcast_in_dim.bind(labels, shape=shape, broadcast_dimensions=tuple(range(labels.ndim)))
+    return elementwise.convert.bind(elementwise.eq.bind(expanded, classes), dtype=as_dtype(dtype, "one_hot"))

@@ -16,7 +16,9 @@ def matmul(x: Any, y: Any) -> Tensor:
     """``x @ y``: 1-D operands are promoted and squeezed, leading dimensions broadcast."""
     a, b = _same_dtype(x, y)
     if a.ndim == 0 or b.ndim == 0:
-        raise user_error(ShapeError, f"matmul: operands must have rank >= 1, got {fmt_shape(a.shape)} @ {fmt_shape(b.shape)}")
+        raise user_error(
+            ShapeError, f"matmul: operands must have rank >= 1, got {fmt_shape(a.shape)} @ {fmt_shape(b.shape)}"
+        )
     a2 = reshape(a, (1, a.shape[0])) if a.ndim == 1 else a
     b2 = reshape(b, (b.shape[0], 1)) if b.ndim == 1 else b
     if a2.shape[-1] != b2.shape[-2]:
@@ -35,8 +37,12 @@ def matmul(x: Any, y: Any) -> Tensor:
         b3 = broadcast_to(b2, (*batch, *b2.shape[-2:]), "matmul")
         n = len(batch)
         out = linalg.dot_general.bind(
-            a3, b3, lhs_contracting=(n + 1,), rhs_contracting=(n,),
-            lhs_batch=tuple(range(n)), rhs_batch=tuple(range(n)),
+            a3,
+            b3,
+            lhs_contracting=(n + 1,),
+            rhs_contracting=(n,),
+            lhs_batch=tuple(range(n)),
+            rhs_batch=tuple(range(n)),
         )
     if a.ndim == 1:
         out = reshape(out, out.shape[:-2] + out.shape[-1:])

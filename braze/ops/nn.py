@@ -58,7 +58,8 @@ def conv2d(
     if x.ndim != 4 or w.ndim != 4:
         raise user_error(
             ShapeError,
-            f"conv2d: expected a 4-D NHWC input and a 4-D HWIO filter, got {fmt_shape(x.shape)} and {fmt_shape(w.shape)}",
+            f"conv2d: expected a 4-D NHWC input and a 4-D HWIO filter, "
+            f"got {fmt_shape(x.shape)} and {fmt_shape(w.shape)}",
         )
     if x.shape[3] != w.shape[2]:
         raise user_error(
@@ -97,5 +98,7 @@ def avg_pool2d(x: Any, size: int | Sequence[int], stride: Any = None, padding: P
         return total / (window_dims[1] * window_dims[2])
     x = as_tensor(x)
     ones = full((1, x.shape[1], x.shape[2], 1), 1, x.dtype, x.device)
-    count = window.reduce_window.bind(ones, kind="sum", window_dimensions=window_dims, window_strides=strides, padding=pads)
+    count = window.reduce_window.bind(
+        ones, kind="sum", window_dimensions=window_dims, window_strides=strides, padding=pads
+    )
     return total / count

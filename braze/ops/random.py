@@ -13,8 +13,8 @@ from braze.ir.dtypes import DEFAULT_FLOAT, as_dtype, int64
 from braze.ir.errors import DTypeError
 from braze.ir.prims import sources
 from braze.ops.core import as_tensor
-from braze.ops.math import maximum, minimum, sqrt, where
 from braze.ops.math import log as _log
+from braze.ops.math import maximum, minimum, sqrt, where
 from braze.runtime.device import as_device
 from braze.tensor import Tensor, user_error
 
@@ -56,8 +56,12 @@ def _shape(shape: Sequence[int] | int) -> tuple[int, ...]:
 
 
 def rand(
-    shape: Sequence[int] | int, dtype: Any = DEFAULT_FLOAT, *, seed: int | None = None,
-    generator: Generator | None = None, device: Any = None,
+    shape: Sequence[int] | int,
+    dtype: Any = DEFAULT_FLOAT,
+    *,
+    seed: int | None = None,
+    generator: Generator | None = None,
+    device: Any = None,
 ) -> Tensor:
     """Uniform samples in [0, 1)."""
     dt = as_dtype(dtype)
@@ -68,20 +72,44 @@ def rand(
 
 
 def uniform(
-    shape: Sequence[int] | int, low: float = 0.0, high: float = 1.0, dtype: Any = DEFAULT_FLOAT, *,
-    seed: int | None = None, generator: Generator | None = None, device: Any = None,
+    shape: Sequence[int] | int,
+    low: float = 0.0,
+    high: float = 1.0,
+    dtype: Any = DEFAULT_FLOAT,
+    *,
+    seed: int | None = None,
+    generator: Generator | None = None,
+    device: Any = None,
 ) -> Tensor:
     return rand(shape, dtype, seed=seed, generator=generator, device=device) * (high - low) + low
 
 
 # Acklam's rational approximation of the normal quantile (relative error below 1.2e-9):
 # it needs only log and sqrt, so normal samples are built from primitives every backend has.
-_A = (-3.969683028665376e01, 2.209460984245205e02, -2.759285104469687e02, 1.383577518672690e02,
-      -3.066479806614716e01, 2.506628277459239e00)
-_B = (-5.447609879822406e01, 1.615858368580409e02, -1.556989798598866e02, 6.680131188771972e01,
-      -1.328068155288572e01, 1.0)
-_C = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e00, -2.549732539343734e00,
-      4.374664141464968e00, 2.938163982698783e00)
+_A = (
+    -3.969683028665376e01,
+    2.209460984245205e02,
+    -2.759285104469687e02,
+    1.383577518672690e02,
+    -3.066479806614716e01,
+    2.506628277459239e00,
+)
+_B = (
+    -5.447609879822406e01,
+    1.615858368580409e02,
+    -1.556989798598866e02,
+    6.680131188771972e01,
+    -1.328068155288572e01,
+    1.0,
+)
+_C = (
+    -7.784894002430293e-03,
+    -3.223964580411365e-01,
+    -2.400758277161838e00,
+    -2.549732539343734e00,
+    4.374664141464968e00,
+    2.938163982698783e00,
+)
 _D = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e00, 3.754408661907416e00, 1.0)
 _TAIL = 0.02425
 
@@ -106,8 +134,12 @@ def normal_quantile(p: Tensor) -> Tensor:
 
 
 def randn(
-    shape: Sequence[int] | int, dtype: Any = DEFAULT_FLOAT, *, seed: int | None = None,
-    generator: Generator | None = None, device: Any = None,
+    shape: Sequence[int] | int,
+    dtype: Any = DEFAULT_FLOAT,
+    *,
+    seed: int | None = None,
+    generator: Generator | None = None,
+    device: Any = None,
 ) -> Tensor:
     """Standard normal samples."""
     dt = as_dtype(dtype)

@@ -100,10 +100,7 @@ def stack(tensors: Sequence[Any], axis: int = 0) -> Tensor:
 def pad(x: Any, pad_width: Sequence[Sequence[int]] | int, value: float = 0.0) -> Tensor:
     """Constant padding with ``np.pad``'s ``pad_width`` ((before, after) per axis, or an int)."""
     x = as_tensor(x)
-    if isinstance(pad_width, int):
-        pairs = [(pad_width, pad_width)] * x.ndim
-    else:
-        pairs = [tuple(p) for p in pad_width]
+    pairs = [(pad_width, pad_width)] * x.ndim if isinstance(pad_width, int) else [tuple(p) for p in pad_width]
     if len(pairs) != x.ndim or any(len(p) != 2 or p[0] < 0 or p[1] < 0 for p in pairs):
         raise user_error(ShapeError, f"pad: need {x.ndim} non-negative (before, after) pairs, got {pad_width}")
     return structural.pad.bind(
@@ -150,7 +147,9 @@ def getitem(x: Tensor, index: Any) -> Tensor:
         else:
             position = int(item)
             if not -size <= position < size:
-                raise user_error(IndexError, f"indexing: index {position} is out of bounds for axis {dim} of size {size}")
+                raise user_error(
+                    IndexError, f"indexing: index {position} is out of bounds for axis {dim} of size {size}"
+                )
             position %= size
             starts.append(position)
             limits.append(position + 1)
@@ -158,5 +157,7 @@ def getitem(x: Tensor, index: Any) -> Tensor:
         dim += 1
     out = x
     if (tuple(starts), tuple(limits), tuple(strides)) != ((0,) * x.ndim, x.shape, (1,) * x.ndim):
-        out = structural.slice_.bind(x, start_indices=tuple(starts), limit_indices=tuple(limits), strides=tuple(strides))
+        out = structural.slice_.bind(
+            x, start_indices=tuple(starts), limit_indices=tuple(limits), strides=tuple(strides)
+        )
     return reshape(out, tuple(out_shape))

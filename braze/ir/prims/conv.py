@@ -177,7 +177,5 @@ conv_grad_input = register(
     Primitive("conv_grad_input", _grad_input_rule, _grad_input_impl, _grad_input_vjp, ("input_hw", *ATTRS))
 )
 conv_grad_filter = register(
-    Primitive(
-        "conv_grad_filter", _grad_filter_rule, _grad_filter_impl, _grad_filter_vjp, ("filter_hw", *ATTRS)
-    )
+    Primitive("conv_grad_filter", _grad_filter_rule, _grad_filter_impl, _grad_filter_vjp, ("filter_hw", *ATTRS))
 )

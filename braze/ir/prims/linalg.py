@@ -63,9 +63,12 @@ def _transpose_lhs(g, x, y, *, lhs_contracting, rhs_contracting, lhs_batch, rhs_
     else:
         g_y_free = tuple(range(nb, nb + len(y_free)))
     result = dot_general.bind(
-        g, y,
-        lhs_contracting=g_y_free, rhs_contracting=tuple(y_free),
-        lhs_batch=tuple(range(nb)), rhs_batch=tuple(rhs_batch),
+        g,
+        y,
+        lhs_contracting=g_y_free,
+        rhs_contracting=tuple(y_free),
+        lhs_batch=tuple(range(nb)),
+        rhs_batch=tuple(rhs_batch),
     )
     order = np.argsort(rhs_contracting)
     layout = [*lhs_batch, *x_free, *(lhs_contracting[i] for i in order)]
@@ -77,12 +80,24 @@ def _transpose_lhs(g, x, y, *, lhs_contracting, rhs_contracting, lhs_batch, rhs_
 
 def _vjp(g, x, y, out, *, lhs_contracting, rhs_contracting, lhs_batch, rhs_batch):
     gx = _transpose_lhs(
-        g, x, y, lhs_contracting=lhs_contracting, rhs_contracting=rhs_contracting,
-        lhs_batch=lhs_batch, rhs_batch=rhs_batch, ans_lhs_first=True,
+        g,
+        x,
+        y,
+        lhs_contracting=lhs_contracting,
+        rhs_contracting=rhs_contracting,
+        lhs_batch=lhs_batch,
+        rhs_batch=rhs_batch,
+        ans_lhs_first=True,
     )
     gy = _transpose_lhs(
-        g, y, x, lhs_contracting=rhs_contracting, rhs_contracting=lhs_contracting,
-        lhs_batch=rhs_batch, rhs_batch=lhs_batch, ans_lhs_first=False,
+        g,
+        y,
+        x,
+        lhs_contracting=rhs_contracting,
+        rhs_contracting=lhs_contracting,
+        lhs_batch=rhs_batch,
+        rhs_batch=lhs_batch,
+        ans_lhs_first=False,
     )
     return gx, gy
 

@@ -30,9 +30,7 @@ def _parameter_impl(*, index, shape, dtype):
     raise RuntimeError(f"parameter {index} has no value outside a graph evaluation")
 
 
-parameter = register(
-    Primitive("parameter", _parameter_rule, _parameter_impl, None, ("index", "shape", "dtype"))
-)
+parameter = register(Primitive("parameter", _parameter_rule, _parameter_impl, None, ("index", "shape", "dtype")))
 
 constant = register(
     Primitive(

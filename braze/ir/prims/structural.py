@@ -19,8 +19,7 @@ def _broadcast_rule(x: Aval, *, shape: tuple[int, ...], broadcast_dimensions: tu
     op = "broadcast_in_dim"
     if len(broadcast_dimensions) != x.ndim:
         raise ShapeError(
-            f"{op}: operand {fmt_shape(x.shape)} needs {x.ndim} broadcast dimensions, "
-            f"got {broadcast_dimensions}"
+            f"{op}: operand {fmt_shape(x.shape)} needs {x.ndim} broadcast dimensions, got {broadcast_dimensions}"
         )
     checks.check_axes(op, broadcast_dimensions, len(shape))
     if list(broadcast_dimensions) != sorted(broadcast_dimensions):
@@ -48,7 +47,10 @@ def _broadcast_vjp(g, x, out, *, shape, broadcast_dimensions):
 
 broadcast_in_dim = register(
     Primitive(
-        "broadcast_in_dim", _broadcast_rule, _broadcast_impl, _broadcast_vjp,
+        "broadcast_in_dim",
+        _broadcast_rule,
+        _broadcast_impl,
+        _broadcast_vjp,
         ("shape", "broadcast_dimensions"),
     )
 )
@@ -97,9 +99,7 @@ def _slice_rule(x: Aval, *, start_indices, limit_indices, strides) -> Aval:
     out = []
     for size, lo, hi, st in zip(x.shape, start_indices, limit_indices, strides, strict=True):
         if not (0 <= lo <= hi <= size) or st < 1:
-            raise ShapeError(
-                f"{op}: [{lo}:{hi}:{st}] is out of bounds for {fmt_shape(x.shape)}"
-            )
+            raise ShapeError(f"{op}: [{lo}:{hi}:{st}] is out of bounds for {fmt_shape(x.shape)}")
         out.append(-(-(hi - lo) // st))
     return Aval(tuple(out), x.dtype)
 
@@ -118,9 +118,7 @@ def _slice_vjp(g, x, out, *, start_indices, limit_indices, strides):
 
 
 slice_ = register(
-    Primitive(
-        "slice", _slice_rule, _slice_impl, _slice_vjp, ("start_indices", "limit_indices", "strides")
-    )
+    Primitive("slice", _slice_rule, _slice_impl, _slice_vjp, ("start_indices", "limit_indices", "strides"))
 )
 
 

@@ -66,8 +66,11 @@ def _reduce_window_impl(x, *, kind, window_dimensions, window_strides, padding):
 def _pad_or_crop(g, low, high):
     """Pad g with zeros where low/high are positive and crop where they are negative."""
     padded = structural.pad.bind(
-        g, low=tuple(max(v, 0) for v in low), high=tuple(max(v, 0) for v in high),
-        interior=(0,) * len(low), value=0.0,
+        g,
+        low=tuple(max(v, 0) for v in low),
+        high=tuple(max(v, 0) for v in high),
+        interior=(0,) * len(low),
+        value=0.0,
     )
     if all(v >= 0 for v in (*low, *high)):
         return padded
@@ -78,8 +81,11 @@ def _pad_or_crop(g, low, high):
 
 def _sum_window_transpose(g, x_shape, window_dimensions, window_strides, padding):
     dilated = structural.pad.bind(
-        g, low=(0,) * len(x_shape), high=(0,) * len(x_shape),
-        interior=tuple(s - 1 for s in window_strides), value=0.0,
+        g,
+        low=(0,) * len(x_shape),
+        high=(0,) * len(x_shape),
+        interior=tuple(s - 1 for s in window_strides),
+        value=0.0,
     )
     low = [k - 1 - lo for k, (lo, _) in zip(window_dimensions, padding, strict=True)]
     high = [
@@ -88,8 +94,11 @@ def _sum_window_transpose(g, x_shape, window_dimensions, window_strides, padding
     ]
     spread = _pad_or_crop(dilated, low, high)
     return reduce_window.bind(
-        spread, kind="sum", window_dimensions=tuple(window_dimensions),
-        window_strides=(1,) * len(x_shape), padding=((0, 0),) * len(x_shape),
+        spread,
+        kind="sum",
+        window_dimensions=tuple(window_dimensions),
+        window_strides=(1,) * len(x_shape),
+        padding=((0, 0),) * len(x_shape),
     )
 
 
@@ -152,14 +161,18 @@ def _gather_impl(tangents, operand, *, window_dimensions, window_strides, paddin
 
 select_and_scatter_add = register(
     Primitive(
-        "select_and_scatter_add", _scatter_rule, _scatter_impl,
+        "select_and_scatter_add",
+        _scatter_rule,
+        _scatter_impl,
         lambda ct, source, operand, out, **attrs: (select_and_gather_add.bind(ct, operand, **attrs), None),
         ATTRS,
     )
 )
 select_and_gather_add = register(
     Primitive(
-        "select_and_gather_add", _gather_rule, _gather_impl,
+        "select_and_gather_add",
+        _gather_rule,
+        _gather_impl,
         lambda ct, tangents, operand, out, **attrs: (select_and_scatter_add.bind(ct, operand, **attrs), None),
         ATTRS,
     )

@@ -1,0 +1,26 @@
+"""Datasets and input pipelines for braze, producing plain NumPy arrays.
+
+This package deliberately depends only on NumPy, the standard library and (lazily)
+Pillow, and imports nothing else from braze: the framework wraps the arrays into
+tensors, and data loading can be used and tested on its own.
+"""
+
+from braze.data.augment import Augment
+from braze.data.errors import DataError
+from braze.data.idx import read_idx
+from braze.data.image_folder import ImageFolder
+from braze.data.loader import DataLoader, mnist_loaders
+from braze.data.mnist import MNIST, load_mnist
+from braze.data.synthetic import make_two_class_folder
+
+__all__ = [
+    "MNIST",
+    "Augment",
+    "DataError",
+    "DataLoader",
+    "ImageFolder",
+    "load_mnist",
+    "make_two_class_folder",
+    "mnist_loaders",
+    "read_idx",
+]

@@ -1,0 +1,149 @@
+"""A directory of class sub-folders as batches of images, like Keras ``flow_from_directory``.
+
+Keras tutorials (and the XLA article this framework follows) train from a folder with
+one sub-folder per class; this class reproduces those semantics (alphabetical class
+indices, label encodings, batches per epoch) so the same directory and settings give
+the same data. Images are decoded with Pillow, which is imported only when an image
+is decoded, so ``import braze.data`` works without it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from braze.data.augment import Augment
+from braze.data.errors import DataError
+
+IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".gif")
+CLASS_MODES = ("binary", "categorical", "sparse")
+# color_mode -> (Pillow mode, channels)
+COLOR_MODES = {"rgb": ("RGB", 3), "grayscale": ("L", 1)}
+
+
+def _list_images(class_dir: Path) -> list[Path]:
+    """Image files under ``class_dir`` (recursively), in a stable sorted order like Keras."""
+    found = []
+    for root, _, files in sorted(os.walk(class_dir), key=lambda entry: entry[0]):
+        found.extend(Path(root) / f for f in sorted(files) if f.lower().endswith(IMAGE_EXTENSIONS))
+    return found
+
+
+class ImageFolder:
+    """Iterate over ``directory/<class>/<image>`` files as ``(images, labels)`` batches.
+
+    Each ``for`` loop is one epoch of ``len(self)`` batches (the last may be smaller);
+    with ``shuffle`` every epoch uses a new permutation from a generator seeded by
+    ``seed``, so runs are reproducible. Images are float32 ``[B, H, W, C]`` (NHWC) with
+    ``target_size = (H, W)``, in 0..255 unless ``rescale`` multiplies them (e.g. 1/255).
+    Labels: ``binary`` float32 ``[B]`` of 0/1, ``categorical`` float32 one-hot
+    ``[B, n_classes]``, ``sparse`` int32 ``[B]``. With ``cache`` each image is decoded
+    and resized once and kept in memory as uint8, so later epochs skip the decoding.
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike,
+        target_size: tuple[int, int] = (150, 150),
+        class_mode: str = "binary",
+        batch_size: int = 32,
+        shuffle: bool = True,
+        seed: int | None = None,
+        augment: Augment | None = None,
+        rescale: float | None = None,
+        color_mode: str = "rgb",
+        cache: bool = True,
+    ) -> None:
+        if class_mode not in CLASS_MODES:
+            raise DataError(f"class_mode must be one of {CLASS_MODES}, got {class_mode!r}")
+        if color_mode not in COLOR_MODES:
+            raise DataError(f"color_mode must be one of {tuple(COLOR_MODES)}, got {color_mode!r}")
+        if batch_size < 1:
+            raise DataError(f"batch_size must be >= 1, got {batch_size}")
+        self.directory = Path(directory)
+        if not self.directory.is_dir():
+            raise DataError(f"image folder {self.directory} does not exist or is not a directory")
+        class_names = sorted(d.name for d in self.directory.iterdir() if d.is_dir())
+        if not class_names:
+            raise DataError(
+                f"empty image folder: {self.directory} has no class sub-folders "
+                "(expected one sub-folder of images per class)"
+            )
+        if class_mode == "binary" and len(class_names) != 2:
+            raise DataError(
+                f"class_mode 'binary' needs exactly 2 class sub-folders in {self.directory}, "
+                f"found {len(class_names)}: {class_names}"
+            )
+        self.class_indices = {name: i for i, name in enumerate(class_names)}
+        files = [(f, i) for name, i in self.class_indices.items() for f in _list_images(self.directory / name)]
+        if not files:
+            raise DataError(
+                f"empty image folder: no images with extensions {', '.join(IMAGE_EXTENSIONS)} "
+                f"(any case) in the class sub-folders {class_names} of {self.directory}"
+            )
+        self.filenames = [str(f.relative_to(self.directory)) for f, _ in files]
+        self.classes = np.array([i for _, i in files], dtype=np.int32)
+        self.samples = len(files)
+        self.target_size = (int(target_size[0]), int(target_size[1]))
+        self.image_shape = (*self.target_size, COLOR_MODES[color_mode][1])
+        self.class_mode = class_mode
+        self.color_mode = color_mode
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.augment = augment
+        self.rescale = rescale
+        self._rng = np.random.default_rng(seed)
+        self._cache: dict[int, np.ndarray] | None = {} if cache else None
+
+    def __len__(self) -> int:
+        """Batches per epoch, counting a final partial batch (as Keras does)."""
+        return math.ceil(self.samples / self.batch_size)
+
+    def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        order = self._rng.permutation(self.samples) if self.shuffle else np.arange(self.samples)
+        for start in range(0, self.samples, self.batch_size):
+            yield self._batch(order[start : start + self.batch_size])
+
+    def _decode(self, index: int) -> np.ndarray:
+        """Read, convert and resize one image to uint8 ``[H, W, C]``."""
+        from PIL import Image
+
+        path = self.directory / self.filenames[index]
+        mode, channels = COLOR_MODES[self.color_mode]
+        height, width = self.target_size
+        try:
+            with Image.open(path) as img:
+                img = img.convert(mode)
+                # Pillow sizes are (width, height); target_size is (height, width).
+                if img.size != (width, height):
+                    img = img.resize((width, height), Image.Resampling.BILINEAR)
+                return np.asarray(img, dtype=np.uint8).reshape(height, width, channels)
+        except OSError as e:
+            raise DataError(f"{path}: cannot read image ({e})") from e
+
+    def _image(self, index: int) -> np.ndarray:
+        if self._cache is None:
+            return self._decode(index)
+        if index not in self._cache:
+            self._cache[index] = self._decode(index)
+        return self._cache[index]
+
+    def _batch(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        images = np.empty((len(indices), *self.image_shape), dtype=np.float32)
+        for k, index in enumerate(indices):
+            image = self._image(int(index))
+            images[k] = self.augment(image) if self.augment is not None else image
+        if self.rescale is not None:
+            images *= np.float32(self.rescale)
+        return images, self._encode(self.classes[indices])
+
+    def _encode(self, labels: np.ndarray) -> np.ndarray:
+        if self.class_mode == "binary":
+            return labels.astype(np.float32)
+        if self.class_mode == "categorical":
+            return np.eye(len(self.class_indices), dtype=np.float32)[labels]
+        return labels.astype(np.int32)

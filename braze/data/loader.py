@@ -1,0 +1,172 @@
+"""Mini-batches from in-memory arrays or a dataset, prefetched on a background thread.
+
+Training loops spend their time in the model; assembling the next batch (gathering
+shuffled rows, decoding) on a background thread overlaps that work with the step. The
+queue is bounded so prefetching never holds more than ``prefetch`` batches, and the
+thread stops as soon as the consumer abandons the iteration, so an early ``break``
+leaks neither a thread nor memory.
+"""
+
+from __future__ import annotations
+
+import math
+import queue
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from braze.data.errors import DataError
+from braze.data.mnist import MNIST, load_mnist
+
+_POLL_S = 0.05  # how often a blocked producer checks whether it should stop
+_DONE = object()
+
+
+class Dataset(Protocol):
+    """Anything with a length whose ``[i]`` is one sample (a tuple of arrays, or an array)."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, index: int) -> Any: ...
+
+
+class _ProducerError:
+    """Carries an exception from the producer thread to the consumer."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+class DataLoader:
+    """Iterate over ``data`` in batches, each a tuple of NumPy arrays.
+
+    ``data`` is a tuple (or list) of arrays sharing their first dimension, a single
+    array, or a dataset: any object with ``len()`` whose ``[i]`` returns one sample (a
+    tuple of arrays, or one array) - samples are stacked into batches. Each ``for`` loop
+    is one epoch; with ``shuffle`` each epoch takes a new permutation from a generator
+    seeded by ``seed``, so two loaders with the same seed yield the same batches.
+    ``drop_last`` skips a final partial batch. ``prefetch`` > 0 builds up to that many
+    batches ahead on a daemon thread; 0 builds them in the consumer's thread.
+    """
+
+    def __init__(
+        self,
+        data: Sequence[np.ndarray] | np.ndarray | Dataset,
+        batch_size: int,
+        shuffle: bool = False,
+        seed: int | None = None,
+        drop_last: bool = False,
+        prefetch: int = 2,
+    ) -> None:
+        if batch_size < 1:
+            raise DataError(f"batch_size must be >= 1, got {batch_size}")
+        if prefetch < 0:
+            raise DataError(f"prefetch must be >= 0, got {prefetch}")
+        if isinstance(data, np.ndarray):
+            data = (data,)
+        self._arrays: tuple[np.ndarray, ...] | None = None
+        if isinstance(data, (tuple, list)):
+            self._arrays = tuple(np.asarray(a) for a in data)
+            sizes = {len(a) for a in self._arrays}
+            if len(sizes) != 1:
+                shapes = [a.shape for a in self._arrays]
+                raise DataError(f"arrays must share their first dimension, got shapes {shapes}")
+            self._n = sizes.pop()
+        else:
+            self._n = len(data)
+        self.data = data
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.drop_last = drop_last
+        self.prefetch = prefetch
+        self._rng = np.random.default_rng(seed)
+
+    def __len__(self) -> int:
+        """Batches per epoch."""
+        if self.drop_last:
+            return self._n // self.batch_size
+        return math.ceil(self._n / self.batch_size)
+
+    def _batch(self, indices: np.ndarray) -> tuple[np.ndarray, ...]:
+        if self._arrays is not None:
+            return tuple(a[indices] for a in self._arrays)
+        samples = [self.data[int(i)] for i in indices]
+        if not isinstance(samples[0], tuple):
+            return (np.stack(samples),)
+        return tuple(np.stack(field) for field in zip(*samples, strict=True))
+
+    def _batches(self, order: np.ndarray) -> Iterator[tuple[np.ndarray, ...]]:
+        for b in range(len(self)):
+            yield self._batch(order[b * self.batch_size : (b + 1) * self.batch_size])
+
+    def __iter__(self) -> Iterator[tuple[np.ndarray, ...]]:
+        # The permutation is drawn here, in the caller's thread, so it is reproducible.
+        order = self._rng.permutation(self._n) if self.shuffle else np.arange(self._n)
+        if self.prefetch == 0:
+            return self._batches(order)
+        return self._prefetched(order)
+
+    def _prefetched(self, order: np.ndarray) -> Iterator[tuple[np.ndarray, ...]]:
+        """Consume batches built by a producer thread; stop it when abandoned."""
+        buffer: queue.Queue = queue.Queue(maxsize=self.prefetch)
+        stop = threading.Event()
+
+        def put(item: object) -> bool:
+            while not stop.is_set():
+                try:
+                    buffer.put(item, timeout=_POLL_S)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
+        def produce() -> None:
+            try:
+                for batch in self._batches(order):
+                    if not put(batch):
+                        return
+            except Exception as e:  # re-raised in the consumer's thread
+                put(_ProducerError(e))
+                return
+            put(_DONE)
+
+        thread = threading.Thread(target=produce, name="braze-data-prefetch", daemon=True)
+        thread.start()
+        try:
+            while (item := buffer.get()) is not _DONE:
+                if isinstance(item, _ProducerError):
+                    raise item.error
+                yield item
+        finally:
+            # Runs on normal end, on an exception, and when the consumer abandons the
+            # generator (break / close / garbage collection).
+            stop.set()
+            thread.join()
+
+
+def mnist_loaders(batch_size: int = 128, data: MNIST | None = None, seed: int = 0) -> tuple[DataLoader, DataLoader]:
+    """Train and test loaders for MNIST as float32 NHWC ``[B, 28, 28, 1]`` in [0, 1].
+
+    Labels are int32. The train loader shuffles (seeded) and drops the last partial
+    batch, as the X10 tutorial does (468 batches of 128 = 59904 images per epoch); the
+    test loader keeps order and every one of the 10000 images. ``data`` defaults to
+    :func:`load_mnist`.
+    """
+    if data is None:
+        data = load_mnist()
+
+    def arrays(images: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        x = (images.astype(np.float32) / np.float32(255.0))[..., None]
+        return x, labels.astype(np.int32)
+
+    train = DataLoader(
+        arrays(data.train_images, data.train_labels),
+        batch_size,
+        shuffle=True,
+        seed=seed,
+        drop_last=True,
+    )
+    test = DataLoader(arrays(data.test_images, data.test_labels), batch_size)
+    return train, test

@@ -1,0 +1,159 @@
+"""DataLoader batching, shuffling, prefetch thread lifetime, and mnist_loaders."""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from braze.data import MNIST, DataError, DataLoader, mnist_loaders
+
+
+def prefetch_threads():
+    return [t for t in threading.enumerate() if t.name == "braze-data-prefetch"]
+
+
+def arrays(n=10):
+    x = np.arange(n * 3, dtype=np.float32).reshape(n, 3)
+    return x, np.arange(n, dtype=np.int64) * 7
+
+
+def test_shuffled_epoch_covers_every_sample_once():
+    x, y = arrays()
+    loader = DataLoader((x, y), batch_size=3, shuffle=True, seed=0)
+    assert len(loader) == 4
+    batches = list(loader)
+    assert [len(b[0]) for b in batches] == [3, 3, 3, 1]
+    xs = np.concatenate([b[0] for b in batches])
+    ys = np.concatenate([b[1] for b in batches])
+    np.testing.assert_array_equal(xs[np.argsort(ys)], x)
+    np.testing.assert_array_equal(np.sort(ys), y)
+    assert not np.array_equal(ys, y)  # actually shuffled
+    np.testing.assert_array_equal(xs[:, 0] / 3 * 7, ys)  # rows stay paired
+
+
+def test_unshuffled_keeps_order():
+    x, _ = arrays()
+    (xs,) = zip(*DataLoader(x, batch_size=4), strict=True)
+    np.testing.assert_array_equal(np.concatenate(xs), x)
+
+
+def test_drop_last():
+    x, y = arrays()
+    loader = DataLoader((x, y), batch_size=3, shuffle=True, seed=1, drop_last=True)
+    assert len(loader) == 3
+    batches = list(loader)
+    assert [len(b[1]) for b in batches] == [3, 3, 3]
+    assert len(set(np.concatenate([b[1] for b in batches]).tolist())) == 9
+
+
+def test_seeded_epochs_are_reproducible_and_differ():
+    x, y = arrays(50)
+
+    def run(seed):
+        loader = DataLoader((x, y), batch_size=8, shuffle=True, seed=seed)
+        return [np.concatenate([b[1] for b in loader]).tolist() for _ in range(3)]
+
+    first = run(42)
+    assert first == run(42)
+    assert first[0] != first[1] and first != run(43)
+
+
+def test_prefetch_zero_matches_threaded():
+    x, y = arrays(20)
+    a = [b[1].tolist() for b in DataLoader((x, y), 6, shuffle=True, seed=2, prefetch=0)]
+    b = [b[1].tolist() for b in DataLoader((x, y), 6, shuffle=True, seed=2, prefetch=3)]
+    assert a == b
+
+
+def test_dataset_samples_are_stacked():
+    class Squares:
+        def __len__(self):
+            return 5
+
+        def __getitem__(self, i):
+            return np.full((2,), i, dtype=np.float32), i * i
+
+    batches = list(DataLoader(Squares(), batch_size=2))
+    assert [b[1].tolist() for b in batches] == [[0, 1], [4, 9], [16]]
+    assert batches[0][0].shape == (2, 2)
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 40), batch_size=st.integers(1, 12), drop_last=st.booleans(), seed=st.integers(0, 2**31))
+def test_every_epoch_is_a_permutation(n, batch_size, drop_last, seed):
+    loader = DataLoader(np.arange(n), batch_size, shuffle=True, seed=seed, drop_last=drop_last)
+    seen = np.concatenate([b[0] for b in loader]) if len(loader) else np.array([], int)
+    assert len(seen) == (len(loader) * batch_size if drop_last else n)
+    assert len(set(seen.tolist())) == len(seen) and set(seen.tolist()) <= set(range(n))
+
+
+def test_break_stops_the_thread():
+    loader = DataLoader(np.arange(1000), batch_size=1, prefetch=1)
+    for _ in loader:
+        break
+    for thread in prefetch_threads():
+        thread.join(timeout=1.0)
+    assert not prefetch_threads()
+
+
+def test_closing_an_iterator_stops_the_thread():
+    it = iter(DataLoader(np.arange(1000), batch_size=1, prefetch=2))
+    next(it)
+    time.sleep(0.05)  # let the producer fill the queue and block
+    assert prefetch_threads()
+    it.close()
+    assert not prefetch_threads()
+
+
+def test_producer_exception_reaches_consumer():
+    class Broken:
+        def __len__(self):
+            return 10
+
+        def __getitem__(self, i):
+            if i == 6:
+                raise RuntimeError("sample 6 is broken")
+            return np.float32(i)
+
+    got = []
+    with pytest.raises(RuntimeError, match="sample 6 is broken"):
+        for (batch,) in DataLoader(Broken(), batch_size=3):
+            got.append(batch.tolist())
+    assert got == [[0, 1, 2], [3, 4, 5]]
+    assert not prefetch_threads()
+
+
+def test_bad_arguments():
+    with pytest.raises(DataError, match="first dimension"):
+        DataLoader((np.zeros(3), np.zeros(4)), batch_size=2)
+    with pytest.raises(DataError, match="batch_size"):
+        DataLoader(np.zeros(3), batch_size=0)
+
+
+def test_mnist_loaders_on_small_data():
+    rng = np.random.default_rng(0)
+    data = MNIST(
+        rng.integers(0, 256, (300, 28, 28), dtype=np.uint8),
+        np.arange(300, dtype=np.int32) % 10,
+        rng.integers(0, 256, (50, 28, 28), dtype=np.uint8),
+        np.arange(50, dtype=np.int32) % 10,
+    )
+    train, test = mnist_loaders(batch_size=128, data=data)
+    assert (len(train), len(test)) == (2, 1)
+    x, y = next(iter(train))
+    assert x.shape == (128, 28, 28, 1) and x.dtype == np.float32
+    assert y.dtype == np.int32 and x.min() >= 0.0 and x.max() <= 1.0
+    x, y = next(iter(test))
+    np.testing.assert_array_equal(x[..., 0] * 255, data.test_images.astype(np.float32))
+    np.testing.assert_array_equal(y, data.test_labels)
+
+
+def test_mnist_loaders_on_real_data(real_mnist):
+    train, test = mnist_loaders(data=real_mnist)
+    assert len(train) == 468 and len(test) == 79
+    assert sum(len(b[1]) for b in test) == 10000
+    x, y = next(iter(train))
+    assert x.shape == (128, 28, 28, 1) and y.shape == (128,)

@@ -1,0 +1,55 @@
+"""make_two_class_folder: layout, counts, determinism and skipping existing output."""
+
+import numpy as np
+from PIL import Image
+
+from braze.data import ImageFolder, make_two_class_folder
+
+
+def pngs(directory):
+    return sorted(directory.glob("*.png"))
+
+
+def test_layout_counts_and_size(tmp_path):
+    train, val = make_two_class_folder(tmp_path, n_train=7, n_val=4, size=(16, 24))
+    assert (train, val) == (tmp_path / "train", tmp_path / "validation")
+    assert [len(pngs(train / c)) for c in ("blobs", "stripes")] == [4, 3]
+    assert [len(pngs(val / c)) for c in ("blobs", "stripes")] == [2, 2]
+    with Image.open(pngs(train / "blobs")[0]) as img:
+        assert img.size == (24, 16) and img.mode == "RGB"  # size is (height, width)
+    data = ImageFolder(train, target_size=(16, 24), batch_size=7, shuffle=False)
+    assert data.class_indices == {"blobs": 0, "stripes": 1}
+    images, labels = next(iter(data))
+    assert images.shape == (7, 16, 24, 3) and labels.tolist() == [0, 0, 0, 0, 1, 1, 1]
+
+
+def test_deterministic_and_splits_differ(tmp_path):
+    a, _ = make_two_class_folder(tmp_path / "a", n_train=4, n_val=4, size=(12, 12), seed=3)
+    b, b_val = make_two_class_folder(tmp_path / "b", n_train=4, n_val=4, size=(12, 12), seed=3)
+    for x, y in zip(pngs(a / "stripes"), pngs(b / "stripes"), strict=True):
+        assert x.read_bytes() == y.read_bytes()
+    train0 = np.asarray(Image.open(pngs(b / "blobs")[0]))
+    val0 = np.asarray(Image.open(pngs(b_val / "blobs")[0]))
+    assert not np.array_equal(train0, val0)
+
+
+def test_existing_folder_is_kept_and_incomplete_one_regenerated(tmp_path):
+    train, _ = make_two_class_folder(tmp_path, n_train=4, n_val=2, size=(10, 10))
+    stamps = {p: p.stat().st_mtime_ns for p in pngs(train / "blobs")}
+    make_two_class_folder(tmp_path, n_train=4, n_val=2, size=(10, 10))
+    assert {p: p.stat().st_mtime_ns for p in pngs(train / "blobs")} == stamps
+    pngs(train / "stripes")[0].unlink()
+    make_two_class_folder(tmp_path, n_train=4, n_val=2, size=(10, 10))
+    assert len(pngs(train / "stripes")) == 2
+    make_two_class_folder(tmp_path, n_train=2, n_val=2, size=(10, 10))
+    assert [len(pngs(train / c)) for c in ("blobs", "stripes")] == [1, 1]
+
+
+def test_classes_differ_in_structure_not_just_brightness(tmp_path):
+    train, _ = make_two_class_folder(tmp_path, n_train=40, n_val=2, size=(32, 32))
+    data = ImageFolder(train, target_size=(32, 32), batch_size=40, shuffle=False)
+    images, labels = next(iter(data))
+    gray = images.mean(axis=-1)
+    # Stripes have many more sharp horizontal or vertical transitions than smooth blobs.
+    edges = np.abs(np.diff(gray, axis=1)).mean(axis=(1, 2)) + np.abs(np.diff(gray, axis=2)).mean(axis=(1, 2))
+    assert edges[labels == 1].mean() > edges[labels == 0].mean()

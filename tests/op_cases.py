@@ -1,0 +1,290 @@
+"""The op table: every public op with a NumPy reference, shared by every backend's tests.
+
+Each case builds its inputs from a seed, so the eager, lazy and compiled runs of one case
+see the same numbers. ``grad=True`` cases are also checked against float64 finite
+differences with respect to every float argument.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import braze
+
+
+@dataclass(frozen=True)
+class Arg:
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+    low: float = -2.0
+    high: float = 2.0
+
+    def make(self, rng: np.random.Generator, dtype_override: str | None = None) -> np.ndarray:
+        dtype = dtype_override if dtype_override and self.dtype.startswith("float") else self.dtype
+        if dtype == "bool":
+            return rng.random(self.shape) < 0.5
+        if dtype.startswith("int"):
+            return rng.integers(int(self.low), int(self.high), self.shape).astype(dtype)
+        return rng.uniform(self.low, self.high, self.shape).astype(dtype)
+
+
+@dataclass(frozen=True)
+class OpCase:
+    name: str
+    fn: Callable
+    ref: Callable
+    args: tuple[Arg, ...]
+    grad: bool = True
+    rtol: float = 1e-5
+    atol: float = 1e-6
+    kwargs: dict = field(default_factory=dict)
+
+    def inputs(self, dtype_override: str | None = None) -> list[np.ndarray]:
+        rng = np.random.default_rng(abs(hash(self.name)) % (2**32))
+        return [a.make(rng, dtype_override) for a in self.args]
+
+
+def F(*shape: int, low: float = -2.0, high: float = 2.0) -> Arg:
+    return Arg(tuple(shape), "float32", low, high)
+
+
+def I(*shape: int, low: int = -5, high: int = 5) -> Arg:  # noqa: E743
+    return Arg(tuple(shape), "int32", low, high)
+
+
+def B(*shape: int) -> Arg:
+    return Arg(tuple(shape), "bool")
+
+
+POS = {"low": 0.5, "high": 3.0}
+AWAY = {"low": 0.2, "high": 2.0}
+
+
+def _sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def _softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _same_padding(size: int, k: int, s: int) -> tuple[int, int]:
+    out = -(-size // s)
+    total = max((out - 1) * s + k - size, 0)
+    return total // 2, total - total // 2
+
+
+def conv_ref(x, w, stride=(1, 1), padding=((0, 0), (0, 0)), dilation=(1, 1)):
+    """Direct convolution: one output pixel at a time over the kernel taps."""
+    if padding == "SAME":
+        span = [(k - 1) * d + 1 for k, d in zip(w.shape[:2], dilation, strict=True)]
+        padding = tuple(_same_padding(x.shape[1 + i], span[i], stride[i]) for i in range(2))
+    xp = np.pad(x, ((0, 0), padding[0], padding[1], (0, 0)))
+    kh, kw, _, o = w.shape
+    oh = (xp.shape[1] - ((kh - 1) * dilation[0] + 1)) // stride[0] + 1
+    ow = (xp.shape[2] - ((kw - 1) * dilation[1] + 1)) // stride[1] + 1
+    out = np.zeros((x.shape[0], oh, ow, o), dtype=np.float64)
+    for i in range(oh):
+        for j in range(ow):
+            for a in range(kh):
+                for b in range(kw):
+                    pixel = xp[:, i * stride[0] + a * dilation[0], j * stride[1] + b * dilation[1], :]
+                    out[:, i, j, :] += pixel.astype(np.float64) @ w[a, b].astype(np.float64)
+    return out.astype(x.dtype)
+
+
+def pool_ref(x, size, stride, kind, same=False):
+    padding = [(0, 0), (0, 0)]
+    if same:
+        padding = [_same_padding(x.shape[1 + i], size, stride) for i in range(2)]
+    fill = -np.inf if kind == "max" else np.nan
+    xp = np.pad(x.astype(np.float64), ((0, 0), padding[0], padding[1], (0, 0)), constant_values=fill)
+    oh = (xp.shape[1] - size) // stride + 1
+    ow = (xp.shape[2] - size) // stride + 1
+    out = np.zeros((x.shape[0], oh, ow, x.shape[3]))
+    for i in range(oh):
+        for j in range(ow):
+            patch = xp[:, i * stride : i * stride + size, j * stride : j * stride + size, :]
+            out[:, i, j, :] = patch.max(axis=(1, 2)) if kind == "max" else np.nanmean(patch, axis=(1, 2))
+    return out.astype(x.dtype)
+
+
+def _floor_div_ref(a, b):
+    b = np.where(b == 0, 1, b)
+    return np.floor_divide(a, b)
+
+
+CASES: list[OpCase] = [
+    # Elementwise unary
+    OpCase("negative", braze.negative, np.negative, (F(3, 4),)),
+    OpCase("exp", braze.exp, np.exp, (F(3, 4),)),
+    OpCase("log", braze.log, np.log, (F(3, 4, **POS),)),
+    OpCase("sqrt", braze.sqrt, np.sqrt, (F(3, 4, **POS),)),
+    OpCase("rsqrt", braze.rsqrt, lambda x: 1 / np.sqrt(x), (F(3, 4, **POS),)),
+    OpCase("tanh", braze.tanh, np.tanh, (F(3, 4),)),
+    OpCase("sigmoid", braze.sigmoid, _sigmoid, (F(3, 4),)),
+    OpCase("abs", braze.abs, np.abs, (F(3, 4, **AWAY),)),
+    OpCase("abs_int", braze.abs, np.abs, (I(3, 4),), grad=False),
+    OpCase("sign", braze.sign, np.sign, (F(3, 4),), grad=False),
+    OpCase("relu", braze.relu, lambda x: np.maximum(x, 0), (F(3, 4),)),
+    # Elementwise binary, with broadcasting and scalars
+    OpCase("add", braze.add, np.add, (F(3, 4), F(3, 4))),
+    OpCase("add_broadcast", braze.add, np.add, (F(3, 1, 4), F(5, 1))),
+    OpCase("add_scalar", lambda x: x + 2.5, lambda x: x + np.float32(2.5), (F(3, 4),)),
+    OpCase("rsub_scalar", lambda x: 1.0 - x, lambda x: np.float32(1.0) - x, (F(3, 4),)),
+    OpCase("subtract", braze.subtract, np.subtract, (F(2, 3), F(3))),
+    OpCase("multiply", braze.multiply, np.multiply, (F(2, 3), F(2, 1))),
+    OpCase("divide", braze.divide, np.divide, (F(2, 3), F(2, 3, **POS))),
+    OpCase("rdivide_scalar", lambda x: 2.0 / x, lambda x: np.float32(2.0) / x, (F(4, **POS),)),
+    OpCase(
+        "divide_int", braze.divide, lambda a, b: (a / b).astype(np.float32), (I(6), I(6, low=1, high=4)), grad=False
+    ),
+    OpCase(
+        "floor_divide", braze.floor_divide, _floor_div_ref, (I(20, low=-9, high=9), I(20, low=1, high=4)), grad=False
+    ),
+    OpCase("power", braze.power, np.power, (F(2, 3, **POS), F(2, 3))),
+    OpCase("power_scalar", lambda x: x**2.0, lambda x: x**2, (F(2, 3),)),
+    OpCase("maximum", braze.maximum, np.maximum, (F(3, 4), F(3, 4))),
+    OpCase("minimum", braze.minimum, np.minimum, (F(3, 4), F(4))),
+    OpCase(
+        "int_add_float_scalar", lambda x: x * 0.5, lambda x: x.astype(np.float32) * np.float32(0.5), (I(5),), grad=False
+    ),
+    # Comparisons and selection
+    OpCase("equal", braze.equal, np.equal, (I(4, 5, low=0, high=3), I(4, 5, low=0, high=3)), grad=False),
+    OpCase("not_equal", braze.not_equal, np.not_equal, (I(4, 5, low=0, high=3), I(5, low=0, high=3)), grad=False),
+    OpCase("less", braze.less, np.less, (F(4, 5), F(4, 5)), grad=False),
+    OpCase("less_equal", braze.less_equal, np.less_equal, (F(4, 5), F(4, 5)), grad=False),
+    OpCase("greater", braze.greater, np.greater, (F(4, 5), F(4, 5)), grad=False),
+    OpCase("greater_equal", braze.greater_equal, np.greater_equal, (F(4, 5), F(4, 5)), grad=False),
+    OpCase("logical_and", braze.logical_and, np.logical_and, (B(6), B(6)), grad=False),
+    OpCase("logical_or", braze.logical_or, np.logical_or, (B(6), B(6)), grad=False),
+    OpCase("logical_not", braze.logical_not, np.logical_not, (B(6),), grad=False),
+    OpCase("where", lambda c, a, b: braze.where(c, a, b), np.where, (B(3, 4), F(3, 4), F(4))),
+    OpCase("clip", lambda x: braze.clip(x, -0.5, 0.7), lambda x: np.clip(x, -0.5, 0.7), (F(4, 5),)),
+    OpCase("astype", lambda x: x.astype("int32"), lambda x: x.astype(np.int32), (F(6, low=-9, high=9),), grad=False),
+    OpCase("astype_float64", lambda x: braze.astype(x, "float64") * 2.0, lambda x: x.astype(np.float64) * 2, (F(6),)),
+    # Reductions
+    OpCase("sum_all", braze.sum, np.sum, (F(3, 4),), rtol=1e-5),
+    OpCase("sum_axis", lambda x: braze.sum(x, axis=1), lambda x: x.sum(axis=1), (F(3, 4, 5),)),
+    OpCase(
+        "sum_keepdims", lambda x: x.sum((0, 2), keepdims=True), lambda x: x.sum((0, 2), keepdims=True), (F(3, 4, 5),)
+    ),
+    OpCase("sum_bool", braze.sum, lambda x: np.sum(x).astype(np.int32), (B(7, 3),), grad=False),
+    OpCase("mean", lambda x: braze.mean(x, axis=-1), lambda x: x.mean(axis=-1), (F(3, 4),)),
+    OpCase("var", lambda x: braze.var(x, axis=0), lambda x: x.var(axis=0), (F(5, 3),), rtol=1e-4),
+    OpCase("max", lambda x: braze.max(x, axis=1), lambda x: x.max(axis=1), (F(3, 6),)),
+    OpCase("max_all", braze.max, np.max, (F(3, 6),)),
+    OpCase("min", lambda x: braze.min(x, axis=0, keepdims=True), lambda x: x.min(axis=0, keepdims=True), (F(3, 6),)),
+    OpCase(
+        "argmax", lambda x: braze.argmax(x, axis=1), lambda x: x.argmax(axis=1).astype(np.int32), (F(5, 7),), grad=False
+    ),
+    OpCase("argmax_flat", braze.argmax, lambda x: np.int32(x.argmax()), (F(5, 7),), grad=False),
+    OpCase(
+        "argmax_ties",
+        lambda x: braze.argmax(x, axis=1),
+        lambda x: x.argmax(axis=1).astype(np.int32),
+        (I(6, 4, low=0, high=2),),
+        grad=False,
+    ),
+    OpCase("logsumexp", lambda x: braze.logsumexp(x, axis=1), lambda x: np.log(np.exp(x).sum(axis=1)), (F(3, 5),)),
+    OpCase("softmax", braze.softmax, _softmax, (F(4, 6),)),
+    OpCase("softmax_axis0", lambda x: braze.softmax(x, axis=0), lambda x: _softmax(x, 0), (F(4, 6),)),
+    OpCase("log_softmax", braze.log_softmax, lambda x: np.log(_softmax(x)), (F(4, 6),)),
+    # Linear algebra
+    OpCase("matmul", braze.matmul, np.matmul, (F(3, 4), F(4, 5))),
+    OpCase("matmul_operator", lambda a, b: a @ b, np.matmul, (F(3, 4), F(4, 2))),
+    OpCase("matmul_vector", braze.matmul, np.matmul, (F(4), F(4, 3))),
+    OpCase("matmul_matvec", braze.matmul, np.matmul, (F(3, 4), F(4))),
+    OpCase("matmul_batched", braze.matmul, np.matmul, (F(2, 3, 4), F(2, 4, 5))),
+    OpCase("matmul_broadcast_batch", braze.matmul, np.matmul, (F(2, 1, 3, 4), F(3, 4, 2))),
+    OpCase("matmul_3d_2d", braze.matmul, np.matmul, (F(2, 3, 4), F(4, 5))),
+    OpCase("matmul_int", braze.matmul, np.matmul, (I(3, 4), I(4, 2)), grad=False),
+    # Shapes and indexing
+    OpCase("reshape", lambda x: x.reshape(4, -1), lambda x: x.reshape(4, -1), (F(2, 3, 4),)),
+    OpCase("transpose", lambda x: braze.transpose(x, (2, 0, 1)), lambda x: x.transpose(2, 0, 1), (F(2, 3, 4),)),
+    OpCase("transpose_T", lambda x: x.T, lambda x: x.T, (F(2, 3),)),
+    OpCase("flatten", lambda x: braze.flatten(x, 1), lambda x: x.reshape(x.shape[0], -1), (F(2, 3, 4),)),
+    OpCase("squeeze", lambda x: braze.squeeze(x, 1), lambda x: x.squeeze(1), (F(3, 1, 2),)),
+    OpCase("expand_dims", lambda x: braze.expand_dims(x, -1), lambda x: x[..., None], (F(3, 2),)),
+    OpCase(
+        "broadcast_to", lambda x: braze.broadcast_to(x, (4, 3, 2)), lambda x: np.broadcast_to(x, (4, 3, 2)), (F(3, 1),)
+    ),
+    OpCase(
+        "concatenate",
+        lambda a, b: braze.concatenate([a, b], axis=1),
+        lambda a, b: np.concatenate([a, b], axis=1),
+        (F(2, 3), F(2, 4)),
+    ),
+    OpCase(
+        "stack", lambda a, b: braze.stack([a, b], axis=-1), lambda a, b: np.stack([a, b], axis=-1), (F(2, 3), F(2, 3))
+    ),
+    OpCase(
+        "pad",
+        lambda x: braze.pad(x, ((1, 2), (0, 3)), value=0.5),
+        lambda x: np.pad(x, ((1, 2), (0, 3)), constant_values=0.5),
+        (F(2, 3),),
+    ),
+    OpCase("getitem_int", lambda x: x[1], lambda x: x[1], (F(3, 4),)),
+    OpCase("getitem_slices", lambda x: x[1:, ::2], lambda x: x[1:, ::2], (F(4, 5),)),
+    OpCase("getitem_mixed", lambda x: x[..., 1:3, -1], lambda x: x[..., 1:3, -1], (F(2, 4, 5),)),
+    OpCase("getitem_newaxis", lambda x: x[None, :, 2], lambda x: x[None, :, 2], (F(3, 4),)),
+    OpCase(
+        "one_hot",
+        lambda x: braze.one_hot(x, 5),
+        lambda x: np.eye(5, dtype=np.float32)[x],
+        (I(6, low=0, high=5),),
+        grad=False,
+    ),
+    # Convolution and pooling (NHWC / HWIO)
+    OpCase("conv2d_valid", braze.conv2d, conv_ref, (F(2, 7, 6, 3), F(3, 2, 3, 4))),
+    OpCase(
+        "conv2d_same",
+        lambda x, w: braze.conv2d(x, w, padding="SAME"),
+        lambda x, w: conv_ref(x, w, padding="SAME"),
+        (F(2, 6, 6, 2), F(5, 5, 2, 3)),
+    ),
+    OpCase(
+        "conv2d_stride2_same",
+        lambda x, w: braze.conv2d(x, w, stride=2, padding="SAME"),
+        lambda x, w: conv_ref(x, w, stride=(2, 2), padding="SAME"),
+        (F(2, 7, 8, 2), F(3, 3, 2, 3)),
+    ),
+    OpCase(
+        "conv2d_dilation",
+        lambda x, w: braze.conv2d(x, w, dilation=2),
+        lambda x, w: conv_ref(x, w, dilation=(2, 2)),
+        (F(1, 8, 7, 2), F(2, 3, 2, 2)),
+    ),
+    OpCase(
+        "conv2d_explicit",
+        lambda x, w: braze.conv2d(x, w, stride=(1, 2), padding=((1, 0), (2, 1))),
+        lambda x, w: conv_ref(x, w, stride=(1, 2), padding=((1, 0), (2, 1))),
+        (F(2, 5, 6, 1), F(3, 3, 1, 2)),
+    ),
+    OpCase("max_pool2d", lambda x: braze.max_pool2d(x, 2), lambda x: pool_ref(x, 2, 2, "max"), (F(2, 6, 6, 3),)),
+    OpCase(
+        "max_pool2d_overlap",
+        lambda x: braze.max_pool2d(x, 3, stride=2),
+        lambda x: pool_ref(x, 3, 2, "max"),
+        (F(1, 7, 7, 2),),
+    ),
+    OpCase(
+        "max_pool2d_same",
+        lambda x: braze.max_pool2d(x, 2, padding="SAME"),
+        lambda x: pool_ref(x, 2, 2, "max", same=True),
+        (F(2, 5, 5, 2),),
+    ),
+    OpCase("avg_pool2d", lambda x: braze.avg_pool2d(x, 2), lambda x: pool_ref(x, 2, 2, "avg"), (F(2, 6, 4, 3),)),
+    OpCase(
+        "avg_pool2d_same",
+        lambda x: braze.avg_pool2d(x, 3, stride=2, padding="SAME"),
+        lambda x: pool_ref(x, 3, 2, "avg", same=True),
+        (F(1, 5, 6, 2),),
+    ),
+]
+
+CASES_BY_NAME = {case.name: case for case in CASES}

@@ -1,0 +1,90 @@
+"""backward() and the functional grad API on small functions with known derivatives."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import braze
+
+
+def test_backward_accumulates_into_leaves():
+    x = braze.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    (x * x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [2, 4, 6])
+    (x * 3.0).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [5, 7, 9])
+
+
+def test_shared_subexpression_gets_both_contributions():
+    x = braze.tensor(2.0, requires_grad=True)
+    y = x * x
+    (y + y * x).backward()  # 2x^2... d/dx (x^2 + x^3) = 2x + 3x^2
+    assert x.grad.item() == pytest.approx(4 + 12)
+
+
+def test_grad_of_nested_structure():
+    params = {"w": braze.tensor([[1.0, 2.0]]), "b": [braze.tensor([0.5])]}
+
+    def loss(p, x):
+        return ((x @ p["w"]) + p["b"][0]).sum()
+
+    grads = braze.grad(loss)(params, braze.tensor([[3.0], [4.0]]))
+    np.testing.assert_allclose(grads["w"].numpy(), [[7.0, 7.0]])
+    np.testing.assert_allclose(grads["b"][0].numpy(), [4.0])
+
+
+def test_value_and_grad_argnums_and_aux():
+    def f(a, b):
+        return (a * b).sum(), "aux"
+
+    (value, aux), (ga, gb) = braze.value_and_grad(f, argnums=(0, 1), has_aux=True)(
+        braze.tensor([1.0, 2.0]), braze.tensor([3.0, 4.0])
+    )
+    assert value.item() == 11.0 and aux == "aux"
+    np.testing.assert_allclose(ga.numpy(), [3, 4])
+    np.testing.assert_allclose(gb.numpy(), [1, 2])
+
+
+def test_unused_input_gets_zeros():
+    g = braze.grad(lambda a, b: a.sum(), argnums=1)(braze.ones((2,)), braze.ones((3,)))
+    np.testing.assert_array_equal(g.numpy(), np.zeros(3))
+
+
+def test_no_grad_records_nothing():
+    x = braze.tensor([1.0], requires_grad=True)
+    with braze.no_grad():
+        y = x * 2
+    assert not y.requires_grad
+
+
+def test_in_place_update_of_a_leaf_needs_no_grad():
+    p = braze.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="in-place update of a tensor that requires grad"):
+        p -= 1.0
+    with braze.no_grad():
+        p -= 1.0
+    np.testing.assert_array_equal(p.numpy(), [0.0, 1.0])
+    assert p.requires_grad and p.is_leaf
+
+
+def test_update_after_recording_does_not_change_the_gradient():
+    w = braze.tensor([2.0], requires_grad=True)
+    x = braze.tensor([3.0])
+    loss = (w * x).sum()
+    x += 100.0
+    loss.backward()
+    assert w.grad.item() == 3.0
+
+
+def test_backward_needs_a_scalar_or_a_gradient():
+    x = braze.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="scalar output"):
+        (x * 2).backward()
+    (x * 2).backward(braze.tensor([1.0, 10.0]))
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 20.0])
+
+
+def test_grad_requires_scalar_float_output():
+    with pytest.raises(TypeError, match="float scalar"):
+        braze.grad(lambda a: a * 2)(braze.ones((3,)))
