@@ -80,6 +80,8 @@ def _cotangents(root: Tensor, seed: Tensor) -> dict[int, tuple[Tensor, Tensor]]:
             for parent, grad in zip(node.parents, grads, strict=True):
                 if parent is None or grad is None:
                     continue
+                if callable(grad):
+                    grad = grad()
                 if isinstance(parent, GradNode):
                     _accumulate(pending, id(parent), grad)
                 else:

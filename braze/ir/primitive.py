@@ -84,7 +84,8 @@ class Primitive:
     ``shape_rule(*avals, **attrs) -> Aval`` validates inputs and gives the output.
     ``impl(*arrays, **attrs) -> np.ndarray`` is the NumPy twin (the reference semantics).
     ``vjp(g, *inputs, out=..., **attrs) -> tuple`` gives one cotangent per input (None for
-    an input with no gradient); ``vjp is None`` marks a primitive whose output is never
+    an input with no gradient, or a zero-argument function computing it, so that expensive
+    cotangents nobody asked for are never computed); ``vjp is None`` marks a primitive whose output is never
     differentiable (integer or boolean results, constants, random bits).
     """
 

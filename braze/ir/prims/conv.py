@@ -2,7 +2,8 @@
 
 ``conv_grad_input`` and ``conv_grad_filter`` are primitives of their own (as TensorFlow's
 Conv2DBackpropInput/Filter are) because each lowers to a direct loop nest; the three are
-closed under differentiation: each one's VJP is written with the other two.
+closed under differentiation: each one's VJP is written with the other two. The VJPs
+return thunks, so a cotangent nobody needs (the input image's) is never computed.
 
 Attributes: ``strides`` (sh, sw), ``padding`` ((top, bottom), (left, right)) and
 ``dilation`` (dh, dw) of the filter. The NumPy twins use im2col over batch chunks so that
@@ -151,24 +152,24 @@ def _grad_filter_impl(x, g, *, filter_hw, strides, padding, dilation):
 def _conv_vjp(g, x, w, out, *, strides, padding, dilation):
     attrs = {"strides": strides, "padding": padding, "dilation": dilation}
     return (
-        conv_grad_input.bind(g, w, input_hw=tuple(x.shape[1:3]), **attrs),
-        conv_grad_filter.bind(x, g, filter_hw=tuple(w.shape[:2]), **attrs),
+        lambda: conv_grad_input.bind(g, w, input_hw=tuple(x.shape[1:3]), **attrs),
+        lambda: conv_grad_filter.bind(x, g, filter_hw=tuple(w.shape[:2]), **attrs),
     )
 
 
 def _grad_input_vjp(ct, g, w, out, *, input_hw, strides, padding, dilation):
     attrs = {"strides": strides, "padding": padding, "dilation": dilation}
     return (
-        conv.bind(ct, w, **attrs),
-        conv_grad_filter.bind(ct, g, filter_hw=tuple(w.shape[:2]), **attrs),
+        lambda: conv.bind(ct, w, **attrs),
+        lambda: conv_grad_filter.bind(ct, g, filter_hw=tuple(w.shape[:2]), **attrs),
     )
 
 
 def _grad_filter_vjp(ct, x, g, out, *, filter_hw, strides, padding, dilation):
     attrs = {"strides": strides, "padding": padding, "dilation": dilation}
     return (
-        conv_grad_input.bind(g, ct, input_hw=tuple(x.shape[1:3]), **attrs),
-        conv.bind(x, ct, **attrs),
+        lambda: conv_grad_input.bind(g, ct, input_hw=tuple(x.shape[1:3]), **attrs),
+        lambda: conv.bind(x, ct, **attrs),
     )
 
 

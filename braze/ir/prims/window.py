@@ -8,6 +8,8 @@ picks the value at its maximal input) and vice versa, as in XLA.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
@@ -56,11 +58,19 @@ def _windows(x: np.ndarray, fill, window_dimensions, window_strides, padding) ->
 
 
 def _reduce_window_impl(x, *, kind, window_dimensions, window_strides, padding):
+    # One strided slice per window offset, combined elementwise: far faster in NumPy than
+    # reducing a sliding-window view whose window axes are innermost.
     fill = 0 if kind == "sum" else _lowest(x.dtype)
-    view = _windows(x, fill, window_dimensions, window_strides, padding)
-    axes = tuple(range(x.ndim, 2 * x.ndim))
-    reduce = np.sum if kind == "sum" else np.max
-    return reduce(view, axis=axes).astype(x.dtype, copy=False)
+    xp = np.pad(x, padding, constant_values=fill)
+    out_shape = window_output_shape("reduce_window", x.shape, window_dimensions, window_strides, padding)
+    combine = np.add if kind == "sum" else np.maximum
+    out = None
+    for offset in itertools.product(*(range(k) for k in window_dimensions)):
+        part = xp[
+            tuple(slice(o, o + (n - 1) * s + 1, s) for o, n, s in zip(offset, out_shape, window_strides, strict=True))
+        ]
+        out = part.copy() if out is None else combine(out, part, out=out)
+    return out
 
 
 def _pad_or_crop(g, low, high):

@@ -1,0 +1,186 @@
+"""The Module base: parameter discovery, train/eval mode, device moves and safe checkpoints.
+
+Parameters are the float tensors that require grad held as attributes (directly, or in
+lists/tuples/dicts of tensors); sub-modules are found the same way. Their names follow
+attribute paths ("conv1.kernel", "layers.0.bias"). Checkpoints are ``.npz`` archives of
+plain arrays (never pickle), written to a temporary file and renamed over the target, so
+an interrupted save leaves the previous checkpoint intact.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from braze.runtime.device import Device, as_device
+from braze.tensor import Tensor
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that does not fit the model, or a file that is not a braze checkpoint."""
+
+
+class Module:
+    """Base class of layers and models: call it to run ``forward``."""
+
+    training: bool = True
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must define forward()")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)
+
+    # Discovery -------------------------------------------------------------------
+
+    def _items(self) -> Iterator[tuple[str, Any]]:
+        """(name, value) for every tensor or module reachable through attributes."""
+        for name, value in vars(self).items():
+            if name.startswith("_"):
+                continue
+            yield from _walk(name, value)
+
+    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
+        yield prefix, self
+        for name, value in self._items():
+            if isinstance(value, Module):
+                yield from value.named_modules(f"{prefix}{name}.")
+
+    def named_parameters(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
+        for name, value in self._items():
+            if isinstance(value, Module):
+                yield from value.named_parameters(f"{prefix}{name}.")
+            elif isinstance(value, Tensor) and value.requires_grad:
+                yield f"{prefix}{name}", value
+
+    def parameters(self) -> list[Tensor]:
+        return [p for _, p in self.named_parameters()]
+
+    def num_parameters(self) -> int:
+        return sum(p.size for p in self.parameters())
+
+    # Modes and devices ---------------------------------------------------------------
+
+    def train(self, mode: bool = True) -> Module:
+        for _, module in self.named_modules():
+            module.training = mode
+        return self
+
+    def eval(self) -> Module:
+        return self.train(False)
+
+    def zero_grad(self) -> None:
+        for p in self.parameters():
+            p.grad = None
+
+    def to(self, device: Device | str) -> Module:
+        """Move every parameter to ``device`` in place (X10's ``model.move(to:)``)."""
+        target = as_device(device)
+        for p in self.parameters():
+            _move(p, target)
+        return self
+
+    @property
+    def device(self) -> Device | None:
+        params = self.parameters()
+        return params[0].device if params else None
+
+    # Checkpoints --------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        return {name: np.array(p.numpy()) for name, p in self.named_parameters()}
+
+    def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
+        """Copy values into the parameters; names and shapes must match exactly."""
+        params = dict(self.named_parameters())
+        missing = sorted(set(params) - set(state))
+        unexpected = sorted(set(state) - set(params))
+        if missing or unexpected:
+            raise CheckpointError(
+                f"checkpoint does not fit {type(self).__name__}: missing {missing}, unexpected {unexpected}"
+            )
+        for name, p in params.items():
+            value = np.asarray(state[name])
+            if value.shape != p.shape:
+                raise CheckpointError(
+                    f"checkpoint does not fit {type(self).__name__}: {name} has shape {value.shape} in the "
+                    f"checkpoint but {p.shape} in the model"
+                )
+            _set_value(p, value.astype(p.dtype.numpy))
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the parameters to ``path`` (.npz) atomically."""
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                np.savez(handle, **self.state_dict())
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temp, target)
+        except BaseException:
+            if os.path.exists(temp):
+                os.unlink(temp)
+            raise
+
+    def load(self, path: str | os.PathLike) -> None:
+        try:
+            with np.load(path, allow_pickle=False) as archive:
+                state = {name: archive[name] for name in archive.files}
+        except (OSError, ValueError) as error:
+            raise CheckpointError(f"cannot read checkpoint {path}: {error}") from None
+        self.load_state_dict(state)
+
+    # Keras-style training (see braze.nn.training) --------------------------------------
+
+    def compile(self, loss: Any, optimizer: Any, metrics: Any = ()) -> Module:
+        """Choose the loss, optimizer and metrics for ``fit``/``evaluate`` (Keras)."""
+        from braze.nn.training import Trainer
+
+        self._trainer = Trainer(self, loss, optimizer, metrics)
+        return self
+
+    def fit(self, data: Any, epochs: int = 1, validation_data: Any = None, **kwargs: Any) -> Any:
+        return self._compiled().fit(data, epochs=epochs, validation_data=validation_data, **kwargs)
+
+    def evaluate(self, data: Any, **kwargs: Any) -> dict[str, float]:
+        return self._compiled().evaluate(data, **kwargs)
+
+    def _compiled(self) -> Any:
+        trainer = getattr(self, "_trainer", None)
+        if trainer is None:
+            raise RuntimeError(f"{type(self).__name__}: call compile(loss=..., optimizer=...) before fit/evaluate")
+        return trainer
+
+
+def _walk(name: str, value: Any) -> Iterator[tuple[str, Any]]:
+    if isinstance(value, (Module, Tensor)):
+        yield name, value
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            yield from _walk(f"{name}.{i}", item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _walk(f"{name}.{key}", item)
+
+
+def _set_value(p: Tensor, array: np.ndarray) -> None:
+    from braze.tensor import executor_for
+
+    p._value = executor_for(p.device).from_numpy(np.ascontiguousarray(array), p.device)
+
+
+def _move(p: Tensor, device: Device) -> None:
+    """Move a tensor's storage to another device, keeping its identity (and references)."""
+    if p.device == device:
+        return
+    array = np.array(p.numpy())
+    p.device = device
+    _set_value(p, array)
+    p.grad = None

@@ -1,0 +1,62 @@
+"""Adam and AdamW (decoupled weight decay)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from braze.ops import sqrt, zeros_like
+from braze.optim.optimizer import Optimizer, Slots
+from braze.tensor import Tensor
+
+
+class Adam(Optimizer):
+    """Adam; ``weight_decay`` adds an L2 term to the gradient, as PyTorch's Adam does."""
+
+    decoupled = False
+
+    def __init__(
+        self,
+        params: Any = None,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+    ) -> None:
+        if lr <= 0 or not (0 <= betas[0] < 1 and 0 <= betas[1] < 1) or eps <= 0 or weight_decay < 0:
+            raise ValueError(f"{type(self).__name__}: invalid lr={lr}, betas={betas}, eps={eps} or weight_decay")
+        self.lr, self.betas, self.eps, self.weight_decay = lr, betas, eps, weight_decay
+        super().__init__(params)
+
+    def init_slots(self, param: Tensor) -> Slots:
+        return {"m": zeros_like(param), "v": zeros_like(param)}
+
+    def update(self, param: Tensor, grad: Tensor, slots: Slots, step: int) -> tuple[Tensor, Slots]:
+        b1, b2 = self.betas
+        if self.weight_decay and not self.decoupled:
+            grad = grad + param * self.weight_decay
+        m = slots["m"] * b1 + grad * (1 - b1)
+        v = slots["v"] * b2 + grad * grad * (1 - b2)
+        # Bias corrections are host numbers that change every step: on a lazy device they
+        # enter the graph as data, so the traced step is the same graph each time.
+        step_size = self.lr / (1 - b1**step)
+        denominator = sqrt(v) / math.sqrt(1 - b2**step) + self.eps
+        if self.weight_decay and self.decoupled:
+            param = param * (1 - self.lr * self.weight_decay)
+        return param - m / denominator * step_size, {"m": m, "v": v}
+
+
+class AdamW(Adam):
+    """Adam with weight decay applied to the parameters directly (Loshchilov and Hutter)."""
+
+    decoupled = True
+
+    def __init__(
+        self,
+        params: Any = None,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.01,
+    ) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay)

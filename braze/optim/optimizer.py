@@ -1,0 +1,93 @@
+"""The optimizer base: PyTorch's ``zero_grad()``/``step()`` over a pure per-parameter update.
+
+Each optimizer defines ``init_slots`` (its state for one parameter) and ``update`` (new
+parameter and slots from the old ones and a gradient), written with tensor ops so that on
+a lazy device the update is traced into the training step. ``step()`` writes results back
+into the same tensors (parameters and slots keep their identity, which lets a lazy device
+update them in place); ``apply()`` is the functional form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from braze.autodiff import no_grad
+from braze.runtime.device import Device, as_device
+from braze.tensor import Tensor
+
+Slots = dict[str, Tensor]
+
+
+class Optimizer:
+    def __init__(self, params: Any = None) -> None:
+        self.params: list[Tensor] = []
+        self.state: list[Slots | None] = []
+        self.steps = 0
+        if params is not None:
+            self.bind(params)
+
+    def bind(self, params: Any) -> Optimizer:
+        """Attach the parameters to optimize (a Module or an iterable of tensors)."""
+        found = params.parameters() if hasattr(params, "parameters") else list(params)
+        if not found:
+            raise ValueError(f"{type(self).__name__}: no parameters to optimize")
+        for p in found:
+            if not isinstance(p, Tensor) or not p.requires_grad:
+                raise TypeError(f"{type(self).__name__}: parameters must be tensors that require grad")
+        self.params = list(found)
+        self.state = [None] * len(self.params)
+        return self
+
+    def init_slots(self, param: Tensor) -> Slots:
+        return {}
+
+    def update(self, param: Tensor, grad: Tensor, slots: Slots, step: int) -> tuple[Tensor, Slots]:
+        raise NotImplementedError
+
+    def zero_grad(self) -> None:
+        for p in self.params:
+            p.grad = None
+
+    def step(self) -> None:
+        """Update every parameter that has a gradient, in place."""
+        if not self.params:
+            raise RuntimeError(f"{type(self).__name__}: no parameters; pass them or a model to the optimizer")
+        self.steps += 1
+        with no_grad():
+            for i, p in enumerate(self.params):
+                if p.grad is None:
+                    continue
+                if p.grad.device != p.device:
+                    raise RuntimeError(f"gradient on {p.grad.device!r} for a parameter on {p.device!r}")
+                slots = self.state[i]
+                if slots is None:
+                    slots = self.state[i] = self.init_slots(p)
+                new_p, new_slots = self.update(p, p.grad, slots, self.steps)
+                p._assign(new_p)
+                for name, value in new_slots.items():
+                    slots[name]._assign(value)
+
+    def apply(
+        self, params: Iterable[Tensor], grads: Iterable[Tensor], state: list[Slots] | None = None, step: int = 1
+    ) -> tuple[list[Tensor], list[Slots]]:
+        """Functional update: new parameters and slots, leaving the inputs untouched."""
+        params, grads = list(params), list(grads)
+        state = state if state is not None else [self.init_slots(p) for p in params]
+        new_params, new_state = [], []
+        with no_grad():
+            for p, g, slots in zip(params, grads, state, strict=True):
+                new_p, new_slots = self.update(p.detach(), g, slots, step)
+                new_params.append(new_p)
+                new_state.append(new_slots)
+        return new_params, new_state
+
+    def to(self, device: Device | str) -> Optimizer:
+        """Move the optimizer's slots (X10's ``SGD(copying:to:)``)."""
+        from braze.nn.module import _move
+
+        target = as_device(device)
+        for slots in self.state:
+            for value in (slots or {}).values():
+                _move(value, target)
+        return self

@@ -1,0 +1,38 @@
+"""Stochastic gradient descent with momentum, Nesterov momentum and weight decay (PyTorch's)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from braze.ops import zeros_like
+from braze.optim.optimizer import Optimizer, Slots
+from braze.tensor import Tensor
+
+
+class SGD(Optimizer):
+    def __init__(
+        self,
+        params: Any = None,
+        lr: float = 0.01,
+        momentum: float = 0.0,
+        nesterov: bool = False,
+        weight_decay: float = 0.0,
+    ) -> None:
+        if lr <= 0 or momentum < 0 or weight_decay < 0:
+            raise ValueError(f"SGD: invalid lr={lr}, momentum={momentum} or weight_decay={weight_decay}")
+        if nesterov and momentum == 0:
+            raise ValueError("SGD: Nesterov momentum needs momentum > 0")
+        self.lr, self.momentum, self.nesterov, self.weight_decay = lr, momentum, nesterov, weight_decay
+        super().__init__(params)
+
+    def init_slots(self, param: Tensor) -> Slots:
+        return {"momentum": zeros_like(param)} if self.momentum else {}
+
+    def update(self, param: Tensor, grad: Tensor, slots: Slots, step: int) -> tuple[Tensor, Slots]:
+        if self.weight_decay:
+            grad = grad + param * self.weight_decay
+        if not self.momentum:
+            return param - grad * self.lr, {}
+        velocity = slots["momentum"] * self.momentum + grad
+        direction = grad + velocity * self.momentum if self.nesterov else velocity
+        return param - direction * self.lr, {"momentum": velocity}

@@ -1,0 +1,89 @@
+"""Module bookkeeping and checkpoints: discovery, modes, devices, safe atomic saves."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import braze
+from braze.models import LeNet, XlaArticleCNN
+from braze.nn import CheckpointError, Dense, Sequential
+
+
+def test_lenet_layout_and_parameter_count():
+    model = LeNet(seed=0)
+    shapes = [p.shape for p in model.parameters()]
+    assert shapes == [(5, 5, 1, 6), (6,), (5, 5, 6, 16), (16,), (400, 120), (120,), (120, 84), (84,), (84, 10), (10,)]
+    assert model.num_parameters() == 61706
+    assert model(braze.zeros((3, 28, 28, 1))).shape == (3, 10)
+
+
+def test_xla_article_cnn_layout():
+    model = XlaArticleCNN(seed=0)
+    assert [p.shape for p in model.parameters()][::2] == [
+        (5, 5, 3, 64),
+        (5, 5, 64, 32),
+        (5, 5, 32, 16),
+        (3600, 126),
+        (126, 52),
+        (52, 1),
+    ]
+    out = XlaArticleCNN(image_size=48, seed=0)(braze.zeros((2, 48, 48, 3))).numpy()
+    assert out.shape == (2, 1) and np.all((out > 0) & (out < 1))
+
+
+def test_same_seed_same_model():
+    a, b = LeNet(seed=3), LeNet(seed=3)
+    for p, q in zip(a.parameters(), b.parameters(), strict=True):
+        np.testing.assert_array_equal(p.numpy(), q.numpy())
+
+
+def test_train_eval_modes_reach_every_layer():
+    model = Sequential(Dense(2, input_dim=2), braze.nn.Dropout(0.5))
+    model.eval()
+    assert not any(m.training for _, m in model.named_modules())
+    model.train()
+    assert all(m.training for _, m in model.named_modules())
+
+
+def test_save_and_load_round_trip(tmp_path):
+    model, other = LeNet(seed=1), LeNet(seed=2)
+    path = tmp_path / "lenet.npz"
+    model.save(path)
+    other.load(path)
+    for p, q in zip(model.parameters(), other.parameters(), strict=True):
+        np.testing.assert_array_equal(p.numpy(), q.numpy())
+    with np.load(path, allow_pickle=False) as archive:
+        assert sorted(archive.files)[0] == "layers.0.bias"
+
+
+def test_loading_into_a_model_of_another_shape_is_an_error(tmp_path):
+    path = tmp_path / "small.npz"
+    Sequential(Dense(3, input_dim=4)).save(path)
+    with pytest.raises(CheckpointError, match=r"layers.0.kernel has shape \(4, 3\) in the checkpoint but \(5, 3\)"):
+        Sequential(Dense(3, input_dim=5)).load(path)
+    with pytest.raises(CheckpointError, match=r"missing \['layers.1.bias', 'layers.1.kernel'\]"):
+        Sequential(Dense(3, input_dim=4), Dense(2)).load(path)
+
+
+def test_garbage_checkpoint_is_a_clear_error(tmp_path):
+    path = tmp_path / "bad.npz"
+    path.write_bytes(b"not a checkpoint")
+    with pytest.raises(CheckpointError, match="cannot read checkpoint"):
+        LeNet().load(path)
+
+
+def test_interrupted_save_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
+    path = tmp_path / "model.npz"
+    model = LeNet(seed=1)
+    model.save(path)
+    before = path.read_bytes()
+
+    def explode(*args, **kwargs):
+        raise KeyboardInterrupt("power cut")
+
+    monkeypatch.setattr(np, "savez", explode)
+    with pytest.raises(KeyboardInterrupt):
+        LeNet(seed=2).save(path)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["model.npz"]
