@@ -7,8 +7,10 @@ autodiff (``backward``, ``grad``, ``value_and_grad``, ``no_grad``).
 from braze.autodiff import enable_grad, grad, no_grad, value_and_grad
 from braze.ir.dtypes import DType, bool_, float32, float64, int32, int64
 from braze.ir.errors import BrazeError, DeviceError, DTypeError, ShapeError
+from braze.lazy import barrier
 from braze.ops import *  # noqa: F403 - the op library is the public API
 from braze.ops import __all__ as _ops_all
+from braze.runtime import metrics
 from braze.runtime.device import CPU, LAZY_CPU, Device, as_device, default_device, set_default_device
 from braze.tensor import Tensor
 

@@ -50,6 +50,8 @@ class Executor(Protocol):
 
     def to_numpy(self, value: Any) -> np.ndarray: ...
 
+    def track(self, tensor: Tensor) -> None: ...
+
 
 class EagerExecutor:
     """Runs every primitive at once with its NumPy twin."""
@@ -152,6 +154,8 @@ class Tensor:
         t.requires_grad = False
         t.grad = None
         t._grad_node = None
+        if device.backend == "LAZY":
+            _EXECUTORS["LAZY"].track(t)  # a barrier must find every live pending tensor
         return t
 
     @classmethod
@@ -297,6 +301,8 @@ class Tensor:
                 f"{self.device!r} cannot take {other.dtype.name}{other.shape} on {other.device!r}"
             )
         self._value = other._value
+        if self.device.backend == "LAZY":
+            _EXECUTORS["LAZY"].track(self)
         if not self.requires_grad:
             self._grad_node = other._grad_node
             self.requires_grad = other.requires_grad

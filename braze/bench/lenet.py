@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from braze import ops
 from braze.autodiff import no_grad
 from braze.data import mnist_loaders
+from braze.lazy import barrier
 from braze.models import LeNet
 from braze.nn import Statistics, softmax_cross_entropy
 from braze.nn.progress import ProgressBar
@@ -66,6 +67,8 @@ def train_lenet(
             loss.backward()
             optimizer.step()
             train_stats.update(logits, y, loss)
+            if device.is_lazy:
+                barrier(device)  # the X10 tutorial's LazyTensorBarrier(): one traced graph per step
             bar.update()
         bar.close()
         model.eval()
@@ -74,6 +77,8 @@ def train_lenet(
                 x, y = ops.tensor(images, device=device), ops.tensor(labels, device=device)
                 logits = model(x)
                 test_stats.update(logits, y, softmax_cross_entropy(logits, y))
+                if device.is_lazy:
+                    barrier(device)
         result = EpochResult(epoch, train_stats, test_stats, 0.0)
         result.line()  # reading the statistics is part of the epoch's time, as in the tutorial
         result.seconds = time.perf_counter() - start

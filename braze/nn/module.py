@@ -173,7 +173,7 @@ def _walk(name: str, value: Any) -> Iterator[tuple[str, Any]]:
 def _set_value(p: Tensor, array: np.ndarray) -> None:
     from braze.tensor import executor_for
 
-    p._value = executor_for(p.device).from_numpy(np.ascontiguousarray(array), p.device)
+    p._value = executor_for(p.device).from_numpy(np.require(array, requirements="C"), p.device)
 
 
 def _move(p: Tensor, device: Device) -> None:

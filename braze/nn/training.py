@@ -35,8 +35,9 @@ class Statistics:
     """Running loss and accuracy of an epoch, accumulated on the device."""
 
     def __init__(self, device: Device) -> None:
-        self.correct = ops.zeros((), int32, device=device)
-        self.loss_sum = ops.zeros((), float32, device=device)
+        # Device data, not zeros traced into the first step: every step then traces the same graph.
+        self.correct = ops.tensor(0, int32, device=device)
+        self.loss_sum = ops.tensor(0.0, float32, device=device)
         self.total = 0
         self.batches = 0
 

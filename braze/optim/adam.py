@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from braze.ops import sqrt, zeros_like
-from braze.optim.optimizer import Optimizer, Slots
+from braze.ops import sqrt
+from braze.optim.optimizer import Optimizer, Slots, zeros_data
 from braze.tensor import Tensor
 
 
@@ -29,7 +29,7 @@ class Adam(Optimizer):
         super().__init__(params)
 
     def init_slots(self, param: Tensor) -> Slots:
-        return {"m": zeros_like(param), "v": zeros_like(param)}
+        return {"m": zeros_data(param), "v": zeros_data(param)}
 
     def update(self, param: Tensor, grad: Tensor, slots: Slots, step: int) -> tuple[Tensor, Slots]:
         b1, b2 = self.betas

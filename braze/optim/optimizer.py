@@ -12,11 +12,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+
 from braze.autodiff import no_grad
 from braze.runtime.device import Device, as_device
 from braze.tensor import Tensor
 
 Slots = dict[str, Tensor]
+
+
+def zeros_data(param: Tensor) -> Tensor:
+    """A zero slot as device data, so a lazy device traces the same update every step."""
+    return Tensor.from_numpy(np.zeros(param.shape, param.dtype.numpy), param.device)
 
 
 class Optimizer:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from braze.ops import zeros_like
-from braze.optim.optimizer import Optimizer, Slots
+from braze.optim.optimizer import Optimizer, Slots, zeros_data
 from braze.tensor import Tensor
 
 
@@ -26,7 +25,7 @@ class SGD(Optimizer):
         super().__init__(params)
 
     def init_slots(self, param: Tensor) -> Slots:
-        return {"momentum": zeros_like(param)} if self.momentum else {}
+        return {"momentum": zeros_data(param)} if self.momentum else {}
 
     def update(self, param: Tensor, grad: Tensor, slots: Slots, step: int) -> tuple[Tensor, Slots]:
         if self.weight_decay:

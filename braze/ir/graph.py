@@ -1,0 +1,153 @@
+"""Immutable, hash-consed graph nodes and the Graph of parameters and outputs.
+
+Building a node that already exists returns the existing object, so structurally equal
+subgraphs are shared (common-subexpression elimination for free) and two graphs built
+from the same structure have identical output nodes. Every node carries a structural hash
+computed from its op, attributes, aval and its inputs' hashes: it ignores names and node
+ids but not shapes, dtypes, attributes or edges.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from braze.ir.dtypes import DType
+from braze.ir.primitive import Aval
+
+Attrs = tuple[tuple[str, Any], ...]
+
+_INTERNED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+def freeze(value: Any) -> Any:
+    """Attribute values as hashable data: lists become tuples, recursively."""
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze(v) for v in value)
+    return value
+
+
+class Node:
+    """One operation: ``op(inputs) {attrs} : aval``. Construct with ``Node.make``."""
+
+    __slots__ = ("op", "inputs", "attrs", "aval", "structural_hash", "__weakref__")
+
+    op: str
+    inputs: tuple[Node, ...]
+    attrs: Attrs
+    aval: Aval
+    structural_hash: int
+
+    @staticmethod
+    def make(op: str, inputs: tuple[Node, ...], attrs: Mapping[str, Any] | Attrs, aval: Aval) -> Node:
+        frozen = attrs if isinstance(attrs, tuple) else tuple(sorted((k, freeze(v)) for k, v in attrs.items()))
+        key = (op, tuple(id(i) for i in inputs), frozen, aval)
+        found = _INTERNED.get(key)
+        if found is not None:
+            return found
+        node = object.__new__(Node)
+        node.op, node.inputs, node.attrs, node.aval = op, tuple(inputs), frozen, aval
+        node.structural_hash = hash((op, frozen, aval, tuple(i.structural_hash for i in inputs)))
+        _INTERNED[key] = node
+        return node
+
+    @property
+    def attr_dict(self) -> dict[str, Any]:
+        return dict(self.attrs)
+
+    def attr(self, name: str) -> Any:
+        for key, value in self.attrs:
+            if key == name:
+                return value
+        raise KeyError(f"{self.op} has no attribute {name!r}")
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.aval.shape
+
+    @property
+    def dtype(self) -> DType:
+        return self.aval.dtype
+
+    def __repr__(self) -> str:
+        return f"<{self.op} {self.aval}>"
+
+
+def parameter(index: int, aval: Aval) -> Node:
+    return Node.make("parameter", (), {"index": index, "shape": aval.shape, "dtype": aval.dtype}, aval)
+
+
+class Graph:
+    """A computation: parameter nodes (by index) and output nodes.
+
+    ``donated`` maps an output position to the parameter whose buffer it may overwrite
+    (a parameter updated in place by a training step).
+    """
+
+    __slots__ = ("params", "outputs", "donated", "_nodes", "_hash")
+
+    def __init__(self, params: tuple[Node, ...], outputs: tuple[Node, ...], donated: Mapping[int, int] | None = None):
+        self.params = tuple(params)
+        self.outputs = tuple(outputs)
+        self.donated = dict(donated or {})
+        self._nodes: list[Node] | None = None
+        self._hash: int | None = None
+
+    def nodes(self) -> list[Node]:
+        """Every node reachable from the outputs (and every parameter), inputs before users."""
+        if self._nodes is None:
+            order: list[Node] = list(self.params)
+            seen = {id(p) for p in self.params}
+            for output in self.outputs:
+                for node in _postorder(output, seen):
+                    order.append(node)
+            self._nodes = order
+        return self._nodes
+
+    @property
+    def structural_hash(self) -> int:
+        if self._hash is None:
+            self._hash = hash(
+                (
+                    tuple(o.structural_hash for o in self.outputs),
+                    tuple(p.aval for p in self.params),
+                    tuple(sorted(self.donated.items())),
+                )
+            )
+        return self._hash
+
+    def same_structure(self, other: Graph) -> bool:
+        """Equal structure: with hash-consing, equal structures share their very nodes."""
+        return self.outputs == other.outputs and self.params == other.params and self.donated == other.donated
+
+    def __repr__(self) -> str:
+        return f"<Graph {len(self.params)} params, {len(self.outputs)} outputs, {len(self.nodes())} nodes>"
+
+
+def _postorder(root: Node, seen: set[int]) -> Iterator[Node]:
+    if id(root) in seen:
+        return
+    stack: list[tuple[Node, int]] = [(root, 0)]
+    seen.add(id(root))
+    while stack:
+        node, i = stack.pop()
+        if i < len(node.inputs):
+            stack.append((node, i + 1))
+            child = node.inputs[i]
+            if id(child) not in seen:
+                seen.add(id(child))
+                stack.append((child, 0))
+        else:
+            yield node
+
+
+def use_counts(graph: Graph) -> dict[int, int]:
+    """How many times each node (by id) is read by other nodes or returned."""
+    counts: dict[int, int] = {}
+    for node in graph.nodes():
+        for child in node.inputs:
+            counts[id(child)] = counts.get(id(child), 0) + 1
+    for output in graph.outputs:
+        counts[id(output)] = counts.get(id(output), 0) + 1
+    return counts

@@ -1,0 +1,247 @@
+"""Lazy tensors (X10): ops record a trace; a barrier compiles and runs it as one graph.
+
+A lazy tensor holds an ``Expr``: either device data (a leaf) or a pending primitive
+application. ``barrier()`` gathers the pending expressions of every live lazy tensor,
+turns them into one IR graph (device data and per-step Python numbers become parameters,
+so a training loop traces the same graph every step), finds or compiles its executable in
+the cache, runs it, and turns each computed expression into device data in place, which
+cuts the trace.
+
+Reading a value (``.numpy()``, ``.item()``, ``print``) runs only the part of the trace it
+needs and leaves the trace intact, so the graph at the next barrier is the usual step
+graph and still hits the cache.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import weakref
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from braze.backends.reference.interpreter import compile_graph as compile_reference
+from braze.ir.graph import Graph, Node, parameter
+from braze.ir.primitive import Aval, Literal, Primitive
+from braze.ir.text import format_aval
+from braze.runtime import metrics
+from braze.runtime.cache import ExecutableCache
+from braze.runtime.device import Device
+from braze.tensor import Tensor, register_executor, user_location
+
+_SEQUENCE = itertools.count()
+
+
+class Expr:
+    """A node of the lazy trace: device data (``data`` set) or a pending op on ``inputs``."""
+
+    __slots__ = ("primitive", "inputs", "attrs", "aval", "data", "seq", "read_value", "__weakref__")
+
+    def __init__(self, primitive: Primitive | None, inputs: tuple, attrs: dict, aval: Aval, data=None) -> None:
+        self.primitive = primitive
+        self.inputs = inputs
+        self.attrs = attrs
+        self.aval = aval
+        self.data = data
+        self.seq = next(_SEQUENCE)
+        self.read_value: np.ndarray | None = None
+
+    @property
+    def pending(self) -> bool:
+        return self.data is None
+
+    def materialize(self, array: np.ndarray) -> None:
+        """Become device data, dropping the inputs (which cuts the trace here)."""
+        self.data = array
+        self.primitive, self.inputs, self.attrs, self.read_value = None, (), {}, None
+
+
+def _liftable(expr: Expr) -> bool:
+    """Scalars that may change between steps (learning rates, bias corrections) become
+    parameters; 0 and 1 stay constants, for the simplifier."""
+    if expr.primitive is None or expr.primitive.name != "constant":
+        return False
+    literal: Literal = expr.attrs["value"]
+    array = literal.array
+    return array.ndim == 0 and array.dtype.kind in "if" and array.item() not in (0, 1)
+
+
+def build_graph(roots: Sequence[Expr]) -> tuple[Graph, list[np.ndarray], list[Expr]]:
+    """The IR graph computing ``roots``, its arguments, and the leaf behind each argument."""
+    nodes: dict[int, Node] = {}
+    args: list[np.ndarray] = []
+    leaves: list[Expr] = []
+
+    def as_parameter(expr: Expr, array: np.ndarray) -> Node:
+        node = parameter(len(args), expr.aval)
+        args.append(array)
+        leaves.append(expr)
+        return node
+
+    for root in roots:
+        stack: list[tuple[Expr, bool]] = [(root, False)]
+        while stack:
+            expr, expanded = stack.pop()
+            if id(expr) in nodes:
+                continue
+            if expr.data is not None:
+                nodes[id(expr)] = as_parameter(expr, expr.data)
+            elif _liftable(expr):
+                nodes[id(expr)] = as_parameter(expr, expr.attrs["value"].array)
+            elif not expanded:
+                stack.append((expr, True))
+                stack.extend((i, False) for i in reversed(expr.inputs) if id(i) not in nodes)
+            else:
+                inputs = tuple(nodes[id(i)] for i in expr.inputs)
+                nodes[id(expr)] = Node.make(expr.primitive.name, inputs, expr.attrs, expr.aval)
+    params = tuple(parameter(i, leaf.aval) for i, leaf in enumerate(leaves))
+    graph = Graph(params, tuple(nodes[id(r)] for r in roots))
+    return graph, args, leaves
+
+
+class RecompileExplainer:
+    """With ``BRAZE_DEBUG=1``: say why a call site compiles a graph other than its last one."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, Graph] = {}
+
+    def note_compile(self, site: str, graph: Graph) -> None:
+        previous = self._last.get(site)
+        self._last[site] = graph
+        if previous is not None and os.environ.get("BRAZE_DEBUG") == "1":
+            user = user_location()
+            where = site if user == site else f"{site} (your code: {user})"
+            print(f"braze: compiling again at {where}: {explain_difference(previous, graph)}", file=sys.stderr)
+
+
+def explain_difference(before: Graph, after: Graph) -> str:
+    """The first difference between two graphs, in words."""
+    if len(before.params) != len(after.params):
+        return f"the graph has {len(after.params)} inputs instead of {len(before.params)}"
+    for i, (a, b) in enumerate(zip(before.params, after.params, strict=True)):
+        if a.aval != b.aval:
+            what = "shape" if a.aval.dtype == b.aval.dtype else "dtype"
+            return f"input {i} {what} changed from {format_aval(a.aval)} to {format_aval(b.aval)}"
+    if len(before.outputs) != len(after.outputs):
+        return f"the graph has {len(after.outputs)} outputs instead of {len(before.outputs)}"
+    old_nodes, new_nodes = before.nodes(), after.nodes()
+    for a, b in zip(old_nodes, new_nodes, strict=False):
+        if (a.op, a.attrs, a.aval) != (b.op, b.attrs, b.aval):
+            return f"the structure differs: {a.op} {format_aval(a.aval)} became {b.op} {format_aval(b.aval)}"
+    return f"the structure differs: {len(old_nodes)} nodes became {len(new_nodes)}"
+
+
+_RUNTIME_FILES = tuple(
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), name) for name in ("lazy.py", "tensor.py", "ops", "nn")
+)
+
+
+def call_site() -> str:
+    """Where a barrier or read was asked for: the first frame outside the lazy runtime, the
+    op library and the layers, so the training loop's own line names the graph."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_RUNTIME_FILES):
+        frame = frame.f_back
+    return "<unknown>" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def backend_name() -> str:
+    return os.environ.get("BRAZE_BACKEND", "reference").lower()
+
+
+def compile_for_target(graph: Graph, target: str) -> Any:
+    if target == "reference":
+        return compile_reference(graph)
+    raise ValueError(f"unknown BRAZE_BACKEND {target!r}: expected 'reference'")
+
+
+class LazyExecutor:
+    """Records ops as expressions; runs traces at barriers and reads."""
+
+    def __init__(self) -> None:
+        self.cache = ExecutableCache()
+        self.explainer = RecompileExplainer()
+        self._live: dict[Device, weakref.WeakSet] = {}
+
+    # Executor protocol --------------------------------------------------------------
+
+    def apply(self, primitive: Primitive, values: list, attrs: dict, aval: Aval, device: Device) -> Expr:
+        return Expr(primitive, tuple(values), attrs, aval)
+
+    def from_numpy(self, array: np.ndarray, device: Device) -> Expr:
+        metrics.count("TransferToDevice")
+        return Expr(None, (), {}, _aval_of(array), data=np.require(array, requirements="C"))
+
+    def to_numpy(self, expr: Expr) -> np.ndarray:
+        metrics.count("TransferFromDevice")
+        if expr.data is not None:
+            return expr.data
+        if expr.read_value is None:
+            (expr.read_value,) = self.run([expr], call_site())
+        return expr.read_value
+
+    def track(self, tensor: Tensor) -> None:
+        if tensor._value.data is None:
+            self._live.setdefault(tensor.device, weakref.WeakSet()).add(tensor)
+
+    # Barriers ---------------------------------------------------------------------------
+
+    def pending_roots(self, device: Device) -> list[Expr]:
+        live = self._live.get(device)
+        if not live:
+            return []
+        unique = {id(t._value): t._value for t in list(live) if t._value.data is None}
+        return sorted(unique.values(), key=lambda e: e.seq)
+
+    def barrier(self, device: Device) -> None:
+        roots = self.pending_roots(device)
+        self._live.pop(device, None)
+        if not roots:
+            return
+        metrics.count("Barrier")
+        for root, result in zip(roots, self.run(roots, call_site()), strict=True):
+            root.materialize(result)
+
+    def run(self, roots: Sequence[Expr], site: str) -> list[np.ndarray]:
+        """Compile (or find) and execute the graph computing ``roots``."""
+        with metrics.timed("TraceTime"):
+            graph, args, _ = build_graph(roots)
+        metrics.record("GraphNodes", len(graph.nodes()))
+        target = backend_name()
+        executable, hit = self.cache.get_or_compile(graph, target, lambda g: compile_for_target(g, target))
+        if not hit:
+            self.explainer.note_compile(site, graph)
+        with metrics.timed("ExecuteTime"):
+            results = executable(args)
+        metrics.count("Execute")
+        return results
+
+
+def _aval_of(array: np.ndarray) -> Aval:
+    from braze.ir.dtypes import as_dtype
+
+    return Aval(tuple(array.shape), as_dtype(array.dtype))
+
+
+EXECUTOR = LazyExecutor()
+register_executor("LAZY", EXECUTOR)
+
+
+def barrier(devices: Device | Iterable[Device] | None = None) -> None:
+    """Run every pending computation on the lazy device(s) as one graph each (X10's
+    ``LazyTensorBarrier``); every live lazy tensor holds device data afterwards."""
+    if devices is None:
+        targets = list(EXECUTOR._live)
+    elif isinstance(devices, Device):
+        targets = [devices]
+    else:
+        targets = list(devices)
+    for device in targets:
+        EXECUTOR.barrier(device)
+
+
+def cache_size() -> int:
+    return len(EXECUTOR.cache)

@@ -1,0 +1,183 @@
+"""Lazy tensors: the same values as eager mode, one compile per distinct step graph,
+reads that leave the trace intact, trace-time errors, and the executable cache."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from op_cases import CASES
+
+import braze
+from braze import lazy
+from braze.data import DataLoader, load_mnist
+from braze.ir.graph import Graph, Node, parameter
+from braze.ir.primitive import Aval
+from braze.models import LeNet
+from braze.nn import Statistics, softmax_cross_entropy
+from braze.optim import SGD
+from braze.runtime import metrics
+from braze.runtime.cache import ExecutableCache
+
+LAZY = braze.LAZY_CPU
+
+
+@pytest.fixture(autouse=True)
+def fresh_metrics():
+    metrics.reset()
+    yield
+    braze.barrier()
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_op_gives_the_same_values_lazily(case):
+    arrays = case.inputs()
+    eager = case.fn(*[braze.tensor(a) for a in arrays])
+    traced = case.fn(*[braze.tensor(a, device=LAZY) for a in arrays])
+    assert traced.device == LAZY and traced._value.pending
+    np.testing.assert_allclose(traced.numpy(), eager.numpy(), rtol=1e-6, atol=1e-7)
+
+
+def lenet_steps(device, batches, steps=20):
+    model = LeNet(seed=0).to(device)
+    optimizer = SGD(model, lr=0.1)
+    for x, y in batches[:steps]:
+        optimizer.zero_grad()
+        loss = softmax_cross_entropy(model(braze.tensor(x, device=device)), braze.tensor(y, device=device))
+        loss.backward()
+        optimizer.step()
+        if device.is_lazy:
+            braze.barrier(device)
+    return model
+
+
+@pytest.fixture(scope="module")
+def mnist_batches():
+    data = load_mnist()
+    images = data.train_images[: 128 * 20, ..., None].astype(np.float32) / 255
+    return list(DataLoader((images, data.train_labels[: 128 * 20]), 128))
+
+
+def test_lenet_trained_lazily_matches_eager(mnist_batches):
+    eager = lenet_steps(braze.CPU, mnist_batches)
+    traced = lenet_steps(LAZY, mnist_batches)
+    for p, q in zip(eager.parameters(), traced.parameters(), strict=True):
+        np.testing.assert_allclose(q.numpy(), p.numpy(), rtol=1e-5, atol=1e-5)
+    assert metrics.counter("Compile") == 1, metrics.report()
+    assert metrics.counter("CacheHit") == 19
+
+
+def test_one_compile_per_distinct_step_over_an_epoch(mnist_batches, capsys, monkeypatch):
+    monkeypatch.setenv("BRAZE_DEBUG", "1")
+    model = LeNet(seed=0).to(LAZY)
+    optimizer = SGD(model, lr=0.1)
+    train_stats, test_stats = Statistics(LAZY), Statistics(LAZY)
+    for x, y in mnist_batches[:6]:
+        x, y = braze.tensor(x, device=LAZY), braze.tensor(y, device=LAZY)
+        optimizer.zero_grad()
+        logits = model(x)
+        loss = softmax_cross_entropy(logits, y)
+        loss.backward()
+        optimizer.step()
+        train_stats.update(logits, y, loss)
+        braze.barrier()
+    assert metrics.counter("Compile") == 1
+    test_images = np.concatenate([b[0] for b in mnist_batches[:3]])[:300]
+    test_labels = np.concatenate([b[1] for b in mnist_batches[:3]])[:300]
+    with braze.no_grad():
+        for x, y in DataLoader((test_images, test_labels), 128):  # 128, 128, then 44
+            x, y = braze.tensor(x, device=LAZY), braze.tensor(y, device=LAZY)
+            logits = model(x)
+            test_stats.update(logits, y, softmax_cross_entropy(logits, y))
+            braze.barrier()
+    assert metrics.counter("Compile") == 3  # training step, evaluation step, last smaller batch
+    assert train_stats.total == 6 * 128 and 0 <= test_stats.correct_count <= 300
+    err = capsys.readouterr().err
+    assert re.search(
+        r"compiling again at .*test_lazy.py:\d+: input \d+ shape changed from f32\[128,28,28,1\] "
+        r"to f32\[44,28,28,1\]",
+        err,
+    ), err
+
+
+def test_reading_mid_step_runs_only_what_it_needs_and_keeps_the_step_graph(mnist_batches):
+    model = LeNet(seed=0).to(LAZY)
+    optimizer = SGD(model, lr=0.1)
+
+    def step(x, y, read: bool):
+        optimizer.zero_grad()
+        logits = model(braze.tensor(x, device=LAZY))
+        loss = softmax_cross_entropy(logits, braze.tensor(y, device=LAZY))
+        if read:
+            nodes_before = metrics.value("GraphNodes").samples
+            value = loss.item()
+            assert metrics.value("GraphNodes").samples == nodes_before + 1
+            forward_only = metrics.value("GraphNodes").last
+            assert np.isfinite(value)
+        loss.backward()
+        optimizer.step()
+        braze.barrier()
+        return forward_only if read else metrics.value("GraphNodes").last
+
+    (x0, y0), (x1, y1), (x2, y2) = mnist_batches[:3]
+    full_step = step(x0, y0, read=False)
+    forward_only = step(x1, y1, read=True)
+    assert forward_only < full_step / 2  # the read ran the forward pass, not the backward
+    hits = metrics.counter("CacheHit")
+    step(x2, y2, read=False)
+    assert metrics.counter("CacheHit") == hits + 1
+    assert metrics.counter("Compile") == 2  # the step graph and the forward-only read
+
+
+def test_shape_errors_are_raised_at_trace_time_with_the_source_line():
+    a = braze.ones((3, 4), device=LAZY)
+    with pytest.raises(braze.ShapeError, match=rf"matmul: contracting dimensions differ.*{re.escape(__file__)}:\d+"):
+        a @ a
+    assert metrics.counter("Compile") == 0
+
+
+def test_an_op_across_devices_names_both():
+    with pytest.raises(
+        braze.DeviceError,
+        match=r"add: operands are on different devices: Device\(kind: \.CPU, ordinal: 0, backend: \.EAGER\) "
+        r"and Device\(kind: \.CPU, ordinal: 0, backend: \.LAZY\)",
+    ):
+        braze.ones((2,)) + braze.ones((2,), device=LAZY)
+
+
+def test_moving_between_eager_and_lazy_counts_transfers():
+    x = braze.tensor([1.0, 2.0]).to(LAZY)
+    y = (x * 3.0).to(braze.CPU)
+    assert y.device == braze.CPU and y.tolist() == [3.0, 6.0]
+    assert metrics.counter("TransferToDevice") == 1 and metrics.counter("TransferFromDevice") == 1
+
+
+def test_scalars_that_change_between_steps_do_not_recompile():
+    x = braze.ones((3,), device=LAZY)
+    for lr in (0.1, 0.2, 0.3):
+        (x * lr).numpy()
+    assert metrics.counter("Compile") == 1 and metrics.counter("CacheHit") == 2
+
+
+def test_barrier_turns_pending_tensors_into_device_data():
+    x = braze.ones((2,), device=LAZY)
+    y = x + 1.0
+    assert y._value.pending
+    braze.barrier()
+    assert not y._value.pending and y.tolist() == [2.0, 2.0]
+
+
+def test_cache_evicts_the_least_recently_used_graph():
+    cache = ExecutableCache(max_size=2)
+
+    def graph(n: int) -> Graph:
+        p = parameter(0, Aval((n,), braze.float32))
+        return Graph((p,), (Node.make("neg", (p,), {}, p.aval),))
+
+    compiled = []
+    for n in (1, 2, 1, 3, 2):
+        cache.get_or_compile(graph(n), "reference", lambda g: compiled.append(g) or g)
+    assert len(compiled) == 4  # 1, 2 compiled; 1 hit; 3 evicts 2; 2 compiled again
+    assert metrics.counter("CacheHit") == 1 and metrics.counter("CacheEvict") == 2
+    assert lazy.cache_size() >= 0
