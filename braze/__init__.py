@@ -28,6 +28,8 @@ __all__ = [
     "ShapeError",
     "Tensor",
     "as_device",
+    "barrier",
+    "metrics",
     "bool_",
     "default_device",
     "device",

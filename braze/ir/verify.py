@@ -30,7 +30,8 @@ def verify(graph: Graph) -> Graph:
             raise VerificationError(f"unknown primitive {node.op!r}")
         if set(node.attr_dict) != set(primitive.attr_names):
             raise VerificationError(
-                f"{node.op}: attributes {sorted(node.attr_dict)} differ from the declared {sorted(primitive.attr_names)}"
+                f"{node.op}: attributes {sorted(node.attr_dict)} differ from the declared "
+                f"{sorted(primitive.attr_names)}"
             )
         try:
             aval = primitive.shape_rule(*(i.aval for i in node.inputs), **node.attr_dict)
