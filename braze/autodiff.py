@@ -61,8 +61,12 @@ def _accumulate(store: dict, key: int, value: Tensor) -> None:
     store[key] = value if existing is None else existing + value
 
 
-def _cotangents(root: Tensor, seed: Tensor) -> dict[int, tuple[Tensor, Tensor]]:
-    """Run the backward pass from ``root``; return {id(leaf): (leaf, gradient)}."""
+def _cotangents(root: Tensor, seed: Tensor, retain_graph: bool = False) -> dict[int, tuple[Tensor, Tensor]]:
+    """Run the backward pass from ``root``; return {id(leaf): (leaf, gradient)}.
+
+    Unless ``retain_graph``, each node's saved values are released once used (as in
+    PyTorch): activations are freed early, and on a lazy device the old parameter buffers
+    lose their last holder, so a step can update them in place."""
     leaves: dict[int, tuple[Tensor, Tensor]] = {}
     if root._grad_node is None:
         if root.requires_grad:
@@ -74,9 +78,16 @@ def _cotangents(root: Tensor, seed: Tensor) -> dict[int, tuple[Tensor, Tensor]]:
             g = pending.pop(id(node), None)
             if g is None:
                 continue
+            if node.in_values is None:
+                raise RuntimeError(
+                    "backward through a graph a second time: its saved values were released by the first "
+                    "backward; call backward(retain_graph=True) the first time"
+                )
             inputs = [Tensor._make(v, a, node.device) for v, a in zip(node.in_values, node.in_avals, strict=True)]
             out = Tensor._make(node.out_value, node.out_aval, node.device)
             grads = node.primitive.vjp(g, *inputs, out=out, **node.attrs)
+            if not retain_graph:
+                node.in_values = node.out_value = None
             for parent, grad in zip(node.parents, grads, strict=True):
                 if parent is None or grad is None:
                     continue
@@ -106,11 +117,11 @@ def _seed(root: Tensor, gradient: Tensor | None) -> Tensor:
     return seed
 
 
-def backward(root: Tensor, gradient: Tensor | None = None) -> None:
+def backward(root: Tensor, gradient: Tensor | None = None, retain_graph: bool = False) -> None:
     """Add d(root)/d(leaf) to ``leaf.grad`` for every leaf that requires grad."""
     if not root.requires_grad:
         raise RuntimeError("backward: the tensor does not require grad and has no gradient graph")
-    for leaf, grad in _cotangents(root, _seed(root, gradient)).values():
+    for leaf, grad in _cotangents(root, _seed(root, gradient), retain_graph).values():
         leaf.grad = grad if leaf.grad is None else leaf.grad + grad
 
 

@@ -52,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--batch-size", type=int, default=None, help="default: 128 for lenet, 64 for cnn")
     train.add_argument("--lr", type=float, default=None, help="default: 0.1 (SGD) for lenet, 0.001 (Adam) for cnn")
     train.add_argument("--data", default=None, help="MNIST directory, or an image folder with train/ and validation/")
-    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--seed", type=int, default=1)
     train.add_argument("--steps-per-epoch", type=int, default=None, help="cut epochs short (quick runs)")
     train.add_argument("--save", default=None, help="write the trained parameters to this .npz file")
     train.set_defaults(run=_train)

@@ -38,7 +38,7 @@ _SEQUENCE = itertools.count()
 class Expr:
     """A node of the lazy trace: device data (``data`` set) or a pending op on ``inputs``."""
 
-    __slots__ = ("primitive", "inputs", "attrs", "aval", "data", "seq", "read_value", "__weakref__")
+    __slots__ = ("primitive", "inputs", "attrs", "aval", "data", "seq", "read_value", "donor", "__weakref__")
 
     def __init__(self, primitive: Primitive | None, inputs: tuple, attrs: dict, aval: Aval, data=None) -> None:
         self.primitive = primitive
@@ -48,6 +48,7 @@ class Expr:
         self.data = data
         self.seq = next(_SEQUENCE)
         self.read_value: np.ndarray | None = None
+        self.donor: Expr | None = None  # the device data this value replaces in its tensor
 
     @property
     def pending(self) -> bool:
@@ -56,7 +57,7 @@ class Expr:
     def materialize(self, array: np.ndarray) -> None:
         """Become device data, dropping the inputs (which cuts the trace here)."""
         self.data = array
-        self.primitive, self.inputs, self.attrs, self.read_value = None, (), {}, None
+        self.primitive, self.inputs, self.attrs, self.read_value, self.donor = None, (), {}, None, None
 
 
 def _liftable(expr: Expr) -> bool:
@@ -69,11 +70,19 @@ def _liftable(expr: Expr) -> bool:
     return array.ndim == 0 and array.dtype.kind in "if" and array.item() not in (0, 1)
 
 
-def build_graph(roots: Sequence[Expr]) -> tuple[Graph, list[np.ndarray], list[Expr]]:
-    """The IR graph computing ``roots``, its arguments, and the leaf behind each argument."""
+class Trace:
+    """The IR graph computing some roots, its arguments, the leaf expression behind each
+    argument, and how many times the graph's expressions read each leaf."""
+
+    def __init__(self, graph: Graph, args: list[np.ndarray], leaves: list[Expr], uses: dict[int, int]) -> None:
+        self.graph, self.args, self.leaves, self.uses = graph, args, leaves, uses
+
+
+def build_graph(roots: Sequence[Expr]) -> Trace:
     nodes: dict[int, Node] = {}
     args: list[np.ndarray] = []
     leaves: list[Expr] = []
+    uses: dict[int, int] = {}
 
     def as_parameter(expr: Expr, array: np.ndarray) -> Node:
         node = parameter(len(args), expr.aval)
@@ -95,11 +104,34 @@ def build_graph(roots: Sequence[Expr]) -> tuple[Graph, list[np.ndarray], list[Ex
                 stack.append((expr, True))
                 stack.extend((i, False) for i in reversed(expr.inputs) if id(i) not in nodes)
             else:
+                for i in expr.inputs:
+                    uses[id(i)] = uses.get(id(i), 0) + 1
                 inputs = tuple(nodes[id(i)] for i in expr.inputs)
                 nodes[id(expr)] = Node.make(expr.primitive.name, inputs, expr.attrs, expr.aval)
     params = tuple(parameter(i, leaf.aval) for i, leaf in enumerate(leaves))
-    graph = Graph(params, tuple(nodes[id(r)] for r in roots))
-    return graph, args, leaves
+    return Trace(Graph(params, tuple(nodes[id(r)] for r in roots)), args, leaves, uses)
+
+
+def donations(roots: Sequence[Expr], trace: Trace) -> dict[int, int]:
+    """Outputs that may be written into the buffer of the device data they replace.
+
+    A tensor updated in place (``p -= lr * g``) replaces device data that, once the step
+    has read it, nobody needs: its buffer can take the new value. That is safe only when
+    the graph's own expressions are the old data's only holders, which CPython's reference
+    count tells exactly: anything else (a ``detach()`` alias, a gradient graph kept with
+    ``retain_graph``) keeps the copy semantics.
+    """
+    position = {id(leaf): j for j, leaf in enumerate(trace.leaves)}
+    donated: dict[int, int] = {}
+    for k, root in enumerate(roots):
+        donor = root.donor
+        if donor is None or id(donor) not in position or donor.aval != root.aval:
+            continue
+        j = position[id(donor)]
+        # Known holders: the graph's reads of it, trace.leaves, root.donor, `donor`, getrefcount's argument.
+        if j not in donated.values() and sys.getrefcount(donor) == trace.uses.get(id(donor), 0) + 4:
+            donated[k] = j
+    return donated
 
 
 class RecompileExplainer:
@@ -183,9 +215,12 @@ class LazyExecutor:
             (expr.read_value,) = self.run([expr], call_site())
         return expr.read_value
 
-    def track(self, tensor: Tensor) -> None:
-        if tensor._value.data is None:
+    def track(self, tensor: Tensor, previous: Expr | None = None) -> None:
+        value = tensor._value
+        if value.data is None:
             self._live.setdefault(tensor.device, weakref.WeakSet()).add(tensor)
+            if previous is not None and previous.data is not None and value.donor is None:
+                value.donor = previous
 
     # Barriers ---------------------------------------------------------------------------
 
@@ -202,13 +237,19 @@ class LazyExecutor:
         if not roots:
             return
         metrics.count("Barrier")
-        for root, result in zip(roots, self.run(roots, call_site()), strict=True):
+        for root, result in zip(roots, self.run(roots, call_site(), donate=True), strict=True):
             root.materialize(result)
 
-    def run(self, roots: Sequence[Expr], site: str) -> list[np.ndarray]:
-        """Compile (or find) and execute the graph computing ``roots``."""
+    def run(self, roots: Sequence[Expr], site: str, donate: bool = False) -> list[np.ndarray]:
+        """Compile (or find) and execute the graph computing ``roots``; with ``donate``,
+        outputs that replace dead device data are written into its buffers."""
         with metrics.timed("TraceTime"):
-            graph, args, _ = build_graph(roots)
+            trace = build_graph(roots)
+            graph, args = trace.graph, trace.args
+            if donate and (donated := donations(roots, trace)):
+                graph = Graph(graph.params, graph.outputs, donated)
+                metrics.count("DonatedBuffers", len(donated))
+            del trace
         metrics.record("GraphNodes", len(graph.nodes()))
         target = backend_name()
         executable, hit = self.cache.get_or_compile(graph, target, lambda g: compile_for_target(g, target))

@@ -50,7 +50,7 @@ class Executor(Protocol):
 
     def to_numpy(self, value: Any) -> np.ndarray: ...
 
-    def track(self, tensor: Tensor) -> None: ...
+    def track(self, tensor: Tensor, previous: Any = None) -> None: ...
 
 
 class EagerExecutor:
@@ -282,11 +282,11 @@ class Tensor:
         self.requires_grad = requires_grad
         return self
 
-    def backward(self, gradient: Tensor | None = None) -> None:
+    def backward(self, gradient: Tensor | None = None, retain_graph: bool = False) -> None:
         """Accumulate d(self)/d(leaf) into ``.grad`` of every leaf that requires grad."""
         from braze.autodiff import backward
 
-        backward(self, gradient)
+        backward(self, gradient, retain_graph)
 
     def zero_grad(self) -> None:
         self.grad = None
@@ -300,9 +300,9 @@ class Tensor:
                 f"in-place update must keep shape, dtype and device: {self.dtype.name}{self.shape} on "
                 f"{self.device!r} cannot take {other.dtype.name}{other.shape} on {other.device!r}"
             )
-        self._value = other._value
+        previous, self._value = self._value, other._value
         if self.device.backend == "LAZY":
-            _EXECUTORS["LAZY"].track(self)
+            _EXECUTORS["LAZY"].track(self, previous)
         if not self.requires_grad:
             self._grad_node = other._grad_node
             self.requires_grad = other.requires_grad

@@ -181,3 +181,37 @@ def test_cache_evicts_the_least_recently_used_graph():
     assert len(compiled) == 4  # 1, 2 compiled; 1 hit; 3 evicts 2; 2 compiled again
     assert metrics.counter("CacheHit") == 1 and metrics.counter("CacheEvict") == 2
     assert lazy.cache_size() >= 0
+
+
+def test_parameters_are_updated_in_place_unless_someone_still_holds_the_old_value():
+    model = LeNet(seed=0).to(LAZY)
+    optimizer = SGD(model, lr=0.1)
+    x = braze.tensor(np.random.default_rng(0).random((8, 28, 28, 1), dtype=np.float32), device=LAZY)
+    y = braze.tensor(np.arange(8) % 10, device=LAZY)
+    kernel = model.parameters()[0]
+
+    def step():
+        optimizer.zero_grad()
+        softmax_cross_entropy(model(x), y).backward()
+        optimizer.step()
+        braze.barrier()
+
+    buffer = kernel._value.data
+    step()
+    assert kernel._value.data is buffer  # written in place, not copied
+    assert metrics.counter("DonatedBuffers") == len(model.parameters())
+    old = np.array(kernel.numpy())
+    alias = kernel.detach()
+    step()
+    np.testing.assert_array_equal(alias.numpy(), old)  # the alias keeps the value it saw
+    assert not np.array_equal(kernel.numpy(), old)
+
+
+def test_backward_releases_saved_values_unless_retained():
+    x = braze.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * x).sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [4.0, 8.0])
+    with pytest.raises(RuntimeError, match="backward through a graph a second time"):
+        y.backward()

@@ -36,7 +36,7 @@ class Node:
     op: str
     inputs: tuple[Node, ...]
     attrs: Attrs
-    aval: Aval
+    aval: Aval  # a tuple of Avals for a multi-output fusion
     structural_hash: int
 
     @staticmethod
@@ -51,6 +51,11 @@ class Node:
         node.structural_hash = hash((op, frozen, aval, tuple(i.structural_hash for i in inputs)))
         _INTERNED[key] = node
         return node
+
+    @property
+    def multi_output(self) -> bool:
+        """Whether this node (a multi-output fusion) yields a tuple of results."""
+        return not isinstance(self.aval, Aval)
 
     @property
     def attr_dict(self) -> dict[str, Any]:
@@ -85,12 +90,14 @@ class Graph:
     (a parameter updated in place by a training step).
     """
 
-    __slots__ = ("params", "outputs", "donated", "_nodes", "_hash")
+    __slots__ = ("params", "outputs", "donated", "notes", "annotations", "_nodes", "_hash")
 
     def __init__(self, params: tuple[Node, ...], outputs: tuple[Node, ...], donated: Mapping[int, int] | None = None):
         self.params = tuple(params)
         self.outputs = tuple(outputs)
         self.donated = dict(donated or {})
+        self.notes: list[str] = []  # what passes want a reader of the dump to know
+        self.annotations: dict[str, Any] = {}  # analysis results (buffer assignment), not structure
         self._nodes: list[Node] | None = None
         self._hash: int | None = None
 
@@ -116,6 +123,12 @@ class Graph:
                 )
             )
         return self._hash
+
+    def __hash__(self) -> int:
+        return self.structural_hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Graph) and self.same_structure(other)
 
     def same_structure(self, other: Graph) -> bool:
         """Equal structure: with hash-consing, equal structures share their very nodes."""

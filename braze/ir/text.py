@@ -27,11 +27,17 @@ from braze.ir.primitive import Aval, Literal
 _DTYPE_BY_SHORT = {d.short: d for d in ALL_DTYPES}
 
 
-def format_aval(aval: Aval) -> str:
+def format_aval(aval: Aval | tuple[Aval, ...]) -> str:
+    if not isinstance(aval, Aval):
+        return "(" + ", ".join(format_aval(a) for a in aval) + ")"
     return f"{aval.dtype.short}[{','.join(map(str, aval.shape))}]"
 
 
-def format_value(value: Any) -> str:
+def format_value(value: Any, names: dict[Graph, str] | None = None) -> str:
+    if isinstance(value, Graph):
+        if names is None or value not in names:
+            raise TypeError("a nested computation is printed by print_graph with its name")
+        return names[value]
     if isinstance(value, DType):
         return value.short
     if isinstance(value, Literal):
@@ -50,13 +56,23 @@ def format_value(value: Any) -> str:
         if isinstance(value, tuple):
             return f"({inner},)" if len(value) == 1 else f"({inner})"
         return f"[{inner}]"
-    if isinstance(value, Graph):
-        raise TypeError("nested graphs are printed by print_module")
     return repr(value)
 
 
 def print_graph(graph: Graph, name: str = "graph") -> str:
-    """The text form of ``graph``; every node is printed once, after its inputs."""
+    """The text form of ``graph``, preceded by the nested computations its fusions call."""
+    names: dict[Graph, str] = {}
+    blocks: list[str] = []
+    for node in graph.nodes():
+        for _, value in node.attrs:
+            if isinstance(value, Graph) and value not in names:
+                names[value] = f"fused_{len(names)}"
+                blocks.append(_print_block(value, names[value], names))
+    blocks.append(_print_block(graph, name, names))
+    return "\n\n".join(blocks)
+
+
+def _print_block(graph: Graph, name: str, computations: dict[Graph, str]) -> str:
     names: dict[int, str] = {}
     params = []
     for p in graph.params:
@@ -70,7 +86,7 @@ def print_graph(graph: Graph, name: str = "graph") -> str:
         names[id(node)] = f"%{counter}"
         counter += 1
         operands = ", ".join(names[id(i)] for i in node.inputs)
-        attrs = ", ".join(f"{k}={format_value(v)}" for k, v in node.attrs)
+        attrs = ", ".join(f"{k}={format_value(v, computations)}" for k, v in node.attrs)
         attr_text = f" {{{attrs}}}" if attrs else ""
         lines.append(f"  {names[id(node)]} = {node.op}({operands}){attr_text} : {format_aval(node.aval)}")
     returned = ", ".join(names[id(o)] for o in graph.outputs)
@@ -86,42 +102,48 @@ class ParseError(ValueError):
 
 
 _HEADER = re.compile(r"^\s*(\w+)\((.*)\)\s*\{\s*$")
-_NODE = re.compile(r"^\s*%(\d+)\s*=\s*(\w+)\((.*?)\)\s*(\{.*\})?\s*:\s*(\w+\[[\d,]*\])\s*$")
+_NODE = re.compile(r"^\s*%(\d+)\s*=\s*(\w+)\((.*?)\)\s*(\{.*\})?\s*:\s*(\(.*\)|\w+\[[\d,]*\])\s*$")
 _RETURN = re.compile(r"^\s*return\s*\((.*)\)\s*$")
 _DONATED = re.compile(r"^\s*donated\s+(.*)$")
 _AVAL = re.compile(r"^(\w+)\[([\d,]*)\]$")
 
 
-def parse_aval(text: str) -> Aval:
-    match = _AVAL.match(text.strip())
+def parse_aval(text: str) -> Aval | tuple[Aval, ...]:
+    text = text.strip()
+    if text.startswith("("):
+        return tuple(parse_aval(part) for part in re.findall(r"\w+\[[\d,]*\]", text))
+    match = _AVAL.match(text)
     if not match or match.group(1) not in _DTYPE_BY_SHORT:
         raise ParseError(f"not a type: {text!r}")
     dims = tuple(int(d) for d in match.group(2).split(",") if d)
     return Aval(dims, _DTYPE_BY_SHORT[match.group(1)])
 
 
-def _evaluate(node: ast.AST) -> Any:
-    """A restricted evaluator for attribute values (no names but dtypes, inf and nan)."""
+def _evaluate(node: ast.AST, computations: dict[str, Graph] | None = None) -> Any:
+    """A restricted evaluator for attribute values: literals, dtype names, inf, nan,
+    ``literal(...)`` constants and the names of computations printed above."""
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, ast.Tuple):
-        return tuple(_evaluate(e) for e in node.elts)
+        return tuple(_evaluate(e, computations) for e in node.elts)
     if isinstance(node, ast.List):
-        return [_evaluate(e) for e in node.elts]
+        return [_evaluate(e, computations) for e in node.elts]
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return -_evaluate(node.operand)
+        return -_evaluate(node.operand, computations)
     if isinstance(node, ast.Name):
         if node.id in _DTYPE_BY_SHORT:
             return _DTYPE_BY_SHORT[node.id]
         if node.id in ("inf", "nan"):
             return float(node.id)
+        if computations and node.id in computations:
+            return computations[node.id]
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "literal":
         dtype, shape, values = (_evaluate(a) for a in node.args)
         return Literal(np.array(values, dtype=dtype.numpy).reshape(shape), dtype)
     raise ParseError(f"cannot read attribute value {ast.unparse(node)!r}")
 
 
-def parse_attrs(text: str) -> dict[str, Any]:
+def parse_attrs(text: str, computations: dict[str, Graph] | None = None) -> dict[str, Any]:
     if not text:
         return {}
     body = text.strip()[1:-1]
@@ -130,17 +152,29 @@ def parse_attrs(text: str) -> dict[str, Any]:
     except SyntaxError as error:
         raise ParseError(f"cannot read attributes {text!r}: {error}") from None
     assert isinstance(call, ast.Call)
-    return {kw.arg: _evaluate(kw.value) for kw in call.keywords if kw.arg}
+    return {kw.arg: _evaluate(kw.value, computations) for kw in call.keywords if kw.arg}
 
 
 def parse_graph(text: str) -> Graph:
-    """Parse the text form back into a Graph (checking each node's type with its shape rule)."""
+    """Parse the text form back into a Graph (checking each node's type with its shape
+    rule). Blocks before the last are the computations its fusions call."""
+    computations: dict[str, Graph] = {}
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    start, graph = 0, None
+    while start < len(lines):
+        graph, start, name = _parse_block(lines, start, computations)
+        computations[name] = graph
+    if graph is None:
+        raise ParseError("no graph in the text")
+    return graph
+
+
+def _parse_block(lines: list[str], start: int, computations: dict[str, Graph]) -> tuple[Graph, int, str]:
     from braze.ir.primitive import PRIMITIVES
 
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    header = _HEADER.match(lines[0])
+    header = _HEADER.match(lines[start])
     if not header:
-        raise ParseError(f"line 1: expected 'graph(...) {{', got {lines[0]!r}")
+        raise ParseError(f"line {start + 1}: expected 'name(...) {{', got {lines[start]!r}")
     values: dict[str, Node] = {}
     params = []
     for index, item in enumerate(p for p in header.group(2).split(", ") if p.strip()):
@@ -150,7 +184,8 @@ def parse_graph(text: str) -> Graph:
         params.append(node)
     outputs: tuple[Node, ...] | None = None
     donated: dict[int, int] = {}
-    for number, line in enumerate(lines[1:], start=2):
+    number = start + 1
+    for number, line in enumerate(lines[start + 1 :], start=start + 2):
         if line.strip() == "}":
             break
         if match := _RETURN.match(line):
@@ -166,7 +201,7 @@ def parse_graph(text: str) -> Graph:
         if op not in PRIMITIVES:
             raise ParseError(f"line {number}: unknown primitive {op!r}")
         inputs = tuple(_lookup(values, name, number) for name in _operands(operands))
-        attrs = parse_attrs(attr_text or "")
+        attrs = parse_attrs(attr_text or "", computations)
         if "dtype" in attrs:
             attrs["dtype"] = as_dtype(attrs["dtype"])
         aval = PRIMITIVES[op].shape_rule(*(i.aval for i in inputs), **attrs)
@@ -174,8 +209,8 @@ def parse_graph(text: str) -> Graph:
             raise ParseError(f"line {number}: {op} gives {format_aval(aval)}, the text says {type_text}")
         values[f"%{result}"] = Node.make(op, inputs, attrs, aval)
     if outputs is None:
-        raise ParseError("the graph has no return line")
-    return Graph(tuple(params), outputs, donated)
+        raise ParseError(f"{header.group(1)} has no return line")
+    return Graph(tuple(params), outputs, donated), number, header.group(1)
 
 
 def _operands(text: str) -> list[str]:

@@ -30,6 +30,13 @@ def source_cases():
     literal = Literal(np.array([[1.5, -np.inf, np.nan]], dtype=np.float32))
     yield Graph((), (Node.make("constant", (), {"value": literal}, literal.aval),))
     yield Graph((key,), (Node.make("rng_uniform", (key,), {"shape": (2, 3), "dtype": float32}, f32),))
+    a, b = parameter(0, f32), parameter(1, f32)
+    total = Node.make("add", (a, b), {}, f32)
+    inner = Graph((a, b), (Node.make("exp", (total,), {}, f32), total))
+    x, y = parameter(0, f32), parameter(1, f32)
+    fused = Node.make("fusion", (x, y), {"kind": "loop", "computation": inner}, (f32, f32))
+    first = Node.make("get_element", (fused,), {"index": 0}, f32)
+    yield Graph((x, y), (first, Node.make("get_element", (fused,), {"index": 1}, f32)))
     for compare in ("eq", "ne", "lt", "le", "gt", "ge"):
         a, b = parameter(0, f32), parameter(1, f32)
         yield Graph((a, b), (Node.make(compare, (a, b), {}, Aval((2, 3), as_dtype("bool"))),))

@@ -8,6 +8,7 @@ their last reader has run, so peak memory follows the graph's live set.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -20,7 +21,7 @@ def evaluate(graph: Graph, args: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Run ``graph`` on ``args`` (one array per parameter) and return its outputs."""
     if len(args) != len(graph.params):
         raise ValueError(f"the graph takes {len(graph.params)} arguments, got {len(args)}")
-    values: dict[int, np.ndarray] = {}
+    values: dict[int, Any] = {}
     remaining = use_counts(graph)
     for p, arg in zip(graph.params, args, strict=True):
         array = np.asarray(arg)
@@ -31,7 +32,13 @@ def evaluate(graph: Graph, args: Sequence[np.ndarray]) -> list[np.ndarray]:
         if node.op == "parameter":
             continue
         inputs = [values[id(i)] for i in node.inputs]
-        values[id(node)] = apply_primitive(PRIMITIVES[node.op], inputs, node.attr_dict, node.aval)
+        if node.op == "fusion":
+            results = evaluate(node.attr("computation"), inputs)
+            values[id(node)] = results[0] if len(results) == 1 else tuple(results)
+        elif node.op == "get_element":
+            values[id(node)] = inputs[0][node.attr("index")]
+        else:
+            values[id(node)] = apply_primitive(PRIMITIVES[node.op], inputs, node.attr_dict, node.aval)
         for i in node.inputs:
             remaining[id(i)] -= 1
             if remaining[id(i)] == 0:
@@ -48,7 +55,12 @@ class ReferenceExecutable:
         self.graph = graph
 
     def __call__(self, args: Sequence[np.ndarray]) -> list[np.ndarray]:
-        return evaluate(self.graph, args)
+        results = evaluate(self.graph, args)
+        for output, param in self.graph.donated.items():
+            # Input/output aliasing: the result lives on in the donated argument's buffer.
+            np.copyto(args[param], results[output])
+            results[output] = args[param]
+        return results
 
 
 def compile_graph(graph: Graph) -> ReferenceExecutable:

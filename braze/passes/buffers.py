@@ -1,0 +1,106 @@
+"""Buffer assignment: where every kernel's result lives while the step runs.
+
+The schedule is the graph's kernels in topological order. A result's buffer is live from
+the kernel that writes it to the last kernel that reads it; a dead buffer is reused by a
+later result of the same size (first fit). Results the graph returns get buffers of their
+own, and a result donated to a parameter is written into that parameter's buffer. The
+assignment records each result's offset in one temporary arena and the arena's peak size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from braze.ir.graph import Graph, Node
+from braze.ir.primitive import Aval
+
+ALIGN = 64  # bytes: one cache line, and aligned for the widest vector loads
+
+
+@dataclass
+class BufferAssignment:
+    offsets: dict[int, int] = field(default_factory=dict)  # id(node) -> byte offset in the arena
+    sizes: dict[int, int] = field(default_factory=dict)
+    outputs: dict[int, int] = field(default_factory=dict)  # id(node) -> output position
+    donated: dict[int, int] = field(default_factory=dict)  # id(node) -> parameter index written in place
+    aliases: dict[int, int] = field(default_factory=dict)  # id(node) -> id(node) whose buffer it reuses
+    peak_bytes: int = 0
+    kernels: int = 0
+
+    def describe(self) -> str:
+        return (
+            f"{self.kernels} kernels, {len(self.offsets)} temporary buffers, "
+            f"peak temporary memory {self.peak_bytes / 1024:.1f} KiB"
+        )
+
+
+def nbytes(aval: Aval) -> int:
+    return aval.size * aval.dtype.itemsize
+
+
+def _aligned(size: int) -> int:
+    return -(-size // ALIGN) * ALIGN
+
+
+def schedule(graph: Graph) -> list[Node]:
+    """The nodes that run as kernels, in order: everything but parameters and the views
+    (get_element, and constants, which are data)."""
+    return [n for n in graph.nodes() if n.op not in ("parameter", "get_element", "constant")]
+
+
+def _results(node: Node, element_of: dict[int, list[Node]]) -> list[Node]:
+    return element_of.get(id(node), []) if node.multi_output else [node]
+
+
+def assign(graph: Graph) -> BufferAssignment:
+    kernels = schedule(graph)
+    position = {id(k): t for t, k in enumerate(kernels)}
+    element_of: dict[int, list[Node]] = {}
+    for node in graph.nodes():
+        if node.op == "get_element":
+            element_of.setdefault(id(node.inputs[0]), []).append(node)
+    last_use: dict[int, int] = {}
+    for node in graph.nodes():
+        reader = node if node.op != "get_element" else None
+        if reader is None or id(reader) not in position:
+            continue
+        for i in node.inputs:
+            last_use[id(i)] = max(last_use.get(id(i), -1), position[id(reader)])
+    result = BufferAssignment(kernels=len(kernels))
+    for k, output in enumerate(graph.outputs):
+        result.outputs.setdefault(id(output), k)
+        if k in graph.donated:
+            result.donated.setdefault(id(output), graph.donated[k])
+    free: list[tuple[int, int]] = []  # (offset, size) of dead buffers
+    live: list[tuple[int, int, int]] = []  # (last use, offset, size)
+    arena = 0
+    for t, kernel in enumerate(kernels):
+        still = []
+        for end, offset, size in live:
+            if end < t:
+                free.append((offset, size))
+            else:
+                still.append((end, offset, size))
+        live = still
+        for node in _results(kernel, element_of):
+            if id(node) in result.outputs:
+                continue
+            size = _aligned(nbytes(node.aval))
+            slot = next((f for f in free if f[1] == size), None)
+            if slot is None:
+                slot = (arena, size)
+                arena += size
+            else:
+                free.remove(slot)
+            result.offsets[id(node)] = slot[0]
+            result.sizes[id(node)] = size
+            live.append((last_use.get(id(node), t), slot[0], size))
+    result.peak_bytes = arena
+    return result
+
+
+def assign_buffers(graph: Graph) -> Graph:
+    """Attach the buffer assignment to the graph (``graph.annotations["buffers"]``)."""
+    graph.annotations["buffers"] = assign(graph)
+    graph.notes.append(f"buffers: {graph.annotations['buffers'].describe()}")
+    return graph

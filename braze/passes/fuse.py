@@ -1,0 +1,196 @@
+"""Fusion mechanics: turn the groups the policy chose into ``fusion`` nodes.
+
+Three phases, each driven by ``fusion_policy``: output fusion (bias, activation and scaling
+join the dot or conv that produces them), producer fusion in reverse topological order
+(elementwise and movement producers join the loop or reduction kernel that alone reads
+them), and multi-output fusion of sibling loop kernels that read the same input. Each
+group becomes one ``fusion`` node whose computation is the group's subgraph; results read
+outside the group become its outputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from braze.ir.graph import Graph, Node, parameter
+from braze.passes import fusion_policy as policy
+from braze.passes.patterns import CONTRACTIONS
+
+
+@dataclass(eq=False)
+class Group:
+    kind: str
+    members: list[Node] = field(default_factory=list)
+
+    def add(self, node: Node) -> None:
+        self.members.append(node)
+
+
+@dataclass
+class Plan:
+    groups: list[Group]
+    shared: dict[int, list[Group]]  # free-to-duplicate nodes and the groups that recompute them
+    refusals: list[str]
+
+
+def _users(graph: Graph) -> dict[int, list[Node]]:
+    users: dict[int, list[Node]] = {id(n): [] for n in graph.nodes()}
+    for node in graph.nodes():
+        for i in dict.fromkeys(node.inputs):
+            users[id(i)].append(node)
+    return users
+
+
+def plan_fusion(graph: Graph) -> Plan:
+    nodes = graph.nodes()
+    users = _users(graph)
+    outputs = {id(o) for o in graph.outputs}
+    owner: dict[int, Group] = {}
+    shared: dict[int, list[Group]] = {}
+    groups: list[Group] = []
+    refusals: list[str] = []
+
+    for node in nodes:
+        if node.op in CONTRACTIONS:
+            group = Group("output", [node])
+            groups.append(group)
+            owner[id(node)] = group
+            current = node
+            while True:
+                user, decision = policy.epilogue(current, users[id(current)], id(current) in outputs)
+                if user is None:
+                    refusals.append(decision.reason)
+                    break
+                group.add(user)
+                owner[id(user)] = group
+                current = user
+
+    for node in reversed(nodes):
+        if node.op == "parameter" or id(node) in owner:
+            continue
+        reader_groups: dict[int, Group | None] = {}
+        for u in users[id(node)]:
+            for group in shared.get(id(u)) or [owner.get(id(u))]:
+                reader_groups[id(group)] = group
+        if id(node) not in outputs and users[id(node)] and None not in reader_groups.values():
+            if len(reader_groups) == 1:
+                (group,) = reader_groups.values()
+                readers = [u for u in users[id(node)] if owner.get(id(u)) is group]
+                decision = policy.should_fuse(node, group.members, group.kind, readers)
+                if decision.ok:
+                    group.add(node)
+                    owner[id(node)] = group
+                    continue
+                refusals.append(decision.reason)
+            if policy.is_free_to_duplicate(node):
+                shared[id(node)] = list(reader_groups.values())
+                for group in shared[id(node)]:
+                    group.add(node)
+                continue
+            if len(reader_groups) > 1:
+                refusals.append(f"{node.op} {node.aval} is read by {len(reader_groups)} kernels; it is computed once")
+        group = Group(policy.kind_of_root(node), [node])
+        groups.append(group)
+        owner[id(node)] = group
+
+    groups = _merge_siblings(groups, owner, users, refusals)
+    return Plan(groups, shared, refusals)
+
+
+def _external_inputs(group: Group) -> list[Node]:
+    inside = {id(m) for m in group.members}
+    seen: dict[int, Node] = {}
+    for member in group.members:
+        for i in member.inputs:
+            if id(i) not in inside:
+                seen.setdefault(id(i), i)
+    return list(seen.values())
+
+
+def _depends_on(group: Group, other: Group, owner: dict[int, Group]) -> bool:
+    """Whether ``group`` reads, directly or through other kernels, a result of ``other``."""
+    stack, seen = [group], {id(group)}
+    while stack:
+        current = stack.pop()
+        for i in _external_inputs(current):
+            producer = owner.get(id(i))
+            if producer is other:
+                return True
+            if producer is not None and id(producer) not in seen:
+                seen.add(id(producer))
+                stack.append(producer)
+    return False
+
+
+def _merge_siblings(groups: list[Group], owner: dict[int, Group], users, refusals: list[str]) -> list[Group]:
+    """Merge loop kernels of one shape that read the same input (e.g. relu and its mask)."""
+    merged = True
+    while merged:
+        merged = False
+        by_input: dict[int, list[Group]] = {}
+        for group in groups:
+            if group.kind != "loop":
+                continue
+            for i in _external_inputs(group):
+                if i.op != "parameter" or i.aval.size > 1:
+                    by_input.setdefault(id(i), []).append(group)
+        for readers in by_input.values():
+            for a_index, first in enumerate(readers):
+                for second in readers[a_index + 1 :]:
+                    connected = _depends_on(first, second, owner) or _depends_on(second, first, owner)
+                    decision = policy.siblings(first.members[0].aval.shape, second.members[0].aval.shape, connected)
+                    if not decision.ok:
+                        refusals.append(decision.reason)
+                        continue
+                    first.members.extend(m for m in second.members if m not in first.members)
+                    for m in second.members:
+                        if owner.get(id(m)) is second:
+                            owner[id(m)] = first
+                    groups = [g for g in groups if g is not second]
+                    merged = True
+                    break
+                if merged:
+                    break
+            if merged:
+                break
+    return groups
+
+
+def _topological(members: list[Node], order: dict[int, int]) -> list[Node]:
+    return sorted(dict.fromkeys(members), key=lambda n: order[id(n)])
+
+
+def fuse(graph: Graph) -> Graph:
+    """Replace every kernel's worth of nodes by one ``fusion`` node."""
+    plan = plan_fusion(graph)
+    order = {id(n): i for i, n in enumerate(graph.nodes())}
+    users = _users(graph)
+    graph_outputs = {id(o) for o in graph.outputs}
+    value: dict[int, Node] = {id(p): p for p in graph.params}
+    member_groups: dict[int, list[Group]] = {}
+    for group in plan.groups:
+        for m in group.members:
+            member_groups.setdefault(id(m), []).append(group)
+    for group in sorted(plan.groups, key=lambda g: max(order[id(m)] for m in g.members)):
+        members = _topological(group.members, order)
+        inside = {id(m) for m in members}
+        results = [
+            m for m in members
+            if id(m) not in plan.shared
+            and (id(m) in graph_outputs or any(id(u) not in inside for u in users[id(m)]))
+        ]
+        inputs = _external_inputs(Group(group.kind, members))
+        inner: dict[int, Node] = {id(i): parameter(k, i.aval) for k, i in enumerate(inputs)}
+        for m in members:
+            inner[id(m)] = Node.make(m.op, tuple(inner[id(i)] for i in m.inputs), m.attrs, m.aval)
+        computation = Graph(tuple(inner[id(i)] for i in inputs), tuple(inner[id(r)] for r in results))
+        avals = tuple(r.aval for r in results)
+        kernel = Node.make(
+            "fusion", tuple(value[id(i)] for i in inputs), {"kind": group.kind, "computation": computation},
+            avals[0] if len(avals) == 1 else avals,
+        )
+        for k, r in enumerate(results):
+            value[id(r)] = kernel if len(results) == 1 else Node.make("get_element", (kernel,), {"index": k}, r.aval)
+    fused = Graph(graph.params, tuple(value[id(o)] for o in graph.outputs), graph.donated)
+    fused.notes = [f"fusion refused: {reason}" for reason in dict.fromkeys(plan.refusals)]
+    return fused

@@ -1,0 +1,86 @@
+"""Fusion policy: which producers join which kernels, and why not when they don't.
+
+Every decision returns a ``Decision``; a refusal carries a sentence that the dump after
+the fusion pass shows, so a missed fusion can be read rather than guessed. The mechanics
+that carry the decisions out live in ``fuse.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from braze.ir.graph import Node
+from braze.passes.patterns import CONTRACTIONS, ELEMENTWISE, MOVEMENT, REDUCTIONS, SOURCES, WINDOWED, splat_value
+
+MAX_FUSED_OPS = 96
+
+
+@dataclass(frozen=True)
+class Decision:
+    ok: bool
+    reason: str = ""
+
+
+YES = Decision(True)
+
+
+def no(reason: str) -> Decision:
+    return Decision(False, reason)
+
+
+def kind_of_root(node: Node) -> str:
+    if node.op in CONTRACTIONS:
+        return "output"
+    if node.op in REDUCTIONS or node.op in WINDOWED:
+        return "input"
+    return "loop"
+
+
+def is_free_to_duplicate(node: Node) -> bool:
+    """Sources, and movement of a parameter or a constant: recomputing them in every kernel
+    that reads them costs nothing but index arithmetic and keeps them out of memory."""
+    if node.op in ("constant", "iota"):
+        return True
+    if node.op in ("broadcast_in_dim", "reshape", "transpose", "convert"):
+        source = node.inputs[0]
+        return source.op == "parameter" or source.op == "constant" or splat_value(source) is not None
+    return False
+
+
+def should_fuse(producer: Node, members: list[Node], kind: str, readers_in_group: list[Node]) -> Decision:
+    """May ``producer`` be computed inside a kernel of ``kind`` whose nodes ``readers_in_group`` read it?"""
+    name = f"{producer.op} {producer.aval}"
+    if producer.op in REDUCTIONS or producer.op in CONTRACTIONS or producer.op in WINDOWED:
+        return no(f"{name} is a kernel of its own: inside a consumer it would be recomputed per element")
+    if producer.op not in ELEMENTWISE and producer.op not in MOVEMENT and producer.op not in SOURCES:
+        return no(f"{name} cannot be fused")
+    if len(members) >= MAX_FUSED_OPS:
+        return no(f"{name}: the consumer kernel already holds {MAX_FUSED_OPS} ops")
+    roots = [r for r in readers_in_group if r.op in CONTRACTIONS or r.op in WINDOWED]
+    if roots:
+        return no(f"{name} is an operand of {roots[0].op}, which reads materialized operands")
+    return YES
+
+
+def epilogue(producer: Node, users: list[Node], is_output: bool) -> tuple[Node | None, Decision]:
+    """The elementwise op that may join the epilogue of a dot or conv kernel, after ``producer``."""
+    name = f"{producer.op} {producer.aval}"
+    if is_output:
+        return None, no(f"epilogue stops at {name}: it is a result of the graph")
+    if len(users) != 1:
+        return None, no(f"epilogue stops at {name}: it has {len(users)} readers")
+    user = users[0]
+    if user.op not in ELEMENTWISE or user.multi_output or user.aval.shape != producer.aval.shape:
+        return None, no(f"epilogue stops at {name}: its reader {user.op} {user.aval} is not elementwise on it")
+    for other in user.inputs:
+        if other is not producer and not is_free_to_duplicate(other):
+            return None, no(f"epilogue stops before {user.op}: its operand {other.op} {other.aval} must be computed first")
+    return user, YES
+
+
+def siblings(first_shape: tuple[int, ...], second_shape: tuple[int, ...], connected: bool) -> Decision:
+    if first_shape != second_shape:
+        return no(f"sibling kernels of shapes {first_shape} and {second_shape} do not share a loop")
+    if connected:
+        return no("sibling kernels depend on each other")
+    return YES

@@ -1,0 +1,37 @@
+"""Small queries the passes share: what a node is, and the value of a scalar splat."""
+
+from __future__ import annotations
+
+from braze.ir.graph import Node
+from braze.ir.primitive import Aval, Literal
+
+UNARY = {"neg", "exp", "log", "sqrt", "rsqrt", "tanh", "logistic", "abs", "sign"}
+BINARY = {"add", "sub", "mul", "div", "pow", "max", "min"}
+COMPARE = {"eq", "ne", "lt", "le", "gt", "ge"}
+ELEMENTWISE = UNARY | BINARY | COMPARE | {"select", "convert"}
+COMMUTATIVE = {"add", "mul", "max", "min", "eq", "ne"}
+MOVEMENT = {"broadcast_in_dim", "reshape", "transpose", "slice", "pad", "concatenate"}
+SOURCES = {"iota", "constant", "rng_uniform"}
+REDUCTIONS = {"reduce_sum", "reduce_max"}
+CONTRACTIONS = {"dot_general", "conv", "conv_grad_input", "conv_grad_filter"}
+WINDOWED = {"reduce_window", "select_and_scatter_add", "select_and_gather_add"}
+EXPENSIVE = {"exp", "log", "sqrt", "rsqrt", "tanh", "logistic", "pow", "div"} | CONTRACTIONS | WINDOWED | REDUCTIONS
+
+
+def splat_value(node: Node) -> float | int | bool | None:
+    """The value of a 0-d constant, or of a broadcast of one; None for anything else."""
+    if node.op == "broadcast_in_dim":
+        node = node.inputs[0]
+    if node.op == "constant":
+        literal: Literal = node.attr("value")
+        if literal.array.ndim == 0:
+            return literal.array.item()
+    return None
+
+
+def splat(value: float | int | bool, aval: Aval) -> Node:
+    """A node holding ``value`` everywhere in ``aval`` (a broadcast 0-d constant)."""
+    scalar = Node.make("constant", (), {"value": Literal(value, aval.dtype)}, Aval((), aval.dtype))
+    if not aval.shape:
+        return scalar
+    return Node.make("broadcast_in_dim", (scalar,), {"shape": aval.shape, "broadcast_dimensions": ()}, aval)

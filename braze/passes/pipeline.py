@@ -1,0 +1,71 @@
+"""The compiler's target-independent pipeline: a readable list of named passes.
+
+``run(graph)`` applies them in order. With ``verify=True`` (or ``BRAZE_VERIFY=1``) the
+verifier runs after every pass; with ``BRAZE_DUMP=dir`` the graph after every pass is
+written as text, numbered in order, with each pass's notes (fusion refusals, buffers).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from braze.ir.graph import Graph
+from braze.ir.text import print_graph
+from braze.ir.verify import verify as verify_graph
+from braze.passes.buffers import assign_buffers
+from braze.passes.cse import cse
+from braze.passes.dce import dce
+from braze.passes.fold import fold
+from braze.passes.fuse import fuse
+from braze.passes.simplify import simplify
+
+Pass = Callable[[Graph], Graph]
+
+PIPELINE: tuple[tuple[str, Pass], ...] = (
+    ("simplify", simplify),
+    ("cse", cse),
+    ("fold", fold),
+    ("simplify", simplify),
+    ("dce", dce),
+    ("fuse", fuse),
+    ("dce", dce),
+    ("assign_buffers", assign_buffers),
+)
+
+_DUMPS = itertools.count()
+
+
+@dataclass
+class PassLog:
+    entries: list[tuple[str, float, int]] = field(default_factory=list)  # (pass, seconds, nodes after)
+
+    def describe(self) -> str:
+        return "\n".join(f"{name}: {seconds * 1000:.2f} ms, {nodes} nodes" for name, seconds, nodes in self.entries)
+
+
+def run(graph: Graph, verify: bool | None = None, dump_dir: str | None = None, passes=PIPELINE) -> tuple[Graph, PassLog]:
+    """Optimize ``graph``; return the result and the log of each pass's time and size."""
+    verify = os.environ.get("BRAZE_VERIFY") == "1" if verify is None else verify
+    dump_dir = dump_dir if dump_dir is not None else os.environ.get("BRAZE_DUMP")
+    dump = Path(dump_dir) / f"graph{next(_DUMPS):04d}" if dump_dir else None
+    if dump:
+        dump.mkdir(parents=True, exist_ok=True)
+        (dump / "00_input.txt").write_text(print_graph(graph) + "\n")
+    log = PassLog()
+    for step, (name, apply) in enumerate(passes, start=1):
+        start = time.perf_counter()
+        graph = apply(graph)
+        elapsed = time.perf_counter() - start
+        if verify:
+            verify_graph(graph)
+        log.entries.append((name, elapsed, len(graph.nodes())))
+        if dump:
+            notes = "".join(f"# {note}\n" for note in graph.notes)
+            header = f"# after {name} (took {elapsed * 1000:.2f} ms)\n"
+            (dump / f"{step:02d}_{name}.txt").write_text(header + notes + print_graph(graph) + "\n")
+    return graph, log

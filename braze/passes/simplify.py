@@ -1,0 +1,118 @@
+"""Algebraic simplification: a table of small rewrite rules, each exact in IEEE arithmetic
+(``x * 0`` is not rewritten: it is NaN for infinite x)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from braze.ir.graph import Graph, Node
+from braze.passes.patterns import splat, splat_value
+from braze.passes.rewrite import rewrite
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    op: str
+    apply: Callable[[Node], Node | None]
+
+
+def _other_if_splat(node: Node, value: float, positions: tuple[int, ...] = (0, 1)) -> Node | None:
+    for position in positions:
+        if splat_value(node.inputs[position]) == value and not isinstance(splat_value(node.inputs[position]), bool):
+            return node.inputs[1 - position]
+    return None
+
+
+def _sub_self(node: Node) -> Node | None:
+    a, b = node.inputs
+    if a is b and not node.dtype.is_float:
+        return splat(0, node.aval)
+    return None
+
+
+def _same_input(node: Node) -> Node | None:
+    a, b = node.inputs[-2:]
+    return a if a is b else None
+
+
+def _double(op: str) -> Callable[[Node], Node | None]:
+    return lambda node: node.inputs[0].inputs[0] if node.inputs[0].op == op else None
+
+
+def _reshape(node: Node) -> Node | None:
+    source = node.inputs[0]
+    if node.shape == source.shape:
+        return source
+    if source.op == "reshape":
+        return Node.make("reshape", source.inputs, node.attrs, node.aval)
+    if splat_value(source) is not None:
+        return splat(splat_value(source), node.aval)
+    return None
+
+
+def _transpose(node: Node) -> Node | None:
+    perm = node.attr("permutation")
+    source = node.inputs[0]
+    if list(perm) == sorted(perm):
+        return source
+    if source.op == "transpose":
+        inner = source.attr("permutation")
+        composed = tuple(inner[p] for p in perm)
+        return Node.make("transpose", source.inputs, {"permutation": composed}, node.aval)
+    if splat_value(source) is not None:
+        return splat(splat_value(source), node.aval)
+    return None
+
+
+def _broadcast(node: Node) -> Node | None:
+    source = node.inputs[0]
+    dims = node.attr("broadcast_dimensions")
+    if source.shape == node.shape and list(dims) == list(range(len(dims))):
+        return source
+    if source.op == "broadcast_in_dim":
+        inner = source.attr("broadcast_dimensions")
+        composed = tuple(dims[d] for d in inner)
+        return Node.make(
+            "broadcast_in_dim", source.inputs, {"shape": node.shape, "broadcast_dimensions": composed}, node.aval
+        )
+    return None
+
+
+def _convert(node: Node) -> Node | None:
+    source = node.inputs[0]
+    return source if source.dtype == node.dtype else None
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("mul_by_one", "mul", lambda n: _other_if_splat(n, 1)),
+    Rule("add_zero", "add", lambda n: _other_if_splat(n, 0)),
+    Rule("sub_zero", "sub", lambda n: _other_if_splat(n, 0, positions=(1,))),
+    Rule("div_by_one", "div", lambda n: _other_if_splat(n, 1, positions=(1,))),
+    Rule("sub_self_integer", "sub", _sub_self),
+    Rule("double_negation", "neg", _double("neg")),
+    Rule("max_self", "max", _same_input),
+    Rule("min_self", "min", _same_input),
+    Rule("select_same", "select", _same_input),
+    Rule("reshape", "reshape", _reshape),
+    Rule("transpose", "transpose", _transpose),
+    Rule("broadcast", "broadcast_in_dim", _broadcast),
+    Rule("convert_same_dtype", "convert", _convert),
+)
+_BY_OP: dict[str, list[Rule]] = {}
+for _rule in RULES:
+    _BY_OP.setdefault(_rule.op, []).append(_rule)
+
+
+def simplify_node(node: Node) -> Node | None:
+    for rule in _BY_OP.get(node.op, ()):
+        result = rule.apply(node)
+        if result is not None and result is not node:
+            return result
+    return None
+
+
+def simplify(graph: Graph) -> Graph:
+    """Apply every rule of ``RULES`` until none applies."""
+    return rewrite(graph, simplify_node)
