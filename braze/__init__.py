@@ -7,7 +7,7 @@ autodiff (``backward``, ``grad``, ``value_and_grad``, ``no_grad``).
 from braze.autodiff import enable_grad, grad, no_grad, value_and_grad
 from braze.ir.dtypes import DType, bool_, float32, float64, int32, int64
 from braze.ir.errors import BrazeError, DeviceError, DTypeError, ShapeError
-from braze.lazy import barrier
+from braze.lazy import barrier, explain
 from braze.ops import *  # noqa: F403 - the op library is the public API
 from braze.ops import __all__ as _ops_all
 from braze.runtime import metrics
@@ -29,6 +29,7 @@ __all__ = [
     "Tensor",
     "as_device",
     "barrier",
+    "explain",
     "metrics",
     "bool_",
     "default_device",

@@ -1,4 +1,5 @@
-"""The ``braze`` command line: ``braze train lenet|cnn`` (more commands arrive with the compiler)."""
+"""The ``braze`` command line: ``braze train`` runs a case study, ``braze hlo`` shows what the
+compiler makes of its training step."""
 
 from __future__ import annotations
 
@@ -42,6 +43,24 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _hlo(args: argparse.Namespace) -> int:
+    from braze.bench.steps import WORKLOADS
+    from braze.lazy import explain
+    from braze.passes.report import to_dot
+    from braze.runtime.device import LAZY_CPU
+
+    batch = {"batch_size": args.batch_size} if args.batch_size else {}
+    workload = WORKLOADS[args.model](LAZY_CPU, **batch)
+    report = explain(workload.step, *workload.batch(LAZY_CPU))
+    print(f"{workload.name} training step (batch {len(workload.images)}), after braze's pass pipeline")
+    print(report.summary() if args.summary else report.text())
+    if args.dot:
+        with open(args.dot, "w") as handle:
+            handle.write(to_dot(report.optimized) + "\n")
+        print(f"wrote the fused graph to {args.dot} (render with: dot -Tsvg {args.dot} -o graph.svg)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="braze", description="braze: eager and lazy tensors, an XLA-style compiler")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -56,6 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--steps-per-epoch", type=int, default=None, help="cut epochs short (quick runs)")
     train.add_argument("--save", default=None, help="write the trained parameters to this .npz file")
     train.set_defaults(run=_train)
+    hlo = commands.add_parser("hlo", help="print the optimized graph of a case study's training step")
+    hlo.add_argument("model", choices=["lenet", "cnn"])
+    hlo.add_argument("--batch-size", type=int, default=None, help="default: 128 for lenet, 64 for cnn")
+    hlo.add_argument("--summary", action="store_true", help="only the kernel count and peak memory")
+    hlo.add_argument("--dot", default=None, help="also write the fused graph as Graphviz source to this file")
+    hlo.set_defaults(run=_hlo)
     return parser
 
 

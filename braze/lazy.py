@@ -18,7 +18,7 @@ import itertools
 import os
 import sys
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,8 +27,11 @@ from braze.backends.reference.interpreter import compile_graph as compile_refere
 from braze.ir.graph import Graph, Node, parameter
 from braze.ir.primitive import Aval, Literal, Primitive
 from braze.ir.text import format_aval
+from braze.passes import pipeline
+from braze.passes.report import Report, build_report
 from braze.runtime import metrics
 from braze.runtime.cache import ExecutableCache
+from braze.runtime.device import LAZY_CPU as LAZY
 from braze.runtime.device import Device
 from braze.tensor import Tensor, register_executor, user_location
 
@@ -185,9 +188,11 @@ def backend_name() -> str:
 
 
 def compile_for_target(graph: Graph, target: str) -> Any:
-    if target == "reference":
-        return compile_reference(graph)
-    raise ValueError(f"unknown BRAZE_BACKEND {target!r}: expected 'reference'")
+    """Optimize ``graph`` with the pass pipeline, then build the target's executable."""
+    if target != "reference":
+        raise ValueError(f"unknown BRAZE_BACKEND {target!r}: expected 'reference'")
+    optimized, _ = pipeline.run(graph)
+    return compile_reference(optimized)
 
 
 class LazyExecutor:
@@ -286,3 +291,26 @@ def barrier(devices: Device | Iterable[Device] | None = None) -> None:
 
 def cache_size() -> int:
     return len(EXECUTOR.cache)
+
+
+def trace(fn: Callable[..., Any], *args: Any, device: Device | None = None) -> Graph:
+    """The graph of ``fn(*args)`` with tensor arguments moved to a lazy device (nothing runs).
+
+    Module and optimizer arguments should already live on that device."""
+    target = device or LAZY
+    moved = [a.to(target) if isinstance(a, Tensor) else a for a in args]
+    result = fn(*moved)
+    results = result if isinstance(result, (tuple, list)) else (result,)
+    roots = [r._value for r in results if isinstance(r, Tensor)]
+    roots += [e for e in EXECUTOR.pending_roots(target) if all(e is not r for r in roots)]
+    return build_graph([r for r in roots if r.data is None]).graph
+
+
+def explain(fn: Callable[..., Any], *args: Any, device: Device | None = None) -> Report:
+    """Trace ``fn(*args)``, run the pass pipeline, and report what the compiler made of it:
+    the fused graph, each fusion group, kernel count and peak memory against the unfused graph."""
+    graph = trace(fn, *args, device=device)
+    optimized, _ = pipeline.run(graph)
+    report = build_report(graph, optimized)
+    EXECUTOR._live.pop(device or LAZY, None)  # what was traced for the report is not run
+    return report

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from braze.ir.graph import Graph, Node, parameter
 from braze.passes import fusion_policy as policy
-from braze.passes.patterns import CONTRACTIONS
+from braze.passes.patterns import CONTRACTIONS, REDUCTIONS
 
 
 @dataclass(eq=False)
@@ -87,6 +87,12 @@ def plan_fusion(graph: Graph) -> Plan:
                 for group in shared[id(node)]:
                     group.add(node)
                 continue
+            reduction = _reduction_reader(node, reader_groups, users, owner)
+            if reduction is not None:
+                # Producer multi-output fusion: the reduction kernel computes it and also writes it out.
+                reduction.add(node)
+                owner[id(node)] = reduction
+                continue
             if len(reader_groups) > 1:
                 refusals.append(f"{node.op} {node.aval} is read by {len(reader_groups)} kernels; it is computed once")
         group = Group(policy.kind_of_root(node), [node])
@@ -95,6 +101,21 @@ def plan_fusion(graph: Graph) -> Plan:
 
     groups = _merge_siblings(groups, owner, users, refusals)
     return Plan(groups, shared, refusals)
+
+
+def _reduction_reader(node: Node, reader_groups: dict, users, owner: dict[int, Group]) -> Group | None:
+    """The one reduction kernel among ``node``'s readers that may compute it for all of them."""
+    reductions = [g for g in reader_groups.values() if g.kind == "input" and g.members[0].op in REDUCTIONS]
+    if len(reductions) != 1:
+        return None
+    group = reductions[0]
+    readers = [u for u in users[id(node)] if owner.get(id(u)) is group]
+    if not policy.should_fuse(node, group.members, group.kind, readers).ok:
+        return None
+    others = [g for g in reader_groups.values() if g is not group]
+    if any(_depends_on(group, other, owner) for other in others):
+        return None
+    return group
 
 
 def _external_inputs(group: Group) -> list[Node]:
@@ -160,6 +181,25 @@ def _topological(members: list[Node], order: dict[int, int]) -> list[Node]:
     return sorted(dict.fromkeys(members), key=lambda n: order[id(n)])
 
 
+def _schedule(groups: list[Group], order: dict[int, int]) -> list[Group]:
+    """Groups in an order where every group comes after the groups whose results it reads."""
+    producer = {id(m): g for g in groups for m in g.members}
+    pending = sorted(groups, key=lambda g: min(order[id(m)] for m in g.members))
+    done: set[int] = set()
+    result: list[Group] = []
+    while pending:
+        for group in pending:
+            needed = {id(producer[id(i)]) for i in _external_inputs(group) if id(i) in producer}
+            if needed <= done | {id(group)}:
+                result.append(group)
+                done.add(id(group))
+                pending.remove(group)
+                break
+        else:
+            raise AssertionError("fusion groups depend on each other in a cycle")
+    return result
+
+
 def fuse(graph: Graph) -> Graph:
     """Replace every kernel's worth of nodes by one ``fusion`` node."""
     plan = plan_fusion(graph)
@@ -171,13 +211,13 @@ def fuse(graph: Graph) -> Graph:
     for group in plan.groups:
         for m in group.members:
             member_groups.setdefault(id(m), []).append(group)
-    for group in sorted(plan.groups, key=lambda g: max(order[id(m)] for m in g.members)):
+    for group in _schedule(plan.groups, order):
         members = _topological(group.members, order)
         inside = {id(m) for m in members}
         results = [
-            m for m in members
-            if id(m) not in plan.shared
-            and (id(m) in graph_outputs or any(id(u) not in inside for u in users[id(m)]))
+            m
+            for m in members
+            if id(m) not in plan.shared and (id(m) in graph_outputs or any(id(u) not in inside for u in users[id(m)]))
         ]
         inputs = _external_inputs(Group(group.kind, members))
         inner: dict[int, Node] = {id(i): parameter(k, i.aval) for k, i in enumerate(inputs)}
@@ -186,7 +226,9 @@ def fuse(graph: Graph) -> Graph:
         computation = Graph(tuple(inner[id(i)] for i in inputs), tuple(inner[id(r)] for r in results))
         avals = tuple(r.aval for r in results)
         kernel = Node.make(
-            "fusion", tuple(value[id(i)] for i in inputs), {"kind": group.kind, "computation": computation},
+            "fusion",
+            tuple(value[id(i)] for i in inputs),
+            {"kind": group.kind, "computation": computation},
             avals[0] if len(avals) == 1 else avals,
         )
         for k, r in enumerate(results):

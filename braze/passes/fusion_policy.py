@@ -74,7 +74,9 @@ def epilogue(producer: Node, users: list[Node], is_output: bool) -> tuple[Node |
         return None, no(f"epilogue stops at {name}: its reader {user.op} {user.aval} is not elementwise on it")
     for other in user.inputs:
         if other is not producer and not is_free_to_duplicate(other):
-            return None, no(f"epilogue stops before {user.op}: its operand {other.op} {other.aval} must be computed first")
+            return None, no(
+                f"epilogue stops before {user.op}: its operand {other.op} {other.aval} must be computed first"
+            )
     return user, YES
 
 

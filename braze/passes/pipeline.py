@@ -48,7 +48,9 @@ class PassLog:
         return "\n".join(f"{name}: {seconds * 1000:.2f} ms, {nodes} nodes" for name, seconds, nodes in self.entries)
 
 
-def run(graph: Graph, verify: bool | None = None, dump_dir: str | None = None, passes=PIPELINE) -> tuple[Graph, PassLog]:
+def run(
+    graph: Graph, verify: bool | None = None, dump_dir: str | None = None, passes=PIPELINE
+) -> tuple[Graph, PassLog]:
     """Optimize ``graph``; return the result and the log of each pass's time and size."""
     verify = os.environ.get("BRAZE_VERIFY") == "1" if verify is None else verify
     dump_dir = dump_dir if dump_dir is not None else os.environ.get("BRAZE_DUMP")

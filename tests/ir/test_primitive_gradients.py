@@ -14,7 +14,18 @@ from braze.ir.primitive import Literal
 # Primitives whose outputs never carry a gradient: integer/bool results, sources, and the
 # compiler-only fusion primitives (which never appear in a user's trace).
 NON_DIFFERENTIABLE = {
-    "eq", "ne", "lt", "le", "gt", "ge", "iota", "constant", "parameter", "rng_uniform", "fusion", "get_element"
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "iota",
+    "constant",
+    "parameter",
+    "rng_uniform",
+    "fusion",
+    "get_element",
 }
 
 CONV = {"strides": (2, 1), "padding": ((1, 2), (0, 1)), "dilation": (1, 2)}

@@ -33,7 +33,5 @@ def _evaluated_elsewhere(*args: Any, **attrs: Any) -> Any:
     raise RuntimeError("fusion nodes are evaluated by the interpreter and the backends, not by NumPy directly")
 
 
-fusion = register(
-    Primitive("fusion", _fusion_rule, _evaluated_elsewhere, None, ("kind", "computation"), variadic=True)
-)
+fusion = register(Primitive("fusion", _fusion_rule, _evaluated_elsewhere, None, ("kind", "computation"), variadic=True))
 get_element = register(Primitive("get_element", _get_element_rule, lambda x, *, index: x[index], None, ("index",)))

@@ -1,0 +1,57 @@
+"""The training steps of the two case studies, on synthetic batches: what ``braze hlo``
+explains and what the benchmarks time."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from braze import ops
+from braze.models import LeNet, XlaArticleCNN
+from braze.nn import Module, binary_cross_entropy, softmax_cross_entropy
+from braze.optim import SGD, Adam, Optimizer
+from braze.runtime.device import Device
+from braze.tensor import Tensor
+
+
+@dataclass
+class Workload:
+    """A model, its optimizer, one synthetic batch, and the step that trains on it."""
+
+    name: str
+    model: Module
+    optimizer: Optimizer
+    images: np.ndarray
+    labels: np.ndarray
+    loss_fn: Callable[[Tensor, Tensor], Tensor]
+
+    def step(self, x: Tensor, y: Tensor) -> Tensor:
+        self.optimizer.zero_grad()
+        loss = self.loss_fn(self.model(x), y)
+        loss.backward()
+        self.optimizer.step()
+        return loss
+
+    def batch(self, device: Device) -> tuple[Tensor, Tensor]:
+        return ops.tensor(self.images, device=device), ops.tensor(self.labels, device=device)
+
+
+def lenet_workload(device: Device, batch_size: int = 128, seed: int = 0) -> Workload:
+    rng = np.random.default_rng(seed)
+    model = LeNet(seed=seed).to(device)
+    images = rng.random((batch_size, 28, 28, 1), dtype=np.float32)
+    labels = rng.integers(0, 10, batch_size).astype(np.int32)
+    return Workload("lenet", model, SGD(model, lr=0.1), images, labels, softmax_cross_entropy)
+
+
+def cnn_workload(device: Device, batch_size: int = 64, seed: int = 0, image_size: int = 150) -> Workload:
+    rng = np.random.default_rng(seed)
+    model = XlaArticleCNN(image_size, seed=seed).to(device)
+    images = rng.random((batch_size, image_size, image_size, 3), dtype=np.float32)
+    labels = rng.integers(0, 2, batch_size).astype(np.float32)
+    return Workload("cnn", model, Adam(model, lr=1e-3, eps=1e-7), images, labels, binary_cross_entropy)
+
+
+WORKLOADS = {"lenet": lenet_workload, "cnn": cnn_workload}

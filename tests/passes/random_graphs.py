@@ -1,0 +1,117 @@
+"""A hypothesis strategy for valid graphs over the primitive set, small enough to build
+thousands: parameters of a few shapes, then random ops on nodes whose shapes fit."""
+
+from __future__ import annotations
+
+import itertools
+
+from hypothesis import strategies as st
+
+from braze.ir.dtypes import bool_, float32, float64, int32
+from braze.ir.graph import Graph, Node, parameter
+from braze.ir.primitive import PRIMITIVES, Aval, Literal
+
+SHAPES = [(3,), (2, 3), (3, 4), (2, 3, 4), (4, 4)]
+UNARY = ["neg", "exp", "tanh", "logistic", "abs", "sign", "sqrt", "log", "rsqrt"]
+BINARY = ["add", "sub", "mul", "div", "max", "min", "pow"]
+COMPARE = ["eq", "ne", "lt", "le", "gt", "ge"]
+KINDS = [
+    "unary",
+    "binary",
+    "splat",
+    "reduce",
+    "broadcast",
+    "reshape",
+    "transpose",
+    "slice",
+    "pad",
+    "concatenate",
+    "select",
+    "convert",
+    "dot",
+    "window",
+    "iota",
+]
+
+
+def make(op: str, inputs: tuple[Node, ...], **attrs) -> Node:
+    aval = PRIMITIVES[op].shape_rule(*(i.aval for i in inputs), **attrs)
+    return Node.make(op, inputs, attrs, aval)
+
+
+def splat(value: float, aval: Aval) -> Node:
+    scalar = Node.make("constant", (), {"value": Literal(value, aval.dtype)}, Aval((), aval.dtype))
+    return make("broadcast_in_dim", (scalar,), shape=aval.shape, broadcast_dimensions=())
+
+
+@st.composite
+def graphs(draw) -> Graph:
+    dtype = draw(st.sampled_from([float32, float64]))
+    count = draw(st.integers(1, 3))
+    params = tuple(parameter(i, Aval(draw(st.sampled_from(SHAPES)), dtype)) for i in range(count))
+    nodes: list[Node] = list(params)
+
+    def pick(predicate=lambda n: True) -> Node | None:
+        found = [n for n in nodes if n.aval.dtype == dtype and predicate(n)]
+        return found[draw(st.integers(0, len(found) - 1))] if found else None
+
+    for _ in range(draw(st.integers(1, 10))):
+        kind = draw(st.sampled_from(KINDS))
+        x = pick()
+        node = None
+        shape = x.aval.shape
+        if kind == "unary":
+            node = make(draw(st.sampled_from(UNARY)), (x,))
+        elif kind == "binary":
+            y = pick(lambda n, s=shape: n.aval.shape == s)
+            node = make(draw(st.sampled_from(BINARY)), (x, y))
+        elif kind == "splat":
+            constant = splat(draw(st.sampled_from([0.0, 1.0, 2.5, -1.0])), x.aval)
+            node = make(draw(st.sampled_from(["add", "mul", "sub", "div"])), (x, constant))
+        elif kind == "reduce" and shape:
+            axes = tuple(sorted(draw(st.sets(st.integers(0, len(shape) - 1), min_size=1))))
+            node = make(draw(st.sampled_from(["reduce_sum", "reduce_max"])), (x,), axes=axes)
+        elif kind == "broadcast":
+            node = make(
+                "broadcast_in_dim", (x,), shape=(2, *shape), broadcast_dimensions=tuple(range(1, len(shape) + 1))
+            )
+        elif kind == "reshape":
+            node = make("reshape", (x,), new_sizes=tuple(reversed(shape)) if len(shape) > 1 else (x.aval.size,))
+        elif kind == "transpose":
+            perm = draw(st.permutations(range(len(shape))))
+            node = make("transpose", (x,), permutation=tuple(perm))
+        elif kind == "slice" and shape:
+            limits = tuple(max(1, s // 2 + 1) for s in shape)
+            node = make("slice", (x,), start_indices=(0,) * len(shape), limit_indices=limits, strides=(1,) * len(shape))
+        elif kind == "pad":
+            n = len(shape)
+            node = make("pad", (x,), low=(1,) * n, high=(0,) * n, interior=(draw(st.integers(0, 1)),) * n, value=0.5)
+        elif kind == "concatenate" and shape:
+            node = make("concatenate", (x, x), dimension=0)
+        elif kind == "select":
+            y = pick(lambda n, s=shape: n.aval.shape == s)
+            predicate = make(draw(st.sampled_from(COMPARE)), (x, y))
+            node = make("select", (predicate, y, x))
+        elif kind == "convert":
+            other = float64 if dtype == float32 else float32
+            node = make("convert", (make("convert", (x,), dtype=other),), dtype=dtype)
+        elif kind == "dot" and len(shape) == 2:
+            node = make("dot_general", (x, x), lhs_contracting=(1,), rhs_contracting=(1,), lhs_batch=(), rhs_batch=())
+        elif kind == "window" and len(shape) >= 2 and min(shape[-2:]) >= 2:
+            window = (1,) * (len(shape) - 2) + (2, 2)
+            node = make(
+                "reduce_window",
+                (x,),
+                kind=draw(st.sampled_from(["sum", "max"])),
+                window_dimensions=window,
+                window_strides=(1,) * len(shape),
+                padding=((0, 0),) * (len(shape) - 1) + ((1, 0),),
+            )
+        elif kind == "iota" and shape:
+            index = Node.make("iota", (), {"shape": shape, "dimension": 0, "dtype": int32}, Aval(shape, int32))
+            node = make("add", (x, make("convert", (index,), dtype=dtype)))
+        if node is not None:
+            nodes.append(node)
+    computed = [n for n in nodes if n.op != "parameter" and n.aval.dtype != bool_]
+    outputs = tuple(itertools.islice(reversed(computed), draw(st.integers(1, 3)))) or params[:1]
+    return Graph(params, outputs)

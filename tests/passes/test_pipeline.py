@@ -1,0 +1,82 @@
+"""The pipeline on LeNet's real training step: pinned kernel counts and peak memory, dumps
+after every pass, ``braze.explain`` and ``braze hlo``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import braze
+from braze import cli
+from braze.backends.reference.interpreter import evaluate
+from braze.bench.steps import lenet_workload
+from braze.lazy import build_graph, trace
+from braze.passes import pipeline
+from braze.passes.report import build_report, to_dot
+
+
+def lenet_step_graph():
+    workload = lenet_workload(braze.LAZY_CPU)
+    graph = trace(workload.step, *workload.batch(braze.LAZY_CPU))
+    braze.lazy.EXECUTOR._live.clear()
+    return graph
+
+
+def test_lenet_step_kernel_count_and_peak_memory_are_pinned():
+    graph = lenet_step_graph()
+    optimized, _ = pipeline.run(graph, verify=True)
+    report = build_report(graph, optimized)
+    # Regressions in fusion show up here first; update the numbers only for a deliberate change.
+    assert (report.unfused_kernels, report.kernels) == (133, 53), report.summary()
+    assert report.unfused_peak_bytes == 19_442_176, report.summary()
+    assert report.peak_bytes == 15_437_056, report.summary()
+    assert report.peak_bytes < report.unfused_peak_bytes
+
+
+def test_fused_lenet_step_computes_what_the_unfused_one_does():
+    workload = lenet_workload(braze.LAZY_CPU, batch_size=16)
+    x, y = workload.batch(braze.LAZY_CPU)
+    workload.step(x, y)
+    from braze.lazy import EXECUTOR
+
+    roots = EXECUTOR.pending_roots(braze.LAZY_CPU)
+    traced = build_graph(roots)
+    EXECUTOR._live.clear()
+    optimized, _ = pipeline.run(traced.graph, verify=True)
+    for expected, got in zip(evaluate(traced.graph, traced.args), evaluate(optimized, traced.args), strict=True):
+        np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
+
+
+def test_dump_writes_the_graph_after_every_pass(tmp_path):
+    x = braze.ones((4, 3), device=braze.LAZY_CPU)
+    graph = trace(lambda a: braze.relu(a * 2.0 + 1.0).sum(), x)
+    pipeline.run(graph, dump_dir=str(tmp_path))
+    (folder,) = tmp_path.iterdir()
+    names = sorted(p.name for p in folder.iterdir())
+    assert names == [
+        "00_input.txt",
+        "01_simplify.txt",
+        "02_cse.txt",
+        "03_fold.txt",
+        "04_simplify.txt",
+        "05_dce.txt",
+        "06_fuse.txt",
+        "07_dce.txt",
+        "08_assign_buffers.txt",
+    ]
+    assert "fusion(" in (folder / "06_fuse.txt").read_text()
+    assert "# buffers:" in (folder / "08_assign_buffers.txt").read_text()
+
+
+def test_explain_reports_fusion_groups():
+    report = braze.explain(lambda x, w: braze.relu(x @ w + 1.0).sum(), braze.ones((4, 3)), braze.ones((3, 2)))
+    assert report.kernels == 2 and report.unfused_kernels > report.kernels
+    assert "kernel 0: output fusion -> f32[4,2]: " in report.text()
+    assert "dot_general" in report.text() and "digraph braze" in to_dot(report.optimized)
+
+
+def test_braze_hlo_prints_the_lenet_step(capsys, tmp_path):
+    dot = tmp_path / "lenet.dot"
+    assert cli.main(["hlo", "lenet", "--summary", "--dot", str(dot)]) == 0
+    out = capsys.readouterr().out
+    assert "kernels: 53 after fusion (unfused: 133)" in out
+    assert dot.read_text().startswith("digraph braze {")
