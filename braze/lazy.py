@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from braze.backends import cpu
 from braze.backends.reference.interpreter import compile_graph as compile_reference
 from braze.ir.graph import Graph, Node, parameter
 from braze.ir.primitive import Aval, Literal, Primitive
@@ -184,14 +185,20 @@ def call_site() -> str:
 
 
 def backend_name() -> str:
-    return os.environ.get("BRAZE_BACKEND", "reference").lower()
+    """``$BRAZE_BACKEND`` ("cpu" or "reference"); by default native code when a C compiler exists."""
+    requested = os.environ.get("BRAZE_BACKEND", "").lower()
+    if requested not in ("", "cpu", "reference"):
+        raise ValueError(f"unknown BRAZE_BACKEND {requested!r}: expected 'cpu' or 'reference'")
+    if requested == "reference" or not cpu.available():
+        return "reference"
+    return "cpu"
 
 
 def compile_for_target(graph: Graph, target: str) -> Any:
     """Optimize ``graph`` with the pass pipeline, then build the target's executable."""
-    if target != "reference":
-        raise ValueError(f"unknown BRAZE_BACKEND {target!r}: expected 'reference'")
     optimized, _ = pipeline.run(graph)
+    if target == "cpu":
+        return cpu.compile_graph(optimized)
     return compile_reference(optimized)
 
 

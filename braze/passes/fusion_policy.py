@@ -47,6 +47,11 @@ def is_free_to_duplicate(node: Node) -> bool:
     return False
 
 
+def reads_buffers(node: Node) -> bool:
+    """Contractions and windowed ops read their operands from memory, never from a fused producer."""
+    return node.op in CONTRACTIONS or node.op in WINDOWED
+
+
 def should_fuse(producer: Node, members: list[Node], kind: str, readers_in_group: list[Node]) -> Decision:
     """May ``producer`` be computed inside a kernel of ``kind`` whose nodes ``readers_in_group`` read it?"""
     name = f"{producer.op} {producer.aval}"
@@ -56,7 +61,7 @@ def should_fuse(producer: Node, members: list[Node], kind: str, readers_in_group
         return no(f"{name} cannot be fused")
     if len(members) >= MAX_FUSED_OPS:
         return no(f"{name}: the consumer kernel already holds {MAX_FUSED_OPS} ops")
-    roots = [r for r in readers_in_group if r.op in CONTRACTIONS or r.op in WINDOWED]
+    roots = [r for r in readers_in_group if reads_buffers(r)]
     if roots:
         return no(f"{name} is an operand of {roots[0].op}, which reads materialized operands")
     return YES

@@ -48,10 +48,19 @@ class PassLog:
         return "\n".join(f"{name}: {seconds * 1000:.2f} ms, {nodes} nodes" for name, seconds, nodes in self.entries)
 
 
+def without_fusion() -> tuple[tuple[str, Pass], ...]:
+    """The pipeline with every op left a kernel of its own."""
+    return tuple((name, (lambda g: fuse(g, enabled=False)) if name == "fuse" else apply) for name, apply in PIPELINE)
+
+
 def run(
-    graph: Graph, verify: bool | None = None, dump_dir: str | None = None, passes=PIPELINE
+    graph: Graph, verify: bool | None = None, dump_dir: str | None = None, fusion: bool | None = None
 ) -> tuple[Graph, PassLog]:
-    """Optimize ``graph``; return the result and the log of each pass's time and size."""
+    """Optimize ``graph``; return the result and the log of each pass's time and size.
+
+    ``fusion=False`` (or ``BRAZE_FUSION=0``) keeps one kernel per op."""
+    fusion = os.environ.get("BRAZE_FUSION", "1") != "0" if fusion is None else fusion
+    passes = PIPELINE if fusion else without_fusion()
     verify = os.environ.get("BRAZE_VERIFY") == "1" if verify is None else verify
     dump_dir = dump_dir if dump_dir is not None else os.environ.get("BRAZE_DUMP")
     dump = Path(dump_dir) / f"graph{next(_DUMPS):04d}" if dump_dir else None

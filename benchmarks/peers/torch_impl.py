@@ -1,0 +1,114 @@
+"""PyTorch peers: eager, and ``torch.compile`` (default backend, Inductor) of the whole step.
+
+The NHWC batch and the HWIO/(in, out) weights are converted to PyTorch's NCHW/OIHW/(out, in)
+layouts once in the setup; the first dense kernel's rows are permuted so that flattening NCHW
+activations gives the same function as the NHWC flatten of the other frameworks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .common import ADAM_BETA1, ADAM_BETA2, ADAM_EPS, BCE_EPS, flatten_shape, init_params, make_batch, workload
+
+MODES = ("eager", "compile")
+THREADS = 2
+
+
+def version() -> str:
+    import torch
+
+    return torch.__version__
+
+
+def _layers(name: str):
+    import torch
+    from torch import nn
+
+    layers: list[nn.Module] = []
+    params = iter(init_params(name))
+    first_dense = True
+    h, w, c = flatten_shape(name)
+    for spec in workload(name).layers:
+        kind = spec[0]
+        if kind == "conv":
+            _, k, c_in, c_out, padding, act = spec
+            conv = nn.Conv2d(c_in, c_out, k, padding=padding.lower())
+            kernel, bias = next(params)
+            with torch.no_grad():
+                conv.weight.copy_(torch.from_numpy(kernel.transpose(3, 2, 0, 1).copy()))
+                conv.bias.copy_(torch.from_numpy(bias))
+            layers.append(conv)
+            if act == "relu":
+                layers.append(nn.ReLU())
+        elif kind == "avgpool":
+            layers.append(nn.AvgPool2d(2, 2))
+        elif kind == "maxpool":
+            layers.append(nn.MaxPool2d(2, 2))
+        elif kind == "flatten":
+            layers.append(nn.Flatten())
+        elif kind == "dense":
+            _, n_in, n_out, act = spec
+            dense = nn.Linear(n_in, n_out)
+            kernel, bias = next(params)
+            if first_dense:  # rows in NHWC order -> rows in NCHW order
+                kernel = kernel.reshape(h, w, c, n_out).transpose(2, 0, 1, 3).reshape(n_in, n_out)
+                first_dense = False
+            with torch.no_grad():
+                dense.weight.copy_(torch.from_numpy(np.ascontiguousarray(kernel.T)))
+                dense.bias.copy_(torch.from_numpy(bias))
+            layers.append(dense)
+            if act == "relu":
+                layers.append(nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+def make_step(name: str, mode: str = "eager") -> tuple[Callable[[], float], str]:
+    """One full training step per call (forward, backward, update); returns the loss as a float."""
+    import torch
+    import torch.nn.functional as F
+
+    if mode not in MODES:
+        raise ValueError(f"torch modes are {MODES}, not {mode!r}")
+    torch.set_num_threads(THREADS)
+    torch.manual_seed(0)
+    w = workload(name)
+    images, labels = make_batch(name)
+    x = torch.from_numpy(images).permute(0, 3, 1, 2).contiguous()
+    if w.loss == "sparse_softmax_ce":
+        y = torch.from_numpy(labels).long()
+
+        def loss_fn(out):
+            return F.cross_entropy(out, y)
+    else:
+        y = torch.from_numpy(labels).reshape(-1, 1)
+
+        def loss_fn(out):
+            p = torch.sigmoid(out).clamp(BCE_EPS, 1 - BCE_EPS)
+            return -(y * torch.log(p) + (1 - y) * torch.log(1 - p)).mean()
+
+    model = _layers(name)
+    if w.optimizer == "sgd":
+        opt = torch.optim.SGD(model.parameters(), lr=w.lr)
+    else:
+        opt = torch.optim.Adam(model.parameters(), lr=w.lr, betas=(ADAM_BETA1, ADAM_BETA2), eps=ADAM_EPS)
+
+    def train_step():
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x))
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    if mode == "compile":
+        train_step = torch.compile(train_step)
+        what = "torch.compile(step) (Inductor; graph break at backward, optimizer step compiled too)"
+    else:
+        what = "eager nn.Sequential + torch.optim"
+
+    def step() -> float:
+        return float(train_step())  # CPU tensors: .item() waits for the step
+
+    return step, f"{what}, NCHW, {THREADS} threads"

@@ -1,0 +1,77 @@
+"""The CPU backend: fused kernels emitted as C, compiled by the system's C compiler into a
+shared library (cached on disk), and run as one native call per graph."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+from braze.backends.cpu.compiler import CompileError, compile_library, find_compiler
+from braze.backends.cpu.diskcache import DiskCache, digest
+
+__all__ = ["CompileError", "CpuExecutable", "DiskCache", "available", "compile_graph", "compile_graphs"]
+from braze.backends.cpu.emit import PRELUDE, emit_module
+from braze.backends.cpu.executable import CpuExecutable
+from braze.ir.graph import Graph
+from braze.passes.buffers import assign
+from braze.runtime import metrics
+
+CODEGEN_VERSION = "1"
+_WARNED: list[bool] = []
+
+
+class NoCompilerWarning(RuntimeWarning):
+    """No C compiler: graphs run on the reference interpreter."""
+
+
+def available() -> bool:
+    """Whether a C compiler exists; warns once when it does not."""
+    if find_compiler() is not None:
+        return True
+    if not _WARNED:
+        _WARNED.append(True)
+        warnings.warn(
+            "braze: no C compiler found (set $CC or install gcc or clang); lazy tensors run on the "
+            "reference interpreter, without native kernels",
+            NoCompilerWarning,
+            stacklevel=3,
+        )
+    return False
+
+
+def compile_graph(graph: Graph, cache: DiskCache | None = None) -> CpuExecutable:
+    """Emit, compile (or load from the disk cache) and load an optimized, fused graph."""
+    return compile_graphs([graph], cache)[0]
+
+
+def compile_graphs(graphs: list[Graph], cache: DiskCache | None = None) -> list[CpuExecutable]:
+    """Several graphs in one shared library (one compiler run), each with its own entry."""
+    compiler = find_compiler()
+    if compiler is None:
+        raise CompileError("no C compiler available")
+    plans = [
+        emit_module(g, g.annotations.get("buffers") or assign(g), entry=f"braze_run{i}") for i, g in enumerate(graphs)
+    ]
+    source = "\n".join([PRELUDE, *(p.source for p in plans)])
+    key = digest(source, compiler.identity, CODEGEN_VERSION)
+    dump = os.environ.get("BRAZE_DUMP")
+    if dump:
+        folder = Path(dump) / "kernels"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{key[:16]}.c").write_text(source)
+    cache = cache or DiskCache()
+
+    def build(folder: Path) -> Path:
+        with metrics.timed("NativeCompileTime"):
+            return compile_library(compiler, source, folder)
+
+    library, cached = cache.get_or_build(key, build)
+    metrics.count("DiskCacheHit" if cached else "DiskCacheMiss")
+    try:
+        return [CpuExecutable(g, p, library) for g, p in zip(graphs, plans, strict=True)]
+    except OSError as error:
+        warnings.warn(f"braze: cached kernel {library} cannot be loaded ({error}); rebuilding", stacklevel=2)
+        cache.discard(key)
+        library, _ = cache.get_or_build(key, build)
+        return [CpuExecutable(g, p, library) for g, p in zip(graphs, plans, strict=True)]

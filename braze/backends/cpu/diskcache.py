@@ -1,0 +1,118 @@
+"""The persistent cache of compiled kernels, under ``~/.cache/braze`` (``$BRAZE_CACHE``).
+
+Entries are named by a digest of everything that determines the library (the generated
+source, which encodes the graph, and the compiler's identity and flags). Every file is
+written to a temporary name and renamed into place, so a reader never sees half a file and
+several processes building the same entry all succeed. The directory is private to the
+user (0700); a library owned by someone else or writable by others is never loaded; an
+entry whose recorded SHA-256 does not match its bytes is reported and rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import tempfile
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+
+class CacheWarning(UserWarning):
+    """A cache entry that could not be used (and was rebuilt)."""
+
+
+def default_root() -> Path:
+    configured = os.environ.get("BRAZE_CACHE")
+    return Path(configured) if configured else Path.home() / ".cache" / "braze"
+
+
+def digest(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def _write_atomically(path: Path, data: bytes, mode: int) -> None:
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp, mode)
+        os.replace(temp, path)
+    except BaseException:
+        if os.path.exists(temp):
+            os.unlink(temp)
+        raise
+
+
+class DiskCache:
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = (root or default_root()) / "kernels"
+
+    def _folder(self) -> Path:
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        info = self.root.stat()
+        if info.st_uid == os.getuid():
+            os.chmod(self.root, 0o700)
+        return self.root
+
+    def paths(self, key: str) -> tuple[Path, Path]:
+        return self.root / f"{key}.so", self.root / f"{key}.sha256"
+
+    def _trusted(self, path: Path) -> bool:
+        info = path.lstat()
+        if not stat.S_ISREG(info.st_mode):
+            reason = "is not a regular file"
+        elif info.st_uid != os.getuid():
+            reason = "is owned by another user"
+        elif info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            reason = "is writable by other users"
+        else:
+            return True
+        warnings.warn(f"braze: not loading cached kernel {path}: it {reason}; rebuilding", CacheWarning, stacklevel=4)
+        return False
+
+    def lookup(self, key: str) -> Path | None:
+        """The verified library for ``key``, or None (missing, untrusted or corrupt)."""
+        library, checksum = self.paths(key)
+        if not library.exists():
+            return None
+        if not self._trusted(library):
+            return None
+        try:
+            recorded = checksum.read_text().strip()
+        except OSError:
+            recorded = ""
+        actual = hashlib.sha256(library.read_bytes()).hexdigest()
+        if recorded != actual:
+            warnings.warn(
+                f"braze: cached kernel {library} is corrupt (checksum mismatch); rebuilding", CacheWarning, stacklevel=3
+            )
+            return None
+        return library
+
+    def store(self, key: str, built: Path) -> Path:
+        folder = self._folder()
+        library, checksum = self.paths(key)
+        data = built.read_bytes()
+        _write_atomically(folder / library.name, data, 0o700)
+        _write_atomically(folder / checksum.name, hashlib.sha256(data).hexdigest().encode(), 0o600)
+        return library
+
+    def get_or_build(self, key: str, build: Callable[[Path], Path]) -> tuple[Path, bool]:
+        """(library path, whether it came from the cache); ``build(folder)`` makes a fresh one."""
+        found = self.lookup(key)
+        if found is not None:
+            return found, True
+        with tempfile.TemporaryDirectory(prefix="braze-build-") as folder:
+            built = build(Path(folder))
+            return self.store(key, built), False
+
+    def discard(self, key: str) -> None:
+        for path in self.paths(key):
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass

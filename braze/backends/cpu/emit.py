@@ -1,0 +1,167 @@
+"""Module emission: one C function per kernel and an entry function that runs a whole
+graph's kernels in order over the buffers chosen by buffer assignment.
+
+``braze_run(params, outputs, arena)`` takes the parameter buffers, the output buffers and
+one temporary arena; each kernel result lives at its assigned arena offset, in an output
+buffer, or (for a parameter updated in place) in the parameter's own buffer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from braze.backends.cpu.contractions import CONTRACTION_EMITTERS
+from braze.backends.cpu.elemental import Emitter, c_literal, c_type
+from braze.backends.cpu.loops import emit_loop_kernel, emit_reduction_kernel
+from braze.backends.cpu.windows import WINDOW_EMITTERS
+from braze.ir.graph import Graph, Node
+from braze.passes.buffers import BufferAssignment, schedule
+from braze.passes.patterns import CONTRACTIONS, ELEMENTWISE, REDUCTIONS, WINDOWED
+
+PRELUDE = """\
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline uint64_t braze_mix(uint64_t z) {
+  z += 0x9E3779B97F4A7C15ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+static inline float braze_uniform32(uint64_t key, uint64_t i) {
+  return (float)(braze_mix(braze_mix(key) + i) >> 40) * 0x1p-24f;
+}
+static inline double braze_uniform64(uint64_t key, uint64_t i) {
+  return (double)(braze_mix(braze_mix(key) + i) >> 11) * 0x1p-53;
+}
+"""
+
+
+@dataclass
+class OutputPlan:
+    """Where each graph output comes from: a parameter, a constant, or an output buffer."""
+
+    kind: str  # "param", "constant", "buffer"
+    index: int = 0
+    array: np.ndarray | None = None
+
+
+@dataclass
+class ModulePlan:
+    source: str  # the kernels and the entry function (compiled after PRELUDE)
+    entry: str
+    buffers: list[tuple[tuple[int, ...], np.dtype]] = field(default_factory=list)  # output buffers
+    outputs: list[OutputPlan] = field(default_factory=list)
+    in_place: dict[int, int] = field(default_factory=dict)  # output buffer -> parameter written in place
+    arena_bytes: int = 0
+    kernels: int = 0
+
+
+class ConstantPool:
+    """File-scope arrays for the (small, folded) non-scalar constants kernels read."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.names: dict[object, str] = {}
+        self.lines: list[str] = []
+
+    def __call__(self, node: Node) -> str:
+        literal = node.attr("value")
+        if literal not in self.names:
+            name = f"{self.prefix}_const{len(self.names)}"
+            values = ", ".join(c_literal(v, node.dtype) for v in literal.array.reshape(-1).tolist())
+            self.lines.append(f"static const {c_type(node.dtype)} {name}[{max(literal.array.size, 1)}] = {{{values}}};")
+            self.names[literal] = name
+        return self.names[literal]
+
+
+def emit_kernel(name: str, node: Node, pool: ConstantPool, in_place: bool) -> str:
+    """The C function computing one fusion node."""
+    computation: Graph = node.attr("computation")
+    restrict = "" if in_place else " restrict"
+    params = [f"const {c_type(p.dtype)}*{restrict} in{k}" for k, p in enumerate(computation.params)]
+    params += [f"{c_type(o.dtype)}*{restrict} out{k}" for k, o in enumerate(computation.outputs)]
+    em = Emitter({k: f"in{k}" for k in range(len(computation.params))}, pool)
+    outputs = [f"out{k}" for k in range(len(computation.outputs))]
+    roots = [n for n in computation.nodes() if n.op in CONTRACTIONS or n.op in WINDOWED or n.op in REDUCTIONS]
+    if not roots:
+        emit_loop_kernel(em, computation, outputs)
+    elif roots[0].op in CONTRACTIONS:
+        CONTRACTION_EMITTERS[roots[0].op](em, computation, outputs, roots[0])
+    elif roots[0].op in WINDOWED:
+        WINDOW_EMITTERS[roots[0].op](em, computation, outputs, roots[0])
+    else:
+        emit_reduction_kernel(em, computation, outputs, roots[0])
+    body = "\n".join(em.lines)
+    return f"static void {name}({', '.join(params) or 'void'}) {{\n{body}\n}}\n"
+
+
+def _writes_in_place_safely(kernel: Node, parameter_index: int, graph: Graph, position: dict[int, int]) -> bool:
+    """A donated parameter may be overwritten by an elementwise loop kernel of its own shape
+    that reads it only at the element it writes, when no later kernel reads it."""
+    source = graph.params[parameter_index]
+    if kernel.op != "fusion" or kernel.attr("kind") != "loop" or kernel.multi_output:
+        return False
+    computation: Graph = kernel.attr("computation")
+    for k, operand in enumerate(kernel.inputs):
+        if operand is not source:
+            continue
+        inner = computation.params[k]
+        readers = [n for n in computation.nodes() if inner in n.inputs]
+        if any(n.op not in ELEMENTWISE or n.shape != source.shape for n in readers):
+            return False
+    later = [
+        n
+        for n in graph.nodes()
+        if n is not kernel and source in n.inputs and position.get(id(n), -1) >= position[id(kernel)]
+    ]
+    return not later
+
+
+def emit_module(graph: Graph, assignment: BufferAssignment, entry: str = "braze_run") -> ModulePlan:
+    kernels = schedule(graph)
+    position = {id(k): t for t, k in enumerate(kernels)}
+    pool = ConstantPool(entry)
+    plan = ModulePlan(source="", entry=entry, arena_bytes=assignment.peak_bytes, kernels=len(kernels))
+    buffer_of: dict[int, str] = {id(p): f"params[{p.attr('index')}]" for p in graph.params}
+    output_buffer: dict[int, int] = {}
+    for k, output in enumerate(graph.outputs):
+        if output.op == "parameter":
+            plan.outputs.append(OutputPlan("param", output.attr("index")))
+        elif output.op == "constant":
+            plan.outputs.append(OutputPlan("constant", array=np.array(output.attr("value").array)))
+        else:
+            if id(output) not in output_buffer:
+                output_buffer[id(output)] = len(plan.buffers)
+                plan.buffers.append((output.shape, output.dtype.numpy))
+                buffer_of[id(output)] = f"outputs[{output_buffer[id(output)]}]"
+                donated = graph.donated.get(k)
+                producer = output.inputs[0] if output.op == "get_element" else output
+                if donated is not None and _writes_in_place_safely(producer, donated, graph, position):
+                    plan.in_place[output_buffer[id(output)]] = donated
+                    buffer_of[id(output)] = f"params[{donated}]"
+            plan.outputs.append(OutputPlan("buffer", output_buffer[id(output)]))
+    for node_id, offset in assignment.offsets.items():
+        buffer_of.setdefault(node_id, f"(arena + {offset})")
+    functions, calls = [], []
+    elements: dict[int, list[Node]] = {}
+    for node in graph.nodes():
+        if node.op == "get_element":
+            elements.setdefault(id(node.inputs[0]), []).append(node)
+    for t, kernel in enumerate(kernels):
+        name = f"{entry}_kernel{t}"
+        results = (
+            sorted(elements.get(id(kernel), []), key=lambda e: e.attr("index")) if kernel.multi_output else [kernel]
+        )
+        in_place = any(buffer_of[id(r)].startswith("params[") for r in results)
+        functions.append(emit_kernel(name, kernel, pool, in_place))
+        args = [f"(const {c_type(i.dtype)}*){buffer_of[id(i)]}" for i in kernel.inputs]
+        args += [f"({c_type(r.dtype)}*){buffer_of[id(r)]}" for r in results]
+        calls.append(f"  {name}({', '.join(args)});")
+    signature = f"void {entry}(void* const* params, void* const* outputs, char* arena)"
+    body = "\n".join(calls) or "  (void)params; (void)outputs; (void)arena;"
+    plan.source = "\n".join([*pool.lines, "", *functions, f"{signature} {{\n{body}\n}}\n"])
+    return plan

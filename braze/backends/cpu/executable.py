@@ -1,0 +1,59 @@
+"""A compiled graph loaded into the process: one ctypes call runs a whole step."""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from braze.backends.cpu.emit import ModulePlan
+from braze.ir.graph import Graph
+
+
+class CpuExecutable:
+    target = "cpu"
+
+    def __init__(self, graph: Graph, plan: ModulePlan, library: Path) -> None:
+        self.graph = graph
+        self.plan = plan
+        self.library_path = library
+        self._library = ctypes.CDLL(str(library))
+        self._entry = getattr(self._library, plan.entry)
+        self._entry.restype = None
+        self._entry.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        self._params = (ctypes.c_void_p * max(len(graph.params), 1))()
+        self._outputs = (ctypes.c_void_p * max(len(plan.buffers), 1))()
+        raw = np.empty(plan.arena_bytes + 64, dtype=np.uint8)
+        offset = -raw.ctypes.data % 64
+        self._arena = raw[offset : offset + plan.arena_bytes + 1]
+        self._arena_pointer = self._arena.ctypes.data
+        self._param_types = [(p.aval.shape, p.aval.dtype.numpy) for p in graph.params]
+
+    def __call__(self, args: Sequence[np.ndarray]) -> list[np.ndarray]:
+        if len(args) != len(self._param_types):
+            raise ValueError(f"the graph takes {len(self._param_types)} arguments, got {len(args)}")
+        arrays = []
+        for i, (arg, (shape, dtype)) in enumerate(zip(args, self._param_types, strict=True)):
+            array = arg if (arg.dtype == dtype and arg.flags.c_contiguous) else np.ascontiguousarray(arg, dtype)
+            if array.shape != shape:
+                raise ValueError(f"argument {i} has shape {array.shape}, the graph expects {shape}")
+            arrays.append(array)
+            self._params[i] = array.ctypes.data
+        buffers = []
+        for k, (shape, dtype) in enumerate(self.plan.buffers):
+            target = self.plan.in_place.get(k)
+            buffer = arrays[target] if target is not None else np.empty(shape, dtype)
+            buffers.append(buffer)
+            self._outputs[k] = buffer.ctypes.data
+        self._entry(self._params, self._outputs, self._arena_pointer)
+        results = []
+        for out in self.plan.outputs:
+            if out.kind == "param":
+                results.append(arrays[out.index])
+            elif out.kind == "constant":
+                results.append(out.array.copy())
+            else:
+                results.append(buffers[out.index])
+        return results

@@ -1,0 +1,153 @@
+"""Loop-nest drivers for elementwise (loop) kernels and reduction (input) kernels.
+
+Shapes are compile-time constants in the generated C, so loop bounds and strides are
+literals the compiler can vectorize. A kernel whose nodes never need per-dimension
+indices runs one flat loop; otherwise one loop per dimension. The outermost loop runs on
+all cores (OpenMP) when the kernel is big enough to repay the fork.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from braze.backends.cpu.elemental import Emitter, Index, c_literal, c_type
+from braze.ir.graph import Graph, Node
+
+PARALLEL_MIN_ELEMENTS = 1 << 15
+_NEEDS_DIMS = {"transpose", "slice", "pad", "concatenate", "iota"}
+
+
+def needs_dims(computation: Graph) -> bool:
+    for node in computation.nodes():
+        if node.op in _NEEDS_DIMS:
+            return True
+        if node.op == "broadcast_in_dim" and node.inputs[0].shape:
+            return True
+    return False
+
+
+def parallel_pragma(work: int, outer: int) -> str | None:
+    if work < PARALLEL_MIN_ELEMENTS or outer < 2:
+        return None
+    return "#pragma omp parallel for schedule(static)"
+
+
+def loop_nest(
+    em: Emitter, shape: tuple[int, ...], flat: bool, body: Callable[[Index], None], work: int = 0, parallel: bool = True
+) -> None:
+    """Emit loops over every element of ``shape`` around ``body`` (``work``: operations in all)."""
+    total = math.prod(shape)
+    work = max(work, total) if parallel else 0
+    if not shape:
+        em.emit("{")
+        em.push()
+        body(Index((), (), "0"))
+        em.pop()
+        em.emit("}")
+        return
+    if flat or len(shape) == 1:
+        pragma = parallel_pragma(work, total)
+        if pragma:
+            em.emit(pragma)
+        em.emit(f"for (int64_t i = 0; i < {total}; i++) {{")
+        em.push()
+        body(Index(shape, ("i",) if len(shape) == 1 else None, "i"))
+        em.pop()
+        em.emit("}")
+        return
+    names = tuple(f"i{d}" for d in range(len(shape)))
+    pragma = parallel_pragma(work, shape[0])
+    if pragma:
+        em.emit(pragma)
+    for name, size in zip(names, shape, strict=True):
+        em.emit(f"for (int64_t {name} = 0; {name} < {size}; {name}++) {{")
+        em.push()
+    body(Index(shape, names))
+    for _ in shape:
+        em.pop()
+        em.emit("}")
+
+
+def emit_loop_kernel(em: Emitter, computation: Graph, outputs: list[str]) -> None:
+    """Each result written at every element of its shape (results of one shape share a loop)."""
+    flat = not needs_dims(computation)
+    by_shape: dict[tuple[int, ...], list[int]] = {}
+    for k, out in enumerate(computation.outputs):
+        by_shape.setdefault(out.shape, []).append(k)
+    for shape, positions in by_shape.items():
+
+        def body(index: Index, positions=positions) -> None:
+            for k in positions:
+                value = em.value(computation.outputs[k], index)
+                em.emit(f"{outputs[k]}[{em.linear(index)}] = {value};")
+
+        loop_nest(em, shape, flat, body)
+
+
+def _combine(kind: str, acc: str, value: str, dtype) -> str:
+    if kind == "reduce_sum":
+        return f"{acc} + {value}"
+    nan = f"{value} != {value} || " if dtype.is_float else ""
+    return f"({nan}{value} > {acc}) ? {value} : {acc}"
+
+
+def reduction_init(op: str, dtype) -> str:
+    if op == "reduce_sum":
+        return c_literal(0, dtype)
+    if dtype.is_float:
+        return c_literal(float("-inf"), dtype)
+    if dtype.kind == "b":
+        return "0"
+    return "INT64_MIN" if dtype.itemsize == 8 else "INT32_MIN"
+
+
+def emit_reduction_kernel(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
+    """A reduction with its producers fused in; results of the input's shape (a producer
+    that others read too) are written from the same loop."""
+    source = root.inputs[0]
+    axes = set(root.attr("axes"))
+    shape = source.shape
+    dtype = root.dtype
+    out_position = computation.outputs.index(root)
+    target = outputs[out_position]
+    extras = [k for k, o in enumerate(computation.outputs) if k != out_position]
+    init = reduction_init(root.op, dtype)
+    em.emit(f"for (int64_t k = 0; k < {max(root.aval.size, 1)}; k++) {target}[k] = {init};")
+    names = tuple(f"i{d}" for d in range(len(shape)))
+    kept = [d for d in range(len(shape)) if d not in axes]
+    kept_linear = "0"
+    for d in kept:
+        kept_linear = names[d] if kept_linear == "0" else f"({kept_linear}) * {shape[d]} + {names[d]}"
+    inner_reduced = bool(shape) and (len(shape) - 1) in axes
+    outer = shape[:-1] if inner_reduced else shape
+    parallel = bool(shape) and 0 not in axes and parallel_pragma(math.prod(shape), shape[0])
+    if parallel:
+        em.emit(str(parallel))
+    for name, size in zip(names, outer, strict=False):
+        em.emit(f"for (int64_t {name} = 0; {name} < {size}; {name}++) {{")
+        em.push()
+
+    def element(index: Index) -> str:
+        for k in extras:
+            em.emit(f"{outputs[k]}[{em.linear(index)}] = {em.value(computation.outputs[k], index)};")
+        return em.value(source, index)
+
+    if inner_reduced:
+        t = "double" if root.op == "reduce_sum" and dtype.is_float else c_type(dtype)
+        em.emit(f"{t} acc = {target}[{kept_linear}];")
+        last = names[-1]
+        em.emit(f"for (int64_t {last} = 0; {last} < {shape[-1]}; {last}++) {{")
+        em.push()
+        value = element(Index(shape, names))
+        em.emit(f"acc = {_combine(root.op, 'acc', value, dtype)};")
+        em.pop()
+        em.emit("}")
+        em.emit(f"{target}[{kept_linear}] = ({c_type(dtype)})acc;")
+    else:
+        value = element(Index(shape, names))
+        slot = f"{target}[{kept_linear}]"
+        em.emit(f"{slot} = {_combine(root.op, slot, value, dtype)};")
+    for _ in outer:
+        em.pop()
+        em.emit("}")

@@ -1,0 +1,122 @@
+"""Kernels for windowed ops: reduce_window (pooling) and the max-pool gradient pair
+select_and_scatter_add / select_and_gather_add. Windows are unrolled loops with
+compile-time bounds; out-of-range (padding) positions are skipped."""
+
+from __future__ import annotations
+
+from braze.backends.cpu.contractions import strides
+from braze.backends.cpu.elemental import Emitter, Index, c_type
+from braze.backends.cpu.loops import loop_nest, reduction_init
+from braze.ir.graph import Graph, Node
+
+
+def _operand(em: Emitter, node: Node) -> str:
+    assert node.op == "parameter", "windowed ops read their operands from buffers"
+    return em.inputs[node.attr("index")]
+
+
+def _window_positions(em: Emitter, root: Node, out_dims: tuple[str, ...], source_shape) -> tuple[list[str], str]:
+    """Open one loop per window dimension; return the input index names and the validity test."""
+    names, checks = [], []
+    for d, (k, s, (low, _)) in enumerate(
+        zip(root.attr("window_dimensions"), root.attr("window_strides"), root.attr("padding"), strict=True)
+    ):
+        em.emit(f"for (int64_t w{d} = 0; w{d} < {k}; w{d}++) {{")
+        em.push()
+        position = f"p{d}"
+        em.emit(f"const int64_t {position} = {out_dims[d]} * {s} + w{d} - {low};")
+        names.append(position)
+        checks.append(f"{position} >= 0 && {position} < {source_shape[d]}")
+    return names, " && ".join(checks) or "1"
+
+
+def _close(em: Emitter, count: int) -> None:
+    for _ in range(count):
+        em.pop()
+        em.emit("}")
+
+
+def emit_reduce_window(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
+    source = root.inputs[0]
+    x = _operand(em, source)
+    t = c_type(root.dtype)
+    kind = root.attr("kind")
+    steps = strides(source.shape)
+
+    def body(index: Index) -> None:
+        em.emit(f"{t} acc = {reduction_init('reduce_sum' if kind == 'sum' else 'reduce_max', root.dtype)};")
+        names, valid = _window_positions(em, root, em.dims(index), source.shape)
+        offset = " + ".join(f"{n} * {s}" for n, s in zip(names, steps, strict=True)) or "0"
+        em.emit(f"if ({valid}) {{")
+        em.emit(f"  const {t} v = {x}[{offset}];")
+        if kind == "sum":
+            em.emit("  acc += v;")
+        else:
+            nan = "v != v || " if root.dtype.is_float else ""
+            em.emit(f"  if ({nan}v > acc) acc = v;")
+        em.emit("}")
+        _close(em, len(names))
+        em.overrides[id(root)] = lambda _index: "acc"
+        for k, result in enumerate(computation.outputs):
+            em.emit(f"{outputs[k]}[{em.linear(index)}] = {em.value(result, index)};")
+
+    loop_nest(em, root.shape, flat=False, body=body, work=root.aval.size * _window_size(root))
+
+
+def _window_size(root: Node) -> int:
+    size = 1
+    for k in root.attr("window_dimensions"):
+        size *= k
+    return size
+
+
+def _argmax(em: Emitter, root: Node, operand: Node, out_dims: tuple[str, ...]) -> None:
+    """Declare ``best`` (flat operand index of the window's first maximum, -1 if empty)."""
+    x = _operand(em, operand)
+    t = c_type(operand.dtype)
+    steps = strides(operand.shape)
+    em.emit("int64_t best = -1;")
+    em.emit(f"{t} top = 0;")
+    names, valid = _window_positions(em, root, out_dims, operand.shape)
+    offset = " + ".join(f"{n} * {s}" for n, s in zip(names, steps, strict=True)) or "0"
+    em.emit(f"if ({valid}) {{")
+    em.emit(f"  const int64_t at = {offset};")
+    em.emit(f"  const {t} v = {x}[at];")
+    better = "(top == top && (v != v || v > top))" if operand.dtype.is_float else "v > top"
+    em.emit(f"  if (best < 0 || {better}) {{ best = at; top = v; }}")
+    em.emit("}")
+    _close(em, len(names))
+
+
+def emit_select_and_scatter(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
+    source, operand = root.inputs
+    src = _operand(em, source)
+    out = outputs[computation.outputs.index(root)]
+    em.emit(f"memset({out}, 0, sizeof({c_type(root.dtype)}) * {root.aval.size});")
+
+    def body(index: Index) -> None:
+        _argmax(em, root, operand, em.dims(index))
+        em.emit(f"if (best >= 0) {out}[best] += {src}[{em.linear(index)}];")
+
+    # Windows may overlap, so scattering stays on one thread.
+    loop_nest(em, source.shape, flat=False, body=body, parallel=False)
+
+
+def emit_select_and_gather(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
+    tangents, operand = root.inputs
+    tan = _operand(em, tangents)
+    out = outputs[computation.outputs.index(root)]
+    t = c_type(root.dtype)
+
+    def body(index: Index) -> None:
+        _argmax(em, root, operand, em.dims(index))
+        em.emit(f"{out}[{em.linear(index)}] = best >= 0 ? {tan}[best] : ({t})0;")
+
+    loop_nest(em, root.shape, flat=False, body=body, work=root.aval.size * _window_size(root))
+
+
+WINDOW_EMITTERS = {
+    "reduce_window": emit_reduce_window,
+    "select_and_scatter_add": emit_select_and_scatter,
+    "select_and_gather_add": emit_select_and_gather,
+}
