@@ -42,7 +42,9 @@ def main(argv: list[str] | None = None) -> int:
         "--python", default=None, help="interpreter that has the peers (default: $BRAZE_PEERS_PYTHON, else this one)"
     )
     parser.add_argument(
-        "--in-process", action="store_true", help="measure all frameworks in this process (default: one subprocess each)"
+        "--in-process",
+        action="store_true",
+        help="measure all frameworks in this process (default: one subprocess each)",
     )
     parser.add_argument("--timeout", type=float, default=None, help="seconds allowed per framework subprocess")
     parser.add_argument("--quiet", action="store_true", help="print no table (progress still goes to stderr)")

@@ -279,7 +279,9 @@ def format_table(rows: Iterable[Mapping]) -> str:
     right = (False, False, True, True, False)
     out = []
     for i, line in enumerate(lines):
-        cells = [cell.rjust(width) if r else cell.ljust(width) for cell, width, r in zip(line, widths, right, strict=True)]
+        cells = [
+            cell.rjust(width) if r else cell.ljust(width) for cell, width, r in zip(line, widths, right, strict=True)
+        ]
         out.append("  ".join(cells).rstrip())
         if i == 0:
             out.append("  ".join("-" * width for width in widths))

@@ -7,6 +7,10 @@ activations gives the same function as the NHWC flatten of the other frameworks.
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
 from collections.abc import Callable
 
 import numpy as np
@@ -17,7 +21,17 @@ MODES = ("eager", "compile")
 THREADS = 2
 
 
+def _cold_inductor_cache() -> None:
+    """Point Inductor at a fresh cache directory (unless the caller chose one), so the first
+    step measures a cold compile rather than a hit in the cache of an earlier run."""
+    if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
+        path = tempfile.mkdtemp(prefix="braze-peers-inductor-")
+        atexit.register(shutil.rmtree, path, ignore_errors=True)
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = path
+
+
 def version() -> str:
+    _cold_inductor_cache()
     import torch
 
     return torch.__version__
@@ -70,6 +84,7 @@ def make_step(name: str, mode: str = "eager") -> tuple[Callable[[], float], str]
     import torch
     import torch.nn.functional as F
 
+    _cold_inductor_cache()
     if mode not in MODES:
         raise ValueError(f"torch modes are {MODES}, not {mode!r}")
     torch.set_num_threads(THREADS)

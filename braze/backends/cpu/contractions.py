@@ -14,8 +14,6 @@ from braze.backends.cpu.elemental import Emitter, Index, c_type
 from braze.backends.cpu.loops import parallel_pragma
 from braze.ir.graph import Graph, Node
 
-CONV_TILE = 8  # output columns accumulated together by the direct convolution
-
 
 def strides(shape: tuple[int, ...]) -> list[int]:
     result, step = [0] * len(shape), 1
@@ -118,146 +116,320 @@ def _conv_geometry(root: Node) -> tuple[int, int, int, int, int, int]:
     return sh, sw, pt, pl, dh, dw
 
 
+def _close(em: Emitter, count: int) -> None:
+    for _ in range(count):
+        em.pop()
+        em.emit("}")
+
+
+def _open(em: Emitter, name: str, bound: int | str, start: int | str = 0, step: int = 1) -> None:
+    increment = f"{name}++" if step == 1 else f"{name} += {step}"
+    em.emit(f"for (int64_t {name} = {start}; {name} < {bound}; {increment}) {{")
+    em.push()
+
+
+def _padded_copy(
+    em: Emitter,
+    t: str,
+    name: str,
+    source: str,
+    shape,
+    rows: int,
+    cols: int,
+    top: int,
+    left: int,
+    row_step: int = 1,
+    col_step: int = 1,
+) -> None:
+    """``name``: a zeroed (N, rows, cols, C) buffer with source[n, y, x] placed at
+    (top + y * row_step, left + x * col_step); padding and stride dilation become zeros,
+    so the convolution loops need no bounds checks."""
+    n, h, w, c = shape
+    em.emit(f"{t}* {name} = ({t}*)calloc((size_t){n * rows * cols * c}, sizeof({t}));")
+    pragma = parallel_pragma(n * h * w * c, n)
+    if pragma:
+        em.emit(pragma)
+    _open(em, "cn", n)
+    _open(em, "cy", h)
+    em.emit(f"const int64_t ry = {top} + cy * {row_step};")
+    em.emit(f"if (ry < 0 || ry >= {rows}) continue;")
+    _open(em, "cx", w)
+    em.emit(f"const int64_t rx = {left} + cx * {col_step};")
+    em.emit(f"if (rx < 0 || rx >= {cols}) continue;")
+    em.emit(
+        f"memcpy({name} + ((cn * {rows} + ry) * {cols} + rx) * {c}, {source} + ((cn * {h} + cy) * {w} + cx) * {c}, "
+        f"sizeof({t}) * {c});"
+    )
+    _close(em, 3)
+
+
+def _direct_conv(
+    em: Emitter,
+    computation: Graph,
+    outputs: list[str],
+    root: Node,
+    t: str,
+    x: str,
+    w: str,
+    x_rows: int,
+    x_cols: int,
+    c: int,
+    kh: int,
+    kw: int,
+    o: int,
+    strides_hw,
+    dilation,
+    w_hwoi: str | None = None,
+) -> None:
+    """A VALID convolution of the (already padded) ``x`` with HWIO ``w`` into ``root``'s shape.
+
+    The accumulators of a register tile live in locals, with a contiguous axis innermost so
+    that it vectorizes: output channels when there are at least 8; else, output columns
+    when there are few input channels; else input channels (reading ``w_hwoi``, the
+    filter laid out HWOI), finishing each output with a horizontal sum.
+    """
+    n, oh, ow, _ = root.shape
+    sh, sw = strides_hw
+    dh, dw = dilation
+    if o < 8 and c >= 8 and w_hwoi is not None:
+        _deep_conv(em, computation, outputs, root, t, x, w_hwoi, x_rows, x_cols, c, kh, kw, o, strides_hw, dilation)
+        return
+    lanes = -(-o // 16)
+    wide = o >= 8
+    tile = min(ow, max(1, 12 // lanes)) if wide else min(ow, 16)
+    pragma = parallel_pragma(root.aval.size * kh * kw * c, n * oh)
+    if pragma:
+        em.emit(pragma.replace("parallel for", "parallel for collapse(2)"))
+    _open(em, "bn", n)
+    _open(em, "y", oh)
+
+    def block(width: int, start: str) -> None:
+        em.emit("{")
+        em.push()
+        em.emit(f"const int64_t x0 = {start};")
+        shape = f"[{width}][{o}]" if wide else f"[{o}][{width}]"
+        em.emit(f"{t} acc{shape};")
+        em.emit("memset(acc, 0, sizeof(acc));")
+        _open(em, "a", kh)
+        _open(em, "b", kw)
+        em.emit(
+            f"const {t}* xr = {x} + ((bn * {x_rows} + y * {sh} + a * {dh}) * {x_cols} + x0 * {sw} + b * {dw}) * {c};"
+        )
+        em.emit(f"const {t}* wt = {w} + (a * {kw} + b) * {c * o};")
+        _open(em, "ci", c)
+        if wide:
+            _open(em, "j", width)
+            em.emit(f"const {t} xv = xr[j * {sw * c} + ci];")
+            em.emit(f"for (int64_t co = 0; co < {o}; co++) acc[j][co] += xv * wt[ci * {o} + co];")
+        else:
+            em.emit("#pragma GCC unroll 32")
+            _open(em, "co", o)
+            em.emit(f"const {t} wv = wt[ci * {o} + co];")
+            em.emit(f"for (int64_t j = 0; j < {width}; j++) acc[co][j] += xr[j * {sw * c} + ci] * wv;")
+        _close(em, 4)
+        _open(em, "j", width)
+        _open(em, "co", o)
+        em.emit("const int64_t ox = x0 + j;")
+        _store(
+            em,
+            computation,
+            outputs,
+            root,
+            Index(root.shape, ("bn", "y", "ox", "co")),
+            "acc[j][co]" if wide else "acc[co][j]",
+        )
+        _close(em, 2)
+        em.pop()
+        em.emit("}")
+
+    full = ow - ow % tile
+    if full:
+        _open(em, "xb", full, step=tile)
+        block(tile, "xb")
+        _close(em, 1)
+    if ow % tile:
+        block(ow % tile, str(full))
+    _close(em, 2)
+
+
+def _deep_conv(
+    em: Emitter,
+    computation: Graph,
+    outputs: list[str],
+    root: Node,
+    t: str,
+    x: str,
+    w_hwoi: str,
+    x_rows: int,
+    x_cols: int,
+    c: int,
+    kh: int,
+    kw: int,
+    o: int,
+    strides_hw,
+    dilation,
+) -> None:
+    """Few output channels, many input channels: per output pixel, one vector of partial
+    sums per output channel over the contiguous input channels."""
+    n, oh, ow, _ = root.shape
+    sh, sw = strides_hw
+    dh, dw = dilation
+    pragma = parallel_pragma(root.aval.size * kh * kw * c, n * oh)
+    if pragma:
+        em.emit(pragma.replace("parallel for", "parallel for collapse(2)"))
+    _open(em, "bn", n)
+    _open(em, "y", oh)
+    _open(em, "ox", ow)
+    em.emit(f"{t} acc[{o}][{c}];")
+    em.emit("memset(acc, 0, sizeof(acc));")
+    _open(em, "a", kh)
+    _open(em, "b", kw)
+    em.emit(f"const {t}* xr = {x} + ((bn * {x_rows} + y * {sh} + a * {dh}) * {x_cols} + ox * {sw} + b * {dw}) * {c};")
+    em.emit(f"const {t}* wt = {w_hwoi} + (a * {kw} + b) * {c * o};")
+    em.emit("#pragma GCC unroll 32")
+    _open(em, "co", o)
+    em.emit(f"for (int64_t ci = 0; ci < {c}; ci++) acc[co][ci] += xr[ci] * wt[co * {c} + ci];")
+    _close(em, 3)
+    _open(em, "co", o)
+    em.emit(f"{t} total = 0;")
+    em.emit(f"for (int64_t ci = 0; ci < {c}; ci++) total += acc[co][ci];")
+    _store(em, computation, outputs, root, Index(root.shape, ("bn", "y", "ox", "co")), "total")
+    _close(em, 4)
+
+
 def emit_conv(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
     x_node, w_node = root.inputs
     x, w = _operand(em, x_node), _operand(em, w_node)
     n, h, wd, c = x_node.shape
     kh, kw, _, o = w_node.shape
-    _, oh, ow, _ = root.shape
-    sh, sw, pt, pl, dh, dw = _conv_geometry(root)
+    (pt, pb), (pl, pr) = root.attr("padding")
     t = c_type(root.dtype)
-    tile = min(CONV_TILE, ow)
-    pragma = parallel_pragma(root.aval.size * kh * kw * c, n * oh)
-    if pragma:
-        em.emit(pragma.replace("parallel for", "parallel for collapse(2)"))
-    em.emit(f"for (int64_t bn = 0; bn < {n}; bn++) {{")
-    em.push()
-    em.emit(f"for (int64_t y = 0; y < {oh}; y++) {{")
-    em.push()
-    em.emit(f"for (int64_t x0 = 0; x0 < {ow}; x0 += {tile}) {{")
-    em.push()
-    em.emit(f"const int64_t tw = {ow} - x0 < {tile} ? {ow} - x0 : {tile};")
-    em.emit(f"{t} acc[{tile}][{o}] = {{{{0}}}};")
-    em.emit(f"for (int64_t a = 0; a < {kh}; a++) {{")
-    em.push()
-    em.emit(f"const int64_t iy = y * {sh} + a * {dh} - {pt};")
-    em.emit(f"if (iy < 0 || iy >= {h}) continue;")
-    em.emit(f"for (int64_t b = 0; b < {kw}; b++) {{")
-    em.push()
-    em.emit(f"const {t}* wtap = {w} + (a * {kw} + b) * {c * o};")
-    em.emit("for (int64_t j = 0; j < tw; j++) {")
-    em.push()
-    em.emit(f"const int64_t ix = (x0 + j) * {sw} + b * {dw} - {pl};")
-    em.emit(f"if (ix < 0 || ix >= {wd}) continue;")
-    em.emit(f"const {t}* px = {x} + ((bn * {h} + iy) * {wd} + ix) * {c};")
-    em.emit(f"for (int64_t ci = 0; ci < {c}; ci++) {{")
-    em.push()
-    em.emit(f"const {t} xv = px[ci];")
-    em.emit(f"const {t}* wrow = wtap + ci * {o};")
-    em.emit(f"for (int64_t co = 0; co < {o}; co++) acc[j][co] += xv * wrow[co];")
-    for _ in range(4):
-        em.pop()
-        em.emit("}")
-    em.emit("for (int64_t j = 0; j < tw; j++) {")
-    em.push()
-    em.emit(f"for (int64_t co = 0; co < {o}; co++) {{")
-    em.push()
-    em.emit("const int64_t ox = x0 + j;")
-    _store(em, computation, outputs, root, Index(root.shape, ("bn", "y", "ox", "co")), "acc[j][co]")
-    for _ in range(5):
-        em.pop()
-        em.emit("}")
+    source, rows, cols = x, h + pt + pb, wd + pl + pr
+    if pt or pb or pl or pr:
+        _padded_copy(em, t, "xpad", x, x_node.shape, rows, cols, pt, pl)
+        source = "xpad"
+    _direct_conv(
+        em,
+        computation,
+        outputs,
+        root,
+        t,
+        source,
+        w,
+        rows,
+        cols,
+        c,
+        kh,
+        kw,
+        o,
+        root.attr("strides"),
+        root.attr("dilation"),
+    )
+    if source != x:
+        em.emit("free(xpad);")
 
 
 def emit_conv_grad_input(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
+    """dx is a VALID, stride-1 convolution of the stride-dilated, padded cotangent with the
+    spatially flipped, transposed filter."""
     g_node, w_node = root.inputs
     g, w = _operand(em, g_node), _operand(em, w_node)
-    n, oh, ow, o = g_node.shape
-    kh, kw, c, _ = w_node.shape
-    _, h, wd, _ = root.shape
+    _, h, wd, c = root.shape
+    kh, kw, _, o = w_node.shape
     sh, sw, pt, pl, dh, dw = _conv_geometry(root)
     t = c_type(root.dtype)
-    pragma = parallel_pragma(root.aval.size * kh * kw * o, n * h)
-    if pragma:
-        em.emit(pragma.replace("parallel for", "parallel for collapse(2)"))
-    em.emit(f"for (int64_t bn = 0; bn < {n}; bn++) {{")
-    em.push()
-    em.emit(f"for (int64_t iy = 0; iy < {h}; iy++) {{")
-    em.push()
-    em.emit(f"for (int64_t ix = 0; ix < {wd}; ix++) {{")
-    em.push()
-    em.emit(f"{t} acc[{c}] = {{0}};")
-    em.emit(f"for (int64_t a = 0; a < {kh}; a++) {{")
-    em.push()
-    em.emit(f"const int64_t ty = iy + {pt} - a * {dh};")
-    em.emit(f"if (ty < 0 || ty % {sh} != 0 || ty / {sh} >= {oh}) continue;")
-    em.emit(f"for (int64_t b = 0; b < {kw}; b++) {{")
-    em.push()
-    em.emit(f"const int64_t tx = ix + {pl} - b * {dw};")
-    em.emit(f"if (tx < 0 || tx % {sw} != 0 || tx / {sw} >= {ow}) continue;")
-    em.emit(f"const {t}* grow = {g} + ((bn * {oh} + ty / {sh}) * {ow} + tx / {sw}) * {o};")
-    em.emit(f"const {t}* wtap = {w} + (a * {kw} + b) * {c * o};")
-    em.emit(f"for (int64_t ci = 0; ci < {c}; ci++) {{")
-    em.push()
-    em.emit(f"{t} s = 0;")
-    em.emit("#pragma omp simd reduction(+:s)")
-    em.emit(f"for (int64_t co = 0; co < {o}; co++) s += grow[co] * wtap[ci * {o} + co];")
-    em.emit("acc[ci] += s;")
-    for _ in range(3):
-        em.pop()
-        em.emit("}")
-    em.emit(f"for (int64_t ci = 0; ci < {c}; ci++) {{")
-    em.push()
-    _store(em, computation, outputs, root, Index(root.shape, ("bn", "iy", "ix", "ci")), "acc[ci]")
-    for _ in range(4):
-        em.pop()
-        em.emit("}")
+    rows, cols = h + (kh - 1) * dh, wd + (kw - 1) * dw
+    _padded_copy(em, t, "gpad", g, g_node.shape, rows, cols, (kh - 1) * dh - pt, (kw - 1) * dw - pl, sh, sw)
+    em.emit(f"{t}* wflip = ({t}*)malloc(sizeof({t}) * {kh * kw * c * o});")
+    em.emit(f"{t}* wflip_oi = ({t}*)malloc(sizeof({t}) * {kh * kw * c * o});")
+    _open(em, "a", kh)
+    _open(em, "b", kw)
+    _open(em, "ci", c)
+    _open(em, "co", o)
+    em.emit(f"const {t} v = {w}[((({kh - 1} - a) * {kw} + ({kw - 1} - b)) * {c} + ci) * {o} + co];")
+    em.emit(f"wflip[((a * {kw} + b) * {o} + co) * {c} + ci] = v;")
+    em.emit(f"wflip_oi[((a * {kw} + b) * {c} + ci) * {o} + co] = v;")
+    _close(em, 4)
+    _direct_conv(
+        em,
+        computation,
+        outputs,
+        root,
+        t,
+        "gpad",
+        "wflip",
+        rows,
+        cols,
+        o,
+        kh,
+        kw,
+        c,
+        (1, 1),
+        (dh, dw),
+        w_hwoi="wflip_oi",
+    )
+    em.emit("free(gpad);")
+    em.emit("free(wflip);")
+    em.emit("free(wflip_oi);")
 
 
 def emit_conv_grad_filter(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
+    """dw[a, b] = x_windows(a, b)^T @ g, with a block of input channels times all output
+    channels accumulated in locals."""
     x_node, g_node = root.inputs
     x, g = _operand(em, x_node), _operand(em, g_node)
     n, h, wd, c = x_node.shape
     _, oh, ow, o = g_node.shape
     kh, kw, _, _ = root.shape
     sh, sw, pt, pl, dh, dw = _conv_geometry(root)
+    (_, pb), (_, pr) = root.attr("padding")
     t = c_type(root.dtype)
+    source, rows, cols = x, h + pt + pb, wd + pl + pr
+    if pt or pb or pl or pr:
+        _padded_copy(em, t, "xpad", x, x_node.shape, rows, cols, pt, pl)
+        source = "xpad"
+    lanes = -(-o // 16)
+    block = min(c, max(1, 16 // lanes))
     pragma = parallel_pragma(g_node.aval.size * kh * kw * c, kh * kw)
     if pragma:
         em.emit(pragma.replace("parallel for", "parallel for collapse(2)"))
-    em.emit(f"for (int64_t a = 0; a < {kh}; a++) {{")
-    em.push()
-    em.emit(f"for (int64_t b = 0; b < {kw}; b++) {{")
-    em.push()
-    em.emit(f"{t} acc[{c}][{o}];")
-    em.emit("memset(acc, 0, sizeof(acc));")
-    em.emit(f"for (int64_t bn = 0; bn < {n}; bn++) {{")
-    em.push()
-    em.emit(f"for (int64_t y = 0; y < {oh}; y++) {{")
-    em.push()
-    em.emit(f"const int64_t iy = y * {sh} + a * {dh} - {pt};")
-    em.emit(f"if (iy < 0 || iy >= {h}) continue;")
-    em.emit(f"for (int64_t xo = 0; xo < {ow}; xo++) {{")
-    em.push()
-    em.emit(f"const int64_t ix = xo * {sw} + b * {dw} - {pl};")
-    em.emit(f"if (ix < 0 || ix >= {wd}) continue;")
-    em.emit(f"const {t}* px = {x} + ((bn * {h} + iy) * {wd} + ix) * {c};")
-    em.emit(f"const {t}* grow = {g} + ((bn * {oh} + y) * {ow} + xo) * {o};")
-    em.emit(f"for (int64_t ci = 0; ci < {c}; ci++) {{")
-    em.push()
-    em.emit(f"const {t} xv = px[ci];")
-    em.emit(f"for (int64_t co = 0; co < {o}; co++) acc[ci][co] += xv * grow[co];")
-    for _ in range(4):
+    _open(em, "a", kh)
+    _open(em, "b", kw)
+
+    def channels(width: int, start: str) -> None:
+        em.emit("{")
+        em.push()
+        em.emit(f"const int64_t c0 = {start};")
+        em.emit(f"{t} acc[{width}][{o}];")
+        em.emit("memset(acc, 0, sizeof(acc));")
+        _open(em, "bn", n)
+        _open(em, "y", oh)
+        em.emit(f"const {t}* xr = {source} + ((bn * {rows} + y * {sh} + a * {dh}) * {cols} + b * {dw}) * {c} + c0;")
+        em.emit(f"const {t}* gr = {g} + (bn * {oh} + y) * {ow * o};")
+        _open(em, "xo", ow)
+        em.emit("#pragma GCC unroll 32")
+        _open(em, "ci", width)
+        em.emit(f"const {t} xv = xr[xo * {sw * c} + ci];")
+        em.emit(f"for (int64_t co = 0; co < {o}; co++) acc[ci][co] += xv * gr[xo * {o} + co];")
+        _close(em, 4)
+        _open(em, "ci", width)
+        _open(em, "co", o)
+        em.emit("const int64_t cc = c0 + ci;")
+        _store(em, computation, outputs, root, Index(root.shape, ("a", "b", "cc", "co")), "acc[ci][co]")
+        _close(em, 2)
         em.pop()
         em.emit("}")
-    em.emit(f"for (int64_t ci = 0; ci < {c}; ci++) {{")
-    em.push()
-    em.emit(f"for (int64_t co = 0; co < {o}; co++) {{")
-    em.push()
-    _store(em, computation, outputs, root, Index(root.shape, ("a", "b", "ci", "co")), "acc[ci][co]")
-    for _ in range(4):
-        em.pop()
-        em.emit("}")
+
+    full = c - c % block
+    if full:
+        _open(em, "cb", full, step=block)
+        channels(block, "cb")
+        _close(em, 1)
+    if c % block:
+        channels(c % block, str(full))
+    _close(em, 2)
+    if source != x:
+        em.emit("free(xpad);")
 
 
 CONTRACTION_EMITTERS = {

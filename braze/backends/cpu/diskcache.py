@@ -10,6 +10,7 @@ entry whose recorded SHA-256 does not match its bytes is reported and rebuilt.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat
@@ -112,7 +113,5 @@ class DiskCache:
 
     def discard(self, key: str) -> None:
         for path in self.paths(key):
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 path.unlink()
-            except FileNotFoundError:
-                pass

@@ -23,6 +23,7 @@ from braze.passes.patterns import CONTRACTIONS, ELEMENTWISE, REDUCTIONS, WINDOWE
 PRELUDE = """\
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 static inline uint64_t braze_mix(uint64_t z) {
