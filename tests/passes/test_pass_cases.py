@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from filecheck import check, split_case
+from random_graphs import random_args
 
 from braze.backends.reference.interpreter import evaluate
 from braze.ir.text import parse_graph, print_graph
@@ -20,20 +21,6 @@ from braze.passes.simplify import RULES, simplify
 
 PASSES = {"simplify": simplify, "cse": cse, "dce": dce, "fold": fold, "fuse": fuse}
 CASES = sorted((Path(__file__).parent / "cases").glob("*.txt"))
-
-
-def random_args(graph, seed=0):
-    rng = np.random.default_rng(seed)
-    args = []
-    for p in graph.params:
-        kind = p.aval.dtype.kind
-        if kind == "b":
-            args.append(rng.random(p.aval.shape) < 0.5)
-        elif kind == "i":
-            args.append(rng.integers(-5, 5, p.aval.shape).astype(p.aval.dtype.numpy))
-        else:
-            args.append(rng.uniform(-2, 2, p.aval.shape).astype(p.aval.dtype.numpy))
-    return args
 
 
 @pytest.mark.parametrize("path", CASES, ids=lambda p: p.stem)

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
-from random_graphs import graphs
-from test_pass_cases import random_args
+from random_graphs import graphs, random_args
 
 from braze.backends.reference.interpreter import evaluate
 from braze.passes import pipeline

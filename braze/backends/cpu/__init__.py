@@ -64,7 +64,11 @@ def compile_graphs(graphs: list[Graph], cache: DiskCache | None = None) -> list[
 
     def build(folder: Path) -> Path:
         with metrics.timed("NativeCompileTime"):
-            return compile_library(compiler, source, folder)
+            try:
+                return compile_library(compiler, source, folder)
+            except CompileError as error:
+                kept = cache.keep_failed_source(key, source)
+                raise CompileError(str(error).replace(str(folder / "module.c"), str(kept))) from None
 
     library, cached = cache.get_or_build(key, build)
     metrics.count("DiskCacheHit" if cached else "DiskCacheMiss")

@@ -111,6 +111,14 @@ class DiskCache:
             built = build(Path(folder))
             return self.store(key, built), False
 
+    def keep_failed_source(self, key: str, source: str) -> Path:
+        """Save the source of a failed build where the error message can point to it."""
+        folder = self._folder() / "failed"
+        folder.mkdir(exist_ok=True, mode=0o700)
+        path = folder / f"{key[:16]}.c"
+        _write_atomically(path, source.encode(), 0o600)
+        return path
+
     def discard(self, key: str) -> None:
         for path in self.paths(key):
             with contextlib.suppress(FileNotFoundError):

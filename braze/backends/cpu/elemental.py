@@ -204,7 +204,7 @@ class Emitter:
             else:
                 dims.append(shifted)
             conditions.append(f"{dims[-1]} < {size}")
-        self.emit(f"if ({' && '.join(conditions)}) {{")
+        self.emit(f"if ({' && '.join(conditions) or '1'}) {{")
         self.push()
         inner_value = self.value(node.inputs[0], Index(source, tuple(dims)))
         self.emit(f"{result} = {inner_value};")
@@ -268,6 +268,8 @@ class Emitter:
         if op == "convert":
             if dtype.kind == "b":
                 return f"(unsigned char)({a[0]} != 0)"
+            if dtype.is_float and dtype.itemsize == 4 and operand_dtype.is_float and operand_dtype.itemsize == 8:
+                return f"braze_narrow({a[0]})"
             return f"(({t}){a[0]})"
         raise NotImplementedError(f"no C lowering for {op} inside a fused loop")
 

@@ -32,6 +32,20 @@ static inline uint64_t braze_mix(uint64_t z) {
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
   return z ^ (z >> 31);
 }
+/* GCC 12 at -O3 -march=native vectorizes (double)(float)x into a plain copy, dropping the
+   rounding; an empty asm on the narrowed value keeps the conversion. */
+static inline float braze_narrow(double x) {
+  float r = (float)x;
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  __asm__("" : "+x"(r));
+#elif defined(__GNUC__) && defined(__aarch64__)
+  __asm__("" : "+w"(r));
+#else
+  volatile float v = r;
+  r = v;
+#endif
+  return r;
+}
 static inline float braze_uniform32(uint64_t key, uint64_t i) {
   return (float)(braze_mix(braze_mix(key) + i) >> 40) * 0x1p-24f;
 }

@@ -113,7 +113,7 @@ def emit_reduction_kernel(em: Emitter, computation: Graph, outputs: list[str], r
     target = outputs[out_position]
     extras = [k for k, o in enumerate(computation.outputs) if k != out_position]
     init = reduction_init(root.op, dtype)
-    em.emit(f"for (int64_t k = 0; k < {max(root.aval.size, 1)}; k++) {target}[k] = {init};")
+    em.emit(f"for (int64_t k = 0; k < {root.aval.size}; k++) {target}[k] = {init};")
     names = tuple(f"i{d}" for d in range(len(shape)))
     kept = [d for d in range(len(shape)) if d not in axes]
     kept_linear = "0"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 from hypothesis import strategies as st
 
 from braze.ir.dtypes import bool_, float32, float64, int32
@@ -42,6 +43,21 @@ def make(op: str, inputs: tuple[Node, ...], **attrs) -> Node:
 def splat(value: float, aval: Aval) -> Node:
     scalar = Node.make("constant", (), {"value": Literal(value, aval.dtype)}, Aval((), aval.dtype))
     return make("broadcast_in_dim", (scalar,), shape=aval.shape, broadcast_dimensions=())
+
+
+def random_args(graph: Graph, seed: int = 0) -> list[np.ndarray]:
+    """Arguments for ``graph``'s parameters: floats in [-2, 2), small integers, coin flips."""
+    rng = np.random.default_rng(seed)
+    args = []
+    for p in graph.params:
+        kind = p.aval.dtype.kind
+        if kind == "b":
+            args.append(rng.random(p.aval.shape) < 0.5)
+        elif kind == "i":
+            args.append(rng.integers(-5, 5, p.aval.shape).astype(p.aval.dtype.numpy))
+        else:
+            args.append(rng.uniform(-2, 2, p.aval.shape).astype(p.aval.dtype.numpy))
+    return args
 
 
 @st.composite

@@ -1,0 +1,44 @@
+"""Random valid graphs through the whole pipeline and the native backend agree with the
+reference interpreter. Each batch of graphs is compiled as one shared library."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from random_graphs import graphs, random_args
+
+from braze.backends import cpu
+from braze.backends.reference.interpreter import evaluate
+from braze.ir.text import print_graph
+from braze.passes import pipeline
+
+pytestmark = pytest.mark.skipif(not cpu.available(), reason="no C compiler")
+TOLERANCE = {"float32": 1e-5, "float64": 1e-12}
+
+
+@pytest.mark.parametrize("fusion", [True, False], ids=["fused", "unfused"])
+# No shrinking: every example compiles a library, and the failing graph is printed instead.
+@settings(
+    max_examples=4,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+    phases=[Phase.explicit, Phase.generate],
+)
+@given(batch=st.lists(graphs(), min_size=60, max_size=60))
+def test_random_graphs_compiled_match_reference(batch, fusion, tmp_path_factory):
+    optimized = [pipeline.run(g, verify=True, fusion=fusion)[0] for g in batch]
+    executables = cpu.compile_graphs(optimized, cpu.DiskCache(tmp_path_factory.mktemp("cache")))
+    for graph, native in zip(batch, executables, strict=True):
+        args = random_args(graph, seed=2)
+        rtol = TOLERANCE[graph.params[0].aval.dtype.name]
+        with np.errstate(all="ignore"):
+            expected = evaluate(graph, args)
+        for got, want in zip(native(args), expected, strict=True):
+            finite = np.isfinite(want)
+            scale = float(np.max(np.abs(want[finite]), initial=1.0))
+            np.testing.assert_allclose(
+                got, want, rtol=rtol, atol=rtol * scale, equal_nan=True, err_msg=print_graph(graph)
+            )
