@@ -9,6 +9,7 @@ ids but not shapes, dtypes, attributes or edges.
 
 from __future__ import annotations
 
+import hashlib
 import weakref
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -31,7 +32,7 @@ def freeze(value: Any) -> Any:
 class Node:
     """One operation: ``op(inputs) {attrs} : aval``. Construct with ``Node.make``."""
 
-    __slots__ = ("op", "inputs", "attrs", "aval", "structural_hash", "__weakref__")
+    __slots__ = ("op", "inputs", "attrs", "aval", "structural_hash", "_fingerprint", "__weakref__")
 
     op: str
     inputs: tuple[Node, ...]
@@ -49,8 +50,18 @@ class Node:
         node = object.__new__(Node)
         node.op, node.inputs, node.attrs, node.aval = op, tuple(inputs), frozen, aval
         node.structural_hash = hash((op, frozen, aval, tuple(i.structural_hash for i in inputs)))
+        node._fingerprint = None
         _INTERNED[key] = node
         return node
+
+    @property
+    def fingerprint(self) -> int:
+        """A structural hash that is the same in every process (Python's ``hash`` of strings
+        is salted per process), for decisions that must not vary from run to run."""
+        if self._fingerprint is None:
+            text = repr((self.op, self.attrs, str(self.aval), tuple(i.fingerprint for i in self.inputs)))
+            self._fingerprint = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+        return self._fingerprint
 
     @property
     def multi_output(self) -> bool:

@@ -16,7 +16,7 @@ def _canonical(node: Node) -> Node | None:
     if node.op not in COMMUTATIVE:
         return None
     a, b = node.inputs
-    if (a.structural_hash, id(a)) <= (b.structural_hash, id(b)) or a.structural_hash == b.structural_hash:
+    if a.fingerprint <= b.fingerprint:
         return None
     return Node.make(node.op, (b, a), node.attrs, node.aval)
 

@@ -125,6 +125,8 @@ def _reduction_reader(node: Node, reader_groups: dict, users, owner: dict[int, G
     if len(reductions) != 1:
         return None
     group = reductions[0]
+    if node.shape != group.members[0].inputs[0].shape:
+        return None  # its extra output is written from the reduction's loop, so it must share its shape
     readers = [u for u in users[id(node)] if owner.get(id(u)) is group]
     if not policy.should_fuse(node, group.members, group.kind, readers).ok:
         return None

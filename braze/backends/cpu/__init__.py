@@ -10,7 +10,15 @@ from pathlib import Path
 from braze.backends.cpu.compiler import CompileError, compile_library, find_compiler
 from braze.backends.cpu.diskcache import DiskCache, digest
 
-__all__ = ["CompileError", "CpuExecutable", "DiskCache", "available", "compile_graph", "compile_graphs"]
+__all__ = [
+    "CompileError",
+    "CpuExecutable",
+    "DiskCache",
+    "NoCompilerWarning",
+    "available",
+    "compile_graph",
+    "compile_graphs",
+]
 from braze.backends.cpu.emit import PRELUDE, emit_module
 from braze.backends.cpu.executable import CpuExecutable
 from braze.ir.graph import Graph

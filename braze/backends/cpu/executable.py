@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -10,6 +11,26 @@ import numpy as np
 
 from braze.backends.cpu.emit import ModulePlan
 from braze.ir.graph import Graph
+
+# BRAZE_GUARD=1 surrounds every output buffer and the arena with guard bytes and checks
+# them after each call: a debugging aid for code generation (a kernel writing out of bounds).
+GUARD = os.environ.get("BRAZE_GUARD") == "1"
+_GUARD_BYTES = 256
+_PATTERN = 0xA5
+
+
+def _guarded(shape: tuple[int, ...], dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+    raw = np.full(size + 2 * _GUARD_BYTES, _PATTERN, dtype=np.uint8)
+    return raw[_GUARD_BYTES : _GUARD_BYTES + size].view(dtype).reshape(shape), raw
+
+
+def _check(guards: list[tuple[int, np.ndarray]], arena_guard: np.ndarray, entry: str) -> None:
+    for k, raw in guards:
+        if (raw[:_GUARD_BYTES] != _PATTERN).any() or (raw[-_GUARD_BYTES:] != _PATTERN).any():
+            raise RuntimeError(f"{entry}: a kernel wrote outside output buffer {k}")
+    if (arena_guard != _PATTERN).any():
+        raise RuntimeError(f"{entry}: a kernel wrote past the end of the temporary arena")
 
 
 class CpuExecutable:
@@ -25,9 +46,10 @@ class CpuExecutable:
         self._entry.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
         self._params = (ctypes.c_void_p * max(len(graph.params), 1))()
         self._outputs = (ctypes.c_void_p * max(len(plan.buffers), 1))()
-        raw = np.empty(plan.arena_bytes + 64, dtype=np.uint8)
+        raw = np.empty(plan.arena_bytes + 64 + _GUARD_BYTES, dtype=np.uint8)
         offset = -raw.ctypes.data % 64
-        self._arena = raw[offset : offset + plan.arena_bytes + 1]
+        self._arena = raw[offset : offset + plan.arena_bytes + _GUARD_BYTES]
+        self._arena_guard = self._arena[plan.arena_bytes :]
         self._arena_pointer = self._arena.ctypes.data
         self._param_types = [(p.aval.shape, p.aval.dtype.numpy) for p in graph.params]
 
@@ -41,13 +63,23 @@ class CpuExecutable:
                 raise ValueError(f"argument {i} has shape {array.shape}, the graph expects {shape}")
             arrays.append(array)
             self._params[i] = array.ctypes.data
-        buffers = []
+        buffers, guards = [], []
         for k, (shape, dtype) in enumerate(self.plan.buffers):
             target = self.plan.in_place.get(k)
-            buffer = arrays[target] if target is not None else np.empty(shape, dtype)
+            if target is not None:
+                buffer = arrays[target]
+            elif GUARD:
+                buffer, guard = _guarded(shape, dtype)
+                guards.append((k, guard))
+            else:
+                buffer = np.empty(shape, dtype)
             buffers.append(buffer)
             self._outputs[k] = buffer.ctypes.data
+        if GUARD:
+            self._arena_guard[:] = _PATTERN
         self._entry(self._params, self._outputs, self._arena_pointer)
+        if GUARD:
+            _check(guards, self._arena_guard, self.plan.entry)
         results = []
         for out in self.plan.outputs:
             if out.kind == "param":

@@ -112,6 +112,8 @@ def emit_reduction_kernel(em: Emitter, computation: Graph, outputs: list[str], r
     out_position = computation.outputs.index(root)
     target = outputs[out_position]
     extras = [k for k, o in enumerate(computation.outputs) if k != out_position]
+    if any(computation.outputs[k].shape != shape for k in extras):
+        raise NotImplementedError("a reduction kernel writes extra results only of its input's shape")
     init = reduction_init(root.op, dtype)
     em.emit(f"for (int64_t k = 0; k < {root.aval.size}; k++) {target}[k] = {init};")
     names = tuple(f"i{d}" for d in range(len(shape)))
