@@ -7,6 +7,7 @@ autodiff (``backward``, ``grad``, ``value_and_grad``, ``no_grad``).
 from braze.autodiff import enable_grad, grad, no_grad, value_and_grad
 from braze.ir.dtypes import DType, bool_, float32, float64, int32, int64
 from braze.ir.errors import BrazeError, DeviceError, DTypeError, ShapeError
+from braze.jit import jit
 from braze.lazy import barrier, explain
 from braze.ops import *  # noqa: F403 - the op library is the public API
 from braze.ops import __all__ as _ops_all
@@ -30,6 +31,7 @@ __all__ = [
     "as_device",
     "barrier",
     "explain",
+    "jit",
     "metrics",
     "bool_",
     "default_device",

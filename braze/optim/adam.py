@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from braze.ops import sqrt
+from braze.ops import power, sqrt
 from braze.optim.optimizer import Optimizer, Slots, zeros_data
 from braze.tensor import Tensor
 
@@ -29,21 +28,22 @@ class Adam(Optimizer):
         super().__init__(params)
 
     def init_slots(self, param: Tensor) -> Slots:
-        return {"m": zeros_data(param), "v": zeros_data(param)}
+        return {"m": zeros_data(param), "v": zeros_data(param), "step": zeros_data(param, ())}
 
-    def update(self, param: Tensor, grad: Tensor, slots: Slots, step: int) -> tuple[Tensor, Slots]:
+    def update(self, param: Tensor, grad: Tensor, slots: Slots) -> tuple[Tensor, Slots]:
         b1, b2 = self.betas
         if self.weight_decay and not self.decoupled:
             grad = grad + param * self.weight_decay
         m = slots["m"] * b1 + grad * (1 - b1)
         v = slots["v"] * b2 + grad * grad * (1 - b2)
-        # Bias corrections are host numbers that change every step: on a lazy device they
-        # enter the graph as data, so the traced step is the same graph each time.
-        step_size = self.lr / (1 - b1**step)
-        denominator = sqrt(v) / math.sqrt(1 - b2**step) + self.eps
+        # The step count is a tensor slot, so the bias corrections are computed in the graph:
+        # a traced or jitted step is the same computation every time.
+        step = slots["step"] + 1.0
+        step_size = self.lr / (1.0 - power(b1, step))
+        denominator = sqrt(v) / sqrt(1.0 - power(b2, step)) + self.eps
         if self.weight_decay and self.decoupled:
             param = param * (1 - self.lr * self.weight_decay)
-        return param - m / denominator * step_size, {"m": m, "v": v}
+        return param - m / denominator * step_size, {"m": m, "v": v, "step": step}
 
 
 class AdamW(Adam):

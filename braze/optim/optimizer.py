@@ -1,8 +1,9 @@
 """The optimizer base: PyTorch's ``zero_grad()``/``step()`` over a pure per-parameter update.
 
-Each optimizer defines ``init_slots`` (its state for one parameter) and ``update`` (new
-parameter and slots from the old ones and a gradient), written with tensor ops so that on
-a lazy device the update is traced into the training step. ``step()`` writes results back
+Each optimizer defines ``init_slots`` (its state for one parameter, step counters included)
+and ``update`` (new parameter and slots from the old ones and a gradient), written with
+tensor ops so that on a lazy device, or under ``braze.jit``, the whole update is traced
+into the training step and nothing is left to Python between steps. ``step()`` writes results back
 into the same tensors (parameters and slots keep their identity, which lets a lazy device
 update them in place); ``apply()`` is the functional form.
 """
@@ -21,9 +22,9 @@ from braze.tensor import Tensor
 Slots = dict[str, Tensor]
 
 
-def zeros_data(param: Tensor) -> Tensor:
+def zeros_data(param: Tensor, shape: tuple[int, ...] | None = None) -> Tensor:
     """A zero slot as device data, so a lazy device traces the same update every step."""
-    return Tensor.from_numpy(np.zeros(param.shape, param.dtype.numpy), param.device)
+    return Tensor.from_numpy(np.zeros(param.shape if shape is None else shape, param.dtype.numpy), param.device)
 
 
 class Optimizer:
@@ -49,7 +50,7 @@ class Optimizer:
     def init_slots(self, param: Tensor) -> Slots:
         return {}
 
-    def update(self, param: Tensor, grad: Tensor, slots: Slots, step: int) -> tuple[Tensor, Slots]:
+    def update(self, param: Tensor, grad: Tensor, slots: Slots) -> tuple[Tensor, Slots]:
         raise NotImplementedError
 
     def zero_grad(self) -> None:
@@ -70,13 +71,13 @@ class Optimizer:
                 slots = self.state[i]
                 if slots is None:
                     slots = self.state[i] = self.init_slots(p)
-                new_p, new_slots = self.update(p, p.grad, slots, self.steps)
+                new_p, new_slots = self.update(p, p.grad, slots)
                 p._assign(new_p)
                 for name, value in new_slots.items():
                     slots[name]._assign(value)
 
     def apply(
-        self, params: Iterable[Tensor], grads: Iterable[Tensor], state: list[Slots] | None = None, step: int = 1
+        self, params: Iterable[Tensor], grads: Iterable[Tensor], state: list[Slots] | None = None
     ) -> tuple[list[Tensor], list[Slots]]:
         """Functional update: new parameters and slots, leaving the inputs untouched."""
         params, grads = list(params), list(grads)
@@ -84,7 +85,7 @@ class Optimizer:
         new_params, new_state = [], []
         with no_grad():
             for p, g, slots in zip(params, grads, state, strict=True):
-                new_p, new_slots = self.update(p.detach(), g, slots, step)
+                new_p, new_slots = self.update(p.detach(), g, slots)
                 new_params.append(new_p)
                 new_state.append(new_slots)
         return new_params, new_state

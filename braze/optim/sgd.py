@@ -27,7 +27,7 @@ class SGD(Optimizer):
     def init_slots(self, param: Tensor) -> Slots:
         return {"momentum": zeros_data(param)} if self.momentum else {}
 
-    def update(self, param: Tensor, grad: Tensor, slots: Slots, step: int) -> tuple[Tensor, Slots]:
+    def update(self, param: Tensor, grad: Tensor, slots: Slots) -> tuple[Tensor, Slots]:
         if self.weight_decay:
             grad = grad + param * self.weight_decay
         if not self.momentum:

@@ -69,8 +69,8 @@ def test_functional_apply_matches_step_and_leaves_inputs():
     p = braze.tensor(np.array([1.0, -2.0, 3.0]), requires_grad=True)
     opt = SGD(lr=0.1, momentum=0.9)
     params, state = [p], None
-    for step, g in enumerate(GRADS, start=1):
-        params, state = opt.apply(params, [braze.tensor(g)], state, step)
+    for g in GRADS:
+        params, state = opt.apply(params, [braze.tensor(g)], state)
     np.testing.assert_allclose(params[0].numpy(), sgd_ref(0.1, 0.9))
     np.testing.assert_array_equal(p.numpy(), [1.0, -2.0, 3.0])
 
