@@ -4,6 +4,7 @@ Everything a user needs is importable from here: tensors and ops, dtypes, device
 autodiff (``backward``, ``grad``, ``value_and_grad``, ``no_grad``).
 """
 
+from braze import config
 from braze.autodiff import enable_grad, grad, no_grad, value_and_grad
 from braze.ir.dtypes import DType, bool_, float32, float64, int32, int64
 from braze.ir.errors import BrazeError, DeviceError, DTypeError, ShapeError
@@ -30,6 +31,7 @@ __all__ = [
     "Tensor",
     "as_device",
     "barrier",
+    "config",
     "explain",
     "jit",
     "metrics",

@@ -25,7 +25,6 @@ import numpy as np
 
 from braze import lazy
 from braze.ir.graph import Graph
-from braze.ir.text import format_aval
 from braze.runtime import metrics
 from braze.runtime.device import LAZY_CPU, Device
 from braze.tensor import Tensor, executor_for, user_location
@@ -168,7 +167,7 @@ class JittedFunction:
             t._grad_node = None
         input_leaves = {id(t._value): k for k, (_, t) in enumerate(tensors)}
         try:
-            with metrics.timed("TraceTime"):
+            with metrics.timed("TraceTime"), lazy.barriers_held():
                 result = self.fn(*args, **kwargs)
             result_tensors, rebuild = _flatten_result(result)
             roots: list[lazy.Expr] = [r._value for r in result_tensors]
@@ -183,12 +182,17 @@ class JittedFunction:
             # Tensors created while tracing (optimizer slots made on the first step) are
             # computed too; they change the signature, so this trace is not cached.
             known = {id(t) for _, t in tensors}
-            fresh = [(t, len(roots) + i) for i, (_, t) in enumerate(
-                [(p, t) for p, t in _tensors(args, kwargs) if id(t) not in known and t.device.is_lazy]
-            )]
+            fresh = [
+                (t, len(roots) + i)
+                for i, (_, t) in enumerate(
+                    [(p, t) for p, t in _tensors(args, kwargs) if id(t) not in known and t.device.is_lazy]
+                )
+            ]
             roots += [t._value for t, _ in fresh]
             trace = lazy.build_graph(roots)
-            parameter_of = {input_leaves[id(leaf)]: j for j, leaf in enumerate(trace.leaves) if id(leaf) in input_leaves}
+            parameter_of = {
+                input_leaves[id(leaf)]: j for j, leaf in enumerate(trace.leaves) if id(leaf) in input_leaves
+            }
             graph = self._donating(trace.graph, state_slots, tensors, parameter_of)
             executable = lazy.compile_for_target(graph, lazy.backend_name())
             self.compiles += 1

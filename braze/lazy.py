@@ -14,11 +14,13 @@ graph and still hits the cache.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import sys
+import threading
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -171,7 +173,8 @@ def explain_difference(before: Graph, after: Graph) -> str:
 
 
 _RUNTIME_FILES = tuple(
-    os.path.join(os.path.dirname(os.path.abspath(__file__)), name) for name in ("lazy.py", "tensor.py", "ops", "nn")
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
+    for name in ("lazy.py", "tensor.py", "ops", "nn", "optim")
 )
 
 
@@ -283,9 +286,25 @@ EXECUTOR = LazyExecutor()
 register_executor("LAZY", EXECUTOR)
 
 
+_HOLD = threading.local()
+
+
+@contextlib.contextmanager
+def barriers_held() -> Iterator[None]:
+    """Barriers inside the block do nothing (``braze.jit`` traces a whole function as one graph)."""
+    previous = getattr(_HOLD, "held", False)
+    _HOLD.held = True
+    try:
+        yield
+    finally:
+        _HOLD.held = previous
+
+
 def barrier(devices: Device | Iterable[Device] | None = None) -> None:
     """Run every pending computation on the lazy device(s) as one graph each (X10's
     ``LazyTensorBarrier``); every live lazy tensor holds device data afterwards."""
+    if getattr(_HOLD, "held", False):
+        return
     if devices is None:
         targets = list(EXECUTOR._live)
     elif isinstance(devices, Device):

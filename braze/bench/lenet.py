@@ -65,10 +65,8 @@ def train_lenet(
             logits = model(x)
             loss = softmax_cross_entropy(logits, y)
             loss.backward()
-            optimizer.step()
             train_stats.update(logits, y, loss)
-            if device.is_lazy:
-                barrier(device)  # the X10 tutorial's LazyTensorBarrier(): one traced graph per step
+            optimizer.step()  # on a lazy device this ends with the barrier: one traced graph per step
             bar.update()
         bar.close()
         model.eval()

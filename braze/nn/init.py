@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from braze.ops import random
 from braze.ops.creation import zeros
+from braze.runtime.device import CPU, default_device
 from braze.tensor import Tensor
 
 
@@ -17,11 +20,17 @@ def fans(shape: tuple[int, ...]) -> tuple[int, int]:
     return receptive * shape[-2], receptive * shape[-1]
 
 
+def _parameter(value: Tensor) -> Tensor:
+    """Initial values are data on the default device, never a computation traced into the
+    first training step (which would make that step's graph differ from the next ones)."""
+    return Tensor.from_numpy(np.array(value.numpy()), default_device()).requires_grad_()
+
+
 def glorot_uniform(shape: tuple[int, ...], generator: random.Generator | None = None) -> Tensor:
     fan_in, fan_out = fans(shape)
     limit = math.sqrt(6.0 / (fan_in + fan_out))
-    return random.uniform(shape, -limit, limit, generator=generator).requires_grad_()
+    return _parameter(random.uniform(shape, -limit, limit, generator=generator, device=CPU))
 
 
 def zeros_parameter(shape: tuple[int, ...]) -> Tensor:
-    return zeros(shape).requires_grad_()
+    return _parameter(zeros(shape, device=CPU))

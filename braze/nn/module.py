@@ -139,11 +139,12 @@ class Module:
 
     # Keras-style training (see braze.nn.training) --------------------------------------
 
-    def compile(self, loss: Any, optimizer: Any, metrics: Any = ()) -> Module:
-        """Choose the loss, optimizer and metrics for ``fit``/``evaluate`` (Keras)."""
+    def compile(self, loss: Any, optimizer: Any, metrics: Any = (), jit_compile: bool = False) -> Module:
+        """Choose the loss, optimizer and metrics for ``fit``/``evaluate`` (Keras); with
+        ``jit_compile`` each training step is one compiled function."""
         from braze.nn.training import Trainer
 
-        self._trainer = Trainer(self, loss, optimizer, metrics)
+        self._trainer = Trainer(self, loss, optimizer, metrics, jit_compile)
         return self
 
     def fit(self, data: Any, epochs: int = 1, validation_data: Any = None, **kwargs: Any) -> Any:

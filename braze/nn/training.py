@@ -17,6 +17,7 @@ import numpy as np
 from braze import ops
 from braze.autodiff import no_grad
 from braze.ir.dtypes import float32, int32
+from braze.lazy import barrier
 from braze.nn.losses import get_loss
 from braze.nn.progress import ProgressBar
 from braze.runtime.device import Device
@@ -97,7 +98,10 @@ def _take(batches: Iterable, steps: int | None) -> Iterable:
 class Trainer:
     """What ``Module.compile`` sets up: one training step, one evaluation step, the loops."""
 
-    def __init__(self, model: Any, loss: str | Callable, optimizer: Any, metrics: Any = ()) -> None:
+    def __init__(
+        self, model: Any, loss: str | Callable, optimizer: Any, metrics: Any = (), jit_compile: bool = False
+    ) -> None:
+        from braze.jit import jit
         from braze.optim import get_optimizer
 
         self.model = model
@@ -107,6 +111,8 @@ class Trainer:
         if unknown:
             raise ValueError(f"unknown metrics {unknown}: braze supports 'accuracy'")
         self.metrics = list(metrics)
+        # jit_compile: the whole step (forward, backward, update) is one compiled function.
+        self._compiled_step = jit(self._step) if jit_compile else None
 
     def _device(self) -> Device:
         device = self.model.device
@@ -114,15 +120,24 @@ class Trainer:
             raise RuntimeError("the model has no parameters yet: give its first layer an input_shape")
         return device
 
+    def _step(self, model: Any, optimizer: Any, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+        optimizer.zero_grad()
+        outputs = model(x)
+        loss = self.loss_fn(outputs, y)
+        loss.backward()
+        return outputs.detach(), loss.detach()
+
     def train_step(self, x: Any, y: Any, stats: Statistics) -> None:
         device = self._device()
         x, y = ops.tensor(x, device=device), ops.tensor(y, device=device)
-        self.optimizer.zero_grad()
-        outputs = self.model(x)
-        loss = self.loss_fn(outputs, y)
-        loss.backward()
-        self.optimizer.step()
+        if self._compiled_step is not None:
+            outputs, loss = self._compiled_step(self.model, self.optimizer, x, y)
+        else:
+            outputs, loss = self._step(self.model, self.optimizer, x, y)
+        # Statistics before the update: on a lazy device the update's barrier then runs
+        # the whole step, statistics included, as one graph.
         stats.update(outputs, y, loss)
+        self.optimizer.step()
 
     def eval_step(self, x: Any, y: Any, stats: Statistics) -> None:
         device = self._device()
@@ -130,6 +145,8 @@ class Trainer:
         with no_grad():
             outputs = self.model(x)
             stats.update(outputs, y, self.loss_fn(outputs, y))
+        if device.is_lazy:
+            barrier(device)
 
     def fit(
         self,

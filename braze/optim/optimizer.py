@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from braze.autodiff import no_grad
+from braze.lazy import barrier
 from braze.runtime.device import Device, as_device
 from braze.tensor import Tensor
 
@@ -58,7 +59,8 @@ class Optimizer:
             p.grad = None
 
     def step(self) -> None:
-        """Update every parameter that has a gradient, in place."""
+        """Update every parameter that has a gradient, in place; on a lazy device, then run
+        the traced step (a barrier)."""
         if not self.params:
             raise RuntimeError(f"{type(self).__name__}: no parameters; pass them or a model to the optimizer")
         self.steps += 1
@@ -75,6 +77,9 @@ class Optimizer:
                 p._assign(new_p)
                 for name, value in new_slots.items():
                     slots[name]._assign(value)
+        device = self.params[0].device
+        if device.is_lazy:
+            barrier(device)  # a lazy training step ends here, as users of X10's barrier expect
 
     def apply(
         self, params: Iterable[Tensor], grads: Iterable[Tensor], state: list[Slots] | None = None

@@ -66,8 +66,7 @@ class Device:
     def __repr__(self) -> str:
         return f"Device(kind: .{self.kind}, ordinal: {self.ordinal}, backend: .{self.backend})"
 
-    def __str__(self) -> str:
-        return f"{self.kind.lower()}:{self.ordinal}:{self.backend.lower()}"
+    __str__ = __repr__
 
 
 CPU = Device("CPU", 0, "EAGER")
