@@ -1,5 +1,5 @@
-"""The ``braze`` command line: ``braze train`` runs a case study, ``braze hlo`` shows what the
-compiler makes of its training step."""
+"""The ``braze`` command line: ``braze train`` runs a case study, ``braze bench`` runs it eagerly
+then compiled and compares, ``braze hlo`` shows what the compiler makes of its training step."""
 
 from __future__ import annotations
 
@@ -61,6 +61,28 @@ def _hlo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from braze.bench.compare import bench_cnn, bench_lenet
+
+    if args.model == "lenet":
+        comparison = bench_lenet(args.epochs or 5, args.batch_size or 128, args.data, args.seed, args.steps_per_epoch)
+    else:
+        comparison = bench_cnn(
+            args.epochs or 3, args.batch_size or 64, args.data, args.seed, args.steps_per_epoch, args.image_size
+        )
+    print()
+    print(comparison.summary())
+    print()
+    print("Metrics of the compiled run:")
+    print(comparison.metrics_report)
+    out = Path(args.out or f"runs/bench-{args.model}.json")
+    for path in comparison.save(out):
+        print(f"wrote {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="braze", description="braze: eager and lazy tensors, an XLA-style compiler")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -81,6 +103,16 @@ def build_parser() -> argparse.ArgumentParser:
     hlo.add_argument("--summary", action="store_true", help="only the kernel count and peak memory")
     hlo.add_argument("--dot", default=None, help="also write the fused graph as Graphviz source to this file")
     hlo.set_defaults(run=_hlo)
+    bench = commands.add_parser("bench", help="train a case study eagerly, then compiled, and compare")
+    bench.add_argument("model", choices=["lenet", "cnn"])
+    bench.add_argument("--epochs", type=int, default=None, help="default: 5 for lenet, 3 for cnn")
+    bench.add_argument("--batch-size", type=int, default=None, help="default: 128 for lenet, 64 for cnn")
+    bench.add_argument("--data", default=None, help="MNIST directory, or an image folder with train/ and validation/")
+    bench.add_argument("--seed", type=int, default=1)
+    bench.add_argument("--steps-per-epoch", type=int, default=None, help="cut epochs short (quick runs)")
+    bench.add_argument("--image-size", type=int, default=150, help="cnn only: image side in pixels")
+    bench.add_argument("--out", default=None, help="JSON record (default runs/bench-MODEL.json; a .png beside it)")
+    bench.set_defaults(run=_bench)
     return parser
 
 

@@ -46,6 +46,8 @@ static inline float braze_narrow(double x) {
 #endif
   return r;
 }
+typedef float braze_vf32 __attribute__((vector_size(64)));
+typedef double braze_vf64 __attribute__((vector_size(64)));
 static inline float braze_uniform32(uint64_t key, uint64_t i) {
   return (float)(braze_mix(braze_mix(key) + i) >> 40) * 0x1p-24f;
 }
@@ -111,7 +113,12 @@ def emit_kernel(name: str, node: Node, pool: ConstantPool, in_place: bool) -> st
     else:
         emit_reduction_kernel(em, computation, outputs, roots[0])
     body = "\n".join(em.lines)
-    return f"static void {name}({', '.join(params) or 'void'}) {{\n{body}\n}}\n"
+    # GCC 12 at -O3 -march=native miscompiles loops whose branches load memory once it
+    # if-converts them (NaN lanes of a branchy copy become 0; found by the random-graph
+    # test), so kernels with such branches keep their branches.
+    branchy = any(line.lstrip().startswith(("if (", "} else")) for line in em.lines)
+    attribute = '__attribute__((optimize("no-tree-loop-if-convert"))) ' if branchy else ""
+    return f"{attribute}static void {name}({', '.join(params) or 'void'}) {{\n{body}\n}}\n"
 
 
 def _writes_in_place_safely(kernel: Node, parameter_index: int, graph: Graph, position: dict[int, int]) -> bool:

@@ -98,8 +98,10 @@ def emit_select_and_scatter(em: Emitter, computation: Graph, outputs: list[str],
         _argmax(em, root, operand, em.dims(index))
         em.emit(f"if (best >= 0) {out}[best] += {src}[{em.linear(index)}];")
 
-    # Windows may overlap, so scattering stays on one thread.
-    loop_nest(em, source.shape, flat=False, body=body, parallel=False)
+    # Overlapping windows may scatter into one element from two threads; disjoint ones
+    # (pooling with stride >= window, the usual case) run in parallel.
+    disjoint = all(s >= k for s, k in zip(root.attr("window_strides"), root.attr("window_dimensions"), strict=True))
+    loop_nest(em, source.shape, flat=False, body=body, parallel=disjoint)
 
 
 def emit_select_and_gather(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:

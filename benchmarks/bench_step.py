@@ -1,0 +1,125 @@
+"""Training-step benchmark: braze (eager, lazy, jit) and every installed peer framework on
+the same synthetic batches, measured in one run on this machine.
+
+    python benchmarks/bench_step.py [--workloads lenet,cnn] [--peers-python /work/peers-venv/bin/python]
+
+Each braze mode runs in a fresh process with an empty kernel cache, so its first step
+includes tracing and the C compiler; the jit mode then runs once more in a new process
+with the cache it filled, which is the warm start. Peers run through benchmarks/peers.
+Prints a table of median step times, first-step times and each row's time relative to
+braze jit, and writes the rows as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+STEPS = {"lenet": 20, "cnn": 5}
+MODES = ("eager", "lazy", "jit")
+
+
+def measure_braze(workload: str, mode: str, steps: int) -> dict:
+    """One braze mode, in this process: (first step, median of ``steps`` steps)."""
+    from peers import time_step
+
+    import braze
+    from braze.bench.steps import WORKLOADS
+
+    device = braze.LAZY_CPU if mode == "lazy" else braze.CPU
+    work = WORKLOADS[workload](device)
+    x, y = work.batch(device)
+    if mode == "jit":
+        compiled = braze.jit(lambda model, optimizer, images, labels: work.step(images, labels))
+
+        def step() -> float:
+            return compiled(work.model, work.optimizer, x, y).item()
+    else:
+
+        def step() -> float:
+            return work.step(x, y).item()
+
+    first, median_ms, loss = time_step(step, steps)
+    return {
+        "workload": workload,
+        "framework": "braze",
+        "mode": mode,
+        "median_ms": median_ms,
+        "first_step_s": first,
+        "version": braze.__version__,
+        "first_loss": loss,
+    }
+
+
+def run_braze(workload: str, mode: str, steps: int, cache: str) -> dict:
+    command = [sys.executable, __file__, "--measure", workload, mode, "--steps", str(steps)]
+    env = dict(os.environ, BRAZE_CACHE=cache)
+    output = subprocess.run(command, capture_output=True, text=True, env=env, check=True).stdout
+    return json.loads(output.strip().splitlines()[-1])
+
+
+def table(rows: list[dict]) -> str:
+    lines = [
+        "| workload | framework / mode | median step | first step | vs braze jit |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for workload in dict.fromkeys(r["workload"] for r in rows):
+        reference = next(
+            (r for r in rows if r["workload"] == workload and r["mode"] == "jit" and r["framework"] == "braze"), None
+        )
+        for r in sorted((r for r in rows if r["workload"] == workload), key=lambda r: r["median_ms"]):
+            ratio = f"{r['median_ms'] / reference['median_ms']:.2f}x" if reference else "-"
+            label = f"{r['framework']} {r['mode']}"
+            lines.append(f"| {workload} | {label} | {r['median_ms']:.1f} ms | {r['first_step_s']:.2f} s | {ratio} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workloads", default="lenet,cnn")
+    parser.add_argument("--frameworks", default="torch,jax,tf")
+    parser.add_argument("--peers-python", default=os.environ.get("BRAZE_PEERS_PYTHON"))
+    parser.add_argument("--steps", type=int, default=None)
+    parser.add_argument("--json", default="runs/bench-step.json")
+    parser.add_argument("--measure", nargs=2, metavar=("WORKLOAD", "MODE"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.measure:
+        workload, mode = args.measure
+        print(json.dumps(measure_braze(workload, mode, args.steps or STEPS[workload])))
+        return 0
+    from peers import machine_info, run_peers
+
+    rows = []
+    for workload in args.workloads.split(","):
+        steps = args.steps or STEPS[workload]
+        for mode in MODES:
+            with tempfile.TemporaryDirectory(prefix="braze-bench-cache-") as cache:
+                row = run_braze(workload, mode, steps, cache)
+                print(
+                    f"braze {mode} {workload}: {row['median_ms']:.1f} ms/step, first step {row['first_step_s']:.2f} s",
+                    file=sys.stderr,
+                )
+                rows.append(row)
+                if mode == "jit":
+                    warm = run_braze(workload, mode, steps, cache)
+                    rows.append(dict(warm, mode="jit (warm disk cache)"))
+        frameworks = [f for f in args.frameworks.split(",") if f]
+        if frameworks:
+            rows += run_peers([workload], frameworks, {workload: steps}, python=args.peers_python)
+    print(table(rows))
+    out = Path(args.json)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"machine": machine_info(), "rows": rows}, indent=2) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
