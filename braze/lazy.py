@@ -325,10 +325,12 @@ def trace(fn: Callable[..., Any], *args: Any, device: Device | None = None) -> G
     Module and optimizer arguments should already live on that device."""
     target = device or LAZY
     moved = [a.to(target) if isinstance(a, Tensor) else a for a in args]
-    result = fn(*moved)
+    start = next(_SEQUENCE)  # what was pending before the call is not part of its graph
+    with barriers_held():  # the whole function is one graph, optimizer steps included
+        result = fn(*moved)
     results = result if isinstance(result, (tuple, list)) else (result,)
     roots = [r._value for r in results if isinstance(r, Tensor)]
-    roots += [e for e in EXECUTOR.pending_roots(target) if all(e is not r for r in roots)]
+    roots += [e for e in EXECUTOR.pending_roots(target) if e.seq > start and all(e is not r for r in roots)]
     return build_graph([r for r in roots if r.data is None]).graph
 
 

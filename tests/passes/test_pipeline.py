@@ -35,12 +35,13 @@ def test_lenet_step_kernel_count_and_peak_memory_are_pinned():
 def test_fused_lenet_step_computes_what_the_unfused_one_does():
     workload = lenet_workload(braze.LAZY_CPU, batch_size=16)
     x, y = workload.batch(braze.LAZY_CPU)
-    workload.step(x, y)
     from braze.lazy import EXECUTOR
 
-    roots = EXECUTOR.pending_roots(braze.LAZY_CPU)
-    traced = build_graph(roots)
+    with braze.lazy.barriers_held():  # keep the whole step pending, optimizer update included
+        workload.step(x, y)
+    traced = build_graph(EXECUTOR.pending_roots(braze.LAZY_CPU))
     EXECUTOR._live.clear()
+    assert len(traced.graph.nodes()) > 100
     optimized, _ = pipeline.run(traced.graph, verify=True)
     for expected, got in zip(evaluate(traced.graph, traced.args), evaluate(optimized, traced.args), strict=True):
         np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)

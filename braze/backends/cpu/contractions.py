@@ -9,6 +9,7 @@ compiler vectorizes it (AVX-512 on this machine) without any runtime dispatch.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from braze.backends.cpu.elemental import Emitter, Index, c_type
 from braze.backends.cpu.loops import parallel_pragma
@@ -126,6 +127,18 @@ def _open(em: Emitter, name: str, bound: int | str, start: int | str = 0, step: 
     increment = f"{name}++" if step == 1 else f"{name} += {step}"
     em.emit(f"for (int64_t {name} = {start}; {name} < {bound}; {increment}) {{")
     em.push()
+
+
+def _tiles(em: Emitter, name: str, total: int, tile: int, body: Callable[[int, str], None]) -> None:
+    """Full tiles of ``tile`` over [0, total) in a loop, then the remainder: every tile's
+    width is a compile-time constant, so its accumulators can live in registers."""
+    full = total - total % tile
+    if full:
+        _open(em, name, full, step=tile)
+        body(tile, name)
+        _close(em, 1)
+    if total % tile:
+        body(total % tile, str(full))
 
 
 def _padded_copy(
@@ -280,13 +293,7 @@ def _direct_conv(
         em.pop()
         em.emit("}")
 
-    full = ow - ow % tile
-    if full:
-        _open(em, "xb", full, step=tile)
-        block(tile, "xb")
-        _close(em, 1)
-    if ow % tile:
-        block(ow % tile, str(full))
+    _tiles(em, "xb", ow, tile, block)
     _close(em, 2)
 
 
@@ -458,13 +465,7 @@ def emit_conv_grad_filter(em: Emitter, computation: Graph, outputs: list[str], r
         em.pop()
         em.emit("}")
 
-    full = c - c % block
-    if full:
-        _open(em, "cb", full, step=block)
-        channels(block, "cb")
-        _close(em, 1)
-    if c % block:
-        channels(c % block, str(full))
+    _tiles(em, "cb", c, block, channels)
     _close(em, 2)
     if source != x:
         em.emit("free(xpad);")
