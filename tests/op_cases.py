@@ -254,6 +254,13 @@ CASES: list[OpCase] = [
         (F(2, 7, 8, 2), F(3, 3, 2, 3)),
     ),
     OpCase(
+        "conv2d_one_channel_same",
+        lambda x, w: braze.conv2d(x, w, padding="SAME"),
+        lambda x, w: conv_ref(x, w, padding="SAME"),
+        (F(3, 20, 20, 1), F(5, 5, 1, 6)),
+    ),
+    OpCase("conv2d_one_channel_narrow", braze.conv2d, conv_ref, (F(2, 9, 12, 1), F(3, 2, 1, 3))),
+    OpCase(
         "conv2d_dilation",
         lambda x, w: braze.conv2d(x, w, dilation=2),
         lambda x, w: conv_ref(x, w, dilation=(2, 2)),

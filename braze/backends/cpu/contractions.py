@@ -433,6 +433,13 @@ def emit_conv_grad_filter(em: Emitter, computation: Graph, outputs: list[str], r
     if pt or pb or pl or pr:
         _padded_copy(em, t, "xpad", x, x_node.shape, rows, cols, pt, pl)
         source = "xpad"
+    if c == 1 and sw == 1 and kh * kw <= 25 and o < 8 and root.dtype.itemsize == 4:
+        _row_filter_grad(
+            em, computation, outputs, root, t, source, g, rows, cols, (n, oh, ow, o), (kh, kw), (sh, dh, dw)
+        )
+        if source != x:
+            em.emit("free(xpad);")
+        return
     lanes = -(-o // 16)
     block = min(c, max(1, 16 // lanes))
     pragma = parallel_pragma(g_node.aval.size * kh * kw * c, kh * kw)
@@ -469,6 +476,78 @@ def emit_conv_grad_filter(em: Emitter, computation: Graph, outputs: list[str], r
     _close(em, 2)
     if source != x:
         em.emit("free(xpad);")
+
+
+def _row_filter_grad(
+    em: Emitter,
+    computation: Graph,
+    outputs: list[str],
+    root: Node,
+    t: str,
+    x: str,
+    g: str,
+    rows: int,
+    cols: int,
+    g_shape,
+    filter_hw,
+    geometry,
+) -> None:
+    """Filter gradient of a one-channel input with few output channels (LeNet's first
+    layer): for each output channel, one 16-lane accumulator per filter tap, streaming
+    along image rows, so every multiply-add is a full vector and the accumulators never
+    leave registers. A row's last partial block is a full block ending at the row's end
+    whose already-counted lanes get a zero cotangent."""
+    n, oh, ow, o = g_shape
+    kh, kw = filter_hw
+    sh, dh, dw = geometry
+    taps = kh * kw
+    starts = list(range(0, ow - 15, 16))
+    if ow % 16 and ow >= 16:
+        starts.append(ow - 16)
+    em.emit(f"{t} total[{o}][{taps}];")
+    em.emit(f"#pragma omp parallel for schedule(static) if({n * oh * ow * taps * o} >= {1 << 20})")
+    _open(em, "co", o)
+    em.emit(f"braze_vf32 acc[{taps}];")
+    em.emit(f"{t} tail[{taps}];")
+    em.emit("memset(acc, 0, sizeof(acc));")
+    em.emit("memset(tail, 0, sizeof(tail));")
+    _open(em, "r", n * oh)
+    em.emit(f"const int64_t bn = r / {oh}, y = r % {oh};")
+    em.emit(f"const {t}* grow = {g} + r * {ow * o} + co;")
+    em.emit(f"const {t}* xbase = {x} + (bn * {rows} + y * {sh}) * {cols};")
+    for block_start in starts:
+        fresh = 16 if block_start % 16 == 0 else ow - (starts[-2] + 16 if len(starts) > 1 else 0)
+        em.emit("{")
+        em.push()
+        em.emit("braze_vf32 gv;")
+        em.emit(
+            f"for (int lane = 0; lane < 16; lane++) gv[lane] = lane >= {16 - fresh} ? grow[({block_start} + lane) * {o}] : 0;"
+        )
+        em.emit("#pragma GCC unroll 32")
+        _open(em, "k", taps)
+        em.emit("braze_vf32 xv;")
+        em.emit(f"memcpy(&xv, xbase + (k / {kw}) * {dh * cols} + (k % {kw}) * {dw} + {block_start}, sizeof(xv));")
+        em.emit("acc[k] += xv * gv;")
+        _close(em, 1)
+        em.pop()
+        em.emit("}")
+    if ow < 16:
+        _open(em, "xt", ow)
+        _open(em, "k", taps)
+        em.emit(f"tail[k] += xbase[(k / {kw}) * {dh * cols} + (k % {kw}) * {dw} + xt] * grow[xt * {o}];")
+        _close(em, 2)
+    _close(em, 1)
+    _open(em, "k", taps)
+    em.emit(f"{t} s = tail[k];")
+    em.emit("for (int lane = 0; lane < 16; lane++) s += acc[k][lane];")
+    em.emit("total[co][k] = s;")
+    _close(em, 2)
+    _open(em, "a", kh)
+    _open(em, "b", kw)
+    _open(em, "co", o)
+    em.emit("const int64_t zero = 0;")
+    _store(em, computation, outputs, root, Index(root.shape, ("a", "b", "zero", "co")), f"total[co][a * {kw} + b]")
+    _close(em, 3)
 
 
 CONTRACTION_EMITTERS = {

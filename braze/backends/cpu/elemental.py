@@ -259,8 +259,9 @@ class Emitter:
             return f"pow{f}({a[0]}, {a[1]})"
         if op in ("max", "min"):
             better = ">" if op == "max" else "<"
-            nan = f"{a[0]} != {a[0]} || " if dtype.is_float else ""
-            return f"(({nan}{a[0]} {better} {a[1]}) ? {a[0]} : {a[1]})"
+            # Bitwise | rather than ||: no branch, so the select vectorizes; NaN propagates.
+            nan = f"({a[0]} != {a[0]}) | " if dtype.is_float else ""
+            return f"(({nan}({a[0]} {better} {a[1]})) ? {a[0]} : {a[1]})"
         if op in COMPARE:
             return f"(unsigned char)({a[0]} {COMPARE[op]} {a[1]})"
         if op == "select":

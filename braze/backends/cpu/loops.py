@@ -88,8 +88,8 @@ def emit_loop_kernel(em: Emitter, computation: Graph, outputs: list[str]) -> Non
 def _combine(kind: str, acc: str, value: str, dtype) -> str:
     if kind == "reduce_sum":
         return f"{acc} + {value}"
-    nan = f"{value} != {value} || " if dtype.is_float else ""
-    return f"({nan}{value} > {acc}) ? {value} : {acc}"
+    nan = f"({value} != {value}) | " if dtype.is_float else ""
+    return f"({nan}({value} > {acc})) ? {value} : {acc}"
 
 
 def reduction_init(op: str, dtype) -> str:
@@ -126,6 +126,12 @@ def emit_reduction_kernel(em: Emitter, computation: Graph, outputs: list[str], r
     parallel = bool(shape) and 0 not in axes and parallel_pragma(math.prod(shape), shape[0])
     if parallel:
         em.emit(str(parallel))
+    elif shape and 0 in axes and root.op == "reduce_sum" and not extras and root.aval.size <= 4096:
+        # The leading axis is summed away (a bias gradient): each thread sums its rows into
+        # a private copy of the small result, and OpenMP adds the copies.
+        pragma = parallel_pragma(math.prod(shape), shape[0])
+        if pragma:
+            em.emit(f"{pragma} reduction(+:{target}[:{root.aval.size}])")
     for name, size in zip(names, outer, strict=False):
         em.emit(f"for (int64_t {name} = 0; {name} < {size}; {name}++) {{")
         em.push()

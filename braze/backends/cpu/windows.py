@@ -18,7 +18,7 @@ def _operand(em: Emitter, node: Node) -> str:
 def _window_positions(em: Emitter, root: Node, out_dims: tuple[str, ...], source_shape) -> tuple[list[str], str]:
     """Open one loop per window dimension; return the input index names and the validity test."""
     names, checks = [], []
-    for d, (k, s, (low, _)) in enumerate(
+    for d, (k, s, (low, high)) in enumerate(
         zip(root.attr("window_dimensions"), root.attr("window_strides"), root.attr("padding"), strict=True)
     ):
         em.emit(f"for (int64_t w{d} = 0; w{d} < {k}; w{d}++) {{")
@@ -26,8 +26,9 @@ def _window_positions(em: Emitter, root: Node, out_dims: tuple[str, ...], source
         position = f"p{d}"
         em.emit(f"const int64_t {position} = {out_dims[d]} * {s} + w{d} - {low};")
         names.append(position)
-        checks.append(f"{position} >= 0 && {position} < {source_shape[d]}")
-    return names, " && ".join(checks) or "1"
+        if low or high:  # without padding every window lies inside the operand
+            checks.append(f"{position} >= 0 && {position} < {source_shape[d]}")
+    return names, " && ".join(checks)
 
 
 def _close(em: Emitter, count: int) -> None:
@@ -47,14 +48,13 @@ def emit_reduce_window(em: Emitter, computation: Graph, outputs: list[str], root
         em.emit(f"{t} acc = {reduction_init('reduce_sum' if kind == 'sum' else 'reduce_max', root.dtype)};")
         names, valid = _window_positions(em, root, em.dims(index), source.shape)
         offset = " + ".join(f"{n} * {s}" for n, s in zip(names, steps, strict=True)) or "0"
-        em.emit(f"if ({valid}) {{")
-        em.emit(f"  const {t} v = {x}[{offset}];")
+        value = f"{x}[{offset}]"
         if kind == "sum":
-            em.emit("  acc += v;")
+            update = f"acc += {value};"
         else:
-            nan = "v != v || " if root.dtype.is_float else ""
-            em.emit(f"  if ({nan}v > acc) acc = v;")
-        em.emit("}")
+            nan = f"({value} != {value}) | " if root.dtype.is_float else ""
+            update = f"acc = ({nan}({value} > acc)) ? {value} : acc;"
+        em.emit(f"if ({valid}) {update}" if valid else update)
         _close(em, len(names))
         em.overrides[id(root)] = lambda _index: "acc"
         for k, result in enumerate(computation.outputs):
@@ -79,7 +79,7 @@ def _argmax(em: Emitter, root: Node, operand: Node, out_dims: tuple[str, ...]) -
     em.emit(f"{t} top = 0;")
     names, valid = _window_positions(em, root, out_dims, operand.shape)
     offset = " + ".join(f"{n} * {s}" for n, s in zip(names, steps, strict=True)) or "0"
-    em.emit(f"if ({valid}) {{")
+    em.emit(f"if ({valid or 1}) {{")
     em.emit(f"  const int64_t at = {offset};")
     em.emit(f"  const {t} v = {x}[at];")
     better = "(top == top && (v != v || v > top))" if operand.dtype.is_float else "v > top"
