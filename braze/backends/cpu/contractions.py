@@ -520,9 +520,8 @@ def _row_filter_grad(
         em.emit("{")
         em.push()
         em.emit("braze_vf32 gv;")
-        em.emit(
-            f"for (int lane = 0; lane < 16; lane++) gv[lane] = lane >= {16 - fresh} ? grow[({block_start} + lane) * {o}] : 0;"
-        )
+        lane_value = f"lane >= {16 - fresh} ? grow[({block_start} + lane) * {o}] : 0"
+        em.emit(f"for (int lane = 0; lane < 16; lane++) gv[lane] = {lane_value};")
         em.emit("#pragma GCC unroll 32")
         _open(em, "k", taps)
         em.emit("braze_vf32 xv;")
