@@ -24,7 +24,9 @@ def test_op_matches_numpy(case):
     expected = np.asarray(case.ref(*arrays))
     assert out.shape == expected.shape
     assert out.dtype.numpy == expected.dtype, f"{case.name}: {out.dtype} vs {expected.dtype}"
-    np.testing.assert_allclose(out.numpy(), expected, rtol=case.rtol, atol=case.atol)
+    # Sums of float32 products lose absolute precision with the size of their terms.
+    scale = float(np.max(np.abs(expected), initial=1.0)) if expected.dtype.kind == "f" else 0.0
+    np.testing.assert_allclose(out.numpy(), expected, rtol=case.rtol, atol=max(case.atol, case.rtol * scale))
 
 
 @pytest.mark.parametrize("case", GRAD_CASES, ids=lambda c: c.name)

@@ -342,6 +342,81 @@ def _deep_conv(
     _close(em, 4)
 
 
+def _channel_major_copy(
+    em: Emitter,
+    t: str,
+    name: str,
+    source: str,
+    shape,
+    rows: int,
+    cols: int,
+    top: int,
+    left: int,
+    row_step: int,
+    col_step: int,
+) -> None:
+    """Like ``_padded_copy``, laid out (N, rows, C, cols): a row of one channel is contiguous,
+    so a convolution can stream output columns through vector lanes. 16 floats of slack at
+    the end let the last vector load run past the last row."""
+    n, h, w, c = shape
+    em.emit(f"{t}* {name} = ({t}*)calloc((size_t){n * rows * cols * c + 16}, sizeof({t}));")
+    _open(em, "cn", n)
+    _open(em, "cy", h)
+    em.emit(f"const int64_t ry = {top} + cy * {row_step};")
+    em.emit(f"if (ry < 0 || ry >= {rows}) continue;")
+    _open(em, "cx", w)
+    em.emit(f"const int64_t rx = {left} + cx * {col_step};")
+    em.emit(f"if (rx < 0 || rx >= {cols}) continue;")
+    em.emit(f"const {t}* from = {source} + ((cn * {h} + cy) * {w} + cx) * {c};")
+    em.emit(f"for (int64_t ch = 0; ch < {c}; ch++) {name}[((cn * {rows} + ry) * {c} + ch) * {cols} + rx] = from[ch];")
+    _close(em, 3)
+
+
+def _narrow_conv(
+    em: Emitter,
+    computation: Graph,
+    outputs: list[str],
+    root: Node,
+    x: str,
+    w: str,
+    rows: int,
+    cols: int,
+    c: int,
+    filter_hw,
+    dilation,
+) -> None:
+    """A stride-1 VALID convolution with few output channels over a channel-major input:
+    16 output columns per vector, one vector accumulator per output channel, each filter
+    tap a broadcast scalar. Lanes past the row's end compute garbage that is never stored
+    (lanes never mix)."""
+    n, oh, ow, o = root.shape
+    kh, kw = filter_hw
+    dh, dw = dilation
+    pragma = parallel_pragma(root.aval.size * kh * kw * c, n * oh)
+    if pragma:
+        em.emit(pragma.replace("parallel for", "parallel for collapse(2)"))
+    _open(em, "bn", n)
+    _open(em, "y", oh)
+    _open(em, "x0", ow, step=16)
+    em.emit(f"braze_vf32 acc[{o}];")
+    em.emit("memset(acc, 0, sizeof(acc));")
+    _open(em, "a", kh)
+    _open(em, "b", kw)
+    _open(em, "ci", c)
+    em.emit("braze_vf32 xv;")
+    em.emit(f"memcpy(&xv, {x} + ((bn * {rows} + y + a * {dh}) * {c} + ci) * {cols} + x0 + b * {dw}, sizeof(xv));")
+    em.emit(f"const float* wt = {w} + ((a * {kw} + b) * {c} + ci) * {o};")
+    em.emit("#pragma GCC unroll 16")
+    em.emit(f"for (int64_t co = 0; co < {o}; co++) acc[co] += xv * wt[co];")
+    _close(em, 3)
+    em.emit(f"const int64_t width = {ow} - x0 < 16 ? {ow} - x0 : 16;")
+    _open(em, "j", "width")
+    _open(em, "co", o)
+    em.emit("const int64_t ox = x0 + j;")
+    _store(em, computation, outputs, root, Index(root.shape, ("bn", "y", "ox", "co")), "acc[co][j]")
+    _close(em, 5)
+
+
 def emit_conv(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
     x_node, w_node = root.inputs
     x, w = _operand(em, x_node), _operand(em, w_node)
@@ -384,7 +459,12 @@ def emit_conv_grad_input(em: Emitter, computation: Graph, outputs: list[str], ro
     sh, sw, pt, pl, dh, dw = _conv_geometry(root)
     t = c_type(root.dtype)
     rows, cols = h + (kh - 1) * dh, wd + (kw - 1) * dw
-    _padded_copy(em, t, "gpad", g, g_node.shape, rows, cols, (kh - 1) * dh - pt, (kw - 1) * dw - pl, sh, sw)
+    top, left = (kh - 1) * dh - pt, (kw - 1) * dw - pl
+    narrow = c < 8 and o >= 8 and root.dtype.itemsize == 4
+    if narrow:
+        _channel_major_copy(em, t, "gpad", g, g_node.shape, rows, cols, top, left, sh, sw)
+    else:
+        _padded_copy(em, t, "gpad", g, g_node.shape, rows, cols, top, left, sh, sw)
     em.emit(f"{t}* wflip = ({t}*)malloc(sizeof({t}) * {kh * kw * c * o});")
     em.emit(f"{t}* wflip_oi = ({t}*)malloc(sizeof({t}) * {kh * kw * c * o});")
     _open(em, "a", kh)
@@ -395,24 +475,27 @@ def emit_conv_grad_input(em: Emitter, computation: Graph, outputs: list[str], ro
     em.emit(f"wflip[((a * {kw} + b) * {o} + co) * {c} + ci] = v;")
     em.emit(f"wflip_oi[((a * {kw} + b) * {c} + ci) * {o} + co] = v;")
     _close(em, 4)
-    _direct_conv(
-        em,
-        computation,
-        outputs,
-        root,
-        t,
-        "gpad",
-        "wflip",
-        rows,
-        cols,
-        o,
-        kh,
-        kw,
-        c,
-        (1, 1),
-        (dh, dw),
-        w_hwoi="wflip_oi",
-    )
+    if narrow:
+        _narrow_conv(em, computation, outputs, root, "gpad", "wflip", rows, cols, o, (kh, kw), (dh, dw))
+    else:
+        _direct_conv(
+            em,
+            computation,
+            outputs,
+            root,
+            t,
+            "gpad",
+            "wflip",
+            rows,
+            cols,
+            o,
+            kh,
+            kw,
+            c,
+            (1, 1),
+            (dh, dw),
+            w_hwoi="wflip_oi",
+        )
     em.emit("free(gpad);")
     em.emit("free(wflip);")
     em.emit("free(wflip_oi);")
