@@ -182,12 +182,8 @@ class JittedFunction:
             # Tensors created while tracing (optimizer slots made on the first step) are
             # computed too; they change the signature, so this trace is not cached.
             known = {id(t) for _, t in tensors}
-            fresh = [
-                (t, len(roots) + i)
-                for i, (_, t) in enumerate(
-                    [(p, t) for p, t in _tensors(args, kwargs) if id(t) not in known and t.device.is_lazy]
-                )
-            ]
+            created = [t for _, t in _tensors(args, kwargs) if id(t) not in known and t.device.is_lazy]
+            fresh = [(t, len(roots) + i) for i, t in enumerate(created)]
             roots += [t._value for t, _ in fresh]
             trace = lazy.build_graph(roots)
             parameter_of = {
