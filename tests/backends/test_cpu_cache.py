@@ -149,3 +149,16 @@ def test_lazy_devices_compile_natively_unless_the_reference_backend_is_asked_for
     monkeypatch.setenv("BRAZE_BACKEND", "reference")
     assert (x * 3.0 + 0.5).tolist() == [0.5, 3.5, 6.5, 9.5]
     assert metrics.counter("DiskCacheMiss") == 1
+
+
+def test_the_compiler_probe_is_remembered_across_processes(tmp_path, monkeypatch):
+    monkeypatch.setenv("BRAZE_CACHE", str(tmp_path))
+    cc.find_compiler.cache_clear()
+    try:
+        first = cc.find_compiler()
+        assert (tmp_path / "compilers.json").exists()
+        cc.find_compiler.cache_clear()
+        monkeypatch.setattr(cc, "_probe", lambda path: pytest.fail("probed again"))
+        assert cc.find_compiler() == first
+    finally:
+        cc.find_compiler.cache_clear()

@@ -5,12 +5,15 @@ own message."""
 from __future__ import annotations
 
 import functools
+import json
 import os
 import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from braze.backends.cpu.diskcache import default_root, write_atomically
 
 BASE_FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=gnu11")
 
@@ -50,19 +53,51 @@ def _accepts(path: str, flags: tuple[str, ...]) -> bool:
             return False
 
 
+def _probe(path: str) -> Compiler | None:
+    """Ask the compiler its version and which flags it takes (a few compiler runs)."""
+    version = _version(path)
+    if version is None:
+        return None
+    flags = BASE_FLAGS if _accepts(path, BASE_FLAGS) else tuple(f for f in BASE_FLAGS if f != "-march=native")
+    if _accepts(path, (*flags, "-fopenmp")):
+        flags = (*flags, "-fopenmp")
+    return Compiler(path, version, flags)
+
+
+def _remembered(path: str) -> Compiler | None:
+    """The probe of ``path`` from an earlier process, kept beside the kernel cache: probing
+    runs the compiler three times, which would dominate a warm start. It is redone when the
+    compiler's file changes."""
+    info = os.stat(path)
+    identity = f"{path}:{info.st_mtime_ns}:{info.st_size}:{' '.join(BASE_FLAGS)}"
+    record = default_root() / "compilers.json"
+    try:
+        known = json.loads(record.read_text())
+    except (OSError, ValueError):
+        known = {}
+    if identity in known:
+        version, flags = known[identity]
+        return Compiler(path, version, tuple(flags))
+    compiler = _probe(path)
+    if compiler is not None:
+        known[identity] = [compiler.version, list(compiler.flags)]
+        try:
+            record.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            write_atomically(record, json.dumps(known).encode(), 0o600)
+        except OSError:
+            pass  # an unwritable cache only costs the next process a probe
+    return compiler
+
+
 @functools.cache
 def find_compiler() -> Compiler | None:
     """The C compiler braze uses, or None when there is none."""
     requested = os.environ.get("CC")
     for name in [requested] if requested else ["gcc", "clang", "cc"]:
         path = shutil.which(name)
-        version = _version(path) if path else None
-        if path is None or version is None:
-            continue
-        flags = BASE_FLAGS if _accepts(path, BASE_FLAGS) else tuple(f for f in BASE_FLAGS if f != "-march=native")
-        if _accepts(path, (*flags, "-fopenmp")):
-            flags = (*flags, "-fopenmp")
-        return Compiler(path, version, flags)
+        compiler = _remembered(path) if path else None
+        if compiler is not None:
+            return compiler
     return None
 
 

@@ -33,7 +33,7 @@ def digest(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
-def _write_atomically(path: Path, data: bytes, mode: int) -> None:
+def write_atomically(path: Path, data: bytes, mode: int) -> None:
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -98,8 +98,8 @@ class DiskCache:
         folder = self._folder()
         library, checksum = self.paths(key)
         data = built.read_bytes()
-        _write_atomically(folder / library.name, data, 0o700)
-        _write_atomically(folder / checksum.name, hashlib.sha256(data).hexdigest().encode(), 0o600)
+        write_atomically(folder / library.name, data, 0o700)
+        write_atomically(folder / checksum.name, hashlib.sha256(data).hexdigest().encode(), 0o600)
         return library
 
     def get_or_build(self, key: str, build: Callable[[Path], Path]) -> tuple[Path, bool]:
@@ -116,7 +116,7 @@ class DiskCache:
         folder = self._folder() / "failed"
         folder.mkdir(exist_ok=True, mode=0o700)
         path = folder / f"{key[:16]}.c"
-        _write_atomically(path, source.encode(), 0o600)
+        write_atomically(path, source.encode(), 0o600)
         return path
 
     def discard(self, key: str) -> None:
