@@ -65,6 +65,9 @@ class EagerExecutor:
     def to_numpy(self, value: np.ndarray) -> np.ndarray:
         return value
 
+    def track(self, tensor: Tensor, previous: Any = None) -> None:
+        """Eager values are never pending: nothing to track."""
+
 
 _EXECUTORS: dict[str, Executor] = {"EAGER": EagerExecutor()}
 

@@ -15,7 +15,6 @@ SOURCES = {"iota", "constant", "rng_uniform"}
 REDUCTIONS = {"reduce_sum", "reduce_max"}
 CONTRACTIONS = {"dot_general", "conv", "conv_grad_input", "conv_grad_filter"}
 WINDOWED = {"reduce_window", "select_and_scatter_add", "select_and_gather_add"}
-EXPENSIVE = {"exp", "log", "sqrt", "rsqrt", "tanh", "logistic", "pow", "div"} | CONTRACTIONS | WINDOWED | REDUCTIONS
 
 
 def splat_value(node: Node) -> float | int | bool | None:

@@ -278,12 +278,3 @@ class Emitter:
 def _affine(dim: str, start: int, stride: int) -> str:
     scaled = dim if stride == 1 else f"{dim} * {stride}"
     return scaled if start == 0 else f"({scaled} + {start})"
-
-
-ELEMENTAL_OPS = (
-    set(UNARY_FLOAT)
-    | set(COMPARE)
-    | {"neg", "abs", "sign", "add", "sub", "mul", "div", "pow", "max", "min", "select", "convert"}
-    | {"parameter", "constant", "iota", "rng_uniform"}
-    | {"broadcast_in_dim", "reshape", "transpose", "slice", "pad", "concatenate"}
-)
