@@ -13,6 +13,7 @@ class Adam(Optimizer):
     """Adam; ``weight_decay`` adds an L2 term to the gradient, as PyTorch's Adam does."""
 
     decoupled = False
+    default_weight_decay = 0.0
 
     def __init__(
         self,
@@ -20,8 +21,9 @@ class Adam(Optimizer):
         lr: float = 1e-3,
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
-        weight_decay: float = 0.0,
+        weight_decay: float | None = None,
     ) -> None:
+        weight_decay = self.default_weight_decay if weight_decay is None else weight_decay
         if lr <= 0 or not (0 <= betas[0] < 1 and 0 <= betas[1] < 1) or eps <= 0 or weight_decay < 0:
             raise ValueError(f"{type(self).__name__}: invalid lr={lr}, betas={betas}, eps={eps} or weight_decay")
         self.lr, self.betas, self.eps, self.weight_decay = lr, betas, eps, weight_decay
@@ -47,16 +49,8 @@ class Adam(Optimizer):
 
 
 class AdamW(Adam):
-    """Adam with weight decay applied to the parameters directly (Loshchilov and Hutter)."""
+    """Adam with weight decay applied to the parameters directly (Loshchilov and Hutter);
+    the weight decay defaults to 0.01, as in PyTorch."""
 
     decoupled = True
-
-    def __init__(
-        self,
-        params: Any = None,
-        lr: float = 1e-3,
-        betas: tuple[float, float] = (0.9, 0.999),
-        eps: float = 1e-8,
-        weight_decay: float = 0.01,
-    ) -> None:
-        super().__init__(params, lr, betas, eps, weight_decay)
+    default_weight_decay = 0.01

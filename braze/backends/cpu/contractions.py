@@ -153,12 +153,16 @@ def _padded_copy(
     left: int,
     row_step: int = 1,
     col_step: int = 1,
+    channel_major: bool = False,
 ) -> None:
     """``name``: a zeroed (N, rows, cols, C) buffer with source[n, y, x] placed at
     (top + y * row_step, left + x * col_step); padding and stride dilation become zeros,
-    so the convolution loops need no bounds checks."""
+    so the convolution loops need no bounds checks. ``channel_major`` lays it out
+    (N, rows, C, cols) instead, so that a row of one channel is contiguous, with 16 values
+    of slack at the end for a vector load running past the last row."""
     n, h, w, c = shape
-    em.emit(f"{t}* {name} = ({t}*)calloc((size_t){n * rows * cols * c}, sizeof({t}));")
+    slack = 16 if channel_major else 0
+    em.emit(f"{t}* {name} = ({t}*)calloc((size_t){n * rows * cols * c + slack}, sizeof({t}));")
     pragma = parallel_pragma(n * h * w * c, n)
     if pragma:
         em.emit(pragma)
@@ -169,10 +173,13 @@ def _padded_copy(
     _open(em, "cx", w)
     em.emit(f"const int64_t rx = {left} + cx * {col_step};")
     em.emit(f"if (rx < 0 || rx >= {cols}) continue;")
-    em.emit(
-        f"memcpy({name} + ((cn * {rows} + ry) * {cols} + rx) * {c}, {source} + ((cn * {h} + cy) * {w} + cx) * {c}, "
-        f"sizeof({t}) * {c});"
-    )
+    em.emit(f"const {t}* from = {source} + ((cn * {h} + cy) * {w} + cx) * {c};")
+    if channel_major:
+        em.emit(
+            f"for (int64_t ch = 0; ch < {c}; ch++) {name}[((cn * {rows} + ry) * {c} + ch) * {cols} + rx] = from[ch];"
+        )
+    else:
+        em.emit(f"memcpy({name} + ((cn * {rows} + ry) * {cols} + rx) * {c}, from, sizeof({t}) * {c});")
     _close(em, 3)
 
 
@@ -342,36 +349,6 @@ def _deep_conv(
     _close(em, 4)
 
 
-def _channel_major_copy(
-    em: Emitter,
-    t: str,
-    name: str,
-    source: str,
-    shape,
-    rows: int,
-    cols: int,
-    top: int,
-    left: int,
-    row_step: int,
-    col_step: int,
-) -> None:
-    """Like ``_padded_copy``, laid out (N, rows, C, cols): a row of one channel is contiguous,
-    so a convolution can stream output columns through vector lanes. 16 floats of slack at
-    the end let the last vector load run past the last row."""
-    n, h, w, c = shape
-    em.emit(f"{t}* {name} = ({t}*)calloc((size_t){n * rows * cols * c + 16}, sizeof({t}));")
-    _open(em, "cn", n)
-    _open(em, "cy", h)
-    em.emit(f"const int64_t ry = {top} + cy * {row_step};")
-    em.emit(f"if (ry < 0 || ry >= {rows}) continue;")
-    _open(em, "cx", w)
-    em.emit(f"const int64_t rx = {left} + cx * {col_step};")
-    em.emit(f"if (rx < 0 || rx >= {cols}) continue;")
-    em.emit(f"const {t}* from = {source} + ((cn * {h} + cy) * {w} + cx) * {c};")
-    em.emit(f"for (int64_t ch = 0; ch < {c}; ch++) {name}[((cn * {rows} + ry) * {c} + ch) * {cols} + rx] = from[ch];")
-    _close(em, 3)
-
-
 def _narrow_conv(
     em: Emitter,
     computation: Graph,
@@ -461,10 +438,7 @@ def emit_conv_grad_input(em: Emitter, computation: Graph, outputs: list[str], ro
     rows, cols = h + (kh - 1) * dh, wd + (kw - 1) * dw
     top, left = (kh - 1) * dh - pt, (kw - 1) * dw - pl
     narrow = c < 8 and o >= 8 and root.dtype.itemsize == 4
-    if narrow:
-        _channel_major_copy(em, t, "gpad", g, g_node.shape, rows, cols, top, left, sh, sw)
-    else:
-        _padded_copy(em, t, "gpad", g, g_node.shape, rows, cols, top, left, sh, sw)
+    _padded_copy(em, t, "gpad", g, g_node.shape, rows, cols, top, left, sh, sw, channel_major=narrow)
     em.emit(f"{t}* wflip = ({t}*)malloc(sizeof({t}) * {kh * kw * c * o});")
     em.emit(f"{t}* wflip_oi = ({t}*)malloc(sizeof({t}) * {kh * kw * c * o});")
     _open(em, "a", kh)
