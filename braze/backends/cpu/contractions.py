@@ -216,7 +216,8 @@ def _direct_conv(
         return
     lanes = -(-o // 16)
     wide = o >= 8
-    tile = min(ow, max(1, 12 // lanes)) if wide else min(ow, 16)
+    # Accumulator tiles sized to the 32 vector registers, leaving room for weights and inputs.
+    tile = min(ow, max(1, (24 if o % (64 // root.dtype.itemsize) == 0 else 12) // lanes)) if wide else min(ow, 16)
     pragma = parallel_pragma(root.aval.size * kh * kw * c, n * oh)
     if pragma:
         em.emit(pragma.replace("parallel for", "parallel for collapse(2)"))
