@@ -45,6 +45,14 @@ class Layer(Module):
     def build(self, input_shape: tuple[int, ...]) -> None:
         """Create parameters for inputs of ``input_shape`` (without the batch dimension)."""
 
+    def _build_if_known(self, input_shape: Sequence[int] | None) -> None:
+        """Build at once when the input shape is given (Keras's ``input_shape=``), else on the first call."""
+        self.built = False
+        if input_shape is not None:
+            self.input_shape = tuple(input_shape)
+            self.build(self.input_shape)
+            self.built = True
+
     def __call__(self, x: Tensor, *args: Any, **kwargs: Any) -> Any:
         if not self.built:
             self.build(tuple(x.shape[1:]))
@@ -70,14 +78,9 @@ class Dense(Layer):
         self.activation = activation_fn(activation)
         self.use_bias = use_bias
         self._generator = generator
-        self.built = False
-        if input_shape is not None:
-            self.input_shape = tuple(input_shape)
-            input_dim = self.input_shape[-1]
-        if input_dim is not None:
-            self.input_shape = self.input_shape or (int(input_dim),)
-            self.build(self.input_shape)
-            self.built = True
+        if input_shape is None and input_dim is not None:
+            input_shape = (int(input_dim),)
+        self._build_if_known(input_shape)
 
     def build(self, input_shape: tuple[int, ...]) -> None:
         self.kernel = init.glorot_uniform((input_shape[-1], self.units), self._generator)
@@ -125,11 +128,7 @@ class Conv2D(Layer):
         self.activation = activation_fn(activation)
         self.use_bias = use_bias
         self._generator = generator
-        self.built = False
-        if input_shape is not None:
-            self.input_shape = tuple(input_shape)
-            self.build(self.input_shape)
-            self.built = True
+        self._build_if_known(input_shape)
 
     def build(self, input_shape: tuple[int, ...]) -> None:
         if len(input_shape) != 3:

@@ -227,47 +227,19 @@ def _direct_conv(
     lanes_per_vector = 64 // root.dtype.itemsize
     vectors = o // lanes_per_vector if wide and o % lanes_per_vector == 0 else 0
 
-    def vector_block(width: int, start: str) -> None:
-        """Accumulators as explicit 64-byte vectors, so they stay in registers."""
-        vt = f"braze_v{root.dtype.short}"
-        em.emit("{")
-        em.push()
-        em.emit(f"const int64_t x0 = {start};")
-        em.emit(f"{vt} acc[{width}][{vectors}];")
-        em.emit("memset(acc, 0, sizeof(acc));")
-        _open(em, "a", kh)
-        _open(em, "b", kw)
-        em.emit(
-            f"const {t}* xr = {x} + ((bn * {x_rows} + y * {sh} + a * {dh}) * {x_cols} + x0 * {sw} + b * {dw}) * {c};"
-        )
-        em.emit(f"const {t}* wt = {w} + (a * {kw} + b) * {c * o};")
-        _open(em, "ci", c)
-        em.emit(f"{vt} wv[{vectors}];")
-        em.emit(f"memcpy(wv, wt + ci * {o}, sizeof(wv));")
-        em.emit("#pragma GCC unroll 16")
-        _open(em, "j", width)
-        em.emit(f"const {t} xv = xr[j * {sw * c} + ci];")
-        em.emit("#pragma GCC unroll 8")
-        em.emit(f"for (int64_t q = 0; q < {vectors}; q++) acc[j][q] += wv[q] * xv;")
-        _close(em, 4)
-        em.emit(f"const {t}* flat = (const {t}*)acc;")
-        _open(em, "j", width)
-        _open(em, "co", o)
-        em.emit("const int64_t ox = x0 + j;")
-        _store(em, computation, outputs, root, Index(root.shape, ("bn", "y", "ox", "co")), f"flat[j * {o} + co]")
-        _close(em, 2)
-        em.pop()
-        em.emit("}")
-
     def block(width: int, start: str) -> None:
-        if vectors:
-            vector_block(width, start)
-            return
+        """One tile of output columns: explicit 64-byte vectors over output channels when
+        they fill whole vectors (so they stay in registers), else plain arrays with the
+        contiguous axis innermost."""
         em.emit("{")
         em.push()
         em.emit(f"const int64_t x0 = {start};")
-        shape = f"[{width}][{o}]" if wide else f"[{o}][{width}]"
-        em.emit(f"{t} acc{shape};")
+        if vectors:
+            em.emit(f"braze_v{root.dtype.short} acc[{width}][{vectors}];")
+            value = f"((const {t}*)acc)[j * {o} + co]"
+        else:
+            em.emit(f"{t} acc{f'[{width}][{o}]' if wide else f'[{o}][{width}]'};")
+            value = "acc[j][co]" if wide else "acc[co][j]"
         em.emit("memset(acc, 0, sizeof(acc));")
         _open(em, "a", kh)
         _open(em, "b", kw)
@@ -276,7 +248,15 @@ def _direct_conv(
         )
         em.emit(f"const {t}* wt = {w} + (a * {kw} + b) * {c * o};")
         _open(em, "ci", c)
-        if wide:
+        if vectors:
+            em.emit(f"braze_v{root.dtype.short} wv[{vectors}];")
+            em.emit(f"memcpy(wv, wt + ci * {o}, sizeof(wv));")
+            em.emit("#pragma GCC unroll 16")
+            _open(em, "j", width)
+            em.emit(f"const {t} xv = xr[j * {sw * c} + ci];")
+            em.emit("#pragma GCC unroll 8")
+            em.emit(f"for (int64_t q = 0; q < {vectors}; q++) acc[j][q] += wv[q] * xv;")
+        elif wide:
             _open(em, "j", width)
             em.emit(f"const {t} xv = xr[j * {sw * c} + ci];")
             em.emit(f"for (int64_t co = 0; co < {o}; co++) acc[j][co] += xv * wt[ci * {o} + co];")
@@ -289,14 +269,7 @@ def _direct_conv(
         _open(em, "j", width)
         _open(em, "co", o)
         em.emit("const int64_t ox = x0 + j;")
-        _store(
-            em,
-            computation,
-            outputs,
-            root,
-            Index(root.shape, ("bn", "y", "ox", "co")),
-            "acc[j][co]" if wide else "acc[co][j]",
-        )
+        _store(em, computation, outputs, root, Index(root.shape, ("bn", "y", "ox", "co")), value)
         _close(em, 2)
         em.pop()
         em.emit("}")
