@@ -266,6 +266,18 @@ CASES: list[OpCase] = [
         lambda x, w: conv_ref(x, w, padding="SAME"),
         (F(2, 9, 19, 3), F(3, 3, 3, 16)),
     ),
+    OpCase(
+        "conv2d_wide_filters",  # output channels fill two float32 vectors (four float64)
+        braze.conv2d,
+        conv_ref,
+        (F(2, 8, 21, 5), F(3, 3, 5, 32)),
+    ),
+    OpCase(
+        "conv2d_wide_strided_dilated",
+        lambda x, w: braze.conv2d(x, w, stride=(2, 1), dilation=(1, 2)),
+        lambda x, w: conv_ref(x, w, stride=(2, 1), dilation=(1, 2)),
+        (F(2, 9, 11, 3), F(2, 3, 3, 16)),
+    ),
     OpCase("conv2d_one_channel_narrow", braze.conv2d, conv_ref, (F(2, 9, 12, 1), F(3, 2, 1, 3))),
     OpCase(
         "conv2d_dilation",

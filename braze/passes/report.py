@@ -7,9 +7,18 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from braze.ir.graph import Graph
+from braze.ir.graph import Graph, Node
 from braze.ir.text import format_aval, print_graph
 from braze.passes.buffers import assign, schedule
+
+
+def kernel_label(node: Node) -> str:
+    """One line saying what a kernel computes: its fusion kind, result type and ops."""
+    if node.op != "fusion":
+        return f"{node.op} -> {format_aval(node.aval)}"
+    ops = Counter(m.op for m in node.attr("computation").nodes() if m.op != "parameter")
+    listed = ", ".join(f"{op} x{c}" if c > 1 else op for op, c in ops.items())
+    return f"{node.attr('kind')} fusion -> {format_aval(node.aval)}: {listed}"
 
 
 @dataclass
@@ -29,12 +38,8 @@ class Report:
         )
 
     def groups(self) -> str:
-        lines = []
-        for n, node in enumerate(k for k in schedule(self.optimized) if k.op == "fusion"):
-            ops = Counter(m.op for m in node.attr("computation").nodes() if m.op != "parameter")
-            listed = ", ".join(f"{op} x{c}" if c > 1 else op for op, c in ops.items())
-            lines.append(f"kernel {n}: {node.attr('kind')} fusion -> {format_aval(node.aval)}: {listed}")
-        return "\n".join(lines)
+        kernels = (k for k in schedule(self.optimized) if k.op == "fusion")
+        return "\n".join(f"kernel {n}: {kernel_label(node)}" for n, node in enumerate(kernels))
 
     def text(self) -> str:
         notes = "".join(f"# {note}\n" for note in self.optimized.notes)

@@ -1,5 +1,7 @@
 """Every op of the op table through the native CPU backend, fused and unfused, against the
-reference interpreter (float32 within 1e-5 relative, float64 within 1e-12). All cases are
+reference interpreter (float32 within 1e-5 relative, float64 within 1e-12), and with it
+the gradient of every differentiable case (so every VJP's kernels, the convolution
+transposes and the pooling gradients among them, run natively too). All cases are
 compiled into one shared library per configuration, so the whole table costs a few
 compiler runs."""
 
@@ -19,9 +21,24 @@ pytestmark = pytest.mark.skipif(not cpu.available(), reason="no C compiler")
 TOLERANCE = {"float32": 1e-5, "float64": 1e-12}
 
 
+GRAD_CASES = [c for c in CASES if c.grad]
+
+
 def traced(case, dtype):
     tensors = [braze.tensor(a, device=braze.LAZY_CPU) for a in case.inputs(dtype)]
     result = build_graph([case.fn(*tensors)._value])
+    EXECUTOR._live.clear()
+    return result
+
+
+def traced_gradients(case, dtype):
+    """The graph of the gradients of sum(case(x...) * c) for a fixed random cotangent c."""
+    arrays = case.inputs(dtype)
+    tensors = [braze.tensor(a, device=braze.LAZY_CPU, requires_grad=a.dtype.kind == "f") for a in arrays]
+    out = case.fn(*tensors)
+    cotangent = np.random.default_rng(1).uniform(-1, 1, out.shape).astype(out.dtype.numpy)
+    (out * braze.tensor(cotangent, device=braze.LAZY_CPU)).sum().backward()
+    result = build_graph([t.grad._value for t in tensors if t.requires_grad])
     EXECUTOR._live.clear()
     return result
 
@@ -30,19 +47,29 @@ def traced(case, dtype):
 def compiled(request, tmp_path_factory):
     """{(case name, dtype): (native outputs, reference outputs)} for the whole table."""
     cache = cpu.DiskCache(tmp_path_factory.mktemp("cache"))
-    runs = [(case, dtype, traced(case, dtype)) for case in CASES for dtype in TOLERANCE]
+    runs = [(case.name, dtype, traced(case, dtype)) for case in CASES for dtype in TOLERANCE]
+    runs += [(f"{case.name}.grad", dtype, traced_gradients(case, dtype)) for case in GRAD_CASES for dtype in TOLERANCE]
     graphs = [pipeline.run(t.graph, verify=True, fusion=request.param)[0] for _, _, t in runs]
     executables = cpu.compile_graphs(graphs, cache)
     return {
-        (case.name, dtype): (native(t.args), evaluate(t.graph, t.args))
-        for (case, dtype, t), native in zip(runs, executables, strict=True)
+        (name, dtype): (native(t.args), evaluate(t.graph, t.args))
+        for (name, dtype, t), native in zip(runs, executables, strict=True)
     }
 
 
 @pytest.mark.parametrize("dtype", list(TOLERANCE))
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_op_compiled_matches_reference(case, dtype, compiled):
-    got, expected = compiled[(case.name, dtype)]
+    _assert_matches(*compiled[(case.name, dtype)], dtype)
+
+
+@pytest.mark.parametrize("dtype", list(TOLERANCE))
+@pytest.mark.parametrize("case", GRAD_CASES, ids=lambda c: c.name)
+def test_gradient_compiled_matches_reference(case, dtype, compiled):
+    _assert_matches(*compiled[(f"{case.name}.grad", dtype)], dtype)
+
+
+def _assert_matches(got, expected, dtype):
     rtol = TOLERANCE[dtype] if any(a.dtype.kind == "f" for a in expected) else 0
     for g, e in zip(got, expected, strict=True):
         assert g.shape == e.shape and g.dtype == e.dtype

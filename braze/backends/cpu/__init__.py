@@ -58,8 +58,10 @@ def compile_graphs(graphs: list[Graph], cache: DiskCache | None = None) -> list[
     compiler = find_compiler()
     if compiler is None:
         raise CompileError("no C compiler available")
+    profile = os.environ.get("BRAZE_PROFILE") == "1"
     plans = [
-        emit_module(g, g.annotations.get("buffers") or assign(g), entry=f"braze_run{i}") for i, g in enumerate(graphs)
+        emit_module(g, g.annotations.get("buffers") or assign(g), entry=f"braze_run{i}", profile=profile)
+        for i, g in enumerate(graphs)
     ]
     source = "\n".join([PRELUDE, *(p.source for p in plans)])
     key = digest(source, compiler.identity, CODEGEN_VERSION)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from braze.backends.cpu.elemental import Emitter, Index, c_type
 from braze.backends.cpu.loops import parallel_pragma
@@ -129,6 +130,12 @@ def _open(em: Emitter, name: str, bound: int | str, start: int | str = 0, step: 
     em.push()
 
 
+def _nest(em: Emitter, loops: list[tuple[str, int]]) -> None:
+    """Open one loop per (name, bound), outermost first."""
+    for name, bound in loops:
+        _open(em, name, bound)
+
+
 def _tiles(em: Emitter, name: str, total: int, tile: int, body: Callable[[int, str], None]) -> None:
     """Full tiles of ``tile`` over [0, total) in a loop, then the remainder: every tile's
     width is a compile-time constant, so its accumulators can live in registers."""
@@ -242,20 +249,20 @@ def _direct_conv(
             value = "acc[j][co]" if wide else "acc[co][j]"
         em.emit("memset(acc, 0, sizeof(acc));")
         _open(em, "a", kh)
-        _open(em, "b", kw)
-        em.emit(
-            f"const {t}* xr = {x} + ((bn * {x_rows} + y * {sh} + a * {dh}) * {x_cols} + x0 * {sw} + b * {dw}) * {c};"
-        )
-        em.emit(f"const {t}* wt = {w} + (a * {kw} + b) * {c * o};")
-        _open(em, "ci", c)
+        pixel = f"(bn * {x_rows} + y * {sh} + a * {dh}) * {x_cols} + x0 * {sw}"
+        if vectors and dw == 1:
+            # With undilated columns a filter row's (column, channel) taps are one
+            # contiguous run in both the input row and the filter: one flat loop.
+            em.emit(f"const {t}* xr = {x} + ({pixel}) * {c};")
+            em.emit(f"const {t}* wt = {w} + a * {kw * c * o};")
+            _open(em, "ci", kw * c)
+        else:
+            _open(em, "b", kw)
+            em.emit(f"const {t}* xr = {x} + ({pixel} + b * {dw}) * {c};")
+            em.emit(f"const {t}* wt = {w} + (a * {kw} + b) * {c * o};")
+            _open(em, "ci", c)
         if vectors:
-            em.emit(f"braze_v{root.dtype.short} wv[{vectors}];")
-            em.emit(f"memcpy(wv, wt + ci * {o}, sizeof(wv));")
-            em.emit("#pragma GCC unroll 16")
-            _open(em, "j", width)
-            em.emit(f"const {t} xv = xr[j * {sw * c} + ci];")
-            em.emit("#pragma GCC unroll 8")
-            em.emit(f"for (int64_t q = 0; q < {vectors}; q++) acc[j][q] += wv[q] * xv;")
+            _vector_tile(em, t, width, vectors, f"wt + ci * {o}", lambda j: f"xr[{j * sw * c} + ci]")
         elif wide:
             _open(em, "j", width)
             em.emit(f"const {t} xv = xr[j * {sw * c} + ci];")
@@ -265,7 +272,7 @@ def _direct_conv(
             _open(em, "co", o)
             em.emit(f"const {t} wv = wt[ci * {o} + co];")
             em.emit(f"for (int64_t j = 0; j < {width}; j++) acc[co][j] += xr[j * {sw * c} + ci] * wv;")
-        _close(em, 4)
+        _close(em, (2 if dw == 1 else 3) if vectors else 4)
         _open(em, "j", width)
         _open(em, "co", o)
         em.emit("const int64_t ox = x0 + j;")
@@ -276,6 +283,20 @@ def _direct_conv(
 
     _tiles(em, "xb", ow, tile, block)
     _close(em, 2)
+
+
+def _vector_tile(em: Emitter, t: str, rows: int, vectors: int, weights: str, scalar: Callable[[int], str]) -> None:
+    """acc[j][q] += weights[q-th vector] * scalar(j) over a register tile, written out in
+    full: GCC keeps named vectors in registers but spills a small array of vectors indexed
+    in a loop (2.8x slower on the CNN's second convolution)."""
+    lanes = 64 // (4 if t == "float" else 8)
+    vector = "braze_vf32" if t == "float" else "braze_vf64"
+    for q in range(vectors):
+        em.emit(f"{vector} w{q};")
+        em.emit(f"memcpy(&w{q}, {weights} + {q * lanes}, sizeof(w{q}));")
+    for j in range(rows):
+        updates = " ".join(f"acc[{j}][{q}] += w{q} * s;" for q in range(vectors))
+        em.emit(f"{{ const {t} s = {scalar(j)}; {updates} }}")
 
 
 def _deep_conv(
@@ -415,10 +436,7 @@ def emit_conv_grad_input(em: Emitter, computation: Graph, outputs: list[str], ro
     _padded_copy(em, t, "gpad", g, g_node.shape, rows, cols, top, left, sh, sw, channel_major=narrow)
     em.emit(f"{t}* wflip = ({t}*)malloc(sizeof({t}) * {kh * kw * c * o});")
     em.emit(f"{t}* wflip_oi = ({t}*)malloc(sizeof({t}) * {kh * kw * c * o});")
-    _open(em, "a", kh)
-    _open(em, "b", kw)
-    _open(em, "ci", c)
-    _open(em, "co", o)
+    _nest(em, [("a", kh), ("b", kw), ("ci", c), ("co", o)])
     em.emit(f"const {t} v = {w}[((({kh - 1} - a) * {kw} + ({kw - 1} - b)) * {c} + ci) * {o} + co];")
     em.emit(f"wflip[((a * {kw} + b) * {o} + co) * {c} + ci] = v;")
     em.emit(f"wflip_oi[((a * {kw} + b) * {c} + ci) * {o} + co] = v;")
@@ -449,9 +467,38 @@ def emit_conv_grad_input(em: Emitter, computation: Graph, outputs: list[str], ro
     em.emit("free(wflip_oi);")
 
 
+@dataclass
+class _FilterGrad:
+    """A conv_grad_filter kernel to emit: the (padded) input ``x`` of shape (n, rows, cols, c),
+    the cotangent ``g`` of shape (n, oh, ow, o), and the filter's geometry."""
+
+    em: Emitter
+    computation: Graph
+    outputs: list[str]
+    root: Node
+    t: str
+    x: str
+    g: str
+    rows: int
+    cols: int
+    n: int
+    oh: int
+    ow: int
+    o: int
+    kh: int
+    kw: int
+    c: int
+    sh: int
+    sw: int
+    dh: int
+    dw: int
+
+    def store(self, names: tuple[str, str, str, str], value: str) -> None:
+        _store(self.em, self.computation, self.outputs, self.root, Index(self.root.shape, names), value)
+
+
 def emit_conv_grad_filter(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
-    """dw[a, b] = x_windows(a, b)^T @ g, with a block of input channels times all output
-    channels accumulated in locals."""
+    """dw[a, b] = x_windows(a, b)^T @ g, by the kernel that suits the shapes."""
     x_node, g_node = root.inputs
     x, g = _operand(em, x_node), _operand(em, g_node)
     n, h, wd, c = x_node.shape
@@ -464,16 +511,24 @@ def emit_conv_grad_filter(em: Emitter, computation: Graph, outputs: list[str], r
     if pt or pb or pl or pr:
         _padded_copy(em, t, "xpad", x, x_node.shape, rows, cols, pt, pl)
         source = "xpad"
+    p = _FilterGrad(em, computation, outputs, root, t, source, g, rows, cols, n, oh, ow, o, kh, kw, c, sh, sw, dh, dw)
     if c == 1 and sw == 1 and kh * kw <= 25 and o < 8 and root.dtype.itemsize == 4:
-        _row_filter_grad(
-            em, computation, outputs, root, t, source, g, rows, cols, (n, oh, ow, o), (kh, kw), (sh, dh, dw)
-        )
-        if source != x:
-            em.emit("free(xpad);")
-        return
+        _row_filter_grad(p)
+    elif o % (64 // root.dtype.itemsize) == 0 and dw == 1:
+        _split_filter_grad(p)
+    else:
+        _blocked_filter_grad(p)
+    if source != x:
+        em.emit("free(xpad);")
+
+
+def _blocked_filter_grad(p: _FilterGrad) -> None:
+    """A block of input channels times all output channels accumulated in locals, one
+    filter tap per thread."""
+    em, t, n, oh, ow, o, kh, kw, c = p.em, p.t, p.n, p.oh, p.ow, p.o, p.kh, p.kw, p.c
     lanes = -(-o // 16)
     block = min(c, max(1, 16 // lanes))
-    pragma = parallel_pragma(g_node.aval.size * kh * kw * c, kh * kw)
+    pragma = parallel_pragma(n * oh * ow * o * kh * kw * c, kh * kw)
     if pragma:
         em.emit(pragma.replace("parallel for", "parallel for collapse(2)"))
     _open(em, "a", kh)
@@ -487,50 +542,91 @@ def emit_conv_grad_filter(em: Emitter, computation: Graph, outputs: list[str], r
         em.emit("memset(acc, 0, sizeof(acc));")
         _open(em, "bn", n)
         _open(em, "y", oh)
-        em.emit(f"const {t}* xr = {source} + ((bn * {rows} + y * {sh} + a * {dh}) * {cols} + b * {dw}) * {c} + c0;")
-        em.emit(f"const {t}* gr = {g} + (bn * {oh} + y) * {ow * o};")
+        em.emit(
+            f"const {t}* xr = {p.x} + ((bn * {p.rows} + y * {p.sh} + a * {p.dh}) * {p.cols} + b * {p.dw}) * {c} + c0;"
+        )
+        em.emit(f"const {t}* gr = {p.g} + (bn * {oh} + y) * {ow * o};")
         _open(em, "xo", ow)
         em.emit("#pragma GCC unroll 32")
         _open(em, "ci", width)
-        em.emit(f"const {t} xv = xr[xo * {sw * c} + ci];")
+        em.emit(f"const {t} xv = xr[xo * {p.sw * c} + ci];")
         em.emit(f"for (int64_t co = 0; co < {o}; co++) acc[ci][co] += xv * gr[xo * {o} + co];")
         _close(em, 4)
         _open(em, "ci", width)
         _open(em, "co", o)
         em.emit("const int64_t cc = c0 + ci;")
-        _store(em, computation, outputs, root, Index(root.shape, ("a", "b", "cc", "co")), "acc[ci][co]")
+        p.store(("a", "b", "cc", "co"), "acc[ci][co]")
         _close(em, 2)
         em.pop()
         em.emit("}")
 
     _tiles(em, "cb", c, block, channels)
     _close(em, 2)
-    if source != x:
-        em.emit("free(xpad);")
 
 
-def _row_filter_grad(
-    em: Emitter,
-    computation: Graph,
-    outputs: list[str],
-    root: Node,
-    t: str,
-    x: str,
-    g: str,
-    rows: int,
-    cols: int,
-    g_shape,
-    filter_hw,
-    geometry,
-) -> None:
+def _split_filter_grad(p: _FilterGrad) -> None:
+    """Filter gradient as one GEMM per filter row, dw[a] (taps x out channels) = sum over
+    output pixels of x-window rows times cotangent rows, with the reduction split across
+    threads: each thread sums its share of output rows into a private copy of the filter
+    (so every pass over an output row finds its inputs in cache), and the copies are added
+    at the end. A register tile holds several (column, channel) taps times all output
+    channels, whose vectors come straight from the cotangent row."""
+    em, t, n, oh, ow, o, kh, kw, c = p.em, p.t, p.n, p.oh, p.ow, p.o, p.kh, p.kw, p.c
+    vectors = o * p.root.dtype.itemsize // 64
+    tile = min(kw * c, 24 // vectors)
+    size = kh * kw * c * o
+    pragma = parallel_pragma(n * oh * ow * size, n * oh)
+    em.emit(f"const int64_t copies = {'braze_threads()' if pragma else '1'};")
+    em.emit(f"{t}* part = ({t}*)calloc((size_t)copies * {size}, sizeof({t}));")
+    if pragma:
+        em.emit("#pragma omp parallel")
+    em.emit("{")
+    em.push()
+    em.emit(f"{t}* mine = part + (size_t)braze_thread() * {size};")
+    if pragma:
+        em.emit("#pragma omp for schedule(static)")
+    _open(em, "rr", n * oh)
+    em.emit(f"const int64_t bn = rr / {oh}, y = rr % {oh};")
+    em.emit(f"const {t}* gr = {p.g} + rr * {ow * o};")
+    _open(em, "a", kh)
+    em.emit(f"const {t}* xr = {p.x} + (bn * {p.rows} + y * {p.sh} + a * {p.dh}) * {p.cols * c};")
+    em.emit(f"{t}* dst = mine + a * {kw * c * o};")
+
+    def taps(width: int, start: str) -> None:
+        em.emit("{")
+        em.push()
+        em.emit(f"const int64_t r0 = {start};")
+        em.emit(f"braze_v{p.root.dtype.short} acc[{width}][{vectors}];")
+        em.emit(f"memcpy(acc, dst + r0 * {o}, sizeof(acc));")
+        _open(em, "xo", ow)
+        _vector_tile(em, t, width, vectors, f"gr + xo * {o}", lambda j: f"xr[xo * {p.sw * c} + r0 + {j}]")
+        _close(em, 1)
+        em.emit(f"memcpy(dst + r0 * {o}, acc, sizeof(acc));")
+        em.pop()
+        em.emit("}")
+
+    _tiles(em, "rb", kw * c, tile, taps)
+    _close(em, 3)
+    pragma = parallel_pragma(size, kh)
+    if pragma:
+        em.emit(pragma)
+    _nest(em, [("a", kh), ("b", kw), ("cc", c), ("co", o)])
+    em.emit(f"const int64_t at = ((a * {kw} + b) * {c} + cc) * {o} + co;")
+    em.emit(f"{t} total = 0;")
+    em.emit(f"for (int64_t k = 0; k < copies; k++) total += part[k * {size} + at];")
+    p.store(("a", "b", "cc", "co"), "total")
+    _close(em, 4)
+    em.emit("free(part);")
+
+
+def _row_filter_grad(p: _FilterGrad) -> None:
     """Filter gradient of a one-channel input with few output channels (LeNet's first
     layer): for each output channel, one 16-lane accumulator per filter tap, streaming
     along image rows, so every multiply-add is a full vector and the accumulators never
     leave registers. A row's last partial block is a full block ending at the row's end
     whose already-counted lanes get a zero cotangent."""
-    n, oh, ow, o = g_shape
-    kh, kw = filter_hw
-    sh, dh, dw = geometry
+    em, t, n, oh, ow, o, kh, kw = p.em, p.t, p.n, p.oh, p.ow, p.o, p.kh, p.kw
+    sh, dh, dw, cols = p.sh, p.dh, p.dw, p.cols
     taps = kh * kw
     starts = list(range(0, ow - 15, 16))
     if ow % 16 and ow >= 16:
@@ -544,8 +640,8 @@ def _row_filter_grad(
     em.emit("memset(tail, 0, sizeof(tail));")
     _open(em, "r", n * oh)
     em.emit(f"const int64_t bn = r / {oh}, y = r % {oh};")
-    em.emit(f"const {t}* grow = {g} + r * {ow * o} + co;")
-    em.emit(f"const {t}* xbase = {x} + (bn * {rows} + y * {sh}) * {cols};")
+    em.emit(f"const {t}* grow = {p.g} + r * {ow * o} + co;")
+    em.emit(f"const {t}* xbase = {p.x} + (bn * {p.rows} + y * {sh}) * {cols};")
     for block_start in starts:
         fresh = 16 if block_start % 16 == 0 else ow - (starts[-2] + 16 if len(starts) > 1 else 0)
         em.emit("{")
@@ -576,7 +672,7 @@ def _row_filter_grad(
     _open(em, "b", kw)
     _open(em, "co", o)
     em.emit("const int64_t zero = 0;")
-    _store(em, computation, outputs, root, Index(root.shape, ("a", "b", "zero", "co")), f"total[co][a * {kw} + b]")
+    p.store(("a", "b", "zero", "co"), f"total[co][a * {kw} + b]")
     _close(em, 3)
 
 

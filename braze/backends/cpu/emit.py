@@ -19,12 +19,14 @@ from braze.backends.cpu.windows import WINDOW_EMITTERS
 from braze.ir.graph import Graph, Node
 from braze.passes.buffers import BufferAssignment, schedule
 from braze.passes.patterns import CONTRACTIONS, ELEMENTWISE, REDUCTIONS, WINDOWED
+from braze.passes.report import kernel_label
 
 PRELUDE = """\
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static inline uint64_t braze_mix(uint64_t z) {
   z += 0x9E3779B97F4A7C15ULL;
@@ -46,6 +48,19 @@ static inline float braze_narrow(double x) {
 #endif
   return r;
 }
+static inline double braze_clock(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+#ifdef _OPENMP
+#include <omp.h>
+static inline int64_t braze_threads(void) { return omp_get_max_threads(); }
+static inline int64_t braze_thread(void) { return omp_get_thread_num(); }
+#else
+static inline int64_t braze_threads(void) { return 1; }
+static inline int64_t braze_thread(void) { return 0; }
+#endif
 typedef float braze_vf32 __attribute__((vector_size(64)));
 typedef double braze_vf64 __attribute__((vector_size(64)));
 static inline float braze_uniform32(uint64_t key, uint64_t i) {
@@ -75,6 +90,8 @@ class ModulePlan:
     in_place: dict[int, int] = field(default_factory=dict)  # output buffer -> parameter written in place
     arena_bytes: int = 0
     kernels: int = 0
+    labels: list[str] = field(default_factory=list)  # what each kernel computes, in run order
+    profiled: bool = False  # the entry adds each kernel's seconds to `<entry>_seconds`
 
 
 class ConstantPool:
@@ -143,11 +160,21 @@ def _writes_in_place_safely(kernel: Node, parameter_index: int, graph: Graph, po
     return not later
 
 
-def emit_module(graph: Graph, assignment: BufferAssignment, entry: str = "braze_run") -> ModulePlan:
+def emit_module(
+    graph: Graph, assignment: BufferAssignment, entry: str = "braze_run", profile: bool = False
+) -> ModulePlan:
+    """``profile``: time every kernel call (BRAZE_PROFILE=1), for finding the slow ones."""
     kernels = schedule(graph)
     position = {id(k): t for t, k in enumerate(kernels)}
     pool = ConstantPool(entry)
-    plan = ModulePlan(source="", entry=entry, arena_bytes=assignment.peak_bytes, kernels=len(kernels))
+    plan = ModulePlan(
+        source="",
+        entry=entry,
+        arena_bytes=assignment.peak_bytes,
+        kernels=len(kernels),
+        labels=[kernel_label(k) for k in kernels],
+        profiled=profile,
+    )
     buffer_of: dict[int, str] = {id(p): f"params[{p.attr('index')}]" for p in graph.params}
     output_buffer: dict[int, int] = {}
     for k, output in enumerate(graph.outputs):
@@ -182,8 +209,12 @@ def emit_module(graph: Graph, assignment: BufferAssignment, entry: str = "braze_
         functions.append(emit_kernel(name, kernel, pool, in_place))
         args = [f"(const {c_type(i.dtype)}*){buffer_of[id(i)]}" for i in kernel.inputs]
         args += [f"({c_type(r.dtype)}*){buffer_of[id(r)]}" for r in results]
-        calls.append(f"  {name}({', '.join(args)});")
+        call = f"{name}({', '.join(args)});"
+        if profile:
+            call = f"{{ const double start = braze_clock(); {call} {entry}_seconds[{t}] += braze_clock() - start; }}"
+        calls.append(f"  {call}")
     signature = f"void {entry}(void* const* params, void* const* outputs, char* arena)"
     body = "\n".join(calls) or "  (void)params; (void)outputs; (void)arena;"
-    plan.source = "\n".join([*pool.lines, "", *functions, f"{signature} {{\n{body}\n}}\n"])
+    timers = [f"double {entry}_seconds[{max(len(kernels), 1)}];"] if profile else []
+    plan.source = "\n".join([*pool.lines, *timers, "", *functions, f"{signature} {{\n{body}\n}}\n"])
     return plan

@@ -52,6 +52,18 @@ class CpuExecutable:
         self._arena_guard = self._arena[plan.arena_bytes :]
         self._arena_pointer = self._arena.ctypes.data
         self._param_types = [(p.aval.shape, p.aval.dtype.numpy) for p in graph.params]
+        self._seconds = (
+            (ctypes.c_double * max(plan.kernels, 1)).in_dll(self._library, f"{plan.entry}_seconds")
+            if plan.profiled
+            else None
+        )
+
+    def kernel_seconds(self) -> list[tuple[str, float]]:
+        """Each kernel's label and the seconds spent in it over all calls so far; the graph
+        must have been compiled with BRAZE_PROFILE=1."""
+        if self._seconds is None:
+            raise RuntimeError("kernel times are recorded only when compiled with BRAZE_PROFILE=1")
+        return list(zip(self.plan.labels, self._seconds[: self.plan.kernels], strict=True))
 
     def __call__(self, args: Sequence[np.ndarray]) -> list[np.ndarray]:
         if len(args) != len(self._param_types):

@@ -1,0 +1,53 @@
+"""Where a compiled training step spends its time, kernel by kernel.
+
+    python benchmarks/profile_kernels.py [cnn|lenet] [--steps 3] [--top 20]
+
+Compiles the workload's step with ``@braze.jit`` and BRAZE_PROFILE=1 (the generated entry
+function times every kernel call), runs it a few times and prints the slowest kernels with
+their share of the step. Timings are wall-clock on a shared machine: run it idle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+os.environ["BRAZE_PROFILE"] = "1"
+
+import braze  # noqa: E402
+from braze.bench.steps import WORKLOADS  # noqa: E402
+
+
+def profile(workload: str, steps: int) -> tuple[float, list[tuple[str, float]]]:
+    """(mean step seconds, [(kernel label, seconds per step)])."""
+    work = WORKLOADS[workload](braze.CPU)
+    x, y = work.batch(braze.CPU)
+    step = braze.jit(lambda model, optimizer, images, labels: work.step(images, labels))
+    for _ in range(3):  # the first step makes the optimizer's slots; the next compiles once
+        step(work.model, work.optimizer, x, y)
+    (compiled,) = step._compiled.values()
+    before = [seconds for _, seconds in compiled.executable.kernel_seconds()]
+    start = time.perf_counter()
+    for _ in range(steps):
+        step(work.model, work.optimizer, x, y)
+    wall = (time.perf_counter() - start) / steps
+    after = compiled.executable.kernel_seconds()
+    return wall, [(label, (seconds - b) / steps) for (label, seconds), b in zip(after, before, strict=True)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("workload", nargs="?", default="cnn", choices=sorted(WORKLOADS))
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--top", type=int, default=20)
+    args = parser.parse_args()
+    wall, kernels = profile(args.workload, args.steps)
+    total = sum(seconds for _, seconds in kernels)
+    print(f"{args.workload}: step {wall * 1e3:.1f} ms, of which {len(kernels)} kernels {total * 1e3:.1f} ms")
+    for label, seconds in sorted(kernels, key=lambda k: -k[1])[: args.top]:
+        print(f"{seconds * 1e3:9.2f} ms {100 * seconds / total:5.1f}%  {label}")
+
+
+if __name__ == "__main__":
+    main()
