@@ -132,6 +132,7 @@ CASES: list[OpCase] = [
     OpCase("abs_int", braze.abs, np.abs, (I(3, 4),), grad=False),
     OpCase("sign", braze.sign, np.sign, (F(3, 4),), grad=False),
     OpCase("relu", braze.relu, lambda x: np.maximum(x, 0), (F(3, 4),)),
+    OpCase("relu_int", braze.relu, lambda x: np.maximum(x, 0), (I(3, 4),), grad=False),
     # Elementwise binary, with broadcasting and scalars
     OpCase("add", braze.add, np.add, (F(3, 4), F(3, 4))),
     OpCase("add_broadcast", braze.add, np.add, (F(3, 1, 4), F(5, 1))),

@@ -13,7 +13,7 @@ from braze.ir.graph import Graph, Node, parameter
 from braze.ir.primitive import PRIMITIVES, Aval, Literal
 
 SHAPES = [(3,), (2, 3), (3, 4), (2, 3, 4), (4, 4)]
-UNARY = ["neg", "exp", "tanh", "logistic", "abs", "sign", "sqrt", "log", "rsqrt"]
+UNARY = ["neg", "exp", "tanh", "logistic", "abs", "sign", "sqrt", "log", "rsqrt", "relu"]
 BINARY = ["add", "sub", "mul", "div", "max", "min", "pow"]
 COMPARE = ["eq", "ne", "lt", "le", "gt", "ge"]
 KINDS = [

@@ -88,3 +88,12 @@ def test_backward_needs_a_scalar_or_a_gradient():
 def test_grad_requires_scalar_float_output():
     with pytest.raises(TypeError, match="float scalar"):
         braze.grad(lambda a: a * 2)(braze.ones((3,)))
+
+
+def test_relu_gradient_reads_its_result_while_maximum_sends_ties_to_the_first_operand():
+    x = braze.tensor([-1.0, 0.0, 2.0], requires_grad=True)
+    braze.relu(x).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 0.0, 1.0])  # 0 at 0, as PyTorch and JAX
+    y = braze.tensor([-1.0, 0.0, 2.0], requires_grad=True)
+    braze.maximum(y, 0.0).sum().backward()
+    np.testing.assert_array_equal(y.grad.numpy(), [0.0, 1.0, 1.0])

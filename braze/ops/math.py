@@ -41,6 +41,7 @@ tanh = _unary(ew.tanh, "tanh")
 sigmoid = _unary(ew.logistic, "sigmoid")
 abs = _unary(ew.abs_, "abs", float_only=False)  # noqa: A001 - NumPy's name
 sign = _unary(ew.sign, "sign", float_only=False)
+relu = _unary(ew.relu, "relu", float_only=False)
 
 add = _binary(ew.add, "add")
 subtract = _binary(ew.sub, "subtract")
@@ -99,11 +100,6 @@ def clip(x: Any, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002 - Nu
     if min is not None:
         out = maximum(out, min)
     return out
-
-
-def relu(x: Any) -> Tensor:
-    x = as_tensor(x)
-    return maximum(x, 0)
 
 
 def logical_and(x: Any, y: Any) -> Tensor:

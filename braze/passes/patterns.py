@@ -5,7 +5,7 @@ from __future__ import annotations
 from braze.ir.graph import Node
 from braze.ir.primitive import Aval, Literal
 
-UNARY = {"neg", "exp", "log", "sqrt", "rsqrt", "tanh", "logistic", "abs", "sign"}
+UNARY = {"neg", "exp", "log", "sqrt", "rsqrt", "tanh", "logistic", "abs", "sign", "relu"}
 BINARY = {"add", "sub", "mul", "div", "pow", "max", "min"}
 COMPARE = {"eq", "ne", "lt", "le", "gt", "ge"}
 ELEMENTWISE = UNARY | BINARY | COMPARE | {"select", "convert"}

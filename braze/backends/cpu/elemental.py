@@ -246,6 +246,8 @@ class Emitter:
             return f"(-{a[0]})"
         if op == "abs":
             return f"fabs{f}({a[0]})" if dtype.is_float else f"({a[0]} < 0 ? -{a[0]} : {a[0]})"
+        if op == "relu":
+            return f"({a[0]} < 0 ? ({t})0 : {a[0]})"  # NaN stays NaN, as in max(x, 0)
         if op == "sign":
             body = f"(({t})(({a[0]}) > 0) - ({t})(({a[0]}) < 0))"
             return f"(({a[0]}) != ({a[0]}) ? ({a[0]}) : {body})" if dtype.is_float else body

@@ -54,6 +54,10 @@ def _logistic(x: np.ndarray) -> np.ndarray:
     return (1 / (1 + np.exp(-x))).astype(x.dtype, copy=False)
 
 
+def _relu(x: np.ndarray) -> np.ndarray:
+    return np.maximum(x, x.dtype.type(0))
+
+
 def _rsqrt(x: np.ndarray) -> np.ndarray:
     return (1 / np.sqrt(x)).astype(x.dtype, copy=False)
 
@@ -85,6 +89,10 @@ tanh = unary("tanh", np.tanh, lambda g, x, out: (g * (1.0 - out * out),))
 logistic = unary("logistic", _logistic, lambda g, x, out: (g * out * (1.0 - out),))
 abs_ = unary("abs", np.abs, lambda g, x, out: (g * sign.bind(x),), NUMERIC)
 sign = unary("sign", np.sign, lambda g, x, out: (None,), NUMERIC)
+# max(x, 0) whose gradient reads only the result: g * sign(out) is g where out > 0 and 0 at
+# x = 0 (as in PyTorch and JAX), so the pre-activation need not be kept and relu joins its
+# producer's fused epilogue.
+relu = unary("relu", _relu, lambda g, x, out: (g * sign.bind(out),), NUMERIC)
 
 add = binary("add", np.add, lambda g, x, y, out: (g, g))
 sub = binary("sub", np.subtract, lambda g, x, y, out: (g, -g))
