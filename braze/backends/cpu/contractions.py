@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from braze.backends.cpu.elemental import Emitter, Index, c_type
-from braze.backends.cpu.loops import parallel_pragma
+from braze.backends.cpu.loops import close_loops, open_loop, parallel_pragma
 from braze.ir.graph import Graph, Node
 
 
@@ -118,22 +118,10 @@ def _conv_geometry(root: Node) -> tuple[int, int, int, int, int, int]:
     return sh, sw, pt, pl, dh, dw
 
 
-def _close(em: Emitter, count: int) -> None:
-    for _ in range(count):
-        em.pop()
-        em.emit("}")
-
-
-def _open(em: Emitter, name: str, bound: int | str, start: int | str = 0, step: int = 1) -> None:
-    increment = f"{name}++" if step == 1 else f"{name} += {step}"
-    em.emit(f"for (int64_t {name} = {start}; {name} < {bound}; {increment}) {{")
-    em.push()
-
-
 def _nest(em: Emitter, loops: list[tuple[str, int]]) -> None:
     """Open one loop per (name, bound), outermost first."""
     for name, bound in loops:
-        _open(em, name, bound)
+        open_loop(em, name, bound)
 
 
 def _tiles(em: Emitter, name: str, total: int, tile: int, body: Callable[[int, str], None]) -> None:
@@ -141,9 +129,9 @@ def _tiles(em: Emitter, name: str, total: int, tile: int, body: Callable[[int, s
     width is a compile-time constant, so its accumulators can live in registers."""
     full = total - total % tile
     if full:
-        _open(em, name, full, step=tile)
+        open_loop(em, name, full, step=tile)
         body(tile, name)
-        _close(em, 1)
+        close_loops(em, 1)
     if total % tile:
         body(total % tile, str(full))
 
@@ -173,11 +161,11 @@ def _padded_copy(
     pragma = parallel_pragma(n * h * w * c, n)
     if pragma:
         em.emit(pragma)
-    _open(em, "cn", n)
-    _open(em, "cy", h)
+    open_loop(em, "cn", n)
+    open_loop(em, "cy", h)
     em.emit(f"const int64_t ry = {top} + cy * {row_step};")
     em.emit(f"if (ry < 0 || ry >= {rows}) continue;")
-    _open(em, "cx", w)
+    open_loop(em, "cx", w)
     em.emit(f"const int64_t rx = {left} + cx * {col_step};")
     em.emit(f"if (rx < 0 || rx >= {cols}) continue;")
     em.emit(f"const {t}* from = {source} + ((cn * {h} + cy) * {w} + cx) * {c};")
@@ -187,7 +175,7 @@ def _padded_copy(
         )
     else:
         em.emit(f"memcpy({name} + ((cn * {rows} + ry) * {cols} + rx) * {c}, from, sizeof({t}) * {c});")
-    _close(em, 3)
+    close_loops(em, 3)
 
 
 def _direct_conv(
@@ -228,8 +216,8 @@ def _direct_conv(
     pragma = parallel_pragma(root.aval.size * kh * kw * c, n * oh)
     if pragma:
         em.emit(pragma.replace("parallel for", "parallel for collapse(2)"))
-    _open(em, "bn", n)
-    _open(em, "y", oh)
+    open_loop(em, "bn", n)
+    open_loop(em, "y", oh)
 
     lanes_per_vector = 64 // root.dtype.itemsize
     vectors = o // lanes_per_vector if wide and o % lanes_per_vector == 0 else 0
@@ -248,41 +236,41 @@ def _direct_conv(
             em.emit(f"{t} acc{f'[{width}][{o}]' if wide else f'[{o}][{width}]'};")
             value = "acc[j][co]" if wide else "acc[co][j]"
         em.emit("memset(acc, 0, sizeof(acc));")
-        _open(em, "a", kh)
+        open_loop(em, "a", kh)
         pixel = f"(bn * {x_rows} + y * {sh} + a * {dh}) * {x_cols} + x0 * {sw}"
         if vectors and dw == 1:
             # With undilated columns a filter row's (column, channel) taps are one
             # contiguous run in both the input row and the filter: one flat loop.
             em.emit(f"const {t}* xr = {x} + ({pixel}) * {c};")
             em.emit(f"const {t}* wt = {w} + a * {kw * c * o};")
-            _open(em, "ci", kw * c)
+            open_loop(em, "ci", kw * c)
         else:
-            _open(em, "b", kw)
+            open_loop(em, "b", kw)
             em.emit(f"const {t}* xr = {x} + ({pixel} + b * {dw}) * {c};")
             em.emit(f"const {t}* wt = {w} + (a * {kw} + b) * {c * o};")
-            _open(em, "ci", c)
+            open_loop(em, "ci", c)
         if vectors:
             _vector_tile(em, t, width, vectors, f"wt + ci * {o}", lambda j: f"xr[{j * sw * c} + ci]")
         elif wide:
-            _open(em, "j", width)
+            open_loop(em, "j", width)
             em.emit(f"const {t} xv = xr[j * {sw * c} + ci];")
             em.emit(f"for (int64_t co = 0; co < {o}; co++) acc[j][co] += xv * wt[ci * {o} + co];")
         else:
             em.emit("#pragma GCC unroll 32")
-            _open(em, "co", o)
+            open_loop(em, "co", o)
             em.emit(f"const {t} wv = wt[ci * {o} + co];")
             em.emit(f"for (int64_t j = 0; j < {width}; j++) acc[co][j] += xr[j * {sw * c} + ci] * wv;")
-        _close(em, (2 if dw == 1 else 3) if vectors else 4)
-        _open(em, "j", width)
-        _open(em, "co", o)
+        close_loops(em, (2 if dw == 1 else 3) if vectors else 4)
+        open_loop(em, "j", width)
+        open_loop(em, "co", o)
         em.emit("const int64_t ox = x0 + j;")
         _store(em, computation, outputs, root, Index(root.shape, ("bn", "y", "ox", "co")), value)
-        _close(em, 2)
+        close_loops(em, 2)
         em.pop()
         em.emit("}")
 
     _tiles(em, "xb", ow, tile, block)
-    _close(em, 2)
+    close_loops(em, 2)
 
 
 def _vector_tile(em: Emitter, t: str, rows: int, vectors: int, weights: str, scalar: Callable[[int], str]) -> None:
@@ -324,24 +312,24 @@ def _deep_conv(
     pragma = parallel_pragma(root.aval.size * kh * kw * c, n * oh)
     if pragma:
         em.emit(pragma.replace("parallel for", "parallel for collapse(2)"))
-    _open(em, "bn", n)
-    _open(em, "y", oh)
-    _open(em, "ox", ow)
+    open_loop(em, "bn", n)
+    open_loop(em, "y", oh)
+    open_loop(em, "ox", ow)
     em.emit(f"{t} acc[{o}][{c}];")
     em.emit("memset(acc, 0, sizeof(acc));")
-    _open(em, "a", kh)
-    _open(em, "b", kw)
+    open_loop(em, "a", kh)
+    open_loop(em, "b", kw)
     em.emit(f"const {t}* xr = {x} + ((bn * {x_rows} + y * {sh} + a * {dh}) * {x_cols} + ox * {sw} + b * {dw}) * {c};")
     em.emit(f"const {t}* wt = {w_hwoi} + (a * {kw} + b) * {c * o};")
     em.emit("#pragma GCC unroll 32")
-    _open(em, "co", o)
+    open_loop(em, "co", o)
     em.emit(f"for (int64_t ci = 0; ci < {c}; ci++) acc[co][ci] += xr[ci] * wt[co * {c} + ci];")
-    _close(em, 3)
-    _open(em, "co", o)
+    close_loops(em, 3)
+    open_loop(em, "co", o)
     em.emit(f"{t} total = 0;")
     em.emit(f"for (int64_t ci = 0; ci < {c}; ci++) total += acc[co][ci];")
     _store(em, computation, outputs, root, Index(root.shape, ("bn", "y", "ox", "co")), "total")
-    _close(em, 4)
+    close_loops(em, 4)
 
 
 def _narrow_conv(
@@ -367,26 +355,26 @@ def _narrow_conv(
     pragma = parallel_pragma(root.aval.size * kh * kw * c, n * oh)
     if pragma:
         em.emit(pragma.replace("parallel for", "parallel for collapse(2)"))
-    _open(em, "bn", n)
-    _open(em, "y", oh)
-    _open(em, "x0", ow, step=16)
+    open_loop(em, "bn", n)
+    open_loop(em, "y", oh)
+    open_loop(em, "x0", ow, step=16)
     em.emit(f"braze_vf32 acc[{o}];")
     em.emit("memset(acc, 0, sizeof(acc));")
-    _open(em, "a", kh)
-    _open(em, "b", kw)
-    _open(em, "ci", c)
+    open_loop(em, "a", kh)
+    open_loop(em, "b", kw)
+    open_loop(em, "ci", c)
     em.emit("braze_vf32 xv;")
     em.emit(f"memcpy(&xv, {x} + ((bn * {rows} + y + a * {dh}) * {c} + ci) * {cols} + x0 + b * {dw}, sizeof(xv));")
     em.emit(f"const float* wt = {w} + ((a * {kw} + b) * {c} + ci) * {o};")
     em.emit("#pragma GCC unroll 16")
     em.emit(f"for (int64_t co = 0; co < {o}; co++) acc[co] += xv * wt[co];")
-    _close(em, 3)
+    close_loops(em, 3)
     em.emit(f"const int64_t width = {ow} - x0 < 16 ? {ow} - x0 : 16;")
-    _open(em, "j", "width")
-    _open(em, "co", o)
+    open_loop(em, "j", "width")
+    open_loop(em, "co", o)
     em.emit("const int64_t ox = x0 + j;")
     _store(em, computation, outputs, root, Index(root.shape, ("bn", "y", "ox", "co")), "acc[co][j]")
-    _close(em, 5)
+    close_loops(em, 5)
 
 
 def emit_conv(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
@@ -440,7 +428,7 @@ def emit_conv_grad_input(em: Emitter, computation: Graph, outputs: list[str], ro
     em.emit(f"const {t} v = {w}[((({kh - 1} - a) * {kw} + ({kw - 1} - b)) * {c} + ci) * {o} + co];")
     em.emit(f"wflip[((a * {kw} + b) * {o} + co) * {c} + ci] = v;")
     em.emit(f"wflip_oi[((a * {kw} + b) * {c} + ci) * {o} + co] = v;")
-    _close(em, 4)
+    close_loops(em, 4)
     if narrow:
         _narrow_conv(em, computation, outputs, root, "gpad", "wflip", rows, cols, o, (kh, kw), (dh, dw))
     else:
@@ -531,8 +519,8 @@ def _blocked_filter_grad(p: _FilterGrad) -> None:
     pragma = parallel_pragma(n * oh * ow * o * kh * kw * c, kh * kw)
     if pragma:
         em.emit(pragma.replace("parallel for", "parallel for collapse(2)"))
-    _open(em, "a", kh)
-    _open(em, "b", kw)
+    open_loop(em, "a", kh)
+    open_loop(em, "b", kw)
 
     def channels(width: int, start: str) -> None:
         em.emit("{")
@@ -540,28 +528,28 @@ def _blocked_filter_grad(p: _FilterGrad) -> None:
         em.emit(f"const int64_t c0 = {start};")
         em.emit(f"{t} acc[{width}][{o}];")
         em.emit("memset(acc, 0, sizeof(acc));")
-        _open(em, "bn", n)
-        _open(em, "y", oh)
+        open_loop(em, "bn", n)
+        open_loop(em, "y", oh)
         em.emit(
             f"const {t}* xr = {p.x} + ((bn * {p.rows} + y * {p.sh} + a * {p.dh}) * {p.cols} + b * {p.dw}) * {c} + c0;"
         )
         em.emit(f"const {t}* gr = {p.g} + (bn * {oh} + y) * {ow * o};")
-        _open(em, "xo", ow)
+        open_loop(em, "xo", ow)
         em.emit("#pragma GCC unroll 32")
-        _open(em, "ci", width)
+        open_loop(em, "ci", width)
         em.emit(f"const {t} xv = xr[xo * {p.sw * c} + ci];")
         em.emit(f"for (int64_t co = 0; co < {o}; co++) acc[ci][co] += xv * gr[xo * {o} + co];")
-        _close(em, 4)
-        _open(em, "ci", width)
-        _open(em, "co", o)
+        close_loops(em, 4)
+        open_loop(em, "ci", width)
+        open_loop(em, "co", o)
         em.emit("const int64_t cc = c0 + ci;")
         p.store(("a", "b", "cc", "co"), "acc[ci][co]")
-        _close(em, 2)
+        close_loops(em, 2)
         em.pop()
         em.emit("}")
 
     _tiles(em, "cb", c, block, channels)
-    _close(em, 2)
+    close_loops(em, 2)
 
 
 def _split_filter_grad(p: _FilterGrad) -> None:
@@ -585,10 +573,10 @@ def _split_filter_grad(p: _FilterGrad) -> None:
     em.emit(f"{t}* mine = part + (size_t)braze_thread() * {size};")
     if pragma:
         em.emit("#pragma omp for schedule(static)")
-    _open(em, "rr", n * oh)
+    open_loop(em, "rr", n * oh)
     em.emit(f"const int64_t bn = rr / {oh}, y = rr % {oh};")
     em.emit(f"const {t}* gr = {p.g} + rr * {ow * o};")
-    _open(em, "a", kh)
+    open_loop(em, "a", kh)
     em.emit(f"const {t}* xr = {p.x} + (bn * {p.rows} + y * {p.sh} + a * {p.dh}) * {p.cols * c};")
     em.emit(f"{t}* dst = mine + a * {kw * c * o};")
 
@@ -598,15 +586,15 @@ def _split_filter_grad(p: _FilterGrad) -> None:
         em.emit(f"const int64_t r0 = {start};")
         em.emit(f"braze_v{p.root.dtype.short} acc[{width}][{vectors}];")
         em.emit(f"memcpy(acc, dst + r0 * {o}, sizeof(acc));")
-        _open(em, "xo", ow)
+        open_loop(em, "xo", ow)
         _vector_tile(em, t, width, vectors, f"gr + xo * {o}", lambda j: f"xr[xo * {p.sw * c} + r0 + {j}]")
-        _close(em, 1)
+        close_loops(em, 1)
         em.emit(f"memcpy(dst + r0 * {o}, acc, sizeof(acc));")
         em.pop()
         em.emit("}")
 
     _tiles(em, "rb", kw * c, tile, taps)
-    _close(em, 3)
+    close_loops(em, 3)
     pragma = parallel_pragma(size, kh)
     if pragma:
         em.emit(pragma)
@@ -615,7 +603,7 @@ def _split_filter_grad(p: _FilterGrad) -> None:
     em.emit(f"{t} total = 0;")
     em.emit(f"for (int64_t k = 0; k < copies; k++) total += part[k * {size} + at];")
     p.store(("a", "b", "cc", "co"), "total")
-    _close(em, 4)
+    close_loops(em, 4)
     em.emit("free(part);")
 
 
@@ -633,12 +621,12 @@ def _row_filter_grad(p: _FilterGrad) -> None:
         starts.append(ow - 16)
     em.emit(f"{t} total[{o}][{taps}];")
     em.emit(f"#pragma omp parallel for schedule(static) if({n * oh * ow * taps * o} >= {1 << 20})")
-    _open(em, "co", o)
+    open_loop(em, "co", o)
     em.emit(f"braze_vf32 acc[{taps}];")
     em.emit(f"{t} tail[{taps}];")
     em.emit("memset(acc, 0, sizeof(acc));")
     em.emit("memset(tail, 0, sizeof(tail));")
-    _open(em, "r", n * oh)
+    open_loop(em, "r", n * oh)
     em.emit(f"const int64_t bn = r / {oh}, y = r % {oh};")
     em.emit(f"const {t}* grow = {p.g} + r * {ow * o} + co;")
     em.emit(f"const {t}* xbase = {p.x} + (bn * {p.rows} + y * {sh}) * {cols};")
@@ -650,30 +638,30 @@ def _row_filter_grad(p: _FilterGrad) -> None:
         lane_value = f"lane >= {16 - fresh} ? grow[({block_start} + lane) * {o}] : 0"
         em.emit(f"for (int lane = 0; lane < 16; lane++) gv[lane] = {lane_value};")
         em.emit("#pragma GCC unroll 32")
-        _open(em, "k", taps)
+        open_loop(em, "k", taps)
         em.emit("braze_vf32 xv;")
         em.emit(f"memcpy(&xv, xbase + (k / {kw}) * {dh * cols} + (k % {kw}) * {dw} + {block_start}, sizeof(xv));")
         em.emit("acc[k] += xv * gv;")
-        _close(em, 1)
+        close_loops(em, 1)
         em.pop()
         em.emit("}")
     if ow < 16:
-        _open(em, "xt", ow)
-        _open(em, "k", taps)
+        open_loop(em, "xt", ow)
+        open_loop(em, "k", taps)
         em.emit(f"tail[k] += xbase[(k / {kw}) * {dh * cols} + (k % {kw}) * {dw} + xt] * grow[xt * {o}];")
-        _close(em, 2)
-    _close(em, 1)
-    _open(em, "k", taps)
+        close_loops(em, 2)
+    close_loops(em, 1)
+    open_loop(em, "k", taps)
     em.emit(f"{t} s = tail[k];")
     em.emit("for (int lane = 0; lane < 16; lane++) s += acc[k][lane];")
     em.emit("total[co][k] = s;")
-    _close(em, 2)
-    _open(em, "a", kh)
-    _open(em, "b", kw)
-    _open(em, "co", o)
+    close_loops(em, 2)
+    open_loop(em, "a", kh)
+    open_loop(em, "b", kw)
+    open_loop(em, "co", o)
     em.emit("const int64_t zero = 0;")
     p.store(("a", "b", "zero", "co"), f"total[co][a * {kw} + b]")
-    _close(em, 3)
+    close_loops(em, 3)
 
 
 CONTRACTION_EMITTERS = {

@@ -27,6 +27,18 @@ def needs_dims(computation: Graph) -> bool:
     return False
 
 
+def open_loop(em: Emitter, name: str, bound: int | str, start: int | str = 0, step: int = 1) -> None:
+    increment = f"{name}++" if step == 1 else f"{name} += {step}"
+    em.emit(f"for (int64_t {name} = {start}; {name} < {bound}; {increment}) {{")
+    em.push()
+
+
+def close_loops(em: Emitter, count: int) -> None:
+    for _ in range(count):
+        em.pop()
+        em.emit("}")
+
+
 def parallel_pragma(work: int, outer: int) -> str | None:
     if work < PARALLEL_MIN_ELEMENTS or outer < 2:
         return None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from braze.backends.cpu.contractions import strides
 from braze.backends.cpu.elemental import Emitter, Index, c_type
-from braze.backends.cpu.loops import loop_nest, reduction_init
+from braze.backends.cpu.loops import close_loops, loop_nest, open_loop, parallel_pragma, reduction_init
 from braze.ir.graph import Graph, Node
 
 
@@ -31,12 +31,6 @@ def _window_positions(em: Emitter, root: Node, out_dims: tuple[str, ...], source
     return names, " && ".join(checks)
 
 
-def _close(em: Emitter, count: int) -> None:
-    for _ in range(count):
-        em.pop()
-        em.emit("}")
-
-
 def emit_reduce_window(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
     source = root.inputs[0]
     x = _operand(em, source)
@@ -55,7 +49,7 @@ def emit_reduce_window(em: Emitter, computation: Graph, outputs: list[str], root
             nan = f"({value} != {value}) | " if root.dtype.is_float else ""
             update = f"acc = ({nan}({value} > acc)) ? {value} : acc;"
         em.emit(f"if ({valid}) {update}" if valid else update)
-        _close(em, len(names))
+        close_loops(em, len(names))
         em.overrides[id(root)] = lambda _index: "acc"
         for k, result in enumerate(computation.outputs):
             em.emit(f"{outputs[k]}[{em.linear(index)}] = {em.value(result, index)};")
@@ -85,13 +79,69 @@ def _argmax(em: Emitter, root: Node, operand: Node, out_dims: tuple[str, ...]) -
     better = "(top == top && (v != v || v > top))" if operand.dtype.is_float else "v > top"
     em.emit(f"  if (best < 0 || {better}) {{ best = at; top = v; }}")
     em.emit("}")
-    _close(em, len(names))
+    close_loops(em, len(names))
+
+
+def _tiles_nhwc(root: Node, operand: Node) -> bool:
+    """Pooling windows over H and W that tile the image without overlap or padding."""
+    windows, window_strides = root.attr("window_dimensions"), root.attr("window_strides")
+    return (
+        len(windows) == 4
+        and windows[0] == windows[3] == 1
+        and tuple(windows) == tuple(window_strides)
+        and not any(low or high for low, high in root.attr("padding"))
+    )
+
+
+def _tiled_select_and_scatter(em: Emitter, root: Node, src: str, x: str, out: str) -> None:
+    """Each window's cotangent goes to its first maximum, and every other element of the
+    window gets 0: one pass that writes each output element once, branch-free over the
+    contiguous channels so it vectorizes; rows and columns no window covers get zeros."""
+    _, kh, kw, _ = root.attr("window_dimensions")
+    n, h, w, c = root.shape
+    oh, ow = h // kh, w // kw
+    t = c_type(root.dtype)
+    offsets = [(a * w + b) * c for a in range(kh) for b in range(kw)]
+    if h % kh:
+        open_loop(em, "bn", n)
+        em.emit(f"memset({out} + (bn * {h} + {oh * kh}) * {w * c}, 0, sizeof({t}) * {h % kh * w * c});")
+        close_loops(em, 1)
+    pragma = parallel_pragma(root.aval.size, n * oh)
+    if pragma:
+        em.emit(pragma.replace("parallel for", "parallel for collapse(2)"))
+    open_loop(em, "bn", n)
+    open_loop(em, "wy", oh)
+    open_loop(em, "wx", ow)
+    em.emit(f"const int64_t at = ((bn * {h} + wy * {kh}) * {w} + wx * {kw}) * {c};")
+    em.emit(f"const {t}* g = {src} + ((bn * {oh} + wy) * {ow} + wx) * {c};")
+    open_loop(em, "ch", c)
+    em.emit(f"const {t} gv = g[ch];")
+    em.emit(f"{t} top = {x}[at + ch];")
+    em.emit("int best = 0;")
+    for i, offset in enumerate(offsets[1:], start=1):
+        em.emit(f"const {t} v{i} = {x}[at + {offset} + ch];")
+        # Taken when v is NaN or greater, unless a NaN is already on top; GCC vectorizes
+        # this spelling (with & and | it leaves a branch).
+        better = f"!(v{i} <= top) && top == top" if root.dtype.is_float else f"v{i} > top"
+        em.emit(f"const int take{i} = {better};")
+        em.emit(f"best = take{i} ? {i} : best;")
+        em.emit(f"top = take{i} ? v{i} : top;")
+    for i, offset in enumerate(offsets):
+        em.emit(f"{out}[at + {offset} + ch] = best == {i} ? gv : ({t})0;")
+    close_loops(em, 2)
+    row = f"{out} + (bn * {h} + wy * {kh}"
+    for a in range(kh if w % kw else 0):
+        em.emit(f"memset({row} + {a}) * {w * c} + {ow * kw * c}, 0, sizeof({t}) * {w % kw * c});")
+    close_loops(em, 2)
 
 
 def emit_select_and_scatter(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
     source, operand = root.inputs
     src = _operand(em, source)
     out = outputs[computation.outputs.index(root)]
+    if _tiles_nhwc(root, operand):
+        _tiled_select_and_scatter(em, root, src, _operand(em, operand), out)
+        return
     em.emit(f"memset({out}, 0, sizeof({c_type(root.dtype)}) * {root.aval.size});")
 
     def body(index: Index) -> None:
