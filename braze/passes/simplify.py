@@ -7,7 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from braze.ir.graph import Graph, Node
-from braze.passes.patterns import splat, splat_value
+from braze.ir.primitive import Aval
+from braze.passes.patterns import ELEMENTWISE, splat, splat_value
 from braze.passes.rewrite import rewrite
 
 
@@ -85,6 +86,17 @@ def _convert(node: Node) -> Node | None:
     return source if source.dtype == node.dtype else None
 
 
+def _on_scalars(node: Node) -> Node | None:
+    """An elementwise op whose operands are all broadcast scalars runs once, on the scalars
+    (Adam's bias corrections, pow(beta, step), are computed once rather than per weight)."""
+    if not node.shape or not node.inputs:
+        return None
+    if not all(i.op == "broadcast_in_dim" and not i.inputs[0].shape for i in node.inputs):
+        return None
+    scalar = Node.make(node.op, tuple(i.inputs[0] for i in node.inputs), node.attrs, Aval((), node.dtype))
+    return Node.make("broadcast_in_dim", (scalar,), {"shape": node.shape, "broadcast_dimensions": ()}, node.aval)
+
+
 RULES: tuple[Rule, ...] = (
     Rule("mul_by_one", "mul", lambda n: _other_if_splat(n, 1)),
     Rule("add_zero", "add", lambda n: _other_if_splat(n, 0)),
@@ -99,6 +111,7 @@ RULES: tuple[Rule, ...] = (
     Rule("transpose", "transpose", _transpose),
     Rule("broadcast", "broadcast_in_dim", _broadcast),
     Rule("convert_same_dtype", "convert", _convert),
+    *(Rule("on_scalars", op, _on_scalars) for op in sorted(ELEMENTWISE)),
 )
 _BY_OP: dict[str, list[Rule]] = {}
 for _rule in RULES:

@@ -212,7 +212,7 @@ def _direct_conv(
     lanes = -(-o // 16)
     wide = o >= 8
     # Accumulator tiles sized to the 32 vector registers, leaving room for weights and inputs.
-    tile = min(ow, max(1, (24 if o % (64 // root.dtype.itemsize) == 0 else 12) // lanes)) if wide else min(ow, 16)
+    tile = min(ow, max(1, (28 if o % (64 // root.dtype.itemsize) == 0 else 12) // lanes)) if wide else min(ow, 16)
     pragma = parallel_pragma(root.aval.size * kh * kw * c, n * oh)
     if pragma:
         em.emit(pragma.replace("parallel for", "parallel for collapse(2)"))
