@@ -195,8 +195,10 @@ def _direct_conv(
     strides_hw,
     dilation,
     w_hwoi: str | None = None,
+    live_rows: tuple[int, int] | None = None,
 ) -> None:
     """A VALID convolution of the (already padded) ``x`` with HWIO ``w`` into ``root``'s shape.
+    Rows of ``x`` outside ``live_rows`` (lo, hi) are padding zeros, whose taps are skipped.
 
     The accumulators of a register tile live in locals, with a contiguous axis innermost so
     that it vectorizes: output channels when there are at least 8; else, output columns
@@ -218,6 +220,12 @@ def _direct_conv(
         em.emit(pragma.replace("parallel for", "parallel for collapse(2)"))
     open_loop(em, "bn", n)
     open_loop(em, "y", oh)
+    first_tap, taps = 0, kh
+    if live_rows is not None and dh == 1:
+        lo, hi = live_rows
+        em.emit(f"const int64_t a_lo = {lo} - y * {sh} > 0 ? {lo} - y * {sh} : 0;")
+        em.emit(f"const int64_t a_hi = {hi} - y * {sh} < {kh} ? {hi} - y * {sh} : {kh};")
+        first_tap, taps = "a_lo", "a_hi"
 
     lanes_per_vector = 64 // root.dtype.itemsize
     vectors = o // lanes_per_vector if wide and o % lanes_per_vector == 0 else 0
@@ -236,7 +244,7 @@ def _direct_conv(
             em.emit(f"{t} acc{f'[{width}][{o}]' if wide else f'[{o}][{width}]'};")
             value = "acc[j][co]" if wide else "acc[co][j]"
         em.emit("memset(acc, 0, sizeof(acc));")
-        open_loop(em, "a", kh)
+        open_loop(em, "a", taps, start=first_tap)
         pixel = f"(bn * {x_rows} + y * {sh} + a * {dh}) * {x_cols} + x0 * {sw}"
         if vectors and dw == 1:
             # With undilated columns a filter row's (column, channel) taps are one
@@ -404,6 +412,7 @@ def emit_conv(em: Emitter, computation: Graph, outputs: list[str], root: Node) -
         o,
         root.attr("strides"),
         root.attr("dilation"),
+        live_rows=(pt, pt + h),
     )
     if source != x:
         em.emit("free(xpad);")
@@ -449,6 +458,7 @@ def emit_conv_grad_input(em: Emitter, computation: Graph, outputs: list[str], ro
             (1, 1),
             (dh, dw),
             w_hwoi="wflip_oi",
+            live_rows=(max(0, top), min(rows, top + (g_node.shape[1] - 1) * sh + 1)),
         )
     em.emit("free(gpad);")
     em.emit("free(wflip);")
