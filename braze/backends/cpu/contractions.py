@@ -157,7 +157,13 @@ def _padded_copy(
     of slack at the end for a vector load running past the last row."""
     n, h, w, c = shape
     slack = 16 if channel_major else 0
-    em.emit(f"{t}* {name} = ({t}*)calloc((size_t){n * rows * cols * c + slack}, sizeof({t}));")
+    # Kept for the next call (one per calling thread): every call writes the same interior
+    # positions, so the padding stays zero, and a big buffer is not faulted in again per step.
+    em.emit(f"static _Thread_local {t}* {name}_kept = NULL;")
+    em.emit(
+        f"{t}* {name} = {name}_kept ? {name}_kept : "
+        f"({name}_kept = ({t}*)calloc((size_t){n * rows * cols * c + slack}, sizeof({t})));"
+    )
     pragma = parallel_pragma(n * h * w * c, n)
     if pragma:
         em.emit(pragma)
@@ -414,8 +420,6 @@ def emit_conv(em: Emitter, computation: Graph, outputs: list[str], root: Node) -
         root.attr("dilation"),
         live_rows=(pt, pt + h),
     )
-    if source != x:
-        em.emit("free(xpad);")
 
 
 def emit_conv_grad_input(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
@@ -460,7 +464,6 @@ def emit_conv_grad_input(em: Emitter, computation: Graph, outputs: list[str], ro
             w_hwoi="wflip_oi",
             live_rows=(max(0, top), min(rows, top + (g_node.shape[1] - 1) * sh + 1)),
         )
-    em.emit("free(gpad);")
     em.emit("free(wflip);")
     em.emit("free(wflip_oi);")
 
@@ -516,8 +519,6 @@ def emit_conv_grad_filter(em: Emitter, computation: Graph, outputs: list[str], r
         _split_filter_grad(p)
     else:
         _blocked_filter_grad(p)
-    if source != x:
-        em.emit("free(xpad);")
 
 
 def _blocked_filter_grad(p: _FilterGrad) -> None:
