@@ -31,12 +31,55 @@ def _window_positions(em: Emitter, root: Node, out_dims: tuple[str, ...], source
     return names, " && ".join(checks)
 
 
+def _better(v: str, top: str, dtype) -> str:
+    """Whether ``v`` replaces ``top`` as a window's maximum: greater, or NaN unless a NaN is
+    already on top. GCC vectorizes this spelling (with & and | it leaves a branch)."""
+    return f"!({v} <= {top}) && {top} == {top}" if dtype.is_float else f"{v} > {top}"
+
+
+def _store_results(em: Emitter, computation: Graph, outputs: list[str], root: Node, index: Index, acc: str) -> None:
+    em.overrides[id(root)] = lambda _index: acc
+    for k, result in enumerate(computation.outputs):
+        em.emit(f"{outputs[k]}[{em.linear(index)}] = {em.value(result, index)};")
+
+
+def _unrolled_reduce_window(em: Emitter, computation: Graph, outputs: list[str], root: Node, x: str) -> None:
+    """NHWC pooling without padding: the window's taps written out, channels innermost, so
+    the channel loop is straight-line code that vectorizes."""
+    _, kh, kw, _ = root.attr("window_dimensions")
+    _, sh, sw, _ = root.attr("window_strides")
+    n, oh, ow, c = root.shape
+    _, h, w, _ = root.inputs[0].shape
+    t = c_type(root.dtype)
+    pragma = parallel_pragma(root.aval.size * kh * kw, n * oh)
+    if pragma:
+        em.emit(pragma.replace("parallel for", "parallel for collapse(2)"))
+    for name, bound in (("bn", n), ("y", oh), ("ox", ow), ("ch", c)):
+        open_loop(em, name, bound)
+    em.emit(f"const {t}* window = {x} + ((bn * {h} + y * {sh}) * {w} + ox * {sw}) * {c} + ch;")
+    em.emit(f"{t} acc = window[0];")
+    for a in range(kh):
+        for b in range(kw):
+            if a or b:
+                em.emit(f"{{ const {t} v = window[{(a * w + b) * c}];")
+                if root.attr("kind") == "sum":
+                    em.emit("  acc += v; }")
+                else:
+                    em.emit(f"  acc = {_better('v', 'acc', root.dtype)} ? v : acc; }}")
+    _store_results(em, computation, outputs, root, Index(root.shape, ("bn", "y", "ox", "ch")), "acc")
+    close_loops(em, 4)
+
+
 def emit_reduce_window(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
     source = root.inputs[0]
     x = _operand(em, source)
     t = c_type(root.dtype)
     kind = root.attr("kind")
     steps = strides(source.shape)
+    windows = root.attr("window_dimensions")
+    if _nhwc_unpadded(root) and windows[1] * windows[2] <= 25:
+        _unrolled_reduce_window(em, computation, outputs, root, x)
+        return
 
     def body(index: Index) -> None:
         em.emit(f"{t} acc = {reduction_init('reduce_sum' if kind == 'sum' else 'reduce_max', root.dtype)};")
@@ -50,9 +93,7 @@ def emit_reduce_window(em: Emitter, computation: Graph, outputs: list[str], root
             update = f"acc = ({nan}({value} > acc)) ? {value} : acc;"
         em.emit(f"if ({valid}) {update}" if valid else update)
         close_loops(em, len(names))
-        em.overrides[id(root)] = lambda _index: "acc"
-        for k, result in enumerate(computation.outputs):
-            em.emit(f"{outputs[k]}[{em.linear(index)}] = {em.value(result, index)};")
+        _store_results(em, computation, outputs, root, index, "acc")
 
     loop_nest(em, root.shape, flat=False, body=body, work=root.aval.size * _window_size(root))
 
@@ -82,15 +123,19 @@ def _argmax(em: Emitter, root: Node, operand: Node, out_dims: tuple[str, ...]) -
     close_loops(em, len(names))
 
 
-def _tiles_nhwc(root: Node, operand: Node) -> bool:
-    """Pooling windows over H and W that tile the image without overlap or padding."""
+def _nhwc_unpadded(root: Node) -> bool:
+    """Pooling windows over H and W only, without padding."""
     windows, window_strides = root.attr("window_dimensions"), root.attr("window_strides")
     return (
         len(windows) == 4
-        and windows[0] == windows[3] == 1
-        and tuple(windows) == tuple(window_strides)
+        and windows[0] == windows[3] == window_strides[0] == window_strides[3] == 1
         and not any(low or high for low, high in root.attr("padding"))
     )
+
+
+def _tiles_nhwc(root: Node) -> bool:
+    """Pooling windows over H and W that tile the image without overlap or padding."""
+    return _nhwc_unpadded(root) and tuple(root.attr("window_dimensions")) == tuple(root.attr("window_strides"))
 
 
 def _tiled_select_and_scatter(em: Emitter, root: Node, src: str, x: str, out: str) -> None:
@@ -120,10 +165,7 @@ def _tiled_select_and_scatter(em: Emitter, root: Node, src: str, x: str, out: st
     em.emit("int best = 0;")
     for i, offset in enumerate(offsets[1:], start=1):
         em.emit(f"const {t} v{i} = {x}[at + {offset} + ch];")
-        # Taken when v is NaN or greater, unless a NaN is already on top; GCC vectorizes
-        # this spelling (with & and | it leaves a branch).
-        better = f"!(v{i} <= top) && top == top" if root.dtype.is_float else f"v{i} > top"
-        em.emit(f"const int take{i} = {better};")
+        em.emit(f"const int take{i} = {_better(f'v{i}', 'top', root.dtype)};")
         em.emit(f"best = take{i} ? {i} : best;")
         em.emit(f"top = take{i} ? v{i} : top;")
     for i, offset in enumerate(offsets):
@@ -139,7 +181,7 @@ def emit_select_and_scatter(em: Emitter, computation: Graph, outputs: list[str],
     source, operand = root.inputs
     src = _operand(em, source)
     out = outputs[computation.outputs.index(root)]
-    if _tiles_nhwc(root, operand):
+    if _tiles_nhwc(root):
         _tiled_select_and_scatter(em, root, src, _operand(em, operand), out)
         return
     em.emit(f"memset({out}, 0, sizeof({c_type(root.dtype)}) * {root.aval.size});")
