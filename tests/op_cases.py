@@ -293,6 +293,12 @@ CASES: list[OpCase] = [
         (F(2, 5, 6, 1), F(3, 3, 1, 2)),
     ),
     OpCase("max_pool2d", lambda x: braze.max_pool2d(x, 2), lambda x: pool_ref(x, 2, 2, "max"), (F(2, 6, 6, 3),)),
+    OpCase(  # the pool's gradient and the relu's mask that reads the pool's input: one kernel
+        "relu_max_pool2d",
+        lambda x: braze.max_pool2d(braze.relu(x), 2),
+        lambda x: pool_ref(np.maximum(x, 0), 2, 2, "max"),
+        (F(2, 6, 8, 3),),
+    ),
     OpCase("max_pool2d_ragged", lambda x: braze.max_pool2d(x, 2), lambda x: pool_ref(x, 2, 2, "max"), (F(2, 7, 5, 3),)),
     OpCase(
         "max_pool2d_overlap",

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from braze.ir.graph import Graph, Node, parameter
 from braze.passes import fusion_policy as policy
-from braze.passes.patterns import CONTRACTIONS, REDUCTIONS
+from braze.passes.patterns import REDUCTIONS
 
 
 @dataclass(eq=False)
@@ -66,14 +66,19 @@ def plan_fusion(graph: Graph) -> Plan:
     groups: list[Group] = []
     refusals: list[str] = []
 
+    position = {id(n): k for k, n in enumerate(nodes)}
     for node in nodes:
-        if node.op in CONTRACTIONS:
+        if policy.takes_epilogue(node):
             group = Group("output", [node])
             groups.append(group)
             owner[id(node)] = group
             current = node
+
+            def independent(other: Node, group: Group = group, start: int = position[id(node)]) -> bool:
+                return not _reaches(other, {id(m) for m in group.members}, position, start)
+
             while True:
-                user, decision = policy.epilogue(current, users[id(current)], id(current) in outputs)
+                user, decision = policy.epilogue(current, users[id(current)], id(current) in outputs, independent)
                 if user is None:
                     refusals.append(decision.reason)
                     break
@@ -117,6 +122,21 @@ def plan_fusion(graph: Graph) -> Plan:
 
     groups = _merge_siblings(groups, owner, users, refusals)
     return Plan(groups, shared, refusals)
+
+
+def _reaches(node: Node, targets: set[int], position: dict[int, int], start: int) -> bool:
+    """Whether ``node`` depends on any of ``targets``, none of which comes before ``start``
+    in topological order (so the search stops there)."""
+    stack, seen = [node], set()
+    while stack:
+        current = stack.pop()
+        if id(current) in targets:
+            return True
+        if position[id(current)] < start or id(current) in seen:
+            continue
+        seen.add(id(current))
+        stack.extend(current.inputs)
+    return False
 
 
 def _reduction_reader(node: Node, reader_groups: dict, users, owner: dict[int, Group]) -> Group | None:

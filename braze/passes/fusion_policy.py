@@ -7,10 +7,20 @@ that carry the decisions out live in ``fuse.py``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from braze.ir.graph import Node
-from braze.passes.patterns import CONTRACTIONS, ELEMENTWISE, MOVEMENT, REDUCTIONS, SOURCES, WINDOWED, splat_value
+from braze.passes.patterns import (
+    CONTRACTIONS,
+    ELEMENTWISE,
+    MOVEMENT,
+    REDUCTIONS,
+    SOURCES,
+    WINDOWED,
+    scatters_once,
+    splat_value,
+)
 
 MAX_FUSED_OPS = 96
 
@@ -28,8 +38,13 @@ def no(reason: str) -> Decision:
     return Decision(False, reason)
 
 
+def takes_epilogue(node: Node) -> bool:
+    """Kernels that apply elementwise readers of their result as they store it."""
+    return node.op in CONTRACTIONS or scatters_once(node)
+
+
 def kind_of_root(node: Node) -> str:
-    if node.op in CONTRACTIONS:
+    if takes_epilogue(node):
         return "output"
     if node.op in REDUCTIONS or node.op in WINDOWED:
         return "input"
@@ -67,8 +82,12 @@ def should_fuse(producer: Node, members: list[Node], kind: str, readers_in_group
     return YES
 
 
-def epilogue(producer: Node, users: list[Node], is_output: bool) -> tuple[Node | None, Decision]:
-    """The elementwise op that may join the epilogue of a dot or conv kernel, after ``producer``."""
+def epilogue(
+    producer: Node, users: list[Node], is_output: bool, independent: Callable[[Node], bool]
+) -> tuple[Node | None, Decision]:
+    """The elementwise op that may join the epilogue of a dot, conv or tiled pooling-gradient
+    kernel, after ``producer``. Its other operands are recomputed per element (free ones) or
+    read at the element being stored: those must not depend on the kernel (``independent``)."""
     name = f"{producer.op} {producer.aval}"
     if is_output:
         return None, no(f"epilogue stops at {name}: it is a result of the graph")
@@ -78,7 +97,7 @@ def epilogue(producer: Node, users: list[Node], is_output: bool) -> tuple[Node |
     if user.op not in ELEMENTWISE or user.multi_output or user.aval.shape != producer.aval.shape:
         return None, no(f"epilogue stops at {name}: its reader {user.op} {user.aval} is not elementwise on it")
     for other in user.inputs:
-        if other is not producer and not is_free_to_duplicate(other):
+        if other is not producer and not is_free_to_duplicate(other) and not independent(other):
             return None, no(
                 f"epilogue stops before {user.op}: its operand {other.op} {other.aval} must be computed first"
             )

@@ -17,6 +17,23 @@ CONTRACTIONS = {"dot_general", "conv", "conv_grad_input", "conv_grad_filter"}
 WINDOWED = {"reduce_window", "select_and_scatter_add", "select_and_gather_add"}
 
 
+def scatters_once(node: Node) -> bool:
+    """A select_and_scatter_add whose NHWC windows tile its operand exactly, without overlap
+    or padding: every element is written once (the window's cotangent or 0), so elementwise
+    readers can join its kernel as an epilogue, as they join a dot's or a conv's."""
+    if node.op != "select_and_scatter_add":
+        return False
+    windows, steps = tuple(node.attr("window_dimensions")), tuple(node.attr("window_strides"))
+    return (
+        len(windows) == 4
+        and windows[0] == windows[3] == 1
+        and windows == steps
+        and not any(low or high for low, high in node.attr("padding"))
+        and node.shape[1] % windows[1] == 0
+        and node.shape[2] % windows[2] == 0
+    )
+
+
 def splat_value(node: Node) -> float | int | bool | None:
     """The value of a 0-d constant, or of a broadcast of one; None for anything else."""
     if node.op == "broadcast_in_dim":

@@ -138,10 +138,13 @@ def _tiles_nhwc(root: Node) -> bool:
     return _nhwc_unpadded(root) and tuple(root.attr("window_dimensions")) == tuple(root.attr("window_strides"))
 
 
-def _tiled_select_and_scatter(em: Emitter, root: Node, src: str, x: str, out: str) -> None:
+def _tiled_select_and_scatter(
+    em: Emitter, computation: Graph, outputs: list[str], root: Node, src: str, x: str, out: str
+) -> None:
     """Each window's cotangent goes to its first maximum, and every other element of the
-    window gets 0: one pass that writes each output element once, branch-free over the
-    contiguous channels so it vectorizes; rows and columns no window covers get zeros."""
+    window gets 0: one pass that writes each output element once (through the fused
+    epilogue, when windows cover the operand exactly), branch-free over the contiguous
+    channels so it vectorizes; rows and columns no window covers get zeros."""
     _, kh, kw, _ = root.attr("window_dimensions")
     n, h, w, c = root.shape
     oh, ow = h // kh, w // kw
@@ -164,12 +167,19 @@ def _tiled_select_and_scatter(em: Emitter, root: Node, src: str, x: str, out: st
     em.emit(f"{t} top = {x}[at + ch];")
     em.emit("int best = 0;")
     for i, offset in enumerate(offsets[1:], start=1):
-        em.emit(f"const {t} v{i} = {x}[at + {offset} + ch];")
-        em.emit(f"const int take{i} = {_better(f'v{i}', 'top', root.dtype)};")
+        # (tap/take: names the elemental emitter's v1, l1, d1 temporaries never use)
+        em.emit(f"const {t} tap{i} = {x}[at + {offset} + ch];")
+        em.emit(f"const int take{i} = {_better(f'tap{i}', 'top', root.dtype)};")
         em.emit(f"best = take{i} ? {i} : best;")
-        em.emit(f"top = take{i} ? v{i} : top;")
+        em.emit(f"top = take{i} ? tap{i} : top;")
+    epilogue = len(computation.outputs) != 1 or computation.outputs[0] is not root
+    assert not epilogue or not (h % kh or w % kw), "an epilogue needs windows that cover the operand"
     for i, offset in enumerate(offsets):
-        em.emit(f"{out}[at + {offset} + ch] = best == {i} ? gv : ({t})0;")
+        if epilogue:
+            dims = ("bn", f"(wy * {kh} + {i // kw})", f"(wx * {kw} + {i % kw})", "ch")
+            _store_results(em, computation, outputs, root, Index(root.shape, dims), f"(best == {i} ? gv : ({t})0)")
+        else:
+            em.emit(f"{out}[at + {offset} + ch] = best == {i} ? gv : ({t})0;")
     close_loops(em, 2)
     row = f"{out} + (bn * {h} + wy * {kh}"
     for a in range(kh if w % kw else 0):
@@ -180,10 +190,11 @@ def _tiled_select_and_scatter(em: Emitter, root: Node, src: str, x: str, out: st
 def emit_select_and_scatter(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
     source, operand = root.inputs
     src = _operand(em, source)
-    out = outputs[computation.outputs.index(root)]
     if _tiles_nhwc(root):
-        _tiled_select_and_scatter(em, root, src, _operand(em, operand), out)
+        out = outputs[computation.outputs.index(root)] if root in computation.outputs else ""
+        _tiled_select_and_scatter(em, computation, outputs, root, src, _operand(em, operand), out)
         return
+    out = outputs[computation.outputs.index(root)]
     em.emit(f"memset({out}, 0, sizeof({c_type(root.dtype)}) * {root.aval.size});")
 
     def body(index: Index) -> None:
