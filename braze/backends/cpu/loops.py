@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from braze.backends.cpu.elemental import Emitter, Index, c_literal, c_type
 from braze.ir.graph import Graph, Node
+from braze.passes.patterns import ELEMENTWISE
 
 PARALLEL_MIN_ELEMENTS = 1 << 15
 _NEEDS_DIMS = {"transpose", "slice", "pad", "concatenate", "iota"}
@@ -84,6 +85,10 @@ def loop_nest(
 def emit_loop_kernel(em: Emitter, computation: Graph, outputs: list[str]) -> None:
     """Each result written at every element of its shape (results of one shape share a loop)."""
     flat = not needs_dims(computation)
+    # Scalar arithmetic (Adam's bias corrections) is computed once, before the loops.
+    for node in computation.nodes():
+        if node.shape == () and node.op in ELEMENTWISE:
+            em.value(node, Index((), (), "0"))
     by_shape: dict[tuple[int, ...], list[int]] = {}
     for k, out in enumerate(computation.outputs):
         by_shape.setdefault(out.shape, []).append(k)
