@@ -13,6 +13,7 @@ from op_cases import CASES
 
 import braze
 from braze.backends import cpu
+from braze.backends.cpu import contractions
 from braze.backends.reference.interpreter import evaluate
 from braze.lazy import EXECUTOR, build_graph
 from braze.passes import pipeline
@@ -76,3 +77,25 @@ def _assert_matches(got, expected, dtype):
         # Relative to the result's scale: sums that cancel lose absolute, not relative, precision.
         scale = float(np.nanmax(np.abs(e), initial=0.0, where=np.isfinite(e))) if e.size else 0.0
         np.testing.assert_allclose(g, e, rtol=rtol, atol=rtol * scale, equal_nan=True)
+
+
+def test_convolutions_written_past_the_cache_match_the_reference(monkeypatch, tmp_path):
+    """Results over contractions.STREAM_MIN_BYTES are stored with non-temporal stores; here
+    every convolution is, and its result stays inside the graph (an aligned arena buffer,
+    which the non-temporal path needs), then feeds the pool and its gradient."""
+    monkeypatch.setattr(contractions, "STREAM_MIN_BYTES", 0)
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-1, 1, (2, 9, 12, 3)).astype(np.float32)
+    w = rng.uniform(-1, 1, (3, 3, 3, 32)).astype(np.float32)
+
+    def pooled_loss(x, w):
+        return braze.max_pool2d(braze.relu(braze.conv2d(x, w)), 2).sum()
+
+    tensors = [braze.tensor(a, device=braze.LAZY_CPU, requires_grad=True) for a in (x, w)]
+    loss = pooled_loss(*tensors)
+    loss.backward()
+    trace = build_graph([loss._value, *(t.grad._value for t in tensors)])
+    EXECUTOR._live.clear()
+    graph, _ = pipeline.run(trace.graph, verify=True)
+    native = cpu.compile_graph(graph, cpu.DiskCache(tmp_path))(trace.args)
+    _assert_matches(native, evaluate(trace.graph, trace.args), "float32")

@@ -63,6 +63,27 @@ static inline int64_t braze_thread(void) { return 0; }
 #endif
 typedef float braze_vf32 __attribute__((vector_size(64)));
 typedef double braze_vf64 __attribute__((vector_size(64)));
+/* n floats to dst with non-temporal stores where dst allows (GCC, AVX-512, 64-byte
+   aligned), else a plain copy; a thread calls braze_fence() after its last one. */
+#if defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
+static inline void braze_stream(float* dst, const float* src, int64_t n) {
+  if (((uintptr_t)dst & 63) == 0 && n % 16 == 0) {
+    for (int64_t i = 0; i < n; i += 16) {
+      braze_vf32 v;
+      memcpy(&v, src + i, sizeof(v));
+      __builtin_ia32_movntps512(dst + i, v);
+    }
+  } else {
+    memcpy(dst, src, sizeof(float) * (size_t)n);
+  }
+}
+static inline void braze_fence(void) { __builtin_ia32_sfence(); }
+#else
+static inline void braze_stream(float* dst, const float* src, int64_t n) {
+  memcpy(dst, src, sizeof(float) * (size_t)n);
+}
+static inline void braze_fence(void) {}
+#endif
 static inline float braze_uniform32(uint64_t key, uint64_t i) {
   return (float)(braze_mix(braze_mix(key) + i) >> 40) * 0x1p-24f;
 }
