@@ -13,7 +13,7 @@ from op_cases import CASES
 
 import braze
 from braze.backends import cpu
-from braze.backends.cpu import contractions
+from braze.backends.cpu import loops
 from braze.backends.reference.interpreter import evaluate
 from braze.lazy import EXECUTOR, build_graph
 from braze.passes import pipeline
@@ -79,13 +79,14 @@ def _assert_matches(got, expected, dtype):
         np.testing.assert_allclose(g, e, rtol=rtol, atol=rtol * scale, equal_nan=True)
 
 
-def test_convolutions_written_past_the_cache_match_the_reference(monkeypatch, tmp_path):
-    """Results over contractions.STREAM_MIN_BYTES are stored with non-temporal stores; here
-    every convolution is, and its result stays inside the graph (an aligned arena buffer,
-    which the non-temporal path needs), then feeds the pool and its gradient."""
-    monkeypatch.setattr(contractions, "STREAM_MIN_BYTES", 0)
+@pytest.mark.parametrize("height", [9, 10], ids=["ragged_pool", "tiled_pool_with_epilogue"])
+def test_results_written_past_the_cache_match_the_reference(height, monkeypatch, tmp_path):
+    """Results over loops.STREAM_MIN_BYTES are stored with non-temporal stores; here every
+    convolution and pooling gradient is, and the convolution's result stays inside the
+    graph (an aligned arena buffer, which the non-temporal path needs)."""
+    monkeypatch.setattr(loops, "STREAM_MIN_BYTES", 0)
     rng = np.random.default_rng(3)
-    x = rng.uniform(-1, 1, (2, 9, 12, 3)).astype(np.float32)
+    x = rng.uniform(-1, 1, (2, height, 12, 3)).astype(np.float32)
     w = rng.uniform(-1, 1, (3, 3, 3, 32)).astype(np.float32)
 
     def pooled_loss(x, w):

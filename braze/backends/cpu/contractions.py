@@ -12,16 +12,16 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from braze.backends.cpu import loops
 from braze.backends.cpu.elemental import Emitter, Index, c_type
-from braze.backends.cpu.loops import close_loops, open_loop, parallel_pragma
+from braze.backends.cpu.loops import (
+    close_loops,
+    close_parallel,
+    open_loop,
+    open_parallel,
+    parallel_pragma,
+)
 from braze.ir.graph import Graph, Node
-
-# Results at least this big (four times this machine kind's 32 MiB L3) are written with
-# non-temporal stores: they leave the cache before anything reads them, so reading each
-# line in before overwriting it would only double the memory traffic (CNN first layer,
-# 349 MB: 81 -> 69 ms). At twice the L3 the CNN's 87 MB input gradient gained nothing and
-# the pooling gradient reading it after lost 6 ms.
-STREAM_MIN_BYTES = 128 << 20
 
 
 def strides(shape: tuple[int, ...]) -> list[int]:
@@ -236,19 +236,10 @@ def _direct_conv(
         and len(results) == 1
         and results[0].dtype == root.dtype
         and root.dtype.itemsize == 4
-        and root.aval.size * 4 >= STREAM_MIN_BYTES
+        and root.aval.size * 4 >= loops.STREAM_MIN_BYTES
     )
     pragma = parallel_pragma(root.aval.size * kh * kw * c, n * oh)
-    if streamed:
-        # Each thread fences its own non-temporal stores once, after its share of rows.
-        if pragma:
-            em.emit("#pragma omp parallel")
-        em.emit("{")
-        em.push()
-        if pragma:
-            em.emit("#pragma omp for collapse(2) schedule(static)")
-    elif pragma:
-        em.emit(pragma.replace("parallel for", "parallel for collapse(2)"))
+    open_parallel(em, pragma, fenced=streamed)
     open_loop(em, "bn", n)
     open_loop(em, "y", oh)
     first_tap, taps = 0, kh
@@ -318,9 +309,7 @@ def _direct_conv(
 
     _tiles(em, "xb", ow, tile, block)
     close_loops(em, 2)
-    if streamed:
-        em.emit("braze_fence();")
-        close_loops(em, 1)
+    close_parallel(em, fenced=streamed)
 
 
 def _vector_tile(em: Emitter, t: str, rows: int, vectors: int, weights: str, scalar: Callable[[int], str]) -> None:

@@ -4,9 +4,18 @@ compile-time bounds; out-of-range (padding) positions are skipped."""
 
 from __future__ import annotations
 
+from braze.backends.cpu import loops
 from braze.backends.cpu.contractions import strides
 from braze.backends.cpu.elemental import Emitter, Index, c_type
-from braze.backends.cpu.loops import close_loops, loop_nest, open_loop, parallel_pragma, reduction_init
+from braze.backends.cpu.loops import (
+    close_loops,
+    close_parallel,
+    loop_nest,
+    open_loop,
+    open_parallel,
+    parallel_pragma,
+    reduction_init,
+)
 from braze.ir.graph import Graph, Node
 
 
@@ -154,14 +163,24 @@ def _tiled_select_and_scatter(
         open_loop(em, "bn", n)
         em.emit(f"memset({out} + (bn * {h} + {oh * kh}) * {w * c}, 0, sizeof({t}) * {h % kh * w * c});")
         close_loops(em, 1)
+    epilogue = len(computation.outputs) != 1 or computation.outputs[0] is not root
+    assert not epilogue or not (h % kh or w % kw), "an epilogue needs windows that cover the operand"
+    result = computation.outputs[-1]
+    streamed = (
+        len(computation.outputs) == 1
+        and result.dtype.c_type == "float"
+        and c % 16 == 0
+        and result.aval.size * 4 >= loops.STREAM_MIN_BYTES
+    )
     pragma = parallel_pragma(root.aval.size, n * oh)
-    if pragma:
-        em.emit(pragma.replace("parallel for", "parallel for collapse(2)"))
+    open_parallel(em, pragma, fenced=streamed)
     open_loop(em, "bn", n)
     open_loop(em, "wy", oh)
     open_loop(em, "wx", ow)
     em.emit(f"const int64_t at = ((bn * {h} + wy * {kh}) * {w} + wx * {kw}) * {c};")
     em.emit(f"const {t}* g = {src} + ((bn * {oh} + wy) * {ow} + wx) * {c};")
+    if streamed:  # each window's taps staged, then written past the cache
+        em.emit(f"float staged[{kh * kw}][{c}] __attribute__((aligned(64)));")
     open_loop(em, "ch", c)
     em.emit(f"const {t} gv = g[ch];")
     em.emit(f"{t} top = {x}[at + ch];")
@@ -172,19 +191,25 @@ def _tiled_select_and_scatter(
         em.emit(f"const int take{i} = {_better(f'tap{i}', 'top', root.dtype)};")
         em.emit(f"best = take{i} ? {i} : best;")
         em.emit(f"top = take{i} ? tap{i} : top;")
-    epilogue = len(computation.outputs) != 1 or computation.outputs[0] is not root
-    assert not epilogue or not (h % kh or w % kw), "an epilogue needs windows that cover the operand"
     for i, offset in enumerate(offsets):
-        if epilogue:
-            dims = ("bn", f"(wy * {kh} + {i // kw})", f"(wx * {kw} + {i % kw})", "ch")
-            _store_results(em, computation, outputs, root, Index(root.shape, dims), f"(best == {i} ? gv : ({t})0)")
+        selected = f"(best == {i} ? gv : ({t})0)"
+        dims = ("bn", f"(wy * {kh} + {i // kw})", f"(wx * {kw} + {i % kw})", "ch")
+        if streamed:
+            em.overrides[id(root)] = lambda _index, selected=selected: selected
+            em.emit(f"staged[{i}][ch] = {em.value(result, Index(root.shape, dims))};")
+        elif epilogue:
+            _store_results(em, computation, outputs, root, Index(root.shape, dims), selected)
         else:
-            em.emit(f"{out}[at + {offset} + ch] = best == {i} ? gv : ({t})0;")
-    close_loops(em, 2)
+            em.emit(f"{out}[at + {offset} + ch] = {selected};")
+    close_loops(em, 1)
+    for i, offset in enumerate(offsets if streamed else []):
+        em.emit(f"braze_stream({outputs[0]} + at + {offset}, staged[{i}], {c});")
+    close_loops(em, 1)
     row = f"{out} + (bn * {h} + wy * {kh}"
     for a in range(kh if w % kw else 0):
         em.emit(f"memset({row} + {a}) * {w * c} + {ow * kw * c}, 0, sizeof({t}) * {w % kw * c});")
     close_loops(em, 2)
+    close_parallel(em, fenced=streamed)
 
 
 def emit_select_and_scatter(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
