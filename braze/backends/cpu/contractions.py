@@ -616,11 +616,18 @@ def _split_filter_grad(p: _FilterGrad) -> None:
     em.emit(f"{t}* mine = part + (size_t)braze_thread() * {size};")
     if pragma:
         em.emit("#pragma omp for schedule(static)")
-    open_loop(em, "rr", n * oh)
-    em.emit(f"const int64_t bn = rr / {oh}, y = rr % {oh};")
-    em.emit(f"const {t}* gr = {p.g} + rr * {ow * o};")
+    # Output rows in pairs: a register tile is loaded from and stored to the private copy
+    # once per two rows. An odd last row pairs with itself, its second pass empty.
+    rows = n * oh
+    open_loop(em, "rp", (rows + 1) // 2)
+    for r in range(2):
+        em.emit(f"const int64_t rr{r} = rp * 2 + {r} < {rows} ? rp * 2 + {r} : rp * 2;")
+        em.emit(f"const int64_t bn{r} = rr{r} / {oh}, y{r} = rr{r} % {oh};")
+        em.emit(f"const {t}* gr{r} = {p.g} + rr{r} * {ow * o};")
+    em.emit(f"const int64_t columns1 = rp * 2 + 1 < {rows} ? {ow} : 0;")
     open_loop(em, "a", kh)
-    em.emit(f"const {t}* xr = {p.x} + (bn * {p.rows} + y * {p.sh} + a * {p.dh}) * {p.cols * c};")
+    for r in range(2):
+        em.emit(f"const {t}* xr{r} = {p.x} + (bn{r} * {p.rows} + y{r} * {p.sh} + a * {p.dh}) * {p.cols * c};")
     em.emit(f"{t}* dst = mine + a * {kw * c * o};")
 
     def taps(width: int, start: str) -> None:
@@ -629,9 +636,12 @@ def _split_filter_grad(p: _FilterGrad) -> None:
         em.emit(f"const int64_t r0 = {start};")
         em.emit(f"braze_v{p.root.dtype.short} acc[{width}][{vectors}];")
         em.emit(f"memcpy(acc, dst + r0 * {o}, sizeof(acc));")
-        open_loop(em, "xo", ow)
-        _vector_tile(em, t, width, vectors, f"gr + xo * {o}", lambda j: f"xr[xo * {p.sw * c} + r0 + {j}]")
-        close_loops(em, 1)
+        for r, columns in ((0, ow), (1, "columns1")):
+            open_loop(em, "xo", columns)
+            _vector_tile(
+                em, t, width, vectors, f"gr{r} + xo * {o}", lambda j, r=r: f"xr{r}[xo * {p.sw * c} + r0 + {j}]"
+            )
+            close_loops(em, 1)
         em.emit(f"memcpy(dst + r0 * {o}, acc, sizeof(acc));")
         em.pop()
         em.emit("}")
