@@ -273,6 +273,7 @@ CASES: list[OpCase] = [
         conv_ref,
         (F(3, 9, 21, 5), F(3, 3, 5, 32)),  # an odd number of output rows (21)
     ),
+    OpCase("conv2d_many_output_channels", braze.conv2d, conv_ref, (F(2, 3, 4, 2), F(1, 2, 2, 512))),
     OpCase(
         "conv2d_wide_strided_dilated",
         lambda x, w: braze.conv2d(x, w, stride=(2, 1), dilation=(1, 2)),
@@ -298,6 +299,12 @@ CASES: list[OpCase] = [
         lambda x: braze.max_pool2d(braze.relu(x), 2),
         lambda x: pool_ref(np.maximum(x, 0), 2, 2, "max"),
         (F(2, 6, 8, 3),),
+    ),
+    OpCase(  # more taps than kernels write out one by one
+        "max_pool2d_large_window",
+        lambda x: braze.max_pool2d(x, 6),
+        lambda x: pool_ref(x, 6, 6, "max"),
+        (F(1, 12, 13, 2),),
     ),
     OpCase("max_pool2d_ragged", lambda x: braze.max_pool2d(x, 2), lambda x: pool_ref(x, 2, 2, "max"), (F(2, 7, 5, 3),)),
     OpCase(

@@ -87,7 +87,8 @@ def epilogue(
 ) -> tuple[Node | None, Decision]:
     """The elementwise op that may join the epilogue of a dot, conv or tiled pooling-gradient
     kernel, after ``producer``. Its other operands are recomputed per element (free ones) or
-    read at the element being stored: those must not depend on the kernel (``independent``)."""
+    must not depend on the kernel (``independent``): those are read at the element being
+    stored, or computed there when producer fusion later pulls them into the kernel."""
     name = f"{producer.op} {producer.aval}"
     if is_output:
         return None, no(f"epilogue stops at {name}: it is a result of the graph")

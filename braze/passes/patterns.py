@@ -17,21 +17,33 @@ CONTRACTIONS = {"dot_general", "conv", "conv_grad_input", "conv_grad_filter"}
 WINDOWED = {"reduce_window", "select_and_scatter_add", "select_and_gather_add"}
 
 
-def scatters_once(node: Node) -> bool:
-    """A select_and_scatter_add whose NHWC windows tile its operand exactly, without overlap
-    or padding: every element is written once (the window's cotangent or 0), so elementwise
-    readers can join its kernel as an epilogue, as they join a dot's or a conv's."""
-    if node.op != "select_and_scatter_add":
-        return False
-    windows, steps = tuple(node.attr("window_dimensions")), tuple(node.attr("window_strides"))
+MAX_UNROLLED_TAPS = 25  # window taps a kernel writes out one by one
+
+
+def nhwc_pool_windows(node: Node) -> bool:
+    """Windows over H and W only, without padding, of at most MAX_UNROLLED_TAPS taps."""
+    windows, steps = node.attr("window_dimensions"), node.attr("window_strides")
     return (
         len(windows) == 4
-        and windows[0] == windows[3] == 1
-        and windows == steps
+        and windows[0] == windows[3] == steps[0] == steps[3] == 1
+        and windows[1] * windows[2] <= MAX_UNROLLED_TAPS
         and not any(low or high for low, high in node.attr("padding"))
-        and node.shape[1] % windows[1] == 0
-        and node.shape[2] % windows[2] == 0
     )
+
+
+def tiling_windows(node: Node) -> bool:
+    """NHWC pool windows that do not overlap: each element is in at most one window."""
+    return nhwc_pool_windows(node) and tuple(node.attr("window_dimensions")) == tuple(node.attr("window_strides"))
+
+
+def scatters_once(node: Node) -> bool:
+    """A select_and_scatter_add whose windows tile its operand exactly: every element is
+    written once (the window's cotangent or 0), so elementwise readers can join its kernel
+    as an epilogue, as they join a dot's or a conv's."""
+    if node.op != "select_and_scatter_add" or not tiling_windows(node):
+        return False
+    windows = node.attr("window_dimensions")
+    return node.shape[1] % windows[1] == 0 and node.shape[2] % windows[2] == 0
 
 
 def splat_value(node: Node) -> float | int | bool | None:

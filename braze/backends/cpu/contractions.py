@@ -232,7 +232,7 @@ def _direct_conv(
     if o < 8 and c >= 8 and w_hwoi is not None:
         _deep_conv(em, computation, outputs, root, t, x, w_hwoi, x_rows, x_cols, c, kh, kw, o, strides_hw, dilation)
         return
-    lanes = -(-o // 16)
+    lanes = -(-o * root.dtype.itemsize // 64)  # vectors of output channels
     wide = o >= 8
     tile = _register_tile(ow, lanes, o % (64 // root.dtype.itemsize) == 0) if wide else min(ow, 16)
     lanes_per_vector = 64 // root.dtype.itemsize
@@ -450,7 +450,7 @@ def emit_conv(em: Emitter, computation: Graph, outputs: list[str], root: Node) -
         o,
         root.attr("strides"),
         root.attr("dilation"),
-        live_rows=(pt, pt + h),
+        live_rows=(pt, pt + h) if pt or pb else None,
     )
 
 
@@ -547,8 +547,8 @@ def emit_conv_grad_filter(em: Emitter, computation: Graph, outputs: list[str], r
     p = _FilterGrad(em, computation, outputs, root, t, source, g, rows, cols, n, oh, ow, o, kh, kw, c, sh, sw, dh, dw)
     if c == 1 and sw == 1 and kh * kw <= 25 and o < 8 and root.dtype.itemsize == 4:
         _row_filter_grad(p)
-    elif o % (64 // root.dtype.itemsize) == 0 and dw == 1:
-        _split_filter_grad(p)
+    elif o % (64 // root.dtype.itemsize) == 0 and o * root.dtype.itemsize <= 8 * 64 and dw == 1:
+        _split_filter_grad(p)  # up to 8 vectors of output channels fit a register tile
     else:
         _blocked_filter_grad(p)
 

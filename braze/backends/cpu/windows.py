@@ -17,6 +17,7 @@ from braze.backends.cpu.loops import (
     reduction_init,
 )
 from braze.ir.graph import Graph, Node
+from braze.passes.patterns import nhwc_pool_windows, scatters_once, tiling_windows
 
 
 def _operand(em: Emitter, node: Node) -> str:
@@ -85,8 +86,7 @@ def emit_reduce_window(em: Emitter, computation: Graph, outputs: list[str], root
     t = c_type(root.dtype)
     kind = root.attr("kind")
     steps = strides(source.shape)
-    windows = root.attr("window_dimensions")
-    if _nhwc_unpadded(root) and windows[1] * windows[2] <= 25:
+    if nhwc_pool_windows(root):
         _unrolled_reduce_window(em, computation, outputs, root, x)
         return
 
@@ -132,21 +132,6 @@ def _argmax(em: Emitter, root: Node, operand: Node, out_dims: tuple[str, ...]) -
     close_loops(em, len(names))
 
 
-def _nhwc_unpadded(root: Node) -> bool:
-    """Pooling windows over H and W only, without padding."""
-    windows, window_strides = root.attr("window_dimensions"), root.attr("window_strides")
-    return (
-        len(windows) == 4
-        and windows[0] == windows[3] == window_strides[0] == window_strides[3] == 1
-        and not any(low or high for low, high in root.attr("padding"))
-    )
-
-
-def _tiles_nhwc(root: Node) -> bool:
-    """Pooling windows over H and W that tile the image without overlap or padding."""
-    return _nhwc_unpadded(root) and tuple(root.attr("window_dimensions")) == tuple(root.attr("window_strides"))
-
-
 def _tiled_select_and_scatter(
     em: Emitter, computation: Graph, outputs: list[str], root: Node, src: str, x: str, out: str
 ) -> None:
@@ -164,12 +149,13 @@ def _tiled_select_and_scatter(
         em.emit(f"memset({out} + (bn * {h} + {oh * kh}) * {w * c}, 0, sizeof({t}) * {h % kh * w * c});")
         close_loops(em, 1)
     epilogue = len(computation.outputs) != 1 or computation.outputs[0] is not root
-    assert not epilogue or not (h % kh or w % kw), "an epilogue needs windows that cover the operand"
+    assert not epilogue or scatters_once(root), "an epilogue needs windows that cover the operand"
     result = computation.outputs[-1]
     streamed = (
         len(computation.outputs) == 1
         and result.dtype.c_type == "float"
         and c % 16 == 0
+        and kh * kw * c * 4 <= 64 << 10  # the staged window, on the stack
         and result.aval.size * 4 >= loops.STREAM_MIN_BYTES
     )
     pragma = parallel_pragma(root.aval.size, n * oh)
@@ -215,7 +201,7 @@ def _tiled_select_and_scatter(
 def emit_select_and_scatter(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
     source, operand = root.inputs
     src = _operand(em, source)
-    if _tiles_nhwc(root):
+    if tiling_windows(root):
         out = outputs[computation.outputs.index(root)] if root in computation.outputs else ""
         _tiled_select_and_scatter(em, computation, outputs, root, src, _operand(em, operand), out)
         return

@@ -89,9 +89,9 @@ tanh = unary("tanh", np.tanh, lambda g, x, out: (g * (1.0 - out * out),))
 logistic = unary("logistic", _logistic, lambda g, x, out: (g * out * (1.0 - out),))
 abs_ = unary("abs", np.abs, lambda g, x, out: (g * sign.bind(x),), NUMERIC)
 sign = unary("sign", np.sign, lambda g, x, out: (None,), NUMERIC)
-# max(x, 0) whose gradient reads only the result: g * sign(out) is g where out > 0 and 0 at
-# x = 0 (as in PyTorch and JAX), so the pre-activation need not be kept and relu joins its
-# producer's fused epilogue.
+# max(x, 0) whose gradient reads only the result: g * sign(out) is g where out > 0 and 0
+# at x = 0 (as in PyTorch and JAX), so the pre-activation need not be kept and relu joins
+# its producer's fused epilogue. At x = NaN the gradient is NaN (JAX gives 0, PyTorch g).
 relu = unary("relu", _relu, lambda g, x, out: (g * sign.bind(out),), NUMERIC)
 
 add = binary("add", np.add, lambda g, x, y, out: (g, g))
