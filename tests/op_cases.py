@@ -204,6 +204,8 @@ CASES: list[OpCase] = [
     OpCase("matmul_batched", braze.matmul, np.matmul, (F(2, 3, 4), F(2, 4, 5))),
     OpCase("matmul_broadcast_batch", braze.matmul, np.matmul, (F(2, 1, 3, 4), F(3, 4, 2))),
     OpCase("matmul_3d_2d", braze.matmul, np.matmul, (F(2, 3, 4), F(4, 5))),
+    OpCase("matmul_wide", braze.matmul, np.matmul, (F(13, 37), F(37, 50))),  # register tiles and their remainders
+    OpCase("matmul_parallel", braze.matmul, np.matmul, (F(64, 48), F(48, 96))),  # enough work for threads
     OpCase("matmul_int", braze.matmul, np.matmul, (I(3, 4), I(4, 2)), grad=False),
     # Shapes and indexing
     OpCase("reshape", lambda x: x.reshape(4, -1), lambda x: x.reshape(4, -1), (F(2, 3, 4),)),

@@ -57,6 +57,10 @@ def emit_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node) ->
     lf = [d for d in range(len(x.shape)) if d not in lc and d not in lb]
     rf = [d for d in range(len(y.shape)) if d not in rc and d not in rb]
     xs, ys = strides(x.shape), strides(y.shape)
+    if not lb and len(lc) == len(lf) == len(rf) == 1 and root.dtype.is_float and y.shape[rf[0]] >= 8:
+        lhs, rhs = (a, xs[lf[0]], xs[lc[0]]), (b, ys[rc[0]], ys[rf[0]])
+        _tiled_dot(em, computation, outputs, root, lhs, rhs, x.shape[lc[0]])
+        return
     batch = [f"b{i}" for i in range(len(lb))]
     rows = [f"m{i}" for i in range(len(lf))]
     cols = [f"n{i}" for i in range(len(rf))]
@@ -117,6 +121,78 @@ def emit_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node) ->
     for _ in outer:
         em.pop()
         em.emit("}")
+
+
+DOT_ROWS = 5  # rows of a dot's register tile
+DOT_VECTORS = 4  # vectors of result columns in a dot's register tile
+
+
+def _tiled_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node, lhs, rhs, depth: int) -> None:
+    """A matrix product C[m, n] = sum over k of A[m, k] B[k, n] (``lhs``: A's buffer and its
+    row and k strides; ``rhs``: B's buffer and its k and column strides) in register tiles
+    of DOT_ROWS rows times up to DOT_VECTORS vectors of columns. B is first laid out with
+    contiguous rows padded to whole vectors (kept between calls, so the padding stays
+    zero), whatever its layout was (W or W transposed in a dense layer's gradients)."""
+    a, a_row, a_k = lhs
+    b, b_k, b_col = rhs
+    rows, n = root.shape
+    t = c_type(root.dtype)
+    lanes = 64 // root.dtype.itemsize
+    width = -(-n // lanes) * lanes
+    packed = b
+    if b_col != 1 or width != n:
+        packed = "bpack"
+        em.emit(f"static _Thread_local {t}* bpack_kept = NULL;")
+        em.emit(
+            f"{t}* bpack = bpack_kept ? bpack_kept : (bpack_kept = ({t}*)calloc((size_t){depth * width}, sizeof({t})));"
+        )
+        open_loop(em, "k", depth)
+        open_loop(em, "j", n)
+        em.emit(f"bpack[k * {width} + j] = {b}[k * {b_k} + j * {b_col}];")
+        close_loops(em, 2)
+    vectors = width // lanes
+
+    def row_tile(tile_rows: int, start: str) -> None:
+        em.emit("{")
+        em.push()
+        em.emit(f"const int64_t m0 = {start};")
+
+        def column_chunk(chunk: int, first: str) -> None:
+            em.emit("{")
+            em.push()
+            em.emit(f"const int64_t q0 = {first};")
+            em.emit(f"braze_v{root.dtype.short} acc[{tile_rows}][{chunk}];")
+            em.emit("memset(acc, 0, sizeof(acc));")
+            open_loop(em, "k", depth)
+            _vector_tile(
+                em,
+                t,
+                tile_rows,
+                chunk,
+                f"{packed} + k * {width} + q0 * {lanes}",
+                lambda i: f"{a}[(m0 + {i}) * {a_row} + k * {a_k}]",
+            )
+            close_loops(em, 1)
+            em.emit(
+                f"const int64_t columns = {n} - q0 * {lanes} < {chunk * lanes} ? {n} - q0 * {lanes} : {chunk * lanes};"
+            )
+            open_loop(em, "i", tile_rows)
+            open_loop(em, "jj", "columns")
+            em.emit(f"const int64_t m = m0 + i, col = q0 * {lanes} + jj;")
+            value = f"((const {t}*)acc)[i * {chunk * lanes} + jj]"
+            _store(em, computation, outputs, root, Index(root.shape, ("m", "col")), value)
+            close_loops(em, 2)
+            em.pop()
+            em.emit("}")
+
+        _tiles(em, "qb", vectors, DOT_VECTORS, column_chunk)
+        em.pop()
+        em.emit("}")
+
+    pragma = parallel_pragma(rows * n * depth, rows // DOT_ROWS)
+    if pragma:
+        em.emit(pragma)
+    _tiles(em, "mb", rows, DOT_ROWS, row_tile)
 
 
 def _conv_geometry(root: Node) -> tuple[int, int, int, int, int, int]:
