@@ -12,7 +12,8 @@ from braze.ir.dtypes import bool_, float32, float64, int32
 from braze.ir.graph import Graph, Node, parameter
 from braze.ir.primitive import PRIMITIVES, Aval, Literal
 
-SHAPES = [(3,), (2, 3), (3, 4), (2, 3, 4), (4, 4)]
+# (9, 10): dots wide enough for register tiles; (2, 4, 6, 3): NHWC images that 2x2 pools tile.
+SHAPES = [(3,), (2, 3), (3, 4), (2, 3, 4), (4, 4), (9, 10), (2, 4, 6, 3)]
 UNARY = ["neg", "exp", "tanh", "logistic", "abs", "sign", "sqrt", "log", "rsqrt", "relu"]
 BINARY = ["add", "sub", "mul", "div", "max", "min", "pow"]
 COMPARE = ["eq", "ne", "lt", "le", "gt", "ge"]
@@ -31,6 +32,7 @@ KINDS = [
     "convert",
     "dot",
     "window",
+    "pool_gradient",
     "iota",
 ]
 
@@ -112,7 +114,18 @@ def graphs(draw) -> Graph:
             other = float64 if dtype == float32 else float32
             node = make("convert", (make("convert", (x,), dtype=other),), dtype=dtype)
         elif kind == "dot" and len(shape) == 2:
-            node = make("dot_general", (x, x), lhs_contracting=(1,), rhs_contracting=(1,), lhs_batch=(), rhs_batch=())
+            axis = draw(st.integers(0, 1))
+            node = make(
+                "dot_general", (x, x), lhs_contracting=(axis,), rhs_contracting=(axis,), lhs_batch=(), rhs_batch=()
+            )
+        elif kind == "pool_gradient" and (image := pick(lambda n: len(n.aval.shape) == 4)) is not None:
+            # max-pool and its gradient over tiling windows, with an elementwise reader that
+            # may join its kernel (as the relu mask does in a CNN)
+            tiles = {"window_dimensions": (1, 2, 2, 1), "window_strides": (1, 2, 2, 1), "padding": ((0, 0),) * 4}
+            pooled = make("reduce_window", (image,), kind="max", **tiles)
+            scattered = make("select_and_scatter_add", (make("exp", (pooled,)), image), **tiles)
+            mask = make(draw(st.sampled_from(UNARY)), (image,))
+            node = make(draw(st.sampled_from(BINARY)), (scattered, mask))
         elif kind == "window" and len(shape) >= 2 and min(shape[-2:]) >= 2:
             window = (1,) * (len(shape) - 2) + (2, 2)
             node = make(

@@ -156,7 +156,10 @@ def emit_kernel(name: str, node: Node, pool: ConstantPool, in_place: bool) -> st
     # test), so kernels with such branches keep their branches.
     branchy = any(line.lstrip().startswith(("if (", "} else")) for line in em.lines)
     attribute = '__attribute__((optimize("no-tree-loop-if-convert"))) ' if branchy else ""
-    return f"{attribute}static void {name}({', '.join(params) or 'void'}) {{\n{body}\n}}\n"
+    # noinline: each kernel's restrict pointers hold only within that kernel; inlined into
+    # the entry function, GCC 12 let a kernel read an output of the kernel before it ahead of
+    # its store (a transpose of a slice read stale data; found by the random-graph test).
+    return f"{attribute}__attribute__((noinline)) static void {name}({', '.join(params) or 'void'}) {{\n{body}\n}}\n"
 
 
 def _writes_in_place_safely(kernel: Node, parameter_index: int, graph: Graph, position: dict[int, int]) -> bool:
