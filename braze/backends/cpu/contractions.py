@@ -142,10 +142,7 @@ def _tiled_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node, 
     packed = b
     if b_col != 1 or width != n:
         packed = "bpack"
-        em.emit(f"static _Thread_local {t}* bpack_kept = NULL;")
-        em.emit(
-            f"{t}* bpack = bpack_kept ? bpack_kept : (bpack_kept = ({t}*)calloc((size_t){depth * width}, sizeof({t})));"
-        )
+        _kept_buffer(em, t, "bpack", depth * width)
         open_loop(em, "k", depth)
         open_loop(em, "j", n)
         em.emit(f"bpack[k * {width} + j] = {b}[k * {b_k} + j * {b_col}];")
@@ -219,6 +216,15 @@ def _tiles(em: Emitter, name: str, total: int, tile: int, body: Callable[[int, s
         body(total % tile, str(full))
 
 
+def _kept_buffer(em: Emitter, t: str, name: str, count: int) -> None:
+    """``name``: a zeroed scratch array of ``count`` elements, allocated on the first call and
+    kept for the next ones (one per calling thread): every call writes the same positions,
+    so what it leaves zero stays zero, and a big buffer is not faulted in again per step.
+    Never freed: it lives as long as the process."""
+    em.emit(f"static _Thread_local {t}* {name}_kept = NULL;")
+    em.emit(f"{t}* {name} = {name}_kept ? {name}_kept : ({name}_kept = ({t}*)calloc((size_t){count}, sizeof({t})));")
+
+
 def _padded_copy(
     em: Emitter,
     t: str,
@@ -240,13 +246,7 @@ def _padded_copy(
     of slack at the end for a vector load running past the last row."""
     n, h, w, c = shape
     slack = 16 if channel_major else 0
-    # Kept for the next call (one per calling thread): every call writes the same interior
-    # positions, so the padding stays zero, and a big buffer is not faulted in again per step.
-    em.emit(f"static _Thread_local {t}* {name}_kept = NULL;")
-    em.emit(
-        f"{t}* {name} = {name}_kept ? {name}_kept : "
-        f"({name}_kept = ({t}*)calloc((size_t){n * rows * cols * c + slack}, sizeof({t})));"
-    )
+    _kept_buffer(em, t, name, n * rows * cols * c + slack)
     pragma = parallel_pragma(n * h * w * c, n)
     if pragma:
         em.emit(pragma)
