@@ -18,8 +18,10 @@ from braze.backends.cpu.loops import (
     close_loops,
     close_parallel,
     open_loop,
+    open_loops,
     open_parallel,
     parallel_pragma,
+    store_results,
 )
 from braze.ir.graph import Graph, Node
 
@@ -35,13 +37,6 @@ def strides(shape: tuple[int, ...]) -> list[int]:
 def _offset(names: list[str], steps: list[int]) -> str:
     terms = [n if s == 1 else f"{n} * {s}" for n, s in zip(names, steps, strict=True) if s]
     return " + ".join(terms) if terms else "0"
-
-
-def _store(em: Emitter, computation: Graph, outputs: list[str], root: Node, index: Index, acc: str) -> None:
-    """Write every result of the kernel at ``index``; the contraction's value there is ``acc``."""
-    em.overrides[id(root)] = lambda _index: acc
-    for k, result in enumerate(computation.outputs):
-        em.emit(f"{outputs[k]}[{em.linear(index)}] = {em.value(result, index)};")
 
 
 def _operand(em: Emitter, node: Node) -> str:
@@ -96,7 +91,7 @@ def emit_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node) ->
             em.emit("}")
         em.emit(f"for (int64_t n0 = 0; n0 < {n_total}; n0++) {{")
         em.push()
-        _store(em, computation, outputs, root, Index(root.shape, tuple(out_names)), "acc[n0]")
+        store_results(em, computation, outputs, root, Index(root.shape, tuple(out_names)), "acc[n0]")
         em.pop()
         em.emit("}")
     else:
@@ -114,7 +109,7 @@ def emit_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node) ->
         for _ in ks:
             em.pop()
             em.emit("}")
-        _store(em, computation, outputs, root, Index(root.shape, tuple(out_names)), "acc")
+        store_results(em, computation, outputs, root, Index(root.shape, tuple(out_names)), "acc")
         for _ in cols:
             em.pop()
             em.emit("}")
@@ -177,7 +172,7 @@ def _tiled_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node, 
             open_loop(em, "jj", "columns")
             em.emit(f"const int64_t m = m0 + i, col = q0 * {lanes} + jj;")
             value = f"((const {t}*)acc)[i * {chunk * lanes} + jj]"
-            _store(em, computation, outputs, root, Index(root.shape, ("m", "col")), value)
+            store_results(em, computation, outputs, root, Index(root.shape, ("m", "col")), value)
             close_loops(em, 2)
             em.pop()
             em.emit("}")
@@ -196,12 +191,6 @@ def _conv_geometry(root: Node) -> tuple[int, int, int, int, int, int]:
     """(stride h, stride w, padding top, padding left, dilation h, dilation w)."""
     (sh, sw), ((pt, _), (pl, _)), (dh, dw) = root.attr("strides"), root.attr("padding"), root.attr("dilation")
     return sh, sw, pt, pl, dh, dw
-
-
-def _nest(em: Emitter, loops: list[tuple[str, int]]) -> None:
-    """Open one loop per (name, bound), outermost first."""
-    for name, bound in loops:
-        open_loop(em, name, bound)
 
 
 def _tiles(em: Emitter, name: str, total: int, tile: int, body: Callable[[int, str], None]) -> None:
@@ -275,25 +264,39 @@ def _register_tile(columns: int, vectors: int, whole_vectors: bool) -> int:
     return min(columns, max(1, (20 if whole_vectors else 12) // vectors))
 
 
-def _direct_conv(
-    em: Emitter,
-    computation: Graph,
-    outputs: list[str],
-    root: Node,
-    t: str,
-    x: str,
-    w: str,
-    x_rows: int,
-    x_cols: int,
-    c: int,
-    kh: int,
-    kw: int,
-    o: int,
-    strides_hw,
-    dilation,
-    w_hwoi: str | None = None,
-    live_rows: tuple[int, int] | None = None,
-) -> None:
+@dataclass
+class _Conv:
+    """A convolution kernel to emit. ``x``: the (padded) input, (n, rows, cols, c), or
+    (n, rows, c, cols) for the narrow kernel; ``other``: the HWIO filter of a forward
+    convolution, or the cotangent (n, oh, ow, o) of a filter gradient; (n, oh, ow): the
+    output pixels; ``o``: output channels; strides and dilation of the filter's taps."""
+
+    em: Emitter
+    computation: Graph
+    outputs: list[str]
+    root: Node
+    t: str
+    x: str
+    other: str
+    rows: int
+    cols: int
+    n: int
+    oh: int
+    ow: int
+    o: int
+    kh: int
+    kw: int
+    c: int
+    sh: int
+    sw: int
+    dh: int
+    dw: int
+
+    def store(self, names: tuple[str, str, str, str], value: str) -> None:
+        store_results(self.em, self.computation, self.outputs, self.root, Index(self.root.shape, names), value)
+
+
+def _direct_conv(p: _Conv, w_hwoi: str | None = None, live_rows: tuple[int, int] | None = None) -> None:
     """A VALID convolution of the (already padded) ``x`` with HWIO ``w`` into ``root``'s shape.
     Rows of ``x`` outside ``live_rows`` (lo, hi) are padding zeros, whose taps are skipped.
 
@@ -302,12 +305,12 @@ def _direct_conv(
     when there are few input channels; else input channels (reading ``w_hwoi``, the
     filter laid out HWOI), finishing each output with a horizontal sum.
     """
-    n, oh, ow, _ = root.shape
-    sh, sw = strides_hw
-    dh, dw = dilation
-    if o < 8 and c >= 8 and w_hwoi is not None:
-        _deep_conv(em, computation, outputs, root, t, x, w_hwoi, x_rows, x_cols, c, kh, kw, o, strides_hw, dilation)
+    if p.o < 8 and p.c >= 8 and w_hwoi is not None:
+        _deep_conv(p, w_hwoi)
         return
+    em, computation, outputs, root, t = p.em, p.computation, p.outputs, p.root, p.t
+    x, w, x_rows, x_cols = p.x, p.other, p.rows, p.cols
+    n, oh, ow, o, kh, kw, c, sh, sw, dh, dw = p.n, p.oh, p.ow, p.o, p.kh, p.kw, p.c, p.sh, p.sw, p.dh, p.dw
     lanes = -(-o * root.dtype.itemsize // 64)  # vectors of output channels
     wide = o >= 8
     tile = _register_tile(ow, lanes, o % (64 // root.dtype.itemsize) == 0) if wide else min(ow, 16)
@@ -383,7 +386,7 @@ def _direct_conv(
             em.overrides[id(root)] = lambda _index: value
             em.emit(f"staged[j][co] = {em.value(computation.outputs[0], index)};")
         else:
-            _store(em, computation, outputs, root, index, value)
+            store_results(em, computation, outputs, root, index, value)
         close_loops(em, 2)
         if streamed:
             em.emit(f"braze_stream({outputs[0]} + ((bn * {oh} + y) * {ow} + x0) * {o}, &staged[0][0], {width * o});")
@@ -409,28 +412,11 @@ def _vector_tile(em: Emitter, t: str, rows: int, vectors: int, weights: str, sca
         em.emit(f"{{ const {t} s = {scalar(j)}; {updates} }}")
 
 
-def _deep_conv(
-    em: Emitter,
-    computation: Graph,
-    outputs: list[str],
-    root: Node,
-    t: str,
-    x: str,
-    w_hwoi: str,
-    x_rows: int,
-    x_cols: int,
-    c: int,
-    kh: int,
-    kw: int,
-    o: int,
-    strides_hw,
-    dilation,
-) -> None:
+def _deep_conv(p: _Conv, w_hwoi: str) -> None:
     """Few output channels, many input channels: per output pixel, one vector of partial
     sums per output channel over the contiguous input channels."""
-    n, oh, ow, _ = root.shape
-    sh, sw = strides_hw
-    dh, dw = dilation
+    em, root, t, x, x_rows, x_cols = p.em, p.root, p.t, p.x, p.rows, p.cols
+    n, oh, ow, o, kh, kw, c, sh, sw, dh, dw = p.n, p.oh, p.ow, p.o, p.kh, p.kw, p.c, p.sh, p.sw, p.dh, p.dw
     pragma = parallel_pragma(root.aval.size * kh * kw * c, n * oh)
     if pragma:
         em.emit(pragma.replace("parallel for", "parallel for collapse(2)"))
@@ -450,30 +436,17 @@ def _deep_conv(
     open_loop(em, "co", o)
     em.emit(f"{t} total = 0;")
     em.emit(f"for (int64_t ci = 0; ci < {c}; ci++) total += acc[co][ci];")
-    _store(em, computation, outputs, root, Index(root.shape, ("bn", "y", "ox", "co")), "total")
+    p.store(("bn", "y", "ox", "co"), "total")
     close_loops(em, 4)
 
 
-def _narrow_conv(
-    em: Emitter,
-    computation: Graph,
-    outputs: list[str],
-    root: Node,
-    x: str,
-    w: str,
-    rows: int,
-    cols: int,
-    c: int,
-    filter_hw,
-    dilation,
-) -> None:
+def _narrow_conv(p: _Conv) -> None:
     """A stride-1 VALID convolution with few output channels over a channel-major input:
     16 output columns per vector, one vector accumulator per output channel, each filter
     tap a broadcast scalar. Lanes past the row's end compute garbage that is never stored
     (lanes never mix)."""
-    n, oh, ow, o = root.shape
-    kh, kw = filter_hw
-    dh, dw = dilation
+    em, root, x, w, rows, cols = p.em, p.root, p.x, p.other, p.rows, p.cols
+    n, oh, ow, o, kh, kw, c, dh, dw = p.n, p.oh, p.ow, p.o, p.kh, p.kw, p.c, p.dh, p.dw
     pragma = parallel_pragma(root.aval.size * kh * kw * c, n * oh)
     if pragma:
         em.emit(pragma.replace("parallel for", "parallel for collapse(2)"))
@@ -495,7 +468,7 @@ def _narrow_conv(
     open_loop(em, "j", "width")
     open_loop(em, "co", o)
     em.emit("const int64_t ox = x0 + j;")
-    _store(em, computation, outputs, root, Index(root.shape, ("bn", "y", "ox", "co")), "acc[co][j]")
+    p.store(("bn", "y", "ox", "co"), "acc[co][j]")
     close_loops(em, 5)
 
 
@@ -510,24 +483,9 @@ def emit_conv(em: Emitter, computation: Graph, outputs: list[str], root: Node) -
     if pt or pb or pl or pr:
         _padded_copy(em, t, "xpad", x, x_node.shape, rows, cols, pt, pl)
         source = "xpad"
-    _direct_conv(
-        em,
-        computation,
-        outputs,
-        root,
-        t,
-        source,
-        w,
-        rows,
-        cols,
-        c,
-        kh,
-        kw,
-        o,
-        root.attr("strides"),
-        root.attr("dilation"),
-        live_rows=(pt, pt + h) if pt or pb else None,
-    )
+    (sh, sw), (dh, dw), (_, oh, ow, _) = root.attr("strides"), root.attr("dilation"), root.shape
+    conv = _Conv(em, computation, outputs, root, t, source, w, rows, cols, n, oh, ow, o, kh, kw, c, sh, sw, dh, dw)
+    _direct_conv(conv, live_rows=(pt, pt + h) if pt or pb else None)
 
 
 def emit_conv_grad_input(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
@@ -545,65 +503,21 @@ def emit_conv_grad_input(em: Emitter, computation: Graph, outputs: list[str], ro
     _padded_copy(em, t, "gpad", g, g_node.shape, rows, cols, top, left, sh, sw, channel_major=narrow)
     em.emit(f"{t}* wflip = ({t}*)malloc(sizeof({t}) * {kh * kw * c * o});")
     em.emit(f"{t}* wflip_oi = ({t}*)malloc(sizeof({t}) * {kh * kw * c * o});")
-    _nest(em, [("a", kh), ("b", kw), ("ci", c), ("co", o)])
+    open_loops(em, [("a", kh), ("b", kw), ("ci", c), ("co", o)])
     em.emit(f"const {t} v = {w}[((({kh - 1} - a) * {kw} + ({kw - 1} - b)) * {c} + ci) * {o} + co];")
     em.emit(f"wflip[((a * {kw} + b) * {o} + co) * {c} + ci] = v;")
     em.emit(f"wflip_oi[((a * {kw} + b) * {c} + ci) * {o} + co] = v;")
     close_loops(em, 4)
+    # dx's output channels are the forward input's (c), its input channels the cotangent's (o).
+    n = root.shape[0]
+    conv = _Conv(em, computation, outputs, root, t, "gpad", "wflip", rows, cols, n, h, wd, c, kh, kw, o, 1, 1, dh, dw)
     if narrow:
-        _narrow_conv(em, computation, outputs, root, "gpad", "wflip", rows, cols, o, (kh, kw), (dh, dw))
+        _narrow_conv(conv)
     else:
-        _direct_conv(
-            em,
-            computation,
-            outputs,
-            root,
-            t,
-            "gpad",
-            "wflip",
-            rows,
-            cols,
-            o,
-            kh,
-            kw,
-            c,
-            (1, 1),
-            (dh, dw),
-            w_hwoi="wflip_oi",
-            live_rows=(max(0, top), min(rows, top + (g_node.shape[1] - 1) * sh + 1)),
-        )
+        live_rows = (max(0, top), min(rows, top + (g_node.shape[1] - 1) * sh + 1))
+        _direct_conv(conv, w_hwoi="wflip_oi", live_rows=live_rows)
     em.emit("free(wflip);")
     em.emit("free(wflip_oi);")
-
-
-@dataclass
-class _FilterGrad:
-    """A conv_grad_filter kernel to emit: the (padded) input ``x`` of shape (n, rows, cols, c),
-    the cotangent ``g`` of shape (n, oh, ow, o), and the filter's geometry."""
-
-    em: Emitter
-    computation: Graph
-    outputs: list[str]
-    root: Node
-    t: str
-    x: str
-    g: str
-    rows: int
-    cols: int
-    n: int
-    oh: int
-    ow: int
-    o: int
-    kh: int
-    kw: int
-    c: int
-    sh: int
-    sw: int
-    dh: int
-    dw: int
-
-    def store(self, names: tuple[str, str, str, str], value: str) -> None:
-        _store(self.em, self.computation, self.outputs, self.root, Index(self.root.shape, names), value)
 
 
 def emit_conv_grad_filter(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
@@ -620,7 +534,7 @@ def emit_conv_grad_filter(em: Emitter, computation: Graph, outputs: list[str], r
     if pt or pb or pl or pr:
         _padded_copy(em, t, "xpad", x, x_node.shape, rows, cols, pt, pl)
         source = "xpad"
-    p = _FilterGrad(em, computation, outputs, root, t, source, g, rows, cols, n, oh, ow, o, kh, kw, c, sh, sw, dh, dw)
+    p = _Conv(em, computation, outputs, root, t, source, g, rows, cols, n, oh, ow, o, kh, kw, c, sh, sw, dh, dw)
     if c == 1 and sw == 1 and kh * kw <= 25 and o < 8 and root.dtype.itemsize == 4:
         _row_filter_grad(p)
     elif o % (64 // root.dtype.itemsize) == 0 and o * root.dtype.itemsize <= 8 * 64 and dw == 1:
@@ -629,7 +543,7 @@ def emit_conv_grad_filter(em: Emitter, computation: Graph, outputs: list[str], r
         _blocked_filter_grad(p)
 
 
-def _blocked_filter_grad(p: _FilterGrad) -> None:
+def _blocked_filter_grad(p: _Conv) -> None:
     """A block of input channels times all output channels accumulated in locals, one
     filter tap per thread."""
     em, t, n, oh, ow, o, kh, kw, c = p.em, p.t, p.n, p.oh, p.ow, p.o, p.kh, p.kw, p.c
@@ -652,7 +566,7 @@ def _blocked_filter_grad(p: _FilterGrad) -> None:
         em.emit(
             f"const {t}* xr = {p.x} + ((bn * {p.rows} + y * {p.sh} + a * {p.dh}) * {p.cols} + b * {p.dw}) * {c} + c0;"
         )
-        em.emit(f"const {t}* gr = {p.g} + (bn * {oh} + y) * {ow * o};")
+        em.emit(f"const {t}* gr = {p.other} + (bn * {oh} + y) * {ow * o};")
         open_loop(em, "xo", ow)
         em.emit("#pragma GCC unroll 32")
         open_loop(em, "ci", width)
@@ -671,7 +585,7 @@ def _blocked_filter_grad(p: _FilterGrad) -> None:
     close_loops(em, 2)
 
 
-def _split_filter_grad(p: _FilterGrad) -> None:
+def _split_filter_grad(p: _Conv) -> None:
     """Filter gradient as one GEMM per filter row, dw[a] (taps x out channels) = sum over
     output pixels of x-window rows times cotangent rows, with the reduction split across
     threads: each thread sums its share of output rows into a private copy of the filter
@@ -699,7 +613,7 @@ def _split_filter_grad(p: _FilterGrad) -> None:
     for r in range(2):
         em.emit(f"const int64_t rr{r} = rp * 2 + {r} < {rows} ? rp * 2 + {r} : rp * 2;")
         em.emit(f"const int64_t bn{r} = rr{r} / {oh}, y{r} = rr{r} % {oh};")
-        em.emit(f"const {t}* gr{r} = {p.g} + rr{r} * {ow * o};")
+        em.emit(f"const {t}* gr{r} = {p.other} + rr{r} * {ow * o};")
     em.emit(f"const int64_t columns1 = rp * 2 + 1 < {rows} ? {ow} : 0;")
     open_loop(em, "a", kh)
     for r in range(2):
@@ -727,7 +641,7 @@ def _split_filter_grad(p: _FilterGrad) -> None:
     pragma = parallel_pragma(size, kh)
     if pragma:
         em.emit(pragma)
-    _nest(em, [("a", kh), ("b", kw), ("cc", c), ("co", o)])
+    open_loops(em, [("a", kh), ("b", kw), ("cc", c), ("co", o)])
     em.emit(f"const int64_t at = ((a * {kw} + b) * {c} + cc) * {o} + co;")
     em.emit(f"{t} total = 0;")
     em.emit(f"for (int64_t k = 0; k < copies; k++) total += part[k * {size} + at];")
@@ -736,7 +650,7 @@ def _split_filter_grad(p: _FilterGrad) -> None:
     em.emit("free(part);")
 
 
-def _row_filter_grad(p: _FilterGrad) -> None:
+def _row_filter_grad(p: _Conv) -> None:
     """Filter gradient of a one-channel input with few output channels (LeNet's first
     layer): for each output channel, one 16-lane accumulator per filter tap, streaming
     along image rows, so every multiply-add is a full vector and the accumulators never
@@ -757,7 +671,7 @@ def _row_filter_grad(p: _FilterGrad) -> None:
     em.emit("memset(tail, 0, sizeof(tail));")
     open_loop(em, "r", n * oh)
     em.emit(f"const int64_t bn = r / {oh}, y = r % {oh};")
-    em.emit(f"const {t}* grow = {p.g} + r * {ow * o} + co;")
+    em.emit(f"const {t}* grow = {p.other} + r * {ow * o} + co;")
     em.emit(f"const {t}* xbase = {p.x} + (bn * {p.rows} + y * {sh}) * {cols};")
     for block_start in starts:
         fresh = 16 if block_start % 16 == 0 else ow - (starts[-2] + 16 if len(starts) > 1 else 0)

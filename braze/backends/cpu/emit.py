@@ -111,7 +111,7 @@ class ModulePlan:
     in_place: dict[int, int] = field(default_factory=dict)  # output buffer -> parameter written in place
     arena_bytes: int = 0
     kernels: int = 0
-    labels: list[str] = field(default_factory=list)  # what each kernel computes, in run order
+    labels: list[str] = field(default_factory=list)  # when profiled: what each kernel computes, in run order
     profiled: bool = False  # the entry adds each kernel's seconds to `<entry>_seconds`
 
 
@@ -196,7 +196,7 @@ def emit_module(
         entry=entry,
         arena_bytes=assignment.peak_bytes,
         kernels=len(kernels),
-        labels=[kernel_label(k) for k in kernels],
+        labels=[kernel_label(k) for k in kernels] if profile else [],
         profiled=profile,
     )
     buffer_of: dict[int, str] = {id(p): f"params[{p.attr('index')}]" for p in graph.params}

@@ -64,6 +64,20 @@ def open_loop(em: Emitter, name: str, bound: int | str, start: int | str = 0, st
     em.push()
 
 
+def open_loops(em: Emitter, loops: list[tuple[str, int]]) -> None:
+    """Open one loop per (name, bound), outermost first."""
+    for name, bound in loops:
+        open_loop(em, name, bound)
+
+
+def store_results(em: Emitter, computation: Graph, outputs: list[str], root: Node, index: Index, value: str) -> None:
+    """Write every result of a kernel at ``index``, where its root (a contraction or a
+    windowed op) has the C value ``value``: the fused epilogue is computed from it."""
+    em.overrides[id(root)] = lambda _index: value
+    for k, result in enumerate(computation.outputs):
+        em.emit(f"{outputs[k]}[{em.linear(index)}] = {em.value(result, index)};")
+
+
 def close_loops(em: Emitter, count: int) -> None:
     for _ in range(count):
         em.pop()

@@ -12,9 +12,11 @@ from braze.backends.cpu.loops import (
     close_parallel,
     loop_nest,
     open_loop,
+    open_loops,
     open_parallel,
     parallel_pragma,
     reduction_init,
+    store_results,
 )
 from braze.ir.graph import Graph, Node
 from braze.passes.patterns import nhwc_pool_windows, scatters_once, tiling_windows
@@ -47,12 +49,6 @@ def _better(v: str, top: str, dtype) -> str:
     return f"!({v} <= {top}) && {top} == {top}" if dtype.is_float else f"{v} > {top}"
 
 
-def _store_results(em: Emitter, computation: Graph, outputs: list[str], root: Node, index: Index, acc: str) -> None:
-    em.overrides[id(root)] = lambda _index: acc
-    for k, result in enumerate(computation.outputs):
-        em.emit(f"{outputs[k]}[{em.linear(index)}] = {em.value(result, index)};")
-
-
 def _unrolled_reduce_window(em: Emitter, computation: Graph, outputs: list[str], root: Node, x: str) -> None:
     """NHWC pooling without padding: the window's taps written out, channels innermost, so
     the channel loop is straight-line code that vectorizes."""
@@ -64,8 +60,7 @@ def _unrolled_reduce_window(em: Emitter, computation: Graph, outputs: list[str],
     pragma = parallel_pragma(root.aval.size * kh * kw, n * oh)
     if pragma:
         em.emit(pragma.replace("parallel for", "parallel for collapse(2)"))
-    for name, bound in (("bn", n), ("y", oh), ("ox", ow), ("ch", c)):
-        open_loop(em, name, bound)
+    open_loops(em, [("bn", n), ("y", oh), ("ox", ow), ("ch", c)])
     em.emit(f"const {t}* window = {x} + ((bn * {h} + y * {sh}) * {w} + ox * {sw}) * {c} + ch;")
     em.emit(f"{t} acc = window[0];")
     for a in range(kh):
@@ -76,7 +71,7 @@ def _unrolled_reduce_window(em: Emitter, computation: Graph, outputs: list[str],
                     em.emit("  acc += v; }")
                 else:
                     em.emit(f"  acc = {_better('v', 'acc', root.dtype)} ? v : acc; }}")
-    _store_results(em, computation, outputs, root, Index(root.shape, ("bn", "y", "ox", "ch")), "acc")
+    store_results(em, computation, outputs, root, Index(root.shape, ("bn", "y", "ox", "ch")), "acc")
     close_loops(em, 4)
 
 
@@ -102,7 +97,7 @@ def emit_reduce_window(em: Emitter, computation: Graph, outputs: list[str], root
             update = f"acc = ({nan}({value} > acc)) ? {value} : acc;"
         em.emit(f"if ({valid}) {update}" if valid else update)
         close_loops(em, len(names))
-        _store_results(em, computation, outputs, root, index, "acc")
+        store_results(em, computation, outputs, root, index, "acc")
 
     loop_nest(em, root.shape, flat=False, body=body, work=root.aval.size * _window_size(root))
 
@@ -184,7 +179,7 @@ def _tiled_select_and_scatter(
             em.overrides[id(root)] = lambda _index, selected=selected: selected
             em.emit(f"staged[{i}][ch] = {em.value(result, Index(root.shape, dims))};")
         elif epilogue:
-            _store_results(em, computation, outputs, root, Index(root.shape, dims), selected)
+            store_results(em, computation, outputs, root, Index(root.shape, dims), selected)
         else:
             em.emit(f"{out}[at + {offset} + ch] = {selected};")
     close_loops(em, 1)
