@@ -31,6 +31,8 @@ KINDS = [
     "select",
     "convert",
     "dot",
+    "dots_meet",
+    "convs_meet",
     "window",
     "pool_gradient",
     "iota",
@@ -118,6 +120,24 @@ def graphs(draw) -> Graph:
             node = make(
                 "dot_general", (x, x), lhs_contracting=(axis,), rhs_contracting=(axis,), lhs_batch=(), rhs_batch=()
             )
+        elif kind == "dots_meet" and len(shape) == 2:
+            # two contractions whose epilogues reach the same elementwise op: only one may take it
+            y = pick(lambda n, s=shape: n.aval.shape == s)
+            contract = {"lhs_contracting": (0,), "rhs_contracting": (0,), "lhs_batch": (), "rhs_batch": ()}
+            first = make("dot_general", (x, y), **contract)
+            node = make(draw(st.sampled_from(BINARY)), (first, make("dot_general", (y, x), **contract)))
+        elif kind == "convs_meet" and len(shape) == 4 and min(shape[1:3]) >= 3:
+            # the same for convolutions, with a filter cut from the image (HWIO: 2x2, C in, 1 out)
+            cut = make("slice", (x,), start_indices=(0,) * 4, limit_indices=(1, 2, 2, shape[3]), strides=(1,) * 4)
+            w = make("transpose", (cut,), permutation=(1, 2, 3, 0))
+            windows = {
+                "strides": draw(st.sampled_from([(1, 1), (2, 1)])),
+                "padding": draw(st.sampled_from([((0, 0), (0, 0)), ((1, 0), (0, 1))])),
+                "dilation": draw(st.sampled_from([(1, 1), (1, 2)])),
+            }
+            first = make("conv", (x, w), **windows)
+            second = make("conv", (make(draw(st.sampled_from(UNARY)), (x,)), w), **windows)
+            node = make(draw(st.sampled_from(BINARY)), (first, second))
         elif kind == "pool_gradient" and (image := pick(lambda n: len(n.aval.shape) == 4)) is not None:
             # max-pool and its gradient over tiling windows, with an elementwise reader that
             # may join its kernel (as the relu mask does in a CNN)

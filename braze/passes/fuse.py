@@ -67,6 +67,11 @@ def plan_fusion(graph: Graph) -> Plan:
     refusals: list[str] = []
 
     position = {id(n): k for k, n in enumerate(nodes)}
+
+    def kernel_of(node: Node) -> Node | None:
+        group = owner.get(id(node))
+        return group.members[0] if group is not None else None
+
     for node in nodes:
         if policy.takes_epilogue(node):
             group = Group("output", [node])
@@ -78,7 +83,9 @@ def plan_fusion(graph: Graph) -> Plan:
                 return not _reaches(other, {id(m) for m in group.members}, position, start)
 
             while True:
-                user, decision = policy.epilogue(current, users[id(current)], id(current) in outputs, independent)
+                user, decision = policy.epilogue(
+                    current, users[id(current)], id(current) in outputs, independent, kernel_of
+                )
                 if user is None:
                     refusals.append(decision.reason)
                     break

@@ -83,12 +83,18 @@ def should_fuse(producer: Node, members: list[Node], kind: str, readers_in_group
 
 
 def epilogue(
-    producer: Node, users: list[Node], is_output: bool, independent: Callable[[Node], bool]
+    producer: Node,
+    users: list[Node],
+    is_output: bool,
+    independent: Callable[[Node], bool],
+    kernel_of: Callable[[Node], Node | None],
 ) -> tuple[Node | None, Decision]:
     """The elementwise op that may join the epilogue of a dot, conv or tiled pooling-gradient
     kernel, after ``producer``. Its other operands are recomputed per element (free ones) or
     must not depend on the kernel (``independent``): those are read at the element being
-    stored, or computed there when producer fusion later pulls them into the kernel."""
+    stored, or computed there when producer fusion later pulls them into the kernel. A reader
+    already in the epilogue of another kernel (``kernel_of`` gives that kernel's root) stays
+    there: in both kernels it would make each read the other's result, a cycle."""
     name = f"{producer.op} {producer.aval}"
     if is_output:
         return None, no(f"epilogue stops at {name}: it is a result of the graph")
@@ -97,6 +103,9 @@ def epilogue(
     user = users[0]
     if user.op not in ELEMENTWISE or user.multi_output or user.aval.shape != producer.aval.shape:
         return None, no(f"epilogue stops at {name}: its reader {user.op} {user.aval} is not elementwise on it")
+    root = kernel_of(user)
+    if root is not None:
+        return None, no(f"epilogue stops before {user.op} {user.aval}: it is in the epilogue of {root.op} {root.aval}")
     for other in user.inputs:
         if other is not producer and not is_free_to_duplicate(other) and not independent(other):
             return None, no(
