@@ -4,14 +4,91 @@ then compiled and compares, ``braze hlo`` shows what the compiler makes of its t
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import sys
+import traceback
 from collections.abc import Sequence
+from pathlib import Path
 
-from braze.runtime.device import as_device
+from braze.data import DataError
+from braze.ir.errors import BrazeError
+from braze.runtime.device import Device, as_device
+
+# What the user can fix: braze's own errors (shapes, devices, checkpoints...), bad data,
+# and the file system refusing a path. Any other exception is a bug in braze.
+USER_ERRORS = (BrazeError, DataError, OSError)
+EXIT_USER_ERROR = 1
+EXIT_BUG = 70  # EX_SOFTWARE in sysexits.h: an internal software error
+DEBUG_HELP = "show the traceback of an error (as BRAZE_DEBUG=1 does)"
+
+
+def _integer(text: str, minimum: int, kind: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a {kind}, got {text!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be a {kind}, got {value}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (epochs, batch sizes, steps, image sizes)."""
+    return _integer(text, 1, "positive integer")
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type: an integer >= 0 (random seeds)."""
+    return _integer(text, 0, "non-negative integer")
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0 (learning rates)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text}")
+    return value
+
+
+def parse_device(text: str) -> Device:
+    """argparse type: a device name that :func:`as_device` parses."""
+    try:
+        return as_device(text)
+    except BrazeError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def existing_directory(text: str) -> str:
+    """argparse type: a directory that exists (never replaced by another source)."""
+    path = Path(text)
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"directory {text} does not exist")
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is not a directory")
+    return text
+
+
+def output_file(text: str) -> str:
+    """argparse type: a file that can be created, checked before any work is done."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a directory, expected a file name")
+    ancestor = path.parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot create {text}: {ancestor} is not a directory")
+    if not os.access(ancestor, os.W_OK):
+        raise argparse.ArgumentTypeError(f"cannot create {text}: {ancestor} is not writable")
+    return text
 
 
 def _train(args: argparse.Namespace) -> int:
-    device = as_device(args.device)
+    device = args.device
     print(f"Device: {device!r}")
     if args.model == "lenet":
         from braze.bench.lenet import train_lenet
@@ -55,6 +132,7 @@ def _hlo(args: argparse.Namespace) -> int:
     print(f"{workload.name} training step (batch {len(workload.images)}), after braze's pass pipeline")
     print(report.summary() if args.summary else report.text())
     if args.dot:
+        Path(args.dot).parent.mkdir(parents=True, exist_ok=True)
         with open(args.dot, "w") as handle:
             handle.write(to_dot(report.optimized) + "\n")
         print(f"wrote the fused graph to {args.dot} (render with: dot -Tsvg {args.dot} -o graph.svg)")
@@ -85,44 +163,82 @@ def _bench(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="braze", description="braze: eager and lazy tensors, an XLA-style compiler")
+    parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
+    # Also accepted after the subcommand; SUPPRESS keeps the subcommand's default from
+    # overwriting a --debug given before it.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
+    training = argparse.ArgumentParser(add_help=False)  # what train and bench share
+    training.add_argument(
+        "--data",
+        type=existing_directory,
+        default=None,
+        help="MNIST directory, or an image folder with train/ and validation/",
+    )
+    training.add_argument("--seed", type=non_negative_int, default=1)
+    training.add_argument("--steps-per-epoch", type=positive_int, default=None, help="cut epochs short (quick runs)")
     commands = parser.add_subparsers(dest="command", required=True)
-    train = commands.add_parser("train", help="train a case-study model and print one line per epoch")
+    train = commands.add_parser(
+        "train", parents=[common, training], help="train a case-study model and print one line per epoch"
+    )
     train.add_argument("model", choices=["lenet", "cnn"])
-    train.add_argument("--device", default="cpu", help="cpu, gpu, lazy, cpu:0:lazy, ... (default: cpu)")
-    train.add_argument("--epochs", type=int, default=5)
-    train.add_argument("--batch-size", type=int, default=None, help="default: 128 for lenet, 64 for cnn")
-    train.add_argument("--lr", type=float, default=None, help="default: 0.1 (SGD) for lenet, 0.001 (Adam) for cnn")
-    train.add_argument("--data", default=None, help="MNIST directory, or an image folder with train/ and validation/")
-    train.add_argument("--seed", type=int, default=1)
-    train.add_argument("--steps-per-epoch", type=int, default=None, help="cut epochs short (quick runs)")
-    train.add_argument("--save", default=None, help="write the trained parameters to this .npz file")
+    train.add_argument(
+        "--device", type=parse_device, default="cpu", help="cpu, gpu, lazy, cpu:0:lazy, ... (default: cpu)"
+    )
+    train.add_argument("--epochs", type=positive_int, default=5)
+    train.add_argument("--batch-size", type=positive_int, default=None, help="default: 128 for lenet, 64 for cnn")
+    train.add_argument(
+        "--lr", type=positive_float, default=None, help="default: 0.1 (SGD) for lenet, 0.001 (Adam) for cnn"
+    )
+    train.add_argument("--save", type=output_file, default=None, help="write the trained parameters to this .npz file")
     train.set_defaults(run=_train)
-    hlo = commands.add_parser("hlo", help="print the optimized graph of a case study's training step")
+    hlo = commands.add_parser("hlo", parents=[common], help="print the optimized graph of a case study's training step")
     hlo.add_argument("model", choices=["lenet", "cnn"])
-    hlo.add_argument("--batch-size", type=int, default=None, help="default: 128 for lenet, 64 for cnn")
+    hlo.add_argument("--batch-size", type=positive_int, default=None, help="default: 128 for lenet, 64 for cnn")
     hlo.add_argument("--summary", action="store_true", help="only the kernel count and peak memory")
-    hlo.add_argument("--dot", default=None, help="also write the fused graph as Graphviz source to this file")
+    hlo.add_argument(
+        "--dot", type=output_file, default=None, help="also write the fused graph as Graphviz source to this file"
+    )
     hlo.set_defaults(run=_hlo)
-    bench = commands.add_parser("bench", help="train a case study eagerly, then compiled, and compare")
+    bench = commands.add_parser(
+        "bench", parents=[common, training], help="train a case study eagerly, then compiled, and compare"
+    )
     bench.add_argument("model", choices=["lenet", "cnn"])
-    bench.add_argument("--epochs", type=int, default=None, help="default: 5 for lenet, 3 for cnn")
-    bench.add_argument("--batch-size", type=int, default=None, help="default: 128 for lenet, 64 for cnn")
-    bench.add_argument("--data", default=None, help="MNIST directory, or an image folder with train/ and validation/")
-    bench.add_argument("--seed", type=int, default=1)
-    bench.add_argument("--steps-per-epoch", type=int, default=None, help="cut epochs short (quick runs)")
-    bench.add_argument("--image-size", type=int, default=150, help="cnn only: image side in pixels")
-    bench.add_argument("--out", default=None, help="JSON record (default runs/bench-MODEL.json; a .png beside it)")
+    bench.add_argument("--epochs", type=positive_int, default=None, help="default: 5 for lenet, 3 for cnn")
+    bench.add_argument("--batch-size", type=positive_int, default=None, help="default: 128 for lenet, 64 for cnn")
+    bench.add_argument("--image-size", type=positive_int, default=150, help="cnn only: image side in pixels")
+    bench.add_argument(
+        "--out", type=output_file, default=None, help="JSON record (default runs/bench-MODEL.json; a .png beside it)"
+    )
     bench.set_defaults(run=_bench)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. Argument errors exit with status 2 (argparse); braze's own errors,
+    bad data and refused paths print one line on stderr and exit with 1 (with the
+    traceback under ``--debug`` or ``BRAZE_DEBUG=1``); anything else is a bug in braze:
+    its traceback is kept, with a request to report it, and the status is 70."""
     args = build_parser().parse_args(argv)
+    debug = args.debug or os.environ.get("BRAZE_DEBUG") == "1"
     try:
         return args.run(args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except USER_ERRORS as error:
+        if debug:
+            traceback.print_exc()
+        print(f"braze {args.command}: error: {error}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except Exception:
+        traceback.print_exc()
+        print(
+            f"braze {args.command}: internal error: this is a bug in braze, not in your input; please report it "
+            "to the braze developers with the command line and the traceback above",
+            file=sys.stderr,
+        )
+        return EXIT_BUG
 
 
 if __name__ == "__main__":

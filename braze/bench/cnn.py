@@ -7,7 +7,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from braze.data import Augment, ImageFolder, make_two_class_folder
+from braze.data import Augment, DataError, ImageFolder, make_two_class_folder
 from braze.models import XlaArticleCNN
 from braze.nn import History, binary_cross_entropy
 from braze.optim import Adam
@@ -22,8 +22,10 @@ def image_folders(data: str | None, image_size: int = IMAGE_SIZE) -> tuple[Path,
     if data is not None:
         root = Path(data)
         train, validation = root / "train", root / "validation"
+        if not root.is_dir():
+            raise DataError(f"image folder {root} does not exist or is not a directory")
         if not train.is_dir() or not validation.is_dir():
-            raise FileNotFoundError(f"{root} needs 'train' and 'validation' sub-folders of class folders")
+            raise DataError(f"image folder {root} needs 'train' and 'validation' sub-folders of class folders")
         return train, validation
     root = Path(tempfile.gettempdir()) / f"braze-two-class-{image_size}"
     return make_two_class_folder(root, size=(image_size, image_size))

@@ -32,7 +32,8 @@ def read_bytes(path: str | os.PathLike) -> bytes:
     """Return the uncompressed content of ``path``, gunzipping it when it ends in ``.gz``.
 
     MNIST is distributed gzipped but often stored unpacked; accepting both means users
-    never have to convert. Decompression errors become :class:`DataError` naming the file.
+    never have to convert. A file that cannot be read or decompressed is a
+    :class:`DataError` naming it.
     """
     path = Path(path)
     try:
@@ -42,6 +43,8 @@ def read_bytes(path: str | os.PathLike) -> bytes:
         return path.read_bytes()
     except (EOFError, gzip.BadGzipFile, zlib.error) as e:
         raise DataError(f"{path}: cannot decompress gzip data ({e})") from e
+    except OSError as e:
+        raise DataError(f"{path}: cannot read ({e.strerror or e})") from e
 
 
 def parse_idx(data: bytes, name: str | os.PathLike = "<bytes>") -> np.ndarray:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -110,7 +111,7 @@ class ImageFolder:
 
     def _decode(self, index: int) -> np.ndarray:
         """Read, convert and resize one image to uint8 ``[H, W, C]``."""
-        from PIL import Image
+        from PIL import Image, UnidentifiedImageError
 
         path = self.directory / self.filenames[index]
         mode, channels = COLOR_MODES[self.color_mode]
@@ -122,8 +123,12 @@ class ImageFolder:
                 if img.size != (width, height):
                     img = img.resize((width, height), Image.Resampling.BILINEAR)
                 return np.asarray(img, dtype=np.uint8).reshape(height, width, channels)
-        except OSError as e:
-            raise DataError(f"{path}: cannot read image ({e})") from e
+        except UnidentifiedImageError:
+            what = "empty file" if path.stat().st_size == 0 else "unknown image format or wrong magic bytes"
+            raise DataError(f"{path}: image does not decode ({what})") from None
+        # Pillow's decoders report truncated or corrupt data with any of these.
+        except (OSError, SyntaxError, ValueError, EOFError, struct.error, Image.DecompressionBombError) as e:
+            raise DataError(f"{path}: image does not decode ({e})") from e
 
     def _image(self, index: int) -> np.ndarray:
         if self._cache is None:

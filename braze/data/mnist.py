@@ -2,7 +2,8 @@
 
 Training scripts should run unchanged on a laptop with a repository checkout, on a
 machine with a shared data directory, and on a fresh machine with network access, so
-the files are looked up in several places before anything is downloaded. Every file is
+the files are looked up in several places before anything is downloaded, unless the
+caller names a directory: then that directory is the only source. Every file is
 checked against the canonical MD5 of its uncompressed content, because a corrupt or
 substituted dataset otherwise shows up only as a mysteriously bad accuracy.
 """
@@ -86,11 +87,9 @@ def _find_all(directory: Path) -> dict[str, Path] | None:
     return found
 
 
-def _search_places(path: str | os.PathLike | None) -> list[tuple[str, Path | None]]:
+def _search_places() -> list[tuple[str, Path | None]]:
     """The directories to search, in order, each with a label used in error messages."""
     places: list[tuple[str, Path | None]] = []
-    if path is not None:
-        places.append(("explicit path", Path(path).expanduser()))
     env = os.environ.get("BRAZE_DATA")
     if env:
         places.append(("$BRAZE_DATA", Path(env).expanduser()))
@@ -162,9 +161,22 @@ def _not_found_error(places: list[tuple[str, Path | None]], reason: str) -> Data
     return DataError("\n".join(lines))
 
 
+def _in_named_directory(path: str | os.PathLike) -> dict[str, Path]:
+    """The four files in the directory the caller named; never another source."""
+    directory = Path(path).expanduser()
+    if not directory.is_dir():
+        raise DataError(f"MNIST directory {directory} does not exist or is not a directory")
+    missing = [name for name in MD5 if _find_file(directory, name) is None]
+    if missing:
+        raise DataError(f"MNIST directory {directory} is missing {', '.join(f'{n}[.gz]' for n in missing)}")
+    return {name: _find_file(directory, name) for name in MD5}
+
+
 def _locate(path: str | os.PathLike | None) -> dict[str, Path]:
     """Find a directory holding all four files, downloading into the cache as a last resort."""
-    places = _search_places(path)
+    if path is not None:
+        return _in_named_directory(path)
+    places = _search_places()
     for _, directory in places:
         if directory is not None and (found := _find_all(directory)) is not None:
             return found
@@ -201,11 +213,12 @@ def _check_pair(images: np.ndarray, labels: np.ndarray, files: tuple[Path, Path]
 
 
 def load_mnist(path: str | os.PathLike | None = None, verify: bool = True) -> MNIST:
-    """Load MNIST, searching ``path``, ``$BRAZE_DATA`` (and its ``mnist/``), the
-    repository's ``data/mnist/`` and ``~/.cache/braze/mnist``, in that order.
+    """Load MNIST from the directory ``path``, or when it is None search ``$BRAZE_DATA``
+    (and its ``mnist/``), the repository's ``data/mnist/`` and ``~/.cache/braze/mnist``.
 
-    The first directory holding all four IDX files (each raw or ``.gz``) wins; if none
-    does, the files are downloaded into the cache. ``verify`` checks each file's MD5
+    A named ``path`` must hold all four IDX files (each raw or ``.gz``): it is never
+    silently replaced by another source. Otherwise the first directory searched holding
+    all four wins; if none does, the files are downloaded into the cache. ``verify`` checks each file's MD5
     against the canonical value; turn it off only for hand-made test files.
     Raises :class:`DataError` when the files cannot be found, fetched or validated.
     """

@@ -91,8 +91,16 @@ def _write_split(split_dir: Path, n: int, size: tuple[int, int], rng: np.random.
             img = draw[name](rng, yy, xx)
             img += rng.standard_normal(img.shape, dtype=np.float32) * rng.uniform(4, 20)
             pixels = np.clip(img, 0, 255).astype(np.uint8)
-            # Fast compression: these files are regenerated cheaply, size matters little.
-            Image.fromarray(pixels).save(class_dir / f"{name}_{i:04d}.png", compress_level=1)
+            # Written under a name that is not *.png, then renamed: an interrupted run never
+            # leaves a truncated image that _is_complete would count. Fast compression:
+            # these files are regenerated cheaply, size matters little.
+            final = class_dir / f"{name}_{i:04d}.png"
+            partial = class_dir / f".{final.name}.part"
+            try:
+                Image.fromarray(pixels).save(partial, format="PNG", compress_level=1)
+                os.replace(partial, final)
+            finally:
+                partial.unlink(missing_ok=True)
 
 
 def make_two_class_folder(

@@ -11,17 +11,24 @@ from __future__ import annotations
 
 import os
 import tempfile
+import zipfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from braze.ir.errors import BrazeError
 from braze.runtime.device import Device, as_device
 from braze.tensor import Tensor
 
+# An .npz archive is a zip file: it starts with a local file header, or with the end
+# record when it holds no arrays (a model without parameters).
+_ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")
 
-class CheckpointError(ValueError):
+
+class CheckpointError(BrazeError, ValueError):
     """A checkpoint that does not fit the model, or a file that is not a braze checkpoint."""
 
 
@@ -130,12 +137,13 @@ class Module:
             raise
 
     def load(self, path: str | os.PathLike) -> None:
+        """Read the parameters saved by :meth:`save`; a :class:`CheckpointError` names the
+        file and says what is wrong (missing, truncated, not a checkpoint, does not fit)."""
+        state = read_checkpoint(path)
         try:
-            with np.load(path, allow_pickle=False) as archive:
-                state = {name: archive[name] for name in archive.files}
-        except (OSError, ValueError) as error:
-            raise CheckpointError(f"cannot read checkpoint {path}: {error}") from None
-        self.load_state_dict(state)
+            self.load_state_dict(state)
+        except CheckpointError as error:
+            raise CheckpointError(f"{path}: {error}") from None
 
     # Keras-style training (see braze.nn.training) --------------------------------------
 
@@ -158,6 +166,40 @@ class Module:
         if trainer is None:
             raise RuntimeError(f"{type(self).__name__}: call compile(loss=..., optimizer=...) before fit/evaluate")
         return trainer
+
+
+def read_checkpoint(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """The floating-point arrays of the ``.npz`` checkpoint ``path``, by parameter name.
+
+    Raises :class:`CheckpointError` naming the file when it is missing, empty, not a zip
+    archive (wrong magic bytes), truncated or corrupt, or holds anything but float arrays.
+    """
+    try:
+        with open(path, "rb") as handle:
+            magic = handle.read(4)
+    except OSError as error:
+        raise CheckpointError(f"{path}: cannot read checkpoint ({error.strerror or error})") from None
+    if not magic:
+        raise CheckpointError(f"{path}: empty file, not a checkpoint")
+    if magic not in _ZIP_MAGICS:
+        raise CheckpointError(
+            f"{path}: not a checkpoint: wrong magic bytes {magic!r} (an .npz archive starts with {_ZIP_MAGICS[0]!r})"
+        )
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            state = {name: archive[name] for name in archive.files}
+    except (zipfile.BadZipFile, EOFError, zlib.error) as error:
+        raise CheckpointError(f"{path}: truncated or corrupt checkpoint ({error})") from None
+    except (OSError, ValueError) as error:
+        raise CheckpointError(f"{path}: not a checkpoint: {error}") from None
+    for name, value in state.items():
+        if not isinstance(value, np.ndarray):
+            raise CheckpointError(f"{path}: not a checkpoint: member {name!r} is not a NumPy array")
+        if value.dtype.kind != "f":
+            raise CheckpointError(
+                f"{path}: wrong dtype: {name} is {value.dtype}, a checkpoint holds floating-point parameters"
+            )
+    return state
 
 
 def _walk(name: str, value: Any) -> Iterator[tuple[str, Any]]:

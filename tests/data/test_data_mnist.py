@@ -48,8 +48,19 @@ def test_explicit_path_beats_braze_data(hermetic, small_mnist, monkeypatch):
     monkeypatch.setenv("BRAZE_DATA", str(hermetic / "env"))
     assert load_mnist(hermetic / "explicit", verify=False).train_labels[0] == 1
     assert load_mnist(verify=False).train_labels[0] == 2
-    # An explicit directory without the files falls through to the next place.
-    assert load_mnist(hermetic / "nothing-here", verify=False).train_labels[0] == 2
+
+
+def test_a_named_directory_is_the_only_source(hermetic, small_mnist, monkeypatch):
+    small_mnist(hermetic / "env")
+    monkeypatch.setenv("BRAZE_DATA", str(hermetic / "env"))
+    missing = hermetic / "nothing-here"
+    with pytest.raises(DataError, match=rf"^MNIST directory {missing} does not exist or is not a directory$"):
+        load_mnist(missing, verify=False)
+    partial = hermetic / "partial"
+    partial.mkdir()
+    (partial / "train-images-idx3-ubyte").write_bytes(b"")
+    with pytest.raises(DataError, match=rf"^MNIST directory {partial} is missing train-labels-idx1-ubyte\[\.gz\], "):
+        load_mnist(partial, verify=False)
 
 
 def test_braze_data_mnist_subfolder_then_repo_then_cache(hermetic, small_mnist, monkeypatch):
@@ -68,14 +79,14 @@ def test_offline_error_lists_every_place(hermetic, small_mnist, monkeypatch):
 
     monkeypatch.setattr(mnist_module, "_download", offline)
     monkeypatch.setenv("BRAZE_DATA", str(hermetic / "env"))
-    partial = hermetic / "explicit"
+    partial = hermetic / "env"
     partial.mkdir()
     (partial / "train-images-idx3-ubyte").write_bytes(b"")
     with pytest.raises(DataError) as info:
-        load_mnist(partial)
+        load_mnist()
     message = str(info.value)
     cache = hermetic / "home" / ".cache" / "braze" / "mnist"
-    for place in (partial, hermetic / "env", hermetic / "env" / "mnist", mnist_module.REPO_DIR, cache):
+    for place in (partial, hermetic / "env" / "mnist", mnist_module.REPO_DIR, cache):
         assert str(place) in message
     assert "network is unreachable" in message and "BRAZE_DATA=" in message
     assert "missing train-labels-idx1-ubyte" in message

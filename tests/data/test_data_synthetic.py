@@ -1,6 +1,7 @@
 """make_two_class_folder: layout, counts, determinism and skipping existing output."""
 
 import numpy as np
+import pytest
 from PIL import Image
 
 from braze.data import ImageFolder, make_two_class_folder
@@ -53,3 +54,24 @@ def test_classes_differ_in_structure_not_just_brightness(tmp_path):
     # Stripes have many more sharp horizontal or vertical transitions than smooth blobs.
     edges = np.abs(np.diff(gray, axis=1)).mean(axis=(1, 2)) + np.abs(np.diff(gray, axis=2)).mean(axis=(1, 2))
     assert edges[labels == 1].mean() > edges[labels == 0].mean()
+
+
+def test_an_interrupted_run_leaves_no_partial_image(tmp_path, monkeypatch):
+    save, calls = Image.Image.save, []
+
+    def save_then_fail(self, fp, *args, **kwargs):
+        calls.append(fp)
+        if len(calls) == 3:
+            with open(fp, "wb") as handle:
+                handle.write(b"\x89PNG\r\n")  # half an image, then the run is interrupted
+            raise KeyboardInterrupt
+        return save(self, fp, *args, **kwargs)
+
+    monkeypatch.setattr(Image.Image, "save", save_then_fail)
+    with pytest.raises(KeyboardInterrupt):
+        make_two_class_folder(tmp_path, n_train=6, n_val=2, size=(8, 8))
+    files = sorted(p.name for p in (tmp_path / "train" / "blobs").iterdir())
+    assert files == ["blobs_0000.png", "blobs_0001.png"]
+    monkeypatch.setattr(Image.Image, "save", save)
+    train, _ = make_two_class_folder(tmp_path, n_train=6, n_val=2, size=(8, 8))
+    assert len(pngs(train / "blobs")) == 3
