@@ -158,7 +158,7 @@ def test_the_compiler_probe_is_remembered_across_processes(tmp_path, monkeypatch
         first = cc.find_compiler()
         assert (tmp_path / "compilers.json").exists()
         cc.find_compiler.cache_clear()
-        monkeypatch.setattr(cc, "_probe", lambda path: pytest.fail("probed again"))
+        monkeypatch.setattr(cc, "_probe", lambda path, target: pytest.fail("probed again"))
         assert cc.find_compiler() == first
     finally:
         cc.find_compiler.cache_clear()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from cpu_targets import runnable_targets
 from op_cases import CASES
 
 import braze
@@ -44,14 +45,23 @@ def traced_gradients(case, dtype):
     return result
 
 
-@pytest.fixture(scope="module", params=[True, False], ids=["fused", "unfused"])
+CONFIGURATIONS = [(fusion, target) for target in runnable_targets() for fusion in (True, False)]
+
+
+@pytest.fixture(
+    scope="module",
+    params=CONFIGURATIONS,
+    ids=[f"{'fused' if fusion else 'unfused'}-{target}" for fusion, target in CONFIGURATIONS],
+)
 def compiled(request, tmp_path_factory):
-    """{(case name, dtype): (native outputs, reference outputs)} for the whole table."""
+    """{(case name, dtype): (native outputs, reference outputs)} for the whole table, for one
+    CPU target (every x86-64 level this host runs, and ``native``)."""
+    fusion, target = request.param
     cache = cpu.DiskCache(tmp_path_factory.mktemp("cache"))
     runs = [(case.name, dtype, traced(case, dtype)) for case in CASES for dtype in TOLERANCE]
     runs += [(f"{case.name}.grad", dtype, traced_gradients(case, dtype)) for case in GRAD_CASES for dtype in TOLERANCE]
-    graphs = [pipeline.run(t.graph, verify=True, fusion=request.param)[0] for _, _, t in runs]
-    executables = cpu.compile_graphs(graphs, cache)
+    graphs = [pipeline.run(t.graph, verify=True, fusion=fusion)[0] for _, _, t in runs]
+    executables = cpu.compile_graphs(graphs, cache, target)
     return {
         (name, dtype): (native(t.args), evaluate(t.graph, t.args))
         for (name, dtype, t), native in zip(runs, executables, strict=True)
@@ -81,10 +91,10 @@ def _assert_matches(got, expected, dtype):
 
 @pytest.mark.parametrize("height", [9, 10], ids=["ragged_pool", "tiled_pool_with_epilogue"])
 def test_results_written_past_the_cache_match_the_reference(height, monkeypatch, tmp_path):
-    """Results over loops.STREAM_MIN_BYTES are stored with non-temporal stores; here every
+    """Results over loops.streams' threshold are stored with non-temporal stores; here every
     convolution and pooling gradient is, and the convolution's result stays inside the
     graph (an aligned arena buffer, which the non-temporal path needs)."""
-    monkeypatch.setattr(loops, "STREAM_MIN_BYTES", 0)
+    monkeypatch.setattr(loops, "STREAM_CACHE_MULTIPLE", 0)
     rng = np.random.default_rng(3)
     x = rng.uniform(-1, 1, (2, height, 12, 3)).astype(np.float32)
     w = rng.uniform(-1, 1, (3, 3, 3, 32)).astype(np.float32)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from cpu_targets import runnable_targets
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from random_graphs import graphs, random_args
@@ -18,6 +19,7 @@ pytestmark = pytest.mark.skipif(not cpu.available(), reason="no C compiler")
 TOLERANCE = {"float32": 1e-5, "float64": 1e-12}
 
 
+@pytest.mark.parametrize("target", runnable_targets())
 @pytest.mark.parametrize("fusion", [True, False], ids=["fused", "unfused"])
 # No shrinking: every example compiles a library, and the failing graph is printed instead.
 @settings(
@@ -28,9 +30,9 @@ TOLERANCE = {"float32": 1e-5, "float64": 1e-12}
     phases=[Phase.explicit, Phase.generate],
 )
 @given(batch=st.lists(graphs(), min_size=60, max_size=60))
-def test_random_graphs_compiled_match_reference(batch, fusion, tmp_path_factory):
+def test_random_graphs_compiled_match_reference(batch, fusion, target, tmp_path_factory):
     optimized = [pipeline.run(g, verify=True, fusion=fusion)[0] for g in batch]
-    executables = cpu.compile_graphs(optimized, cpu.DiskCache(tmp_path_factory.mktemp("cache")))
+    executables = cpu.compile_graphs(optimized, cpu.DiskCache(tmp_path_factory.mktemp("cache")), target)
     for graph, native in zip(batch, executables, strict=True):
         args = random_args(graph, seed=2)
         rtol = TOLERANCE[graph.params[0].aval.dtype.name]

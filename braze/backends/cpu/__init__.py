@@ -8,7 +8,7 @@ import warnings
 from pathlib import Path
 
 from braze.backends.cpu.compiler import CompileError, compile_library, find_compiler
-from braze.backends.cpu.diskcache import DiskCache, digest
+from braze.backends.cpu.diskcache import CacheWarning, DiskCache, digest
 
 __all__ = [
     "CompileError",
@@ -19,13 +19,14 @@ __all__ = [
     "compile_graph",
     "compile_graphs",
 ]
-from braze.backends.cpu.emit import PRELUDE, emit_module
+from braze.backends.cpu.emit import FEATURES_MARKER, emit_module, prelude
 from braze.backends.cpu.executable import CpuExecutable
+from braze.backends.cpu.target import missing_features
 from braze.ir.graph import Graph
 from braze.passes.buffers import assign
 from braze.runtime import metrics
 
-CODEGEN_VERSION = "1"
+CODEGEN_VERSION = "2"
 _WARNED: list[bool] = []
 
 
@@ -48,22 +49,38 @@ def available() -> bool:
     return False
 
 
-def compile_graph(graph: Graph, cache: DiskCache | None = None) -> CpuExecutable:
-    """Emit, compile (or load from the disk cache) and load an optimized, fused graph."""
-    return compile_graphs([graph], cache)[0]
+def foreign_features(library: Path) -> list[str]:
+    """The instruction-set features that ``library`` was built to use and this host lacks,
+    read from the library's bytes (never by loading it: its code could not run here). A
+    library without the record counts as foreign."""
+    data = library.read_bytes()
+    start = data.find(FEATURES_MARKER.encode())
+    if start < 0:
+        return ["an unknown target"]
+    start += len(FEATURES_MARKER)
+    recorded = data[start : data.index(b"\0", start)].decode(errors="replace")
+    return missing_features(frozenset(recorded.split()))
 
 
-def compile_graphs(graphs: list[Graph], cache: DiskCache | None = None) -> list[CpuExecutable]:
+def compile_graph(graph: Graph, cache: DiskCache | None = None, target: str | None = None) -> CpuExecutable:
+    """Emit, compile (or load from the disk cache) and load an optimized, fused graph, for
+    CPU ``target`` (default: ``BRAZE_CPU_TARGET``, else ``native``)."""
+    return compile_graphs([graph], cache, target)[0]
+
+
+def compile_graphs(
+    graphs: list[Graph], cache: DiskCache | None = None, target: str | None = None
+) -> list[CpuExecutable]:
     """Several graphs in one shared library (one compiler run), each with its own entry."""
-    compiler = find_compiler()
+    compiler = find_compiler(target)
     if compiler is None:
         raise CompileError("no C compiler available")
     profile = os.environ.get("BRAZE_PROFILE") == "1"
     plans = [
-        emit_module(g, g.annotations.get("buffers") or assign(g), entry=f"braze_run{i}", profile=profile)
+        emit_module(g, g.annotations.get("buffers") or assign(g), compiler.target, f"braze_run{i}", profile)
         for i, g in enumerate(graphs)
     ]
-    source = "\n".join([PRELUDE, *(p.source for p in plans)])
+    source = "\n".join([prelude(compiler.target), *(p.source for p in plans)])
     key = digest(source, compiler.identity, CODEGEN_VERSION)
     dump = os.environ.get("BRAZE_DUMP")
     if dump:
@@ -81,6 +98,16 @@ def compile_graphs(graphs: list[Graph], cache: DiskCache | None = None) -> list[
                 raise CompileError(str(error).replace(str(folder / "module.c"), str(kept))) from None
 
     library, cached = cache.get_or_build(key, build)
+    lacking = foreign_features(library)
+    if lacking:
+        warnings.warn(
+            f"braze: not loading cached kernel {library}: it was built for a CPU with {', '.join(lacking)}, "
+            "which this host lacks; rebuilding",
+            CacheWarning,
+            stacklevel=2,
+        )
+        cache.discard(key)
+        library, cached = cache.get_or_build(key, build)
     metrics.count("DiskCacheHit" if cached else "DiskCacheMiss")
     try:
         return [CpuExecutable(g, p, library) for g, p in zip(graphs, plans, strict=True)]

@@ -1,4 +1,4 @@
-"""The C compiler driver: find ``cc`` ($CC overrides), choose flags for this host, build a
+"""The C compiler driver: find ``cc`` ($CC overrides), choose flags for the CPU target, build a
 shared library, and report a failure with the generated source's path and the compiler's
 own message."""
 
@@ -13,11 +13,12 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from braze.backends.cpu.diskcache import default_root, write_atomically
+from braze.backends.cpu.diskcache import default_root, digest, write_atomically
+from braze.backends.cpu.target import CpuTarget, check_runnable, host_features, requested, resolve, target_flags
 
 # -fno-math-errno: generated code never reads errno, and without it GCC can neither hoist
-# a loop-invariant pow() nor turn sqrt into one vector instruction.
-BASE_FLAGS = ("-O3", "-march=native", "-fno-math-errno", "-fPIC", "-shared", "-std=gnu11")
+# a loop-invariant pow() nor turn sqrt into one vector instruction. The target adds -march.
+BASE_FLAGS = ("-O3", "-fno-math-errno", "-fPIC", "-shared", "-std=gnu11")
 
 
 class CompileError(RuntimeError):
@@ -29,10 +30,11 @@ class Compiler:
     path: str
     version: str
     flags: tuple[str, ...]
+    target: CpuTarget
 
     @property
     def identity(self) -> str:
-        return f"{self.path}\n{self.version}\n{' '.join(self.flags)}"
+        return f"{self.path}\n{self.version}\n{' '.join(self.flags)}\n{self.target.key}"
 
 
 def _version(path: str) -> str | None:
@@ -55,52 +57,84 @@ def _accepts(path: str, flags: tuple[str, ...]) -> bool:
             return False
 
 
-def _probe(path: str) -> Compiler | None:
-    """Ask the compiler its version and which flags it takes (a few compiler runs)."""
+def _macros(path: str, flags: tuple[str, ...]) -> frozenset[str] | None:
+    """The macros the compiler predefines under ``flags``: which instruction sets it may use."""
+    command = [path, *flags, "-dM", "-E", "-x", "c", os.devnull]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if result.returncode != 0:
+        return None
+    return frozenset(line.split()[1] for line in result.stdout.splitlines() if line.startswith("#define "))
+
+
+def _probe(path: str, target: str) -> tuple[str, tuple[str, ...], frozenset[str]] | None:
+    """Ask the compiler its version, which flags it takes and what ``target`` enables (a few
+    compiler runs): (version, flags, predefined macros)."""
     version = _version(path)
     if version is None:
         return None
-    flags = BASE_FLAGS if _accepts(path, BASE_FLAGS) else tuple(f for f in BASE_FLAGS if f != "-march=native")
+    wanted = target_flags(target)
+    if not _accepts(path, (*BASE_FLAGS, *wanted)):
+        if target != "native":
+            return None
+        wanted = ()  # a compiler without -march=native builds for its default target
+    flags = (*BASE_FLAGS, *wanted)
     if _accepts(path, (*flags, "-fopenmp")):
         flags = (*flags, "-fopenmp")
-    return Compiler(path, version, flags)
+    macros = _macros(path, flags)
+    return None if macros is None else (version, flags, macros)
 
 
-def _remembered(path: str) -> Compiler | None:
-    """The probe of ``path`` from an earlier process, kept beside the kernel cache: probing
-    runs the compiler three times, which would dominate a warm start. It is redone when the
-    compiler's file changes."""
+def _remembered(path: str, target: str) -> Compiler | None:
+    """The probe of ``path`` for ``target`` from an earlier process, kept beside the kernel
+    cache: probing runs the compiler several times, which would dominate a warm start. It is
+    redone when the compiler's file or the host's CPU changes (a cache directory may be
+    shared by several hosts)."""
     info = os.stat(path)
-    identity = f"{path}:{info.st_mtime_ns}:{info.st_size}:{' '.join(BASE_FLAGS)}"
+    host = digest(*sorted(host_features() or ()))[:16]
+    identity = f"{path}:{info.st_mtime_ns}:{info.st_size}:{' '.join(BASE_FLAGS)}:{target}:{host}"
     record = default_root() / "compilers.json"
     try:
         known = json.loads(record.read_text())
     except (OSError, ValueError):
         known = {}
     if identity in known:
-        version, flags = known[identity]
-        return Compiler(path, version, tuple(flags))
-    compiler = _probe(path)
-    if compiler is not None:
-        known[identity] = [compiler.version, list(compiler.flags)]
+        version, flags, macros = known[identity]
+        probed = version, tuple(flags), frozenset(macros)
+    else:
+        probed = _probe(path, target)
+        if probed is None:
+            return None
+        known[identity] = [probed[0], list(probed[1]), sorted(probed[2])]
         try:
             record.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             write_atomically(record, json.dumps(known).encode(), 0o600)
         except OSError:
             pass  # an unwritable cache only costs the next process a probe
-    return compiler
+    version, flags, macros = probed
+    return Compiler(path, version, flags, resolve(target, macros))
+
+
+def find_compiler(target: str | None = None) -> Compiler | None:
+    """The C compiler braze uses for ``target`` (default: ``BRAZE_CPU_TARGET``), or None when
+    there is none. Raises TargetError for a target this host cannot run."""
+    return _find_compiler(os.environ.get("CC"), target or requested())
 
 
 @functools.cache
-def find_compiler() -> Compiler | None:
-    """The C compiler braze uses, or None when there is none."""
-    requested = os.environ.get("CC")
-    for name in [requested] if requested else ["gcc", "clang", "cc"]:
+def _find_compiler(chosen: str | None, target: str) -> Compiler | None:
+    for name in [chosen] if chosen else ["gcc", "clang", "cc"]:
         path = shutil.which(name)
-        compiler = _remembered(path) if path else None
+        compiler = _remembered(path, target) if path else None
         if compiler is not None:
+            check_runnable(compiler.target)
             return compiler
     return None
+
+
+find_compiler.cache_clear = _find_compiler.cache_clear  # forget the compilers found (tests)
 
 
 def compile_library(compiler: Compiler, source: str, folder: Path, name: str = "module") -> Path:

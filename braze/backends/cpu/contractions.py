@@ -3,7 +3,8 @@ epilogue (bias, activation, scaling) applied as results are stored.
 
 Every shape is a compile-time constant. Accumulators live in small local arrays whose
 innermost axis is the contiguous one of the operand streamed in the inner loop, so the
-compiler vectorizes it (AVX-512 on this machine) without any runtime dispatch.
+compiler vectorizes it without any runtime dispatch. Vector widths and register tiles come
+from the CPU target (``em.target``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from braze.backends.cpu.loops import (
     parallel_pragma,
     store_results,
 )
+from braze.backends.cpu.target import CpuTarget
 from braze.ir.graph import Graph, Node
 
 
@@ -118,21 +120,35 @@ def emit_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node) ->
         em.emit("}")
 
 
-DOT_ROWS = 5  # rows of a dot's register tile
-DOT_VECTORS = 4  # vectors of result columns in a dot's register tile
+def register_tile(target: CpuTarget, rows: int, vectors: int, share: float = 5 / 8) -> tuple[int, int]:
+    """(rows, vectors) of a register tile of ``rows`` broadcast values times ``vectors``
+    vectors (at most those available): the most accumulators within ``share`` of the
+    target's vector registers, such that the tile's operand vectors, a broadcast value and
+    a spare register fit beside them; ties go to fewer loads per multiply-add. With 32
+    registers (AVX-512) this gives the tiles measured best on the CNN's convolutions (20
+    accumulators: 5 columns x 4 vectors, 10 x 2, 20 x 1) and LeNet's dense products (5 rows
+    x 4 vectors); with 16 (AVX2), at most 10 accumulators, e.g. 5 x 2."""
+    registers = target.vector_registers
+    budget = max(1, int(registers * share))
+
+    def tile(v: int) -> tuple[int, int]:
+        return min(rows, max(1, budget // v)), v
+
+    fitting = [tile(v) for v in range(1, max(vectors, 1) + 1) if tile(v)[0] * v + v + 2 <= registers] or [tile(1)]
+    return min(fitting, key=lambda t: (-t[0] * t[1], t[0] + t[1], t[1]))
 
 
 def _tiled_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node, lhs, rhs, depth: int) -> None:
     """A matrix product C[m, n] = sum over k of A[m, k] B[k, n] (``lhs``: A's buffer and its
     row and k strides; ``rhs``: B's buffer and its k and column strides) in register tiles
-    of DOT_ROWS rows times up to DOT_VECTORS vectors of columns. B is first laid out with
+    of rows times vectors of columns chosen by register_tile. B is first laid out with
     contiguous rows padded to whole vectors (kept between calls, so the padding stays
     zero), whatever its layout was (W or W transposed in a dense layer's gradients)."""
     a, a_row, a_k = lhs
     b, b_k, b_col = rhs
     rows, n = root.shape
     t = c_type(root.dtype)
-    lanes = 64 // root.dtype.itemsize
+    lanes = em.target.lanes(root.dtype.itemsize)
     width = -(-n // lanes) * lanes
     packed = b
     if b_col != 1 or width != n:
@@ -143,6 +159,7 @@ def _tiled_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node, 
         em.emit(f"bpack[k * {width} + j] = {b}[k * {b_k} + j * {b_col}];")
         close_loops(em, 2)
     vectors = width // lanes
+    tile_rows, tile_vectors = register_tile(em.target, rows, vectors)
 
     def row_tile(tile_rows: int, start: str) -> None:
         em.emit("{")
@@ -177,14 +194,14 @@ def _tiled_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node, 
             em.pop()
             em.emit("}")
 
-        _tiles(em, "qb", vectors, DOT_VECTORS, column_chunk)
+        _tiles(em, "qb", vectors, tile_vectors, column_chunk)
         em.pop()
         em.emit("}")
 
-    pragma = parallel_pragma(rows * n * depth, rows // DOT_ROWS)
+    pragma = parallel_pragma(rows * n * depth, rows // tile_rows)
     if pragma:
         em.emit(pragma)
-    _tiles(em, "mb", rows, DOT_ROWS, row_tile)
+    _tiles(em, "mb", rows, tile_rows, row_tile)
 
 
 def _conv_geometry(root: Node) -> tuple[int, int, int, int, int, int]:
@@ -197,7 +214,9 @@ def _tiles(em: Emitter, name: str, total: int, tile: int, body: Callable[[int, s
     """Full tiles of ``tile`` over [0, total) in a loop, then the remainder: every tile's
     width is a compile-time constant, so its accumulators can live in registers."""
     full = total - total % tile
-    if full:
+    if full == tile:
+        body(tile, "0")
+    elif full:
         open_loop(em, name, full, step=tile)
         body(tile, name)
         close_loops(em, 1)
@@ -231,10 +250,10 @@ def _padded_copy(
     """``name``: a zeroed (N, rows, cols, C) buffer with source[n, y, x] placed at
     (top + y * row_step, left + x * col_step); padding and stride dilation become zeros,
     so the convolution loops need no bounds checks. ``channel_major`` lays it out
-    (N, rows, C, cols) instead, so that a row of one channel is contiguous, with 16 values
+    (N, rows, C, cols) instead, so that a row of one channel is contiguous, with a vector
     of slack at the end for a vector load running past the last row."""
     n, h, w, c = shape
-    slack = 16 if channel_major else 0
+    slack = em.target.lanes(4) if channel_major else 0
     _kept_buffer(em, t, name, n * rows * cols * c + slack)
     pragma = parallel_pragma(n * h * w * c, n)
     if pragma:
@@ -254,14 +273,6 @@ def _padded_copy(
     else:
         em.emit(f"memcpy({name} + ((cn * {rows} + ry) * {cols} + rx) * {c}, from, sizeof({t}) * {c});")
     close_loops(em, 3)
-
-
-def _register_tile(columns: int, vectors: int, whole_vectors: bool) -> int:
-    """Output columns per register tile. About 20 accumulators, measured on the CNN's
-    convolutions (two cores, AVX-512): with four vectors of channels, 5 columns run at
-    204 GFLOP/s where 7 ran at 148 (first layer); with two, 7 to 10 columns are level
-    (about 225); with one, 10 to 20 (about 218), 28 is slower (194)."""
-    return min(columns, max(1, (20 if whole_vectors else 12) // vectors))
 
 
 @dataclass
@@ -311,18 +322,21 @@ def _direct_conv(p: _Conv, w_hwoi: str | None = None, live_rows: tuple[int, int]
     em, computation, outputs, root, t = p.em, p.computation, p.outputs, p.root, p.t
     x, w, x_rows, x_cols = p.x, p.other, p.rows, p.cols
     n, oh, ow, o, kh, kw, c, sh, sw, dh, dw = p.n, p.oh, p.ow, p.o, p.kh, p.kw, p.c, p.sh, p.sw, p.dh, p.dw
-    lanes = -(-o * root.dtype.itemsize // 64)  # vectors of output channels
+    lanes = em.target.lanes(root.dtype.itemsize)
     wide = o >= 8
-    tile = _register_tile(ow, lanes, o % (64 // root.dtype.itemsize) == 0) if wide else min(ow, 16)
-    lanes_per_vector = 64 // root.dtype.itemsize
-    vectors = o // lanes_per_vector if wide and o % lanes_per_vector == 0 else 0
+    vectors = o // lanes if wide and o % lanes == 0 else 0  # vectors of output channels, when whole
+    if vectors:
+        tile, chunk = register_tile(em.target, ow, vectors)
+    else:
+        # plain arrays of accumulators, where GCC keeps fewer of them in registers
+        tile = min(ow, max(1, int(em.target.vector_registers * 3 / 8) // -(-o // lanes))) if wide else min(ow, 16)
     results = computation.outputs
     streamed = (
         vectors > 0
         and len(results) == 1
         and results[0].dtype == root.dtype
         and root.dtype.itemsize == 4
-        and root.aval.size * 4 >= loops.STREAM_MIN_BYTES
+        and loops.streams(em, root.aval.size * 4)
     )
     pragma = parallel_pragma(root.aval.size * kh * kw * c, n * oh)
     open_parallel(em, pragma, fenced=streamed)
@@ -335,20 +349,8 @@ def _direct_conv(p: _Conv, w_hwoi: str | None = None, live_rows: tuple[int, int]
         em.emit(f"const int64_t a_hi = {hi} - y * {sh} < {kh} ? {hi} - y * {sh} : {kh};")
         first_tap, taps = "a_lo", "a_hi"
 
-    def block(width: int, start: str) -> None:
-        """One tile of output columns: explicit 64-byte vectors over output channels when
-        they fill whole vectors (so they stay in registers), else plain arrays with the
-        contiguous axis innermost."""
-        em.emit("{")
-        em.push()
-        em.emit(f"const int64_t x0 = {start};")
-        if vectors:
-            em.emit(f"braze_v{root.dtype.short} acc[{width}][{vectors}];")
-            value = f"((const {t}*)acc)[j * {o} + co]"
-        else:
-            em.emit(f"{t} acc{f'[{width}][{o}]' if wide else f'[{o}][{width}]'};")
-            value = "acc[j][co]" if wide else "acc[co][j]"
-        em.emit("memset(acc, 0, sizeof(acc));")
+    def open_taps(width: int) -> None:
+        """The loops over the filter's taps; ``xr`` and ``wt`` point at a tap's input and weights."""
         open_loop(em, "a", taps, start=first_tap)
         pixel = f"(bn * {x_rows} + y * {sh} + a * {dh}) * {x_cols} + x0 * {sw}"
         if vectors and dw == 1:
@@ -362,25 +364,13 @@ def _direct_conv(p: _Conv, w_hwoi: str | None = None, live_rows: tuple[int, int]
             em.emit(f"const {t}* xr = {x} + ({pixel} + b * {dw}) * {c};")
             em.emit(f"const {t}* wt = {w} + (a * {kw} + b) * {c * o};")
             open_loop(em, "ci", c)
-        if vectors:
-            _vector_tile(em, t, width, vectors, f"wt + ci * {o}", lambda j: f"xr[{j * sw * c} + ci]")
-        elif wide:
-            open_loop(em, "j", width)
-            em.emit(f"const {t} xv = xr[j * {sw * c} + ci];")
-            em.emit(f"for (int64_t co = 0; co < {o}; co++) acc[j][co] += xv * wt[ci * {o} + co];")
-        else:
-            em.emit("#pragma GCC unroll 32")
-            open_loop(em, "co", o)
-            em.emit(f"const {t} wv = wt[ci * {o} + co];")
-            em.emit(f"for (int64_t j = 0; j < {width}; j++) acc[co][j] += xr[j * {sw * c} + ci] * wv;")
-        close_loops(em, (2 if dw == 1 else 3) if vectors else 4)
-        if streamed:
-            # The tile's results are contiguous in the output: staged in a local block,
-            # then written past the cache.
-            em.emit(f"float staged[{width}][{o}] __attribute__((aligned(64)));")
+
+    def store(width: int, channels: int, first: str, value: str) -> None:
+        """Store ``channels`` output channels from ``first`` of ``width`` columns; ``value``
+        reads accumulator (j, cc)."""
         open_loop(em, "j", width)
-        open_loop(em, "co", o)
-        em.emit("const int64_t ox = x0 + j;")
+        open_loop(em, "cc", channels)
+        em.emit(f"const int64_t ox = x0 + j, co = {first} + cc;")
         index = Index(root.shape, ("bn", "y", "ox", "co"))
         if streamed:
             em.overrides[id(root)] = lambda _index: value
@@ -388,6 +378,50 @@ def _direct_conv(p: _Conv, w_hwoi: str | None = None, live_rows: tuple[int, int]
         else:
             store_results(em, computation, outputs, root, index, value)
         close_loops(em, 2)
+
+    def channel_chunk(width: int, count: int, first: str) -> None:
+        """``count`` vectors of output channels from vector ``first`` over a column tile, in
+        named vectors that stay in registers."""
+        em.emit("{")
+        em.push()
+        em.emit(f"const int64_t q0 = {first};")
+        em.emit(f"braze_v{root.dtype.short} acc[{width}][{count}];")
+        em.emit("memset(acc, 0, sizeof(acc));")
+        open_taps(width)
+        _vector_tile(em, t, width, count, f"wt + ci * {o} + q0 * {lanes}", lambda j: f"xr[{j * sw * c} + ci]")
+        close_loops(em, 2 if dw == 1 else 3)
+        store(width, count * lanes, f"q0 * {lanes}", f"((const {t}*)acc)[j * {count * lanes} + cc]")
+        em.pop()
+        em.emit("}")
+
+    def block(width: int, start: str) -> None:
+        """One tile of output columns: explicit vectors over output channels when they fill
+        whole vectors (so they stay in registers), else plain arrays with the contiguous
+        axis innermost."""
+        em.emit("{")
+        em.push()
+        em.emit(f"const int64_t x0 = {start};")
+        if streamed:
+            # The tile's results are contiguous in the output: staged in a local block,
+            # then written past the cache.
+            em.emit(f"float staged[{width}][{o}] __attribute__((aligned(64)));")
+        if vectors:
+            _tiles(em, "qb", vectors, chunk, lambda count, first: channel_chunk(width, count, first))
+        else:
+            em.emit(f"{t} acc{f'[{width}][{o}]' if wide else f'[{o}][{width}]'};")
+            em.emit("memset(acc, 0, sizeof(acc));")
+            open_taps(width)
+            if wide:
+                open_loop(em, "j", width)
+                em.emit(f"const {t} xv = xr[j * {sw * c} + ci];")
+                em.emit(f"for (int64_t co = 0; co < {o}; co++) acc[j][co] += xv * wt[ci * {o} + co];")
+            else:
+                em.emit("#pragma GCC unroll 32")
+                open_loop(em, "co", o)
+                em.emit(f"const {t} wv = wt[ci * {o} + co];")
+                em.emit(f"for (int64_t j = 0; j < {width}; j++) acc[co][j] += xr[j * {sw * c} + ci] * wv;")
+            close_loops(em, 4)
+            store(width, o, "0", "acc[j][cc]" if wide else "acc[cc][j]")
         if streamed:
             em.emit(f"braze_stream({outputs[0]} + ((bn * {oh} + y) * {ow} + x0) * {o}, &staged[0][0], {width * o});")
         em.pop()
@@ -402,7 +436,7 @@ def _vector_tile(em: Emitter, t: str, rows: int, vectors: int, weights: str, sca
     """acc[j][q] += weights[q-th vector] * scalar(j) over a register tile, written out in
     full: GCC keeps named vectors in registers but spills a small array of vectors indexed
     in a loop (2.8x slower on the CNN's second convolution)."""
-    lanes = 64 // (4 if t == "float" else 8)
+    lanes = em.target.lanes(4 if t == "float" else 8)
     vector = "braze_vf32" if t == "float" else "braze_vf64"
     for q in range(vectors):
         em.emit(f"{vector} w{q};")
@@ -442,17 +476,18 @@ def _deep_conv(p: _Conv, w_hwoi: str) -> None:
 
 def _narrow_conv(p: _Conv) -> None:
     """A stride-1 VALID convolution with few output channels over a channel-major input:
-    16 output columns per vector, one vector accumulator per output channel, each filter
+    a vector of output columns, one vector accumulator per output channel, each filter
     tap a broadcast scalar. Lanes past the row's end compute garbage that is never stored
     (lanes never mix)."""
     em, root, x, w, rows, cols = p.em, p.root, p.x, p.other, p.rows, p.cols
     n, oh, ow, o, kh, kw, c, dh, dw = p.n, p.oh, p.ow, p.o, p.kh, p.kw, p.c, p.dh, p.dw
+    lanes = em.target.lanes(4)
     pragma = parallel_pragma(root.aval.size * kh * kw * c, n * oh)
     if pragma:
         em.emit(pragma.replace("parallel for", "parallel for collapse(2)"))
     open_loop(em, "bn", n)
     open_loop(em, "y", oh)
-    open_loop(em, "x0", ow, step=16)
+    open_loop(em, "x0", ow, step=lanes)
     em.emit(f"braze_vf32 acc[{o}];")
     em.emit("memset(acc, 0, sizeof(acc));")
     open_loop(em, "a", kh)
@@ -464,7 +499,7 @@ def _narrow_conv(p: _Conv) -> None:
     em.emit("#pragma GCC unroll 16")
     em.emit(f"for (int64_t co = 0; co < {o}; co++) acc[co] += xv * wt[co];")
     close_loops(em, 3)
-    em.emit(f"const int64_t width = {ow} - x0 < 16 ? {ow} - x0 : 16;")
+    em.emit(f"const int64_t width = {ow} - x0 < {lanes} ? {ow} - x0 : {lanes};")
     open_loop(em, "j", "width")
     open_loop(em, "co", o)
     em.emit("const int64_t ox = x0 + j;")
@@ -537,8 +572,8 @@ def emit_conv_grad_filter(em: Emitter, computation: Graph, outputs: list[str], r
     p = _Conv(em, computation, outputs, root, t, source, g, rows, cols, n, oh, ow, o, kh, kw, c, sh, sw, dh, dw)
     if c == 1 and sw == 1 and kh * kw <= 25 and o < 8 and root.dtype.itemsize == 4:
         _row_filter_grad(p)
-    elif o % (64 // root.dtype.itemsize) == 0 and o * root.dtype.itemsize <= 8 * 64 and dw == 1:
-        _split_filter_grad(p)  # up to 8 vectors of output channels fit a register tile
+    elif o % em.target.lanes(root.dtype.itemsize) == 0 and o * root.dtype.itemsize <= 512 and dw == 1:
+        _split_filter_grad(p)  # up to 128 float32 output channels: private copies stay small
     else:
         _blocked_filter_grad(p)
 
@@ -547,8 +582,8 @@ def _blocked_filter_grad(p: _Conv) -> None:
     """A block of input channels times all output channels accumulated in locals, one
     filter tap per thread."""
     em, t, n, oh, ow, o, kh, kw, c = p.em, p.t, p.n, p.oh, p.ow, p.o, p.kh, p.kw, p.c
-    lanes = -(-o // 16)
-    block = min(c, max(1, 16 // lanes))
+    vectors = -(-o // em.target.lanes(p.root.dtype.itemsize))
+    block = min(c, max(1, em.target.vector_registers // 2 // vectors))
     pragma = parallel_pragma(n * oh * ow * o * kh * kw * c, kh * kw)
     if pragma:
         em.emit(pragma.replace("parallel for", "parallel for collapse(2)"))
@@ -590,11 +625,13 @@ def _split_filter_grad(p: _Conv) -> None:
     output pixels of x-window rows times cotangent rows, with the reduction split across
     threads: each thread sums its share of output rows into a private copy of the filter
     (so every pass over an output row finds its inputs in cache), and the copies are added
-    at the end. A register tile holds several (column, channel) taps times all output
-    channels, whose vectors come straight from the cotangent row."""
+    at the end. A register tile holds several (column, channel) taps times vectors of
+    output channels, which come straight from the cotangent row."""
     em, t, n, oh, ow, o, kh, kw, c = p.em, p.t, p.n, p.oh, p.ow, p.o, p.kh, p.kw, p.c
-    vectors = o * p.root.dtype.itemsize // 64
-    tile = min(kw * c, 24 // vectors)
+    lanes = em.target.lanes(p.root.dtype.itemsize)
+    # Measured with 32 registers: 24 accumulators (a bigger share than a forward
+    # convolution's: the tile is loaded and stored once per two output rows).
+    tile, chunk = register_tile(em.target, kw * c, o // lanes, share=3 / 4)
     size = kh * kw * c * o
     pragma = parallel_pragma(n * oh * ow * size, n * oh)
     em.emit(f"const int64_t copies = {'braze_threads()' if pragma else '1'};")
@@ -620,23 +657,38 @@ def _split_filter_grad(p: _Conv) -> None:
         em.emit(f"const {t}* xr{r} = {p.x} + (bn{r} * {p.rows} + y{r} * {p.sh} + a * {p.dh}) * {p.cols * c};")
     em.emit(f"{t}* dst = mine + a * {kw * c * o};")
 
-    def taps(width: int, start: str) -> None:
+    def taps(width: int, start: str, count: int, first: str) -> None:
         em.emit("{")
         em.push()
-        em.emit(f"const int64_t r0 = {start};")
-        em.emit(f"braze_v{p.root.dtype.short} acc[{width}][{vectors}];")
-        em.emit(f"memcpy(acc, dst + r0 * {o}, sizeof(acc));")
+        em.emit(f"const int64_t r0 = {start}, q0 = {first};")
+        em.emit(f"braze_v{p.root.dtype.short} acc[{width}][{count}];")
+        open_loop(em, "j", width)
+        em.emit(f"memcpy(acc[j], dst + (r0 + j) * {o} + q0 * {lanes}, sizeof(acc[j]));")
+        close_loops(em, 1)
         for r, columns in ((0, ow), (1, "columns1")):
             open_loop(em, "xo", columns)
             _vector_tile(
-                em, t, width, vectors, f"gr{r} + xo * {o}", lambda j, r=r: f"xr{r}[xo * {p.sw * c} + r0 + {j}]"
+                em,
+                t,
+                width,
+                count,
+                f"gr{r} + xo * {o} + q0 * {lanes}",
+                lambda j, r=r: f"xr{r}[xo * {p.sw * c} + r0 + {j}]",
             )
             close_loops(em, 1)
-        em.emit(f"memcpy(dst + r0 * {o}, acc, sizeof(acc));")
+        open_loop(em, "j", width)
+        em.emit(f"memcpy(dst + (r0 + j) * {o} + q0 * {lanes}, acc[j], sizeof(acc[j]));")
+        close_loops(em, 1)
         em.pop()
         em.emit("}")
 
-    _tiles(em, "rb", kw * c, tile, taps)
+    _tiles(
+        em,
+        "rb",
+        kw * c,
+        tile,
+        lambda width, start: _tiles(em, "qb", o // lanes, chunk, lambda count, first: taps(width, start, count, first)),
+    )
     close_loops(em, 3)
     pragma = parallel_pragma(size, kh)
     if pragma:
@@ -652,16 +704,17 @@ def _split_filter_grad(p: _Conv) -> None:
 
 def _row_filter_grad(p: _Conv) -> None:
     """Filter gradient of a one-channel input with few output channels (LeNet's first
-    layer): for each output channel, one 16-lane accumulator per filter tap, streaming
+    layer): for each output channel, one vector accumulator per filter tap, streaming
     along image rows, so every multiply-add is a full vector and the accumulators never
     leave registers. A row's last partial block is a full block ending at the row's end
     whose already-counted lanes get a zero cotangent."""
     em, t, n, oh, ow, o, kh, kw = p.em, p.t, p.n, p.oh, p.ow, p.o, p.kh, p.kw
     sh, dh, dw, cols = p.sh, p.dh, p.dw, p.cols
     taps = kh * kw
-    starts = list(range(0, ow - 15, 16))
-    if ow % 16 and ow >= 16:
-        starts.append(ow - 16)
+    lanes = em.target.lanes(4)
+    starts = list(range(0, ow - lanes + 1, lanes))
+    if ow % lanes and ow >= lanes:
+        starts.append(ow - lanes)
     em.emit(f"{t} total[{o}][{taps}];")
     em.emit(f"#pragma omp parallel for schedule(static) if({n * oh * ow * taps * o} >= {1 << 20})")
     open_loop(em, "co", o)
@@ -674,12 +727,12 @@ def _row_filter_grad(p: _Conv) -> None:
     em.emit(f"const {t}* grow = {p.other} + r * {ow * o} + co;")
     em.emit(f"const {t}* xbase = {p.x} + (bn * {p.rows} + y * {sh}) * {cols};")
     for block_start in starts:
-        fresh = 16 if block_start % 16 == 0 else ow - (starts[-2] + 16 if len(starts) > 1 else 0)
+        fresh = lanes if block_start % lanes == 0 else ow - (starts[-2] + lanes if len(starts) > 1 else 0)
         em.emit("{")
         em.push()
         em.emit("braze_vf32 gv;")
-        lane_value = f"lane >= {16 - fresh} ? grow[({block_start} + lane) * {o}] : 0"
-        em.emit(f"for (int lane = 0; lane < 16; lane++) gv[lane] = {lane_value};")
+        lane_value = f"lane >= {lanes - fresh} ? grow[({block_start} + lane) * {o}] : 0"
+        em.emit(f"for (int lane = 0; lane < {lanes}; lane++) gv[lane] = {lane_value};")
         em.emit("#pragma GCC unroll 32")
         open_loop(em, "k", taps)
         em.emit("braze_vf32 xv;")
@@ -688,7 +741,7 @@ def _row_filter_grad(p: _Conv) -> None:
         close_loops(em, 1)
         em.pop()
         em.emit("}")
-    if ow < 16:
+    if ow < lanes:
         open_loop(em, "xt", ow)
         open_loop(em, "k", taps)
         em.emit(f"tail[k] += xbase[(k / {kw}) * {dh * cols} + (k % {kw}) * {dw} + xt] * grow[xt * {o}];")
@@ -696,7 +749,7 @@ def _row_filter_grad(p: _Conv) -> None:
     close_loops(em, 1)
     open_loop(em, "k", taps)
     em.emit(f"{t} s = tail[k];")
-    em.emit("for (int lane = 0; lane < 16; lane++) s += acc[k][lane];")
+    em.emit(f"for (int lane = 0; lane < {lanes}; lane++) s += acc[k][lane];")
     em.emit("total[co][k] = s;")
     close_loops(em, 2)
     open_loop(em, "a", kh)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from braze.backends.cpu.target import CpuTarget
 from braze.ir.dtypes import DType
 from braze.ir.graph import Node
 
@@ -83,8 +84,11 @@ class Emitter:
     index to the C pointer name it is read from; ``overrides`` gives nodes whose value is
     already a C expression (a contraction's accumulator)."""
 
-    def __init__(self, inputs: dict[int, str], constants: Callable[[Node], str], indent: str = "    ") -> None:
+    def __init__(
+        self, inputs: dict[int, str], constants: Callable[[Node], str], target: CpuTarget, indent: str = "    "
+    ) -> None:
         self.inputs = inputs
+        self.target = target
         self.constant_array = constants
         self.lines: list[str] = []
         self.indent = indent

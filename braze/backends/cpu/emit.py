@@ -15,13 +15,14 @@ import numpy as np
 from braze.backends.cpu.contractions import CONTRACTION_EMITTERS
 from braze.backends.cpu.elemental import Emitter, c_literal, c_type
 from braze.backends.cpu.loops import emit_loop_kernel, emit_reduction_kernel
+from braze.backends.cpu.target import CpuTarget
 from braze.backends.cpu.windows import WINDOW_EMITTERS
 from braze.ir.graph import Graph, Node
 from braze.passes.buffers import BufferAssignment, schedule
 from braze.passes.patterns import CONTRACTIONS, ELEMENTWISE, REDUCTIONS, WINDOWED
 from braze.passes.report import kernel_label
 
-PRELUDE = """\
+_COMMON = """\
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -61,29 +62,6 @@ static inline int64_t braze_thread(void) { return omp_get_thread_num(); }
 static inline int64_t braze_threads(void) { return 1; }
 static inline int64_t braze_thread(void) { return 0; }
 #endif
-typedef float braze_vf32 __attribute__((vector_size(64)));
-typedef double braze_vf64 __attribute__((vector_size(64)));
-/* n floats to dst with non-temporal stores where dst allows (GCC, AVX-512, 64-byte
-   aligned), else a plain copy; a thread calls braze_fence() after its last one. */
-#if defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
-static inline void braze_stream(float* dst, const float* src, int64_t n) {
-  if (((uintptr_t)dst & 63) == 0 && n % 16 == 0) {
-    for (int64_t i = 0; i < n; i += 16) {
-      braze_vf32 v;
-      memcpy(&v, src + i, sizeof(v));
-      __builtin_ia32_movntps512(dst + i, v);
-    }
-  } else {
-    memcpy(dst, src, sizeof(float) * (size_t)n);
-  }
-}
-static inline void braze_fence(void) { __builtin_ia32_sfence(); }
-#else
-static inline void braze_stream(float* dst, const float* src, int64_t n) {
-  memcpy(dst, src, sizeof(float) * (size_t)n);
-}
-static inline void braze_fence(void) {}
-#endif
 static inline float braze_uniform32(uint64_t key, uint64_t i) {
   return (float)(braze_mix(braze_mix(key) + i) >> 40) * 0x1p-24f;
 }
@@ -91,6 +69,58 @@ static inline double braze_uniform64(uint64_t key, uint64_t i) {
   return (double)(braze_mix(braze_mix(key) + i) >> 11) * 0x1p-53;
 }
 """
+
+
+_STREAM = """\
+#include <immintrin.h>
+/* n floats to dst with non-temporal stores where dst allows (a whole number of aligned
+   vectors), else a plain copy; a thread calls braze_fence() after its last one. */
+static inline void braze_stream(float* dst, const float* src, int64_t n) {
+  if (((uintptr_t)dst & (sizeof(braze_vf32) - 1)) == 0 && n % BRAZE_F32_LANES == 0) {
+    for (int64_t i = 0; i < n; i += BRAZE_F32_LANES) {
+      braze_vf32 v;
+      memcpy(&v, src + i, sizeof(v));
+      STREAM_STORE(dst + i, (STREAM_VECTOR)v);
+    }
+  } else {
+    memcpy(dst, src, sizeof(float) * (size_t)n);
+  }
+}
+static inline void braze_fence(void) { _mm_sfence(); }
+"""
+
+_PLAIN_STREAM = """\
+static inline void braze_stream(float* dst, const float* src, int64_t n) {
+  memcpy(dst, src, sizeof(float) * (size_t)n);
+}
+static inline void braze_fence(void) {}
+"""
+
+# The non-temporal store of one vector, and its intrinsic vector type, per vector width.
+_STREAM_STORES = {
+    64: ("_mm512_stream_ps", "__m512"),
+    32: ("_mm256_stream_ps", "__m256"),
+    16: ("_mm_stream_ps", "__m128"),
+}
+
+
+def prelude(target: CpuTarget) -> str:
+    """What every generated module starts with: helpers, and vector types as wide as the
+    target's registers. The target's features are kept in the library as a string, so a
+    library can be checked against a host before it is loaded."""
+    store = _STREAM_STORES.get(target.vector_bytes) if target.level.startswith("x86-64") else None
+    stream = _STREAM.replace("STREAM_STORE", store[0]).replace("STREAM_VECTOR", store[1]) if store else _PLAIN_STREAM
+    vectors = (
+        f"typedef float braze_vf32 __attribute__((vector_size({target.vector_bytes})));\n"
+        f"typedef double braze_vf64 __attribute__((vector_size({target.vector_bytes})));\n"
+        f"#define BRAZE_F32_LANES {target.lanes(4)}\n"
+    )
+    features = " ".join(sorted(target.features))
+    marker = f'__attribute__((used)) static const char braze_target_features[] = "{FEATURES_MARKER}{features}";\n'
+    return _COMMON + vectors + stream + marker
+
+
+FEATURES_MARKER = "braze-target:"
 
 
 @dataclass
@@ -104,7 +134,7 @@ class OutputPlan:
 
 @dataclass
 class ModulePlan:
-    source: str  # the kernels and the entry function (compiled after PRELUDE)
+    source: str  # the kernels and the entry function (compiled after the prelude)
     entry: str
     buffers: list[tuple[tuple[int, ...], np.dtype]] = field(default_factory=list)  # output buffers
     outputs: list[OutputPlan] = field(default_factory=list)
@@ -133,13 +163,13 @@ class ConstantPool:
         return self.names[literal]
 
 
-def emit_kernel(name: str, node: Node, pool: ConstantPool, in_place: bool) -> str:
+def emit_kernel(name: str, node: Node, pool: ConstantPool, in_place: bool, target: CpuTarget) -> str:
     """The C function computing one fusion node."""
     computation: Graph = node.attr("computation")
     restrict = "" if in_place else " restrict"
     params = [f"const {c_type(p.dtype)}*{restrict} in{k}" for k, p in enumerate(computation.params)]
     params += [f"{c_type(o.dtype)}*{restrict} out{k}" for k, o in enumerate(computation.outputs)]
-    em = Emitter({k: f"in{k}" for k in range(len(computation.params))}, pool)
+    em = Emitter({k: f"in{k}" for k in range(len(computation.params))}, pool, target)
     outputs = [f"out{k}" for k in range(len(computation.outputs))]
     roots = [n for n in computation.nodes() if n.op in CONTRACTIONS or n.op in WINDOWED or n.op in REDUCTIONS]
     if not roots:
@@ -185,7 +215,7 @@ def _writes_in_place_safely(kernel: Node, parameter_index: int, graph: Graph, po
 
 
 def emit_module(
-    graph: Graph, assignment: BufferAssignment, entry: str = "braze_run", profile: bool = False
+    graph: Graph, assignment: BufferAssignment, target: CpuTarget, entry: str = "braze_run", profile: bool = False
 ) -> ModulePlan:
     """``profile``: time every kernel call (BRAZE_PROFILE=1), for finding the slow ones."""
     kernels = schedule(graph)
@@ -230,7 +260,7 @@ def emit_module(
             sorted(elements.get(id(kernel), []), key=lambda e: e.attr("index")) if kernel.multi_output else [kernel]
         )
         in_place = any(buffer_of[id(r)].startswith("params[") for r in results)
-        functions.append(emit_kernel(name, kernel, pool, in_place))
+        functions.append(emit_kernel(name, kernel, pool, in_place, target))
         args = [f"(const {c_type(i.dtype)}*){buffer_of[id(i)]}" for i in kernel.inputs]
         args += [f"({c_type(r.dtype)}*){buffer_of[id(r)]}" for r in results]
         call = f"{name}({', '.join(args)});"

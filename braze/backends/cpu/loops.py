@@ -28,12 +28,17 @@ def needs_dims(computation: Graph) -> bool:
     return False
 
 
-# Results at least this big (four times this machine kind's 32 MiB L3) are written with
+# Results at least this many times the target's last-level cache are written with
 # non-temporal stores: they leave the cache before anything reads them, so reading each
 # line in before overwriting it would only double the memory traffic (CNN first layer,
-# 349 MB: 81 -> 69 ms). At twice the L3 the CNN's 87 MB input gradient gained nothing and
-# the pooling gradient reading it after lost 6 ms.
-STREAM_MIN_BYTES = 128 << 20
+# 349 MB, with a 32 MiB L3: 81 -> 69 ms). At twice the L3 the CNN's 87 MB input gradient
+# gained nothing and the pooling gradient reading it after lost 6 ms.
+STREAM_CACHE_MULTIPLE = 4
+
+
+def streams(em: Emitter, result_bytes: int) -> bool:
+    """Whether a result of ``result_bytes`` is written with non-temporal stores."""
+    return result_bytes >= STREAM_CACHE_MULTIPLE * em.target.l3_bytes
 
 
 def open_parallel(em: Emitter, pragma: str | None, fenced: bool) -> None:

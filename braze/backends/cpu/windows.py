@@ -149,9 +149,9 @@ def _tiled_select_and_scatter(
     streamed = (
         len(computation.outputs) == 1
         and result.dtype.c_type == "float"
-        and c % 16 == 0
+        and c % em.target.lanes(4) == 0
         and kh * kw * c * 4 <= 64 << 10  # the staged window, on the stack
-        and result.aval.size * 4 >= loops.STREAM_MIN_BYTES
+        and loops.streams(em, result.aval.size * 4)
     )
     pragma = parallel_pragma(root.aval.size, n * oh)
     open_parallel(em, pragma, fenced=streamed)
