@@ -1,0 +1,138 @@
+"""The CPU target: forced levels, what they resolve to, cache keys per target, and libraries
+built for instructions the host lacks, which are refused rather than loaded."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+
+import numpy as np
+import pytest
+from op_cases import CASES
+from test_cpu_ops import traced, traced_gradients
+
+from braze.backends import cpu
+from braze.backends.cpu import compiler as cc
+from braze.backends.cpu import target
+from braze.backends.cpu.diskcache import CacheWarning
+from braze.backends.cpu.emit import emit_module, prelude
+from braze.ir.text import parse_graph
+from braze.passes import pipeline
+from braze.passes.buffers import assign
+
+pytestmark = pytest.mark.skipif(not cpu.available(), reason="no C compiler")
+
+TEXT = """graph(%0: f32[64]) {
+  %1 = tanh(%0) : f32[64]
+  %2 = mul(%1, %0) : f32[64]
+  return (%2)
+}"""
+VECTOR_BYTES = {"x86-64-v2": 16, "x86-64-v3": 32, "x86-64-v4": 64}
+V2_HOST = frozenset.union(*[frozenset(f) for level, f in target._LEVEL_FLAGS.items() if level == "x86-64-v2"])
+
+
+def _graph():
+    return pipeline.run(parse_graph(TEXT))[0]
+
+
+def _check(executable):
+    x = np.linspace(-2, 2, 64, dtype=np.float32)
+    np.testing.assert_allclose(executable([x])[0], np.tanh(x) * x, rtol=1e-6)
+
+
+@pytest.fixture
+def fresh_probes(tmp_path, monkeypatch):
+    """An empty cache folder, and no compiler remembered from earlier tests."""
+    monkeypatch.setenv("BRAZE_CACHE", str(tmp_path))
+    cc.find_compiler.cache_clear()
+    yield tmp_path
+    cc.find_compiler.cache_clear()
+
+
+@pytest.mark.parametrize("level", target.host_levels())
+def test_a_forced_level_resolves_to_its_vector_width(level, monkeypatch, fresh_probes):
+    monkeypatch.setenv("BRAZE_CPU_TARGET", level)
+    found = cc.find_compiler()
+    assert found.target.level == level and f"-march={level}" in found.flags
+    assert found.target.vector_bytes == VECTOR_BYTES[level]
+    assert found.target.vector_registers == (32 if level == "x86-64-v4" else 16)
+    _check(cpu.compile_graph(_graph(), cpu.DiskCache(fresh_probes)))
+
+
+def test_native_resolves_to_the_best_level_the_host_runs(fresh_probes):
+    levels = target.host_levels()
+    resolved = cc.find_compiler("native").target
+    assert resolved.level == (levels[-1] if levels else resolved.level)
+    assert 1 <= resolved.cores <= len(os.sched_getaffinity(0))
+    assert resolved.l1d_bytes < resolved.l2_bytes <= resolved.l3_bytes
+
+
+def test_an_unknown_target_is_an_error_naming_the_choices(monkeypatch):
+    monkeypatch.setenv("BRAZE_CPU_TARGET", "pentium4")
+    with pytest.raises(target.TargetError, match=r"'pentium4' is not a CPU target; use one of x86-64-v2, .*native"):
+        cc.find_compiler()
+
+
+def test_a_level_the_host_cannot_run_is_refused(monkeypatch, fresh_probes):
+    monkeypatch.setattr(target, "host_features", lambda: V2_HOST)
+    with pytest.raises(target.TargetError, match=r"cannot run code for x86-64-v3 .*lacks .*avx2.*x86-64-v2, native"):
+        cc.find_compiler("x86-64-v3")
+
+
+def test_two_targets_give_two_cache_keys(fresh_probes):
+    cache = cpu.DiskCache(fresh_probes)
+    levels = target.host_levels()[-2:]
+    if len(levels) < 2:
+        pytest.skip("the host runs fewer than two x86-64 levels")
+    for level in levels:
+        _check(cpu.compile_graph(_graph(), cache, level))
+    libraries = sorted((fresh_probes / "kernels").glob("*.so"))
+    assert len(libraries) == 2
+    assert {tuple(cpu.foreign_features(lib)) for lib in libraries} == {()}
+
+
+def test_a_library_for_features_the_host_lacks_is_not_loaded(monkeypatch, fresh_probes):
+    """A shared cache folder (home directories on NFS) may hold a library, under the key this
+    host looks up, that was built for a CPU with more instructions: it is refused and
+    rebuilt, never loaded."""
+    if "x86-64-v3" not in target.host_levels():
+        pytest.skip("the host cannot build x86-64-v3 code to plant")
+    cache = cpu.DiskCache(fresh_probes)
+    _check(cpu.compile_graph(_graph(), cache, "x86-64-v3"))
+    (wide,) = (fresh_probes / "kernels").glob("*.so")
+    wide_bytes = wide.read_bytes()
+    wide.unlink()
+    _check(cpu.compile_graph(_graph(), cache, "x86-64-v2"))
+    (narrow,) = (fresh_probes / "kernels").glob("*.so")
+    narrow.write_bytes(wide_bytes)
+    narrow.with_suffix(".sha256").write_text(hashlib.sha256(wide_bytes).hexdigest())
+    monkeypatch.setattr(target, "host_features", lambda: V2_HOST)
+    assert "avx2" in cpu.foreign_features(narrow)
+    loaded = []
+    monkeypatch.setattr(cpu, "CpuExecutable", lambda g, p, library: loaded.append(library.read_bytes()))
+    with pytest.warns(CacheWarning, match=r"built for a CPU with .*avx2.*which this host lacks; rebuilding"):
+        cpu.compile_graph(_graph(), cache, "x86-64-v2")
+    assert loaded and loaded[0] != wide_bytes and cpu.foreign_features(narrow) == []
+
+
+@pytest.mark.parametrize("level", target.LEVELS)
+def test_every_kernel_compiles_for_every_x86_64_level(level, tmp_path):
+    """Levels the host cannot run are compiled (not run): the op table's forward and
+    gradient graphs, one library per level."""
+    if target.host_features() is not None and "lm" not in target.host_features():
+        pytest.skip("not an x86-64 host")
+    found = cc.find_compiler()
+    probed = cc._probe(found.path, level)
+    if probed is None:
+        pytest.skip(f"{found.path} cannot build for {level}")
+    resolved = target.resolve(level, probed[2])
+    assert resolved.vector_bytes == VECTOR_BYTES[level]
+    graphs = [traced(c, "float32").graph for c in CASES]
+    graphs += [traced_gradients(c, "float32").graph for c in CASES if c.grad]
+    optimized = [pipeline.run(g)[0] for g in graphs]
+    plans = [emit_module(g, assign(g), resolved, f"braze_run{i}") for i, g in enumerate(optimized)]
+    source = "\n".join([prelude(resolved), *(p.source for p in plans)])
+    library = cc.compile_library(cc.Compiler(found.path, probed[0], probed[1], resolved), source, tmp_path)
+    symbols = subprocess.run(["nm", "-D", str(library)], capture_output=True, text=True, check=False).stdout
+    assert symbols.count(" T braze_run") == len(plans) or not symbols
