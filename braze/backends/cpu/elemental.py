@@ -21,13 +21,14 @@ from braze.backends.cpu.target import CpuTarget
 from braze.ir.dtypes import DType
 from braze.ir.graph import Node
 
+# The braze_ functions are vmath's: libm's are calls, which keep a loop from vectorizing.
 UNARY_FLOAT = {
-    "exp": "exp{f}({a})",
-    "log": "log{f}({a})",
+    "exp": "braze_exp{f}({a})",
+    "log": "braze_log{f}({a})",
     "sqrt": "sqrt{f}({a})",
     "rsqrt": "(({t})1 / sqrt{f}({a}))",
-    "tanh": "tanh{f}({a})",
-    "logistic": "(({t})1 / (({t})1 + exp{f}(-({a}))))",
+    "tanh": "braze_tanh{f}({a})",
+    "logistic": "braze_logistic{f}({a})",
 }
 COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
@@ -262,7 +263,7 @@ class Emitter:
                 return f"({a[0]} / {a[1]})"
             return f"({a[1]} == 0 ? ({t})0 : ({t})({a[0]} / {a[1]}))"
         if op == "pow":
-            return f"pow{f}({a[0]}, {a[1]})"
+            return f"braze_powf({a[0]}, {a[1]})" if f else f"pow({a[0]}, {a[1]})"
         if op in ("max", "min"):
             better = ">" if op == "max" else "<"
             # Bitwise | rather than ||: no branch, so the select vectorizes; NaN propagates.

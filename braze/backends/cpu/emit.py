@@ -16,6 +16,7 @@ from braze.backends.cpu.contractions import CONTRACTION_EMITTERS
 from braze.backends.cpu.elemental import Emitter, c_literal, c_type
 from braze.backends.cpu.loops import emit_loop_kernel, emit_reduction_kernel
 from braze.backends.cpu.target import CpuTarget
+from braze.backends.cpu.vmath import VECTOR_MATH
 from braze.backends.cpu.windows import WINDOW_EMITTERS
 from braze.ir.graph import Graph, Node
 from braze.passes.buffers import BufferAssignment, schedule
@@ -117,7 +118,7 @@ def prelude(target: CpuTarget) -> str:
     )
     features = " ".join(sorted(target.features))
     marker = f'__attribute__((used)) static const char braze_target_features[] = "{FEATURES_MARKER}{features}";\n'
-    return _COMMON + vectors + stream + marker
+    return _COMMON + VECTOR_MATH + vectors + stream + marker
 
 
 FEATURES_MARKER = "braze-target:"
