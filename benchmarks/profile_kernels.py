@@ -17,10 +17,12 @@ os.environ["BRAZE_PROFILE"] = "1"
 
 import braze  # noqa: E402
 from braze.bench.steps import WORKLOADS  # noqa: E402
+from braze.passes.buffers import schedule  # noqa: E402
 
 
-def profile(workload: str, steps: int) -> tuple[float, list[tuple[str, float]]]:
-    """(mean step seconds, [(kernel label, seconds per step)])."""
+def profile(workload: str, steps: int, with_kernels: bool = False) -> tuple[float, list[tuple[object, float]]]:
+    """(mean step seconds, [(kernel label, seconds per step)]); with the kernel nodes
+    themselves instead of their labels when ``with_kernels``."""
     work = WORKLOADS[workload](braze.CPU)
     x, y = work.batch(braze.CPU)
     step = braze.jit(lambda model, optimizer, images, labels: work.step(images, labels))
@@ -33,7 +35,8 @@ def profile(workload: str, steps: int) -> tuple[float, list[tuple[str, float]]]:
         step(work.model, work.optimizer, x, y)
     wall = (time.perf_counter() - start) / steps
     after = compiled.executable.kernel_seconds()
-    return wall, [(label, (seconds - b) / steps) for (label, seconds), b in zip(after, before, strict=True)]
+    names = schedule(compiled.executable.graph) if with_kernels else [label for label, _ in after]
+    return wall, [(name, (seconds - b) / steps) for name, (_, seconds), b in zip(names, after, before, strict=True)]
 
 
 def main() -> None:

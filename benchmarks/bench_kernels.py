@@ -1,0 +1,137 @@
+"""Each contraction kernel of a compiled training step against this host's measured FMA peak
+at the target's vector width.
+
+    python benchmarks/bench_kernels.py [cnn|lenet] [--targets native,x86-64-v3] [--steps 3]
+
+For every CPU target named (``BRAZE_CPU_TARGET`` values; levels the host cannot run are
+skipped), it measures the peak: independent vector multiply-adds on every usable core,
+compiled by braze's compiler driver for that target; then it times the workload's step
+kernel by kernel (BRAZE_PROFILE=1) and prints, for each convolution, convolution gradient
+and matrix product, its useful GFLOP/s (those of the forward product it computes, without
+padding) and its share of the peak. Targets alternate step by step over several rounds,
+so a busy machine slows them alike; run it on an idle one all the same.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import math
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ["BRAZE_PROFILE"] = "1"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from profile_kernels import profile  # noqa: E402
+
+from braze.backends.cpu.compiler import compile_library, find_compiler  # noqa: E402
+from braze.backends.cpu.target import CpuTarget, TargetError, host_levels  # noqa: E402
+from braze.bench.steps import WORKLOADS  # noqa: E402
+from braze.ir.graph import Node  # noqa: E402
+from braze.passes.patterns import CONTRACTIONS  # noqa: E402
+from braze.passes.report import kernel_label  # noqa: E402
+
+_PEAK_SOURCE = """\
+#include <stdint.h>
+#include <time.h>
+#include <omp.h>
+typedef float vec __attribute__((vector_size(VECTOR_BYTES)));
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
+double fma_peak(int64_t iterations, float* sink) {
+  const double start = now();
+  #pragma omp parallel
+  {
+    vec acc[ACCUMULATORS] = {{0}}, x, y;
+    for (int i = 0; i < VECTOR_BYTES / 4; i++) { x[i] = 1e-7f * (float)(i + 1); y[i] = 0.999f; }
+    for (int64_t i = 0; i < iterations; i++) {
+      __asm__("" : "+x"(x));
+      #pragma GCC unroll 64
+      for (int k = 0; k < ACCUMULATORS; k++) acc[k] += x * y;
+    }
+    vec total = acc[0];
+    for (int k = 1; k < ACCUMULATORS; k++) total += acc[k];
+    sink[omp_get_thread_num() % 64] = total[0];
+  }
+  const double seconds = now() - start;
+  return 2.0 * ACCUMULATORS * (VECTOR_BYTES / 4) * (double)iterations * omp_get_max_threads() / seconds / 1e9;
+}
+"""
+
+
+def fma_peak(target: str) -> tuple[CpuTarget, float]:
+    """(the resolved target, its float32 multiply-add peak in GFLOP/s on all usable cores)."""
+    compiler = find_compiler(target)
+    accumulators = compiler.target.vector_registers - 4  # independent chains hide FMA latency
+    source = _PEAK_SOURCE.replace("VECTOR_BYTES", str(compiler.target.vector_bytes)).replace(
+        "ACCUMULATORS", str(accumulators)
+    )
+    with tempfile.TemporaryDirectory(prefix="braze-peak-") as folder:
+        library = ctypes.CDLL(str(compile_library(compiler, source, Path(folder))))
+    library.fma_peak.restype = ctypes.c_double
+    sink = (ctypes.c_float * 64)()
+    return compiler.target, max(library.fma_peak(ctypes.c_int64(20_000_000), sink) for _ in range(5))
+
+
+def useful_flops(kernel: Node) -> int:
+    """The multiply-adds (x2) of the forward product a contraction kernel computes; 0 for others."""
+    if kernel.op != "fusion":
+        return 0
+    roots = [n for n in kernel.attr("computation").nodes() if n.op in CONTRACTIONS]
+    if not roots:
+        return 0
+    root = roots[0]
+    if root.op == "dot_general":
+        x = root.inputs[0]
+        return 2 * root.aval.size * math.prod(x.shape[d] for d in root.attr("lhs_contracting"))
+    if root.op == "conv":
+        kh, kw, c, _ = root.inputs[1].shape
+        return 2 * root.aval.size * kh * kw * c
+    if root.op == "conv_grad_input":
+        g, w = root.inputs
+        kh, kw, c, _ = w.shape
+        return 2 * g.aval.size * kh * kw * c
+    _, g = root.inputs  # conv_grad_filter: dw = x windows^T @ g
+    n, oh, ow, _ = g.shape
+    return 2 * root.aval.size * n * oh * ow
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("workload", nargs="?", default="cnn", choices=sorted(WORKLOADS))
+    parser.add_argument("--targets", default=",".join(["native", *host_levels()[-2:]]))
+    parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    targets = []
+    for name in args.targets.split(","):
+        try:
+            resolved, peak = fma_peak(name)
+        except TargetError as error:
+            print(f"skipping {name}: {error}")
+            continue
+        targets.append((name, resolved, peak))
+    measured: dict[str, list] = {name: [] for name, _, _ in targets}
+    for _ in range(args.rounds):
+        for name, _, _ in targets:
+            os.environ["BRAZE_CPU_TARGET"] = name
+            measured[name].append(profile(args.workload, args.steps, with_kernels=True))
+            time.sleep(0.5)
+    for name, resolved, peak in targets:
+        wall, kernels = min(measured[name], key=lambda m: m[0])
+        print(f"\n{args.workload}, target {name}: {resolved.describe()}")
+        print(f"FMA peak {peak:.0f} GFLOP/s; step {wall * 1e3:.1f} ms (best of {args.rounds} rounds)")
+        print("| kernel | ms | GFLOP/s | of peak |")
+        print("| --- | --- | --- | --- |")
+        for node, seconds in sorted(kernels, key=lambda k: -k[1]):
+            flops = useful_flops(node)
+            if flops and seconds > 0:
+                rate = flops / seconds / 1e9
+                print(f"| {kernel_label(node)} | {seconds * 1e3:.2f} | {rate:.0f} | {100 * rate / peak:.0f}% |")
+
+
+if __name__ == "__main__":
+    main()
