@@ -161,6 +161,28 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def fuzz_backends(text: str) -> tuple[str, ...]:
+    """argparse type: a comma-separated list of the fuzzer's backends."""
+    from braze.testing.fuzz import BACKENDS
+
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    unknown = [name for name in names if name not in BACKENDS]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(f"expected some of {','.join(BACKENDS)}, got {text!r}")
+    return names
+
+
+def _fuzz(args: argparse.Namespace) -> int:
+    import random
+
+    from braze.testing.fuzz import fuzz
+
+    seed = args.seed if args.seed is not None else random.randrange(10**9)
+    print(f"braze fuzz: seed {seed} (program i is seed {seed}+i; rerun one with --seed SEED --programs 1)")
+    report = fuzz(args.programs, args.seconds, seed, args.backends, args.out, not args.no_shrink, log=sys.stderr)
+    return 0 if report.ok else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="braze", description="braze: eager and lazy tensors, an XLA-style compiler")
     parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
@@ -211,6 +233,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", type=output_file, default=None, help="JSON record (default runs/bench-MODEL.json; a .png beside it)"
     )
     bench.set_defaults(run=_bench)
+    fuzz = commands.add_parser(
+        "fuzz", parents=[common], help="run random programs eagerly and compiled, compare, shrink failures"
+    )
+    amount = fuzz.add_mutually_exclusive_group()
+    amount.add_argument("--programs", type=positive_int, default=None, help="how many programs (default: 100)")
+    amount.add_argument("--seconds", type=positive_float, default=None, help="run programs for this long instead")
+    fuzz.add_argument("--seed", type=non_negative_int, default=None, help="the first program's seed (default: random)")
+    fuzz.add_argument(
+        "--backends", type=fuzz_backends, default=None, help="reference,cpu,cpu-unfused (default: all available)"
+    )
+    fuzz.add_argument("--out", default="fuzz-failures", help="folder for the shrunk failing programs")
+    fuzz.add_argument("--no-shrink", action="store_true", help="report failures without shrinking them")
+    fuzz.set_defaults(run=_fuzz)
     return parser
 
 

@@ -42,16 +42,22 @@ def _users(graph: Graph) -> dict[int, list[Node]]:
 
 
 def plan_singletons(graph: Graph) -> Plan:
-    """No fusion: every op is a kernel of its own (scalar constants are still inlined)."""
+    """No fusion: every op is a kernel of its own (scalar constants are still inlined, unless
+    they are results of the graph: those are kernels too)."""
+    outputs = {id(o) for o in graph.outputs}
+
+    def inlined(node: Node) -> bool:
+        return node.op == "constant" and not node.shape and id(node) not in outputs
+
     groups = []
     shared: dict[int, list[Group]] = {}
     for node in graph.nodes():
-        if node.op == "parameter" or node.op == "constant" and not node.shape:
+        if node.op == "parameter" or inlined(node):
             continue
         groups.append(Group(policy.kind_of_root(node), [node]))
     for group in groups:
         for i in group.members[0].inputs:
-            if i.op == "constant" and not i.shape:
+            if inlined(i):
                 shared.setdefault(id(i), []).append(group)
                 group.add(i)
     return Plan(groups, shared, [])

@@ -1,0 +1,339 @@
+"""The differential fuzzer: each random program and its gradients run eagerly (NumPy, the
+baseline) and on every backend asked for; results are compared with tolerances suited to
+the dtype and to how much the program amplifies rounding.
+
+Backends: ``reference`` (the optimized, fused graph on the reference interpreter: the
+passes alone), ``cpu`` (native code, fused) and ``cpu-unfused`` (one kernel per op, as
+``BRAZE_FUSION=0``). Programs are traced as ``@braze.jit`` traces them and go through the
+same pass pipeline; the native ones are compiled a batch at a time into one library.
+
+Program ``i`` of a run with seed ``K`` is drawn from seed ``K + i``, so a failure is
+reproduced exactly by ``braze fuzz --seed K+i --programs 1``.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+import numpy as np
+
+import braze as B
+from braze import lazy
+from braze.backends import cpu
+from braze.backends.reference.interpreter import evaluate
+from braze.ir.graph import Graph
+from braze.passes import pipeline
+from braze.testing.generate import draw_program
+from braze.testing.programs import Program
+
+BACKENDS = ("reference", "cpu", "cpu-unfused")
+RTOL = {"float32": 2e-5, "float64": 1e-11}
+EPS = {"float32": float(np.finfo(np.float32).eps), "float64": float(np.finfo(np.float64).eps)}
+OTHER = {"float32": "float64", "float64": "float32"}
+
+
+@dataclass
+class Failure:
+    program: Program
+    backend: str
+    kind: str  # "crash" or "mismatch"
+    message: str
+    folder: Path | None = None  # where the shrunk program was written
+
+    @property
+    def signature(self) -> tuple[str, str, str]:
+        """What a shrunk program must keep failing with: backend, kind and, for a crash, the error type."""
+        return self.backend, self.kind, self.message.split(":", 1)[0] if self.kind == "crash" else ""
+
+    def describe(self) -> str:
+        where = f"\n  minimal program: {self.folder}" if self.folder else ""
+        rerun = f"braze fuzz --seed {self.program.seed} --programs 1 --backends {self.backend}"
+        return f"program {self.program.seed}: {self.kind} on {self.backend}: {self.message}\n  rerun: {rerun}{where}"
+
+
+@dataclass
+class FuzzReport:
+    seed: int
+    backends: tuple[str, ...]
+    programs: int = 0
+    seconds: float = 0.0
+    failures: list[Failure] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    def summary(self) -> str:
+        crashes = sum(f.kind == "crash" for f in self.failures)
+        mismatches = len(self.failures) - crashes
+        rate = self.programs / self.seconds if self.seconds else 0.0
+        head = (
+            f"braze fuzz: {self.programs} programs (seeds {self.seed}..{self.seed + self.programs - 1}) "
+            f"on {', '.join(self.backends)}: {crashes} crashes, {mismatches} mismatches "
+            f"in {self.seconds:.1f} s ({rate:.1f} programs/s)"
+        )
+        return "\n".join([head, *(f.describe() for f in self.failures)])
+
+
+@dataclass
+class Baseline:
+    names: list[str]
+    arrays: list[np.ndarray]
+    slack: list[float]  # how far rounding alone moves each output (from the other precision)
+
+
+def outputs(program: Program, device: B.Device | None = None, dtype: str | None = None) -> list[B.Tensor]:
+    """loss, the returned values and the gradients of ``program`` on its inputs."""
+    arrays = program.arrays()
+    fn = program.function()
+    if dtype is not None and dtype != program.dtype:
+        arrays = [a.astype(dtype) if a.dtype.kind == "f" else a for a in arrays]
+        fn = _function_of(program.source().replace(f"B.{program.dtype}", f"B.{dtype}"))
+    tensors = [B.tensor(a, device=device) if device else B.tensor(a) for a in arrays]
+    vg = B.value_and_grad(fn, argnums=program.differentiated, has_aux=True)
+    with np.errstate(all="ignore"):
+        (loss, returned), grads = vg(*tensors)
+    return [loss, *returned, *grads]
+
+
+def _function_of(source: str) -> Callable:
+    namespace: dict = {"B": B}
+    exec(compile(source, "<fuzz program>", "exec"), namespace)  # noqa: S102 - our own text
+    return namespace["program"]
+
+
+def output_names(program: Program) -> list[str]:
+    return ["loss", *(f"t{r}" for r in program.returned), *(f"grad t{i}" for i in program.differentiated)]
+
+
+def baseline(program: Program) -> Baseline:
+    with np.errstate(all="ignore"):
+        arrays = [t.numpy() for t in outputs(program)]
+        try:
+            other = [t.numpy() for t in outputs(program, dtype=OTHER[program.dtype])]
+        except (B.BrazeError, ValueError, TypeError):
+            other = arrays
+        # Rounding error grows with the precision's epsilon: scale the other run's distance to ours.
+        ratio = min(1.0, EPS[program.dtype] / EPS[OTHER[program.dtype]])
+        slack = []
+        for a, b in zip(arrays, other, strict=True):
+            finite = np.isfinite(a) & np.isfinite(b)
+            distance = np.abs(a.astype(np.float64) - b.astype(np.float64))[finite]
+            slack.append(float(distance.max(initial=0.0)) * ratio)
+    return Baseline(output_names(program), arrays, slack)
+
+
+def mismatch(want: np.ndarray, got: np.ndarray, slack: float, rtol: float) -> str | None:
+    """Why ``got`` is not ``want`` within tolerance, or None."""
+    got = np.asarray(got)
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return f"got {got.dtype}{list(got.shape)}, expected {want.dtype}{list(want.shape)}"
+    if want.dtype.kind != "f":
+        wrong = int(np.sum(got != want))
+        return f"{wrong} of {want.size} elements differ" if wrong else None
+    nan = np.isnan(want) != np.isnan(got)
+    if nan.any():
+        at = tuple(int(i) for i in np.argwhere(nan)[0])
+        return f"NaN where the other has {float(got[at]) if np.isnan(want[at]) else float(want[at])} at {at}"
+    finite = np.isfinite(want) & np.isfinite(got)
+    if np.any((want != got) & ~finite & ~np.isnan(want)):
+        return "infinities differ"
+    scale = float(np.abs(want[finite]).max(initial=0.0))
+    error = np.where(finite, np.abs(got.astype(np.float64) - want), 0.0)
+    allowed = rtol * scale + 8 * slack + rtol * np.abs(want.astype(np.float64))
+    excess = error - allowed
+    if excess.max(initial=0.0) <= 0:
+        return None
+    at = np.unravel_index(int(np.argmax(excess)), want.shape)
+    where = tuple(int(i) for i in at)
+    return f"{float(got[at])!r} instead of {float(want[at])!r} at {where} (allowed {allowed[at]:.3g})"
+
+
+def compare(program: Program, base: Baseline, got: Sequence[np.ndarray]) -> str | None:
+    if len(got) != len(base.arrays):
+        return f"{len(got)} outputs instead of {len(base.arrays)}"
+    rtol = RTOL[program.dtype]
+    for name, want, g, slack in zip(base.names, base.arrays, got, base.slack, strict=True):
+        why = mismatch(want, g, slack, rtol)
+        if why:
+            return f"{name}: {why}"
+    return None
+
+
+def trace(program: Program) -> tuple[Graph, list[np.ndarray]]:
+    """The graph ``@braze.jit`` would compile for the program's value and gradients, and its arguments."""
+    roots = [t._value for t in outputs(program, device=B.LAZY_CPU)]
+    traced = lazy.build_graph(roots)
+    return traced.graph, traced.args
+
+
+def _crash(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}"[:300]
+
+
+def check_batch(programs: Sequence[Program], backends: Sequence[str], cache: cpu.DiskCache | None) -> list[Failure]:
+    """Run every program on every backend; the failures (at most one per program and backend)."""
+    failures: list[Failure] = []
+    ready: list[tuple[Program, Baseline, Graph, list[np.ndarray]]] = []
+    for program in programs:
+        try:
+            base = baseline(program)
+        except Exception as error:  # noqa: BLE001 - any error of braze's is a finding
+            failures.append(Failure(program, "eager", "crash", _crash(error)))
+            continue
+        try:
+            graph, args = trace(program)
+        except Exception as error:  # noqa: BLE001
+            failures.append(Failure(program, "trace", "crash", _crash(error)))
+            continue
+        ready.append((program, base, graph, args))
+    optimized: dict[bool, list[tuple[Program, Baseline, Graph, list[np.ndarray]]]] = {}
+    for fusion in dict.fromkeys(backend != "cpu-unfused" for backend in backends):
+        optimized[fusion] = []
+        for program, base, graph, args in ready:
+            try:
+                optimized[fusion].append((program, base, pipeline.run(graph, verify=True, fusion=fusion)[0], args))
+            except Exception as error:  # noqa: BLE001
+                crashed = [b for b in backends if (b != "cpu-unfused") == fusion]
+                failures += [Failure(program, b, "crash", _crash(error)) for b in crashed]
+    # The C compiler runs dominate: the fused and unfused libraries are built side by side.
+    with ThreadPoolExecutor(max_workers=len(backends)) as pool:
+        builds = {
+            b: pool.submit(_runners, b, [g for _, _, g, _ in optimized[b != "cpu-unfused"]], cache) for b in backends
+        }
+    for backend in backends:
+        for (program, base, _, args), runner in zip(
+            optimized[backend != "cpu-unfused"], builds[backend].result(), strict=True
+        ):
+            try:
+                with np.errstate(all="ignore"):
+                    got = runner([a.copy() for a in args])
+            except Exception as error:  # noqa: BLE001
+                failures.append(Failure(program, backend, "crash", _crash(error)))
+                continue
+            why = compare(program, base, got)
+            if why:
+                failures.append(Failure(program, backend, "mismatch", why))
+    return failures
+
+
+def _runners(backend: str, graphs: list[Graph], cache: cpu.DiskCache | None) -> list[Callable]:
+    if backend == "reference":
+        return [lambda args, g=g: evaluate(g, args) for g in graphs]
+    if not graphs:
+        return []
+    try:
+        return list(cpu.compile_graphs(graphs, cache))
+    except Exception:  # noqa: BLE001 - one graph broke the library: compile each alone to find it
+        return [_compile_alone(g, cache) for g in graphs]
+
+
+def _compile_alone(graph: Graph, cache: cpu.DiskCache | None) -> Callable:
+    try:
+        return cpu.compile_graph(graph, cache)
+    except Exception as error:  # noqa: BLE001
+        message = _crash(error)
+
+        def failed(args: list[np.ndarray]) -> list[np.ndarray]:
+            raise RuntimeError(f"compile failed: {message}")
+
+        return failed
+
+
+def available_backends() -> tuple[str, ...]:
+    return BACKENDS if cpu.available() else ("reference",)
+
+
+def fuzz(
+    programs: int | None = None,
+    seconds: float | None = None,
+    seed: int = 0,
+    backends: Sequence[str] | None = None,
+    out: str | Path | None = "fuzz-failures",
+    shrink: bool = True,
+    batch_size: int = 32,
+    log: TextIO | None = None,
+) -> FuzzReport:
+    """Run ``programs`` random programs (or as many as fit in ``seconds``) from ``seed``.
+
+    Each failure is shrunk to a minimal failing program and written under ``out`` (with
+    ``shrink``); the report lists them. ``log`` (``braze fuzz``: stderr) receives a progress
+    line and the summary."""
+    from braze.testing.shrink import shrink_failure, write_failure
+
+    backends = tuple(backends or available_backends())
+    unknown = [b for b in backends if b not in BACKENDS]
+    if unknown:
+        raise ValueError(f"unknown backend(s) {unknown}: expected some of {list(BACKENDS)}")
+    if any(b.startswith("cpu") for b in backends) and not cpu.available():
+        raise ValueError("the cpu backends need a C compiler (set $CC or install gcc or clang)")
+    if programs is None and seconds is None:
+        programs = 100
+    report = FuzzReport(seed, backends)
+    start = time.perf_counter()
+    progress = _Progress(log, programs)
+    # Every batch is a new library: they go in a cache of their own, removed with the run.
+    with tempfile.TemporaryDirectory(prefix="braze-fuzz-") as scratch:
+        cache = cpu.DiskCache(Path(scratch)) if cpu.available() else None
+        while programs is None or report.programs < programs:
+            if seconds is not None and time.perf_counter() - start >= seconds:
+                break
+            count = batch_size if programs is None else min(batch_size, programs - report.programs)
+            batch = [draw_program(seed + report.programs + k) for k in range(count)]
+            failures = check_batch(batch, backends, cache)
+            report.programs += count
+            for failure in _first_per_program(failures):
+                if shrink and out is not None:
+                    failure.folder = write_failure(shrink_failure(failure, cache), Path(out))
+                report.failures.append(failure)
+            report.seconds = time.perf_counter() - start
+            progress.update(report)
+    report.seconds = time.perf_counter() - start
+    progress.finish(report)
+    return report
+
+
+def _first_per_program(failures: list[Failure]) -> list[Failure]:
+    seen: dict[int, Failure] = {}
+    for failure in failures:
+        seen.setdefault(failure.program.seed, failure)
+    return list(seen.values())
+
+
+class _Progress:
+    """One line, rewritten in place on a terminal (a line every 5% otherwise)."""
+
+    def __init__(self, stream: TextIO | None, total: int | None) -> None:
+        self.stream, self.total = stream, total
+        self.tty = bool(stream is not None and getattr(stream, "isatty", lambda: False)())
+        self.printed = -1
+
+    def update(self, report: FuzzReport) -> None:
+        if self.stream is None:
+            return
+        done = report.programs
+        of = f"/{self.total}" if self.total else ""
+        rate = done / report.seconds if report.seconds else 0.0
+        line = f"fuzz: {done}{of} programs, {len(report.failures)} failing, {rate:.1f} programs/s"
+        if self.tty:
+            self.stream.write("\r" + line)
+        else:
+            step = max(1, (self.total or 1000) // 20)
+            if done // step == self.printed:
+                return
+            self.printed = done // step
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def finish(self, report: FuzzReport) -> None:
+        if self.stream is None:
+            return
+        self.stream.write(("\n" if self.tty else "") + report.summary() + "\n")
+        self.stream.flush()

@@ -1,0 +1,398 @@
+"""Drawing random programs: inputs of a few flavours (vectors and matrices, NHWC images
+with HWIO filters, an int tensor now and then), then steps from a table of op families.
+
+Operands are drawn with a bias toward recent values and values that already have readers,
+so chains, shared subexpressions and values with many consumers are all common. Each
+drawn step runs eagerly at once (``programs.run_step``); one that does not fit is drawn
+again, so the families need not know every op's shape rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+import braze as B
+from braze.testing.programs import MAX_ELEMENTS, Input, Program, Step, make_arrays, run_step
+
+DIMS = (1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 33)
+UNARY = (
+    "B.exp(B.clip({0}, -5.0, 5.0))",
+    "B.tanh({0})",
+    "B.sigmoid({0})",
+    "B.log(B.abs({0}) + 0.5)",
+    "B.sqrt(B.abs({0}) + 0.1)",
+    "B.rsqrt(B.abs({0}) + 0.5)",
+    "B.relu({0})",
+    "B.abs({0})",
+    "B.sign({0})",
+    "-{0}",
+    "{0} ** 2",
+    "B.power(B.abs({0}) + 0.5, 1.5)",
+    "B.clip({0}, -0.5, 0.75)",
+)
+BINARY = (
+    "{0} + {1}",
+    "{0} - {1}",
+    "{0} * {1}",
+    "{0} / (B.abs({1}) + 0.5)",
+    "B.maximum({0}, {1})",
+    "B.minimum({0}, {1})",
+)
+INT_BINARY = ("{0} + {1}", "{0} - {1}", "{0} * {1}", "B.maximum({0}, {1})", "B.minimum({0}, {1})")
+REDUCTIONS = ("B.sum", "B.max", "B.min", "B.mean", "B.var", "B.logsumexp")
+
+
+class Drawer:
+    """The state of one program being drawn: its values so far and the random stream."""
+
+    def __init__(self, rng: np.random.Generator, inputs: tuple[Input, ...], seed: int) -> None:
+        self.rng = rng
+        self.inputs = inputs
+        self.dtype = inputs[0].dtype
+        self.values: list[B.Tensor] = [B.tensor(a) for a in make_arrays(inputs, seed)]
+        self.steps: list[Step] = []
+        self.reads = [0] * len(inputs)
+
+    def shape(self, i: int) -> tuple[int, ...]:
+        return tuple(self.values[i].shape)
+
+    def integer(self, i: int) -> bool:
+        return self.values[i].dtype.kind == "i"
+
+    def pick(self, predicate: Callable[[int], bool] = lambda i: True, integer: bool = False) -> int | None:
+        found = [i for i in range(len(self.values)) if self.integer(i) == integer and predicate(i)]
+        if not found:
+            return None
+        roll = self.rng.random()
+        if roll < 0.45:
+            found = found[-3:]  # recent: chains
+        elif roll < 0.65:
+            found = [i for i in found if self.reads[i]] or found  # already read: many consumers
+        return found[self.rng.integers(len(found))]
+
+    def number(self) -> float:
+        value = round(float(self.rng.uniform(-2, 2)), 2)
+        return value if value else 1.25
+
+    def choice(self, options):
+        return options[self.rng.integers(len(options))]
+
+    def add(self, template: str, args: tuple[int, ...], integer: bool = False) -> bool:
+        namespace = {"B": B, **{f"t{i}": self.values[i] for i in set(args)}}
+        value = run_step(template.format(*(f"t{a}" for a in args)), namespace)
+        if value is None or (value.dtype.kind == "i") != integer:
+            return False
+        self.values.append(value)
+        self.reads.append(0)
+        for a in args:
+            self.reads[a] += 1
+        self.steps.append(Step(template, args, integer))
+        return True
+
+
+def draw_inputs(rng: np.random.Generator) -> tuple[Input, ...]:
+    dtype = "float64" if rng.random() < 0.3 else "float32"
+    flavour = rng.random()
+    if flavour < 0.35:  # an NHWC image, an HWIO filter, sometimes a bias
+        channels = int(rng.integers(1, 5))
+        image = (int(rng.integers(1, 4)), int(rng.integers(1, 13)), int(rng.integers(1, 13)), channels)
+        out = int(rng.choice([1, 2, channels]))
+        shapes = [image, (int(rng.integers(1, 4)), int(rng.integers(1, 4)), channels, out)]
+        if rng.random() < 0.5:
+            shapes.append((out,))
+    else:
+        first = _dense_shape(rng)
+        shapes = [first]
+        for _ in range(int(rng.integers(0, 3))):
+            roll = rng.random()
+            if roll < 0.3 and first:  # broadcasts against the first: some dims become 1, or a suffix
+                shapes.append(tuple(1 if rng.random() < 0.4 else d for d in first)[int(rng.integers(len(first))) :])
+            elif roll < 0.5 and len(first) >= 1:  # fits a matmul after it
+                shapes.append((first[-1], int(rng.choice(DIMS))))
+            else:
+                shapes.append(_dense_shape(rng))
+    inputs = [Input(s, dtype) for s in shapes]
+    if rng.random() < 0.2:
+        inputs.append(Input(shapes[int(rng.integers(len(shapes)))], "int32"))
+    return tuple(inputs)
+
+
+def _dense_shape(rng: np.random.Generator) -> tuple[int, ...]:
+    if rng.random() < 0.08:  # large: vectorized loops and their remainders
+        return ((int(rng.integers(100, MAX_ELEMENTS)),), (int(rng.integers(20, 64)), int(rng.integers(20, 64))))[
+            int(rng.integers(2))
+        ]
+    return tuple(int(rng.choice(DIMS)) for _ in range(int(rng.integers(0, 4))))
+
+
+def draw_program(seed: int, max_steps: int = 12) -> Program:
+    """The program of ``seed``: the same seed always gives the same program and inputs."""
+    rng = np.random.default_rng(seed)
+    inputs = draw_inputs(rng)
+    drawer = Drawer(rng, inputs, seed)
+    for _ in range(int(rng.integers(1, max_steps + 1))):
+        for _attempt in range(10):
+            family = FAMILIES[int(rng.choice(len(FAMILIES), p=WEIGHTS))]
+            if family(drawer):
+                break
+    weights = tuple(0.0 if rng.random() < 0.15 else round(float(rng.uniform(0.5, 1.5)), 2) for _ in drawer.steps)
+    total = len(drawer.values)
+    returned = tuple(sorted({int(rng.integers(total)) for _ in range(int(rng.integers(0, 3)))}))
+    if not any(weights) and drawer.steps:
+        weights = (*weights[:-1], 1.0)
+    return Program(seed, inputs, tuple(drawer.steps), weights, returned)
+
+
+# Op families: each draws one step (True when one was added).
+
+
+def unary(d: Drawer) -> bool:
+    x = d.pick()
+    return x is not None and d.add(d.choice(UNARY), (x,))
+
+
+def scalar(d: Drawer) -> bool:
+    x = d.pick()
+    c = d.number()
+    template = d.choice((f"{{0}} * {c!r}", f"{{0}} + {c!r}", f"{c!r} - {{0}}", f"{{0}} / {c!r}"))
+    return x is not None and d.add(template, (x,))
+
+
+def binary(d: Drawer) -> bool:
+    x = d.pick()
+    if x is None:
+        return False
+    y = d.pick(lambda i: _broadcasts(d.shape(x), d.shape(i)))
+    return y is not None and d.add(d.choice(BINARY), (x, y))
+
+
+def integers(d: Drawer) -> bool:
+    x = d.pick(integer=True)
+    if x is None:
+        return False
+    roll = d.rng.random()
+    if roll < 0.4:
+        y = d.pick(lambda i: _broadcasts(d.shape(x), d.shape(i)), integer=True)
+        return y is not None and d.add(d.choice(INT_BINARY), (x, y), integer=True)
+    if roll < 0.6:
+        return d.add(d.choice(("B.abs({0})", "-{0}", "{0} * 3", "{0} - 2")), (x,), integer=True)
+    if roll < 0.75 and d.shape(x):
+        return d.add(f"B.sum({{0}}, axis={int(d.rng.integers(len(d.shape(x))))})", (x,), integer=True)
+    f = d.pick(lambda i: _broadcasts(d.shape(x), d.shape(i)))
+    if f is None or roll < 0.85:
+        return d.add(f"B.astype({{0}}, B.{d.dtype})", (x,))
+    return d.add("B.where({0} > 0, {1}, {1} * 0.5)", (x, f))
+
+
+def compare(d: Drawer) -> bool:
+    """A mask from comparing inputs (never computed values: rounding would flip ties)."""
+    x = d.pick(lambda i: i < len(d.inputs))
+    if x is None:
+        return False
+    y = d.pick(lambda i: _broadcasts(d.shape(x), d.shape(i)))
+    if y is None:
+        return False
+    op = d.choice(("<", ">", "<=", ">="))
+    if d.rng.random() < 0.5:
+        return d.add(f"B.astype({{0}} {op} 0.25, B.{d.dtype}) * {{1}}", (x, y))
+    return d.add(f"B.where({{0}} {op} 0.25, {{1}}, -{{1}})", (x, y))
+
+
+def reduce(d: Drawer) -> bool:
+    x = d.pick()
+    if x is None:
+        return False
+    rank = len(d.shape(x))
+    axis = _axis(d, rank)
+    keepdims = bool(d.rng.random() < 0.4)
+    return d.add(f"{d.choice(REDUCTIONS)}({{0}}, axis={axis}, keepdims={keepdims})", (x,))
+
+
+def softmax(d: Drawer) -> bool:
+    x = d.pick(lambda i: len(d.shape(i)) >= 1)
+    if x is None:
+        return False
+    axis = int(d.rng.integers(-len(d.shape(x)), len(d.shape(x))))
+    return d.add(f"{d.choice(('B.softmax', 'B.log_softmax'))}({{0}}, axis={axis})", (x,))
+
+
+def reshape(d: Drawer) -> bool:
+    x = d.pick(lambda i: True, integer=bool(d.rng.random() < 0.15))
+    if x is None:
+        return False
+    size = int(np.prod(d.shape(x), dtype=np.int64))
+    factors = _factors(size)
+    d.rng.shuffle(factors)
+    cuts = sorted(d.rng.choice(len(factors) + 1, size=int(d.rng.integers(0, 3)), replace=True).tolist())
+    groups = [int(np.prod(part, dtype=np.int64)) for part in np.split(np.array(factors, dtype=np.int64), cuts)]
+    if d.rng.random() < 0.2:
+        groups.insert(int(d.rng.integers(len(groups) + 1)), 1)
+    if d.rng.random() < 0.4:
+        groups[int(d.rng.integers(len(groups)))] = -1
+    return d.add(f"B.reshape({{0}}, {tuple(groups)!r})", (x,), d.integer(x))
+
+
+def transpose(d: Drawer) -> bool:
+    x = d.pick(lambda i: len(d.shape(i)) >= 2, integer=bool(d.rng.random() < 0.15))
+    if x is None:
+        return False
+    if len(d.shape(x)) == 2 and d.rng.random() < 0.3:
+        return d.add("{0}.T", (x,), d.integer(x))
+    permutation = tuple(int(p) for p in d.rng.permutation(len(d.shape(x))))
+    return d.add(f"B.transpose({{0}}, {permutation!r})", (x,), d.integer(x))
+
+
+def dims(d: Drawer) -> bool:
+    x = d.pick()
+    if x is None:
+        return False
+    shape = d.shape(x)
+    roll = d.rng.random()
+    if roll < 0.3:
+        return d.add(f"B.expand_dims({{0}}, {int(d.rng.integers(-len(shape) - 1, len(shape) + 1))})", (x,))
+    if roll < 0.5 and 1 in shape:
+        return d.add(f"B.squeeze({{0}}, {shape.index(1)})", (x,))
+    target = tuple(int(d.rng.integers(2, 5)) if s == 1 and d.rng.random() < 0.7 else s for s in shape)
+    if d.rng.random() < 0.5:
+        target = (int(d.rng.integers(1, 4)), *target)
+    return d.add(f"B.broadcast_to({{0}}, {target!r})", (x,))
+
+
+def index(d: Drawer) -> bool:
+    x = d.pick(lambda i: len(d.shape(i)) >= 1, integer=bool(d.rng.random() < 0.15))
+    if x is None:
+        return False
+    parts = []
+    for size in d.shape(x):
+        roll = d.rng.random()
+        if roll < 0.3:
+            parts.append(":")
+        elif roll < 0.45:
+            parts.append(str(int(d.rng.integers(-size, size))))
+        else:
+            start = int(d.rng.integers(-size, size)) if d.rng.random() < 0.6 else None
+            stop = int(d.rng.integers(-size, size + 1)) if d.rng.random() < 0.4 else None
+            step = int(d.choice((1, 1, 2, 3)))
+            parts.append(f"{'' if start is None else start}:{'' if stop is None else stop}:{step}")
+        if d.rng.random() < 0.5:
+            break
+    if d.rng.random() < 0.1:
+        parts.insert(0, "None")
+    return d.add(f"{{0}}[{', '.join(parts)}]", (x,), d.integer(x))
+
+
+def join(d: Drawer) -> bool:
+    x = d.pick(lambda i: len(d.shape(i)) >= 1)
+    if x is None:
+        return False
+    shape = d.shape(x)
+    axis = int(d.rng.integers(len(shape)))
+    roll = d.rng.random()
+    if roll < 0.35:
+        y = d.pick(lambda i: _same_but(d.shape(i), shape, axis))
+        return y is not None and d.add(f"B.concatenate([{{0}}, {{1}}], axis={axis})", (x, y))
+    if roll < 0.6:
+        return d.add(f"B.concatenate([{{0}}, {{0}} * 0.5, {{0}}], axis={axis - len(shape)})", (x,))
+    if roll < 0.75:
+        y = d.pick(lambda i: d.shape(i) == shape)
+        return y is not None and d.add(f"B.stack([{{0}}, {{1}}], axis={axis})", (x, y))
+    pairs = tuple((int(d.rng.integers(0, 3)), int(d.rng.integers(0, 3))) for _ in shape)
+    return d.add(f"B.pad({{0}}, {pairs!r}, value={d.number()!r})", (x,))
+
+
+def matmul(d: Drawer) -> bool:
+    x = d.pick(lambda i: len(d.shape(i)) >= 1)
+    if x is None:
+        return False
+    k = d.shape(x)[-1]
+    if d.rng.random() < 0.3 and len(d.shape(x)) == 2:
+        y = d.pick(lambda i: len(d.shape(i)) == 2 and d.shape(i)[1] == k)
+        return y is not None and d.add("{0} @ {1}.T", (x, y))
+    y = d.pick(lambda i: len(d.shape(i)) >= 1 and d.shape(i)[-2 if len(d.shape(i)) >= 2 else 0] == k)
+    return y is not None and d.add("{0} @ {1}", (x, y))
+
+
+def conv(d: Drawer) -> bool:
+    x = d.pick(lambda i: len(d.shape(i)) == 4)
+    if x is None:
+        return False
+    w = d.pick(lambda i: len(d.shape(i)) == 4 and d.shape(i)[2] == d.shape(x)[3])
+    if w is None:
+        return False
+    stride = d.choice((1, 1, 2, (1, 2), (2, 1)))
+    padding = d.choice(('"SAME"', '"VALID"', "((1, 0), (0, 2))", "1"))
+    dilation = d.choice((1, 1, 2, (1, 2)))
+    return d.add(f"B.conv2d({{0}}, {{1}}, stride={stride!r}, padding={padding}, dilation={dilation!r})", (x, w))
+
+
+def pool(d: Drawer) -> bool:
+    x = d.pick(lambda i: len(d.shape(i)) == 4)
+    if x is None:
+        return False
+    size = d.choice((2, 2, 3, (2, 1), (1, 3)))
+    stride = d.choice((None, None, 1, 2, (1, 2)))
+    padding = d.choice(('"VALID"', '"SAME"'))
+    kind = d.choice(("B.max_pool2d", "B.avg_pool2d"))
+    return d.add(f"{kind}({{0}}, {size!r}, stride={stride!r}, padding={padding})", (x,))
+
+
+def again(d: Drawer) -> bool:
+    """A step drawn before, once more: a shared subexpression that CSE should merge."""
+    if not d.steps:
+        return False
+    step = d.steps[int(d.rng.integers(len(d.steps)))]
+    return d.add(step.template, step.args, step.integer)
+
+
+def _broadcasts(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    try:
+        return int(np.prod(np.broadcast_shapes(a, b), dtype=np.int64)) <= MAX_ELEMENTS
+    except ValueError:
+        return False
+
+
+def _same_but(a: tuple[int, ...], b: tuple[int, ...], axis: int) -> bool:
+    return len(a) == len(b) and all(x == y for i, (x, y) in enumerate(zip(a, b, strict=True)) if i != axis)
+
+
+def _axis(d: Drawer, rank: int) -> str:
+    roll = d.rng.random()
+    if rank == 0 or roll < 0.25:
+        return "None"
+    if roll < 0.8 or rank == 1:
+        return str(int(d.rng.integers(-rank, rank)))
+    return repr(tuple(sorted(int(a) for a in d.rng.choice(rank, size=2, replace=False))))
+
+
+def _factors(n: int) -> list[int]:
+    found, p = [], 2
+    while p * p <= n:
+        while n % p == 0:
+            found.append(p)
+            n //= p
+        p += 1
+    return found + ([n] if n > 1 else [])
+
+
+FAMILIES_AND_WEIGHTS: tuple[tuple[Callable[[Drawer], bool], float], ...] = (
+    (unary, 3),
+    (scalar, 1.5),
+    (binary, 3),
+    (integers, 1),
+    (compare, 0.5),
+    (reduce, 1.5),
+    (softmax, 0.7),
+    (reshape, 1),
+    (transpose, 1),
+    (dims, 0.8),
+    (index, 1.2),
+    (join, 1.2),
+    (matmul, 1.5),
+    (conv, 1.5),
+    (pool, 1),
+    (again, 0.6),
+)
+FAMILIES = tuple(f for f, _ in FAMILIES_AND_WEIGHTS)
+WEIGHTS = np.array([w for _, w in FAMILIES_AND_WEIGHTS]) / sum(w for _, w in FAMILIES_AND_WEIGHTS)

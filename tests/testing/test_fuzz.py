@@ -1,0 +1,84 @@
+"""CI-sized fuzzing: a few hundred random programs and their gradients agree between
+eager NumPy and every backend, fused and unfused. A fixed seed keeps the same programs
+covered on every run; a seed derived from the date adds new ones each day while keeping a
+failure reproducible (the seed is printed, and ``braze fuzz --seed K`` reruns it)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+
+import numpy as np
+import pytest
+
+from braze.backends import cpu
+from braze.cli import main
+from braze.ir.primitive import PRIMITIVES
+from braze.testing.fuzz import fuzz, mismatch
+from braze.testing.generate import draw_program
+
+
+def date_seed() -> int:
+    """Today's seed: runs of up to 1000 programs from it never overlap another day's."""
+    return int(datetime.date.today().strftime("%Y%m%d")) * 1000
+
+
+SEEDS = [0, date_seed()]
+
+
+@pytest.mark.parametrize("seed", SEEDS, ids=["fixed", "today"])
+def test_reference_backend_agrees_with_eager(seed, tmp_path, capsys):
+    report = fuzz(programs=300, seed=seed, backends=["reference"], out=tmp_path, log=None)
+    print(f"fuzz seed {seed}")
+    assert report.programs == 300
+    assert report.ok, report.summary()
+
+
+@pytest.mark.skipif(not cpu.available(), reason="no C compiler")
+@pytest.mark.parametrize(("seed", "programs"), [(SEEDS[0], 64), (SEEDS[1] + 500, 32)], ids=["fixed", "today"])
+def test_native_backend_fused_and_unfused_agrees_with_eager(seed, programs, tmp_path):
+    report = fuzz(programs=programs, seed=seed, backends=["cpu", "cpu-unfused"], out=tmp_path, log=None)
+    print(f"fuzz seed {seed}")
+    assert report.programs == programs
+    assert report.ok, report.summary()
+
+
+def test_a_seed_always_draws_the_same_program():
+    assert draw_program(1234) == draw_program(1234)
+    assert draw_program(1234).source() != draw_program(1235).source()
+    first, second = draw_program(77).arrays(), draw_program(77).arrays()
+    assert all(np.array_equal(a, b) for a, b in zip(first, second, strict=True))
+
+
+def test_tolerance_follows_dtype_magnitude_and_rounding():
+    want = np.array([1000.0, 1e-3], np.float32)
+    assert mismatch(want, want * np.float32(1 + 1e-6), slack=0.0, rtol=2e-5) is None
+    assert "instead of" in mismatch(want, want + np.float32(0.1), slack=0.0, rtol=2e-5)
+    # A program that loses 0.1 to rounding in the other precision may differ that much here.
+    assert mismatch(want, want + np.float32(0.1), slack=0.1, rtol=2e-5) is None
+    assert "NaN" in mismatch(want, np.array([np.nan, 1e-3], np.float32), slack=0.0, rtol=2e-5)
+    assert "differ" in mismatch(np.array([1, 2]), np.array([1, 3]), slack=0.0, rtol=0.0)
+    assert "got float64" in mismatch(want, want.astype(np.float64), slack=0.0, rtol=2e-5)
+
+
+def test_command_line_runs_and_reports(tmp_path, capsys):
+    assert main(["fuzz", "--programs", "5", "--seed", "3", "--backends", "reference", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr()
+    assert "seed 3" in out.out
+    assert "braze fuzz: 5 programs (seeds 3..7) on reference: 0 crashes, 0 mismatches" in out.err
+
+
+def test_command_line_exits_non_zero_on_a_failure(tmp_path, capsys, monkeypatch):
+    tanh = PRIMITIVES["tanh"]
+    monkeypatch.setitem(PRIMITIVES, "tanh", dataclasses.replace(tanh, impl=lambda x: np.tanh(x) * 2))
+    assert main(["fuzz", "--programs", "40", "--seed", "0", "--backends", "reference", "--out", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "mismatch on reference" in err
+    assert f"minimal program: {tmp_path}" in err
+
+
+def test_command_line_refuses_unknown_backends(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["fuzz", "--backends", "cpu,gpu"])
+    assert exit_.value.code == 2
+    assert "expected some of reference,cpu,cpu-unfused" in capsys.readouterr().err
