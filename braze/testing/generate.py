@@ -338,6 +338,31 @@ def pool(d: Drawer) -> bool:
     return d.add(f"{kind}({{0}}, {size!r}, stride={stride!r}, padding={padding})", (x,))
 
 
+def sources(d: Drawer) -> bool:
+    """Values made on the spot: ranges, one-hot codes, argmax indices, seeded random numbers."""
+    roll = d.rng.random()
+    if roll < 0.3:
+        x = d.pick(lambda i: len(d.shape(i)) >= 1)
+        if x is None:
+            return False
+        count = d.shape(x)[-1]
+        return d.add(f"{{0}} + B.arange({count}, dtype={{0}}.dtype, device={{0}}.device) * 0.25", (x,))
+    if roll < 0.5:
+        labels = d.pick(integer=True)
+        return labels is not None and d.add(f"B.one_hot({{0}}, 4, dtype=B.{d.dtype})", (labels,))
+    if roll < 0.7:
+        # of an input only: computed values may tie differently after rounding
+        x = d.pick(lambda i: i < len(d.inputs) and len(d.shape(i)) >= 1)
+        axis = "None" if x is None or d.rng.random() < 0.3 else str(int(d.rng.integers(len(d.shape(x)))))
+        return x is not None and d.add(f"B.argmax({{0}}, axis={axis})", (x,), integer=True)
+    x = d.pick()
+    seed = int(d.rng.integers(1000))
+    kind = d.choice(("B.rand", "B.randn"))
+    return x is not None and d.add(
+        f"{{0}} * {kind}({{0}}.shape, dtype={{0}}.dtype, seed={seed}, device={{0}}.device)", (x,)
+    )
+
+
 def again(d: Drawer) -> bool:
     """A step drawn before, once more: a shared subexpression that CSE should merge."""
     if not d.steps:
@@ -392,6 +417,7 @@ FAMILIES_AND_WEIGHTS: tuple[tuple[Callable[[Drawer], bool], float], ...] = (
     (matmul, 1.5),
     (conv, 1.5),
     (pool, 1),
+    (sources, 0.6),
     (again, 0.6),
 )
 FAMILIES = tuple(f for f, _ in FAMILIES_AND_WEIGHTS)
