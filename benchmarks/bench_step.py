@@ -1,13 +1,15 @@
 """Training-step benchmark: braze (eager, lazy, jit) and every installed peer framework on
 the same synthetic batches, measured in one run on this machine.
 
-    python benchmarks/bench_step.py [--workloads lenet,cnn] [--peers-python /work/peers-venv/bin/python]
+    python benchmarks/bench_step.py [--workloads lenet,cnn] [--peers-python /work/peers-venv/bin/python] [--busy 1]
 
 Each braze mode runs in a fresh process with an empty kernel cache, so its first step
 includes tracing and the C compiler; the jit mode then runs once more in a new process
 with the cache it filled, which is the warm start. Peers run through benchmarks/peers.
-Prints a table of median step times, first-step times and each row's time relative to
-braze jit, and writes the rows as JSON.
+Prints the host's CPU target (ISA level, vector width, cores), a table of median step
+times, first-step times and each row's time relative to braze jit, and writes the rows as
+JSON. ``--busy N`` runs everything beside N processes spinning on a core, as on a shared
+machine.
 """
 
 from __future__ import annotations
@@ -88,6 +90,9 @@ def main() -> int:
     parser.add_argument("--peers-python", default=os.environ.get("BRAZE_PEERS_PYTHON"))
     parser.add_argument("--steps", type=int, default=None)
     parser.add_argument("--json", default="runs/bench-step.json")
+    parser.add_argument(
+        "--busy", type=int, default=0, metavar="N", help="run everything beside N processes that spin on a core"
+    )
     parser.add_argument("--measure", nargs=2, metavar=("WORKLOAD", "MODE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
@@ -96,6 +101,29 @@ def main() -> int:
         return 0
     from peers import machine_info, run_peers
 
+    from braze.backends.cpu.compiler import find_compiler
+
+    compiler = find_compiler()
+    host = f"host: {compiler.target.describe() if compiler else 'no C compiler'}"
+    if args.busy:
+        host += f"; beside {args.busy} busy process{'es' if args.busy > 1 else ''}"
+    print(host, file=sys.stderr)
+    neighbours = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
+    try:
+        rows = measure_all(args, run_peers)
+    finally:
+        for process in neighbours:
+            process.kill()
+    print(host)
+    print(table(rows))
+    out = Path(args.json)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"machine": machine_info(), "host": host, "rows": rows}, indent=2) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
+def measure_all(args: argparse.Namespace, run_peers) -> list[dict]:
     rows = []
     for workload in args.workloads.split(","):
         steps = args.steps or STEPS[workload]
@@ -113,12 +141,7 @@ def main() -> int:
         frameworks = [f for f in args.frameworks.split(",") if f]
         if frameworks:
             rows += run_peers([workload], frameworks, {workload: steps}, python=args.peers_python)
-    print(table(rows))
-    out = Path(args.json)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"machine": machine_info(), "rows": rows}, indent=2) + "\n")
-    print(f"wrote {out}")
-    return 0
+    return rows
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -136,3 +137,25 @@ def test_every_kernel_compiles_for_every_x86_64_level(level, tmp_path):
     library = cc.compile_library(cc.Compiler(found.path, probed[0], probed[1], resolved), source, tmp_path)
     symbols = subprocess.run(["nm", "-D", str(library)], capture_output=True, text=True, check=False).stdout
     assert symbols.count(" T braze_run") == len(plans) or not symbols
+
+
+_THREADS = (
+    "import ctypes, os, numpy as np, braze\n"
+    "x = braze.tensor(np.ones(4, np.float32), device=braze.LAZY_CPU)\n"
+    "assert (x * 2.0).tolist() == [2.0] * 4\n"
+    "print(ctypes.CDLL('libgomp.so.1').omp_get_max_threads(), os.environ['OMP_WAIT_POLICY'])\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("environment", "expected"),
+    [({}, f"{target.available_cores()} passive"), ({"OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "active"}, "1 active")],
+    ids=["defaults", "user-settings-kept"],
+)
+def test_kernels_run_on_the_usable_cores_with_sleeping_waits_unless_told_otherwise(environment, expected, tmp_path):
+    if "-fopenmp" not in cc.find_compiler().flags:
+        pytest.skip("the compiler has no OpenMP")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OMP_")}
+    env = {**clean, "BRAZE_CACHE": str(tmp_path), **environment}
+    result = subprocess.run([sys.executable, "-c", _THREADS], env=env, capture_output=True, text=True, check=True)
+    assert result.stdout.split("\n")[-2] == expected

@@ -20,7 +20,7 @@ __all__ = [
     "compile_graphs",
 ]
 from braze.backends.cpu.emit import FEATURES_MARKER, emit_module, prelude
-from braze.backends.cpu.executable import CpuExecutable
+from braze.backends.cpu.executable import CpuExecutable, openmp_defaults
 from braze.backends.cpu.target import missing_features
 from braze.ir.graph import Graph
 from braze.passes.buffers import assign
@@ -98,6 +98,7 @@ def compile_graphs(
                 raise CompileError(str(error).replace(str(folder / "module.c"), str(kept))) from None
 
     library, cached = cache.get_or_build(key, build)
+    openmp_defaults(compiler.target.cores)
     lacking = foreign_features(library)
     if lacking:
         warnings.warn(
