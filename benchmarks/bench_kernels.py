@@ -70,7 +70,7 @@ def fma_peak(target: str) -> tuple[CpuTarget, float]:
         "ACCUMULATORS", str(accumulators)
     )
     with tempfile.TemporaryDirectory(prefix="braze-peak-") as folder:
-        library = ctypes.CDLL(str(compile_library(compiler, source, Path(folder))))
+        library = ctypes.CDLL(str(compile_library(compiler, [source], Path(folder))))
     library.fma_peak.restype = ctypes.c_double
     sink = (ctypes.c_float * 64)()
     return compiler.target, max(library.fma_peak(ctypes.c_int64(20_000_000), sink) for _ in range(5))

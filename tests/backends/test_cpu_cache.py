@@ -117,7 +117,7 @@ def _broken_emitter():
 
     def emit(*args, **kwargs):
         plan = emit_module(*args, **kwargs)
-        plan.source += "\nthis is not C;\n"
+        plan.entry_source += "\nthis is not C;\n"
         return plan
 
     return emit

@@ -19,7 +19,7 @@ __all__ = [
     "compile_graph",
     "compile_graphs",
 ]
-from braze.backends.cpu.emit import FEATURES_MARKER, emit_module, prelude
+from braze.backends.cpu.emit import FEATURES_MARKER, emit_module, prelude, translation_units
 from braze.backends.cpu.executable import CpuExecutable, openmp_defaults
 from braze.backends.cpu.target import missing_features
 from braze.ir.graph import Graph
@@ -80,7 +80,7 @@ def compile_graphs(
         emit_module(g, g.annotations.get("buffers") or assign(g), compiler.target, f"braze_run{i}", profile)
         for i, g in enumerate(graphs)
     ]
-    source = "\n".join([prelude(compiler.target), *(p.source for p in plans)])
+    (source,) = translation_units(prelude(compiler.target), plans, 1)
     key = digest(source, compiler.identity, CODEGEN_VERSION)
     dump = os.environ.get("BRAZE_DUMP")
     if dump:
@@ -92,10 +92,11 @@ def compile_graphs(
     def build(folder: Path) -> Path:
         with metrics.timed("NativeCompileTime"):
             try:
-                return compile_library(compiler, source, folder)
+                units = translation_units(prelude(compiler.target), plans, compiler.target.cores)
+                return compile_library(compiler, units, folder)
             except CompileError as error:
-                kept = cache.keep_failed_source(key, source)
-                raise CompileError(str(error).replace(str(folder / "module.c"), str(kept))) from None
+                kept = cache.keep_failed_source(key, error.source or source)
+                raise CompileError(str(error).replace(str(error.path), str(kept))) from None
 
     library, cached = cache.get_or_build(key, build)
     openmp_defaults(compiler.target.cores)

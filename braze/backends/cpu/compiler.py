@@ -28,6 +28,11 @@ BASE_FLAGS = ("-O3", "-fno-math-errno", "-fno-trapping-math", "-fPIC", "-shared"
 class CompileError(RuntimeError):
     """The C compiler rejected generated code (a braze bug): the message says where the source is."""
 
+    def __init__(self, message: str, path: Path | None = None, source: str = "") -> None:
+        super().__init__(message)
+        self.path = path  # the translation unit that failed, and its text
+        self.source = source
+
 
 @dataclass(frozen=True)
 class Compiler:
@@ -141,17 +146,46 @@ def _find_compiler(chosen: str | None, target: str) -> Compiler | None:
 find_compiler.cache_clear = _find_compiler.cache_clear  # forget the compilers found (tests)
 
 
-def compile_library(compiler: Compiler, source: str, folder: Path, name: str = "module") -> Path:
-    """Compile ``source`` into ``folder/name.so``."""
-    folder.mkdir(parents=True, exist_ok=True)
-    source_path = folder / f"{name}.c"
-    source_path.write_text(source)
-    library = folder / f"{name}.so"
-    command = [compiler.path, *compiler.flags, "-o", str(library), str(source_path), "-lm"]
+def _run(command: list[str]) -> subprocess.Popen:
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _finish(process: subprocess.Popen, compiler: Compiler, source_path: Path, source: str) -> None:
     try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+        _, stderr = process.communicate(timeout=600)
     except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
         raise CompileError(f"{compiler.path} took over 600 s compiling {source_path}") from None
-    if result.returncode != 0:
-        raise CompileError(f"{compiler.path} failed to compile {source_path}:\n{result.stderr.strip()}")
+    if process.returncode != 0:
+        raise CompileError(f"{compiler.path} failed to compile {source_path}:\n{stderr.strip()}", source_path, source)
+
+
+def compile_library(compiler: Compiler, sources: list[str], folder: Path, name: str = "module") -> Path:
+    """Compile the translation units ``sources`` into ``folder/name.so``: several units in
+    parallel (one compiler process each), then linked."""
+    folder.mkdir(parents=True, exist_ok=True)
+    library = folder / f"{name}.so"
+    paths = [folder / f"{name}{k if len(sources) > 1 else ''}.c" for k in range(len(sources))]
+    for path, source in zip(paths, sources, strict=True):
+        path.write_text(source)
+    if len(sources) == 1:
+        command = [compiler.path, *compiler.flags, "-o", str(library), str(paths[0]), "-lm"]
+        _finish(_run(command), compiler, paths[0], sources[0])
+        return library
+    objects = [path.with_suffix(".o") for path in paths]
+    processes = [
+        _run([compiler.path, *compiler.flags, "-c", "-o", str(obj), str(path)])
+        for path, obj in zip(paths, objects, strict=True)
+    ]
+    try:
+        for process, path, source in zip(processes, paths, sources, strict=True):
+            _finish(process, compiler, path, source)
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+    link = [compiler.path, *compiler.flags, "-o", str(library), *map(str, objects), "-lm"]
+    _finish(_run(link), compiler, library, "")
     return library

@@ -73,21 +73,23 @@ static inline double braze_uniform64(uint64_t key, uint64_t i) {
 
 
 _STREAM = """\
-#include <immintrin.h>
 /* n floats to dst with non-temporal stores where dst allows (a whole number of aligned
-   vectors), else a plain copy; a thread calls braze_fence() after its last one. */
+   vectors), else a plain copy; a thread calls braze_fence() after its last one. GCC's
+   builtins, not <immintrin.h>, whose parsing took a fifth of a small module's compile. */
+#if defined(__GNUC__) && !defined(__clang__)
 static inline void braze_stream(float* dst, const float* src, int64_t n) {
   if (((uintptr_t)dst & (sizeof(braze_vf32) - 1)) == 0 && n % BRAZE_F32_LANES == 0) {
     for (int64_t i = 0; i < n; i += BRAZE_F32_LANES) {
       braze_vf32 v;
       memcpy(&v, src + i, sizeof(v));
-      STREAM_STORE(dst + i, (STREAM_VECTOR)v);
+      STREAM_STORE(dst + i, v);
     }
   } else {
     memcpy(dst, src, sizeof(float) * (size_t)n);
   }
 }
-static inline void braze_fence(void) { _mm_sfence(); }
+static inline void braze_fence(void) { __builtin_ia32_sfence(); }
+#else
 """
 
 _PLAIN_STREAM = """\
@@ -97,12 +99,8 @@ static inline void braze_stream(float* dst, const float* src, int64_t n) {
 static inline void braze_fence(void) {}
 """
 
-# The non-temporal store of one vector, and its intrinsic vector type, per vector width.
-_STREAM_STORES = {
-    64: ("_mm512_stream_ps", "__m512"),
-    32: ("_mm256_stream_ps", "__m256"),
-    16: ("_mm_stream_ps", "__m128"),
-}
+# GCC's non-temporal store of one float vector, per vector width.
+_STREAM_STORES = {64: "__builtin_ia32_movntps512", 32: "__builtin_ia32_movntps256", 16: "__builtin_ia32_movntps"}
 
 
 def prelude(target: CpuTarget) -> str:
@@ -110,7 +108,7 @@ def prelude(target: CpuTarget) -> str:
     target's registers. The target's features are kept in the library as a string, so a
     library can be checked against a host before it is loaded."""
     store = _STREAM_STORES.get(target.vector_bytes) if target.level.startswith("x86-64") else None
-    stream = _STREAM.replace("STREAM_STORE", store[0]).replace("STREAM_VECTOR", store[1]) if store else _PLAIN_STREAM
+    stream = _STREAM.replace("STREAM_STORE", store) + _PLAIN_STREAM + "#endif\n" if store else _PLAIN_STREAM
     vectors = (
         f"typedef float braze_vf32 __attribute__((vector_size({target.vector_bytes})));\n"
         f"typedef double braze_vf64 __attribute__((vector_size({target.vector_bytes})));\n"
@@ -124,6 +122,18 @@ def prelude(target: CpuTarget) -> str:
 FEATURES_MARKER = "braze-target:"
 
 
+def translation_units(preamble: str, plans: list[ModulePlan], units: int) -> list[str]:
+    """The C sources of one library holding ``plans``, its kernels spread over at most
+    ``units`` translation units of about equal size (compiled in parallel), the entry
+    functions in the first."""
+    shared = "\n".join([preamble, *(line for p in plans for line in [*p.constants, *p.declarations])])
+    kernels = sorted((k for p in plans for k in p.kernel_sources), key=len, reverse=True)
+    bins: list[list[str]] = [[p.entry_source for p in plans]] + [[] for _ in range(max(units, 1) - 1)]
+    for kernel in kernels:  # largest first, each to the smallest unit so far
+        min(bins, key=lambda b: sum(map(len, b))).append(kernel)
+    return ["\n".join([shared, "", *b]) for b in bins if b]
+
+
 @dataclass
 class OutputPlan:
     """Where each graph output comes from: a parameter, a constant, or an output buffer."""
@@ -135,8 +145,14 @@ class OutputPlan:
 
 @dataclass
 class ModulePlan:
-    source: str  # the kernels and the entry function (compiled after the prelude)
+    """A graph's C code in parts, so that its kernels can be compiled in several translation
+    units: each unit holds the prelude, every constant and declaration, and some kernels."""
+
     entry: str
+    constants: list[str] = field(default_factory=list)  # file-scope arrays the kernels read
+    declarations: list[str] = field(default_factory=list)  # one per kernel
+    kernel_sources: list[str] = field(default_factory=list)  # one definition per kernel, in run order
+    entry_source: str = ""  # the entry function (and its timers)
     buffers: list[tuple[tuple[int, ...], np.dtype]] = field(default_factory=list)  # output buffers
     outputs: list[OutputPlan] = field(default_factory=list)
     in_place: dict[int, int] = field(default_factory=dict)  # output buffer -> parameter written in place
@@ -164,8 +180,8 @@ class ConstantPool:
         return self.names[literal]
 
 
-def emit_kernel(name: str, node: Node, pool: ConstantPool, in_place: bool, target: CpuTarget) -> str:
-    """The C function computing one fusion node."""
+def emit_kernel(name: str, node: Node, pool: ConstantPool, in_place: bool, target: CpuTarget) -> tuple[str, str]:
+    """The C function computing one fusion node: (its declaration, its definition)."""
     computation: Graph = node.attr("computation")
     restrict = "" if in_place else " restrict"
     params = [f"const {c_type(p.dtype)}*{restrict} in{k}" for k, p in enumerate(computation.params)]
@@ -190,7 +206,9 @@ def emit_kernel(name: str, node: Node, pool: ConstantPool, in_place: bool, targe
     # noinline: each kernel's restrict pointers hold only within that kernel; inlined into
     # the entry function, GCC 12 let a kernel read an output of the kernel before it ahead of
     # its store (a transpose of a slice read stale data; found by the random-graph test).
-    return f"{attribute}__attribute__((noinline)) static void {name}({', '.join(params) or 'void'}) {{\n{body}\n}}\n"
+    # Hidden: the kernels of one library may sit in several translation units.
+    head = f'__attribute__((noinline, visibility("hidden"))) void {name}({", ".join(params) or "void"})'
+    return f"{head};", f"{attribute}{head} {{\n{body}\n}}\n"
 
 
 def _writes_in_place_safely(kernel: Node, parameter_index: int, graph: Graph, position: dict[int, int]) -> bool:
@@ -223,7 +241,6 @@ def emit_module(
     position = {id(k): t for t, k in enumerate(kernels)}
     pool = ConstantPool(entry)
     plan = ModulePlan(
-        source="",
         entry=entry,
         arena_bytes=assignment.peak_bytes,
         kernels=len(kernels),
@@ -250,7 +267,7 @@ def emit_module(
             plan.outputs.append(OutputPlan("buffer", output_buffer[id(output)]))
     for node_id, offset in assignment.offsets.items():
         buffer_of.setdefault(node_id, f"(arena + {offset})")
-    functions, calls = [], []
+    calls = []
     elements: dict[int, list[Node]] = {}
     for node in graph.nodes():
         if node.op == "get_element":
@@ -261,7 +278,9 @@ def emit_module(
             sorted(elements.get(id(kernel), []), key=lambda e: e.attr("index")) if kernel.multi_output else [kernel]
         )
         in_place = any(buffer_of[id(r)].startswith("params[") for r in results)
-        functions.append(emit_kernel(name, kernel, pool, in_place, target))
+        declaration, definition = emit_kernel(name, kernel, pool, in_place, target)
+        plan.declarations.append(declaration)
+        plan.kernel_sources.append(definition)
         args = [f"(const {c_type(i.dtype)}*){buffer_of[id(i)]}" for i in kernel.inputs]
         args += [f"({c_type(r.dtype)}*){buffer_of[id(r)]}" for r in results]
         call = f"{name}({', '.join(args)});"
@@ -271,5 +290,6 @@ def emit_module(
     signature = f"void {entry}(void* const* params, void* const* outputs, char* arena)"
     body = "\n".join(calls) or "  (void)params; (void)outputs; (void)arena;"
     timers = [f"double {entry}_seconds[{max(len(kernels), 1)}];"] if profile else []
-    plan.source = "\n".join([*pool.lines, *timers, "", *functions, f"{signature} {{\n{body}\n}}\n"])
+    plan.constants = pool.lines
+    plan.entry_source = "\n".join([*timers, f"{signature} {{\n{body}\n}}\n"])
     return plan
