@@ -113,9 +113,9 @@ def draw_inputs(rng: np.random.Generator) -> tuple[Input, ...]:
                 shapes.append((first[-1], int(rng.choice(DIMS))))
             else:
                 shapes.append(_dense_shape(rng))
-    inputs = [Input(s, dtype) for s in shapes]
+    inputs = [Input(s, dtype, key) for key, s in enumerate(shapes)]
     if rng.random() < 0.2:
-        inputs.append(Input(shapes[int(rng.integers(len(shapes)))], "int32"))
+        inputs.append(Input(shapes[int(rng.integers(len(shapes)))], "int32", len(shapes)))
     return tuple(inputs)
 
 

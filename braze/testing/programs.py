@@ -26,6 +26,7 @@ MAX_MAGNITUDE = 1e4  # larger values make float32 rounding, not the compiler, th
 class Input:
     shape: tuple[int, ...]
     dtype: str  # "float32", "float64" or "int32"
+    key: int = 0  # its data's stream: the program's seed and this key (kept when others go)
 
 
 @dataclass(frozen=True)
@@ -109,9 +110,9 @@ class Program:
 
 
 def make_arrays(inputs: tuple[Input, ...], seed: int) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
     arrays = []
     for x in inputs:
+        rng = np.random.default_rng([seed, x.key])
         if x.dtype == "int32":
             arrays.append(rng.integers(-5, 6, x.shape).astype(np.int32))
         else:

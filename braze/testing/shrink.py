@@ -19,7 +19,7 @@ from braze.backends import cpu
 from braze.ir.text import print_graph
 from braze.passes import pipeline
 from braze.testing.fuzz import RTOL, Failure, check_batch, output_names, trace
-from braze.testing.programs import Input, Program, valid
+from braze.testing.programs import Program, valid
 
 
 def shrink(program: Program, fails: Callable[[Program], bool], seconds: float = 120.0) -> Program:
@@ -65,7 +65,7 @@ def _candidates(program: Program) -> Iterator[Program]:
             shorter = [x.shape[:axis] + x.shape[axis + 1 :]] if size == 1 else []
             smaller = [x.shape[:axis] + (s,) + x.shape[axis + 1 :] for s in (1, size // 2, size - 1) if 0 < s < size]
             for shape in dict.fromkeys(shorter + smaller):
-                inputs = program.inputs[:i] + (Input(shape, x.dtype),) + program.inputs[i + 1 :]
+                inputs = program.inputs[:i] + (replace(x, shape=shape),) + program.inputs[i + 1 :]
                 yield replace(program, inputs=inputs)
 
 
@@ -119,7 +119,7 @@ def script(failure: Failure) -> str:
         "cpu-unfused": {"BRAZE_BACKEND": "cpu", "BRAZE_FUSION": "0"},
     }.get(failure.backend, {})
     settings = "".join(f"os.environ[{k!r}] = {v!r}\n" for k, v in environment.items())
-    inputs = ", ".join(f"({x.shape!r}, {x.dtype!r})" for x in program.inputs)
+    inputs = ", ".join(f"({x.shape!r}, {x.dtype!r}, {x.key})" for x in program.inputs)
     return f'''"""Found by braze fuzz: {failure.kind} on {failure.backend} (program {program.seed}, shrunk).
 
 {failure.message}
@@ -141,9 +141,9 @@ NAMES = {output_names(program)!r}
 
 
 def arrays():
-    rng = np.random.default_rng({program.seed})
     made = []
-    for shape, dtype in INPUTS:
+    for shape, dtype, key in INPUTS:
+        rng = np.random.default_rng([{program.seed}, key])
         if dtype == "int32":
             made.append(rng.integers(-5, 6, shape).astype(np.int32))
         else:

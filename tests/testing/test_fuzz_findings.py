@@ -14,7 +14,7 @@ FINDINGS = {
     # (KeyError in fuse).
     "unfused scalar constant result": Program(
         seed=64,
-        inputs=(Input((1, 1), "float32"), Input((), "float32")),
+        inputs=(Input((1, 1), "float32", 0), Input((), "float32", 1)),
         steps=(),
         weights=(),
         returned=(),
@@ -22,7 +22,7 @@ FINDINGS = {
     # The first program, in the fuzzer's form: two dots whose epilogues met.
     "epilogues of two dots meet": Program(
         seed=93,
-        inputs=(Input((5, 1), "float32"), Input((1, 1), "float32")),
+        inputs=(Input((5, 1), "float32", 0), Input((1, 1), "float32", 1)),
         steps=(
             Step("B.reshape({0}, (5,))", (0,)),
             Step("{0} / (B.abs({1}) + 0.5)", (1, 0)),
