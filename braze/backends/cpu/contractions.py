@@ -706,52 +706,65 @@ def _row_filter_grad(p: _Conv) -> None:
     """Filter gradient of a one-channel input with few output channels (LeNet's first
     layer): for each output channel, one vector accumulator per filter tap, streaming
     along image rows, so every multiply-add is a full vector and the accumulators never
-    leave registers. A row's last partial block is a full block ending at the row's end
-    whose already-counted lanes get a zero cotangent."""
+    leave registers (the taps are taken in groups that fit the target's registers: all 25
+    of a 5x5 filter with 32, three groups with 16). A row's last partial block is a full
+    block ending at the row's end whose already-counted lanes get a zero cotangent."""
     em, t, n, oh, ow, o, kh, kw = p.em, p.t, p.n, p.oh, p.ow, p.o, p.kh, p.kw
     sh, dh, dw, cols = p.sh, p.dh, p.dw, p.cols
     taps = kh * kw
     lanes = em.target.lanes(4)
+    groups = -(-taps // (em.target.vector_registers - 4))
     starts = list(range(0, ow - lanes + 1, lanes))
     if ow % lanes and ow >= lanes:
         starts.append(ow - lanes)
     em.emit(f"{t} total[{o}][{taps}];")
     em.emit(f"#pragma omp parallel for schedule(static) if({n * oh * ow * taps * o} >= {1 << 20})")
     open_loop(em, "co", o)
-    em.emit(f"braze_vf32 acc[{taps}];")
-    em.emit(f"{t} tail[{taps}];")
-    em.emit("memset(acc, 0, sizeof(acc));")
-    em.emit("memset(tail, 0, sizeof(tail));")
-    open_loop(em, "r", n * oh)
-    em.emit(f"const int64_t bn = r / {oh}, y = r % {oh};")
-    em.emit(f"const {t}* grow = {p.other} + r * {ow * o} + co;")
-    em.emit(f"const {t}* xbase = {p.x} + (bn * {p.rows} + y * {sh}) * {cols};")
-    for block_start in starts:
-        fresh = lanes if block_start % lanes == 0 else ow - (starts[-2] + lanes if len(starts) > 1 else 0)
+
+    def group(width: int, first: str) -> None:
         em.emit("{")
         em.push()
-        em.emit("braze_vf32 gv;")
-        lane_value = f"lane >= {lanes - fresh} ? grow[({block_start} + lane) * {o}] : 0"
-        em.emit(f"for (int lane = 0; lane < {lanes}; lane++) gv[lane] = {lane_value};")
-        em.emit("#pragma GCC unroll 32")
-        open_loop(em, "k", taps)
-        em.emit("braze_vf32 xv;")
-        em.emit(f"memcpy(&xv, xbase + (k / {kw}) * {dh * cols} + (k % {kw}) * {dw} + {block_start}, sizeof(xv));")
-        em.emit("acc[k] += xv * gv;")
+        em.emit(f"const int64_t k0 = {first};")
+        em.emit(f"braze_vf32 acc[{width}];")
+        em.emit(f"{t} tail[{width}];")
+        em.emit("memset(acc, 0, sizeof(acc));")
+        em.emit("memset(tail, 0, sizeof(tail));")
+        open_loop(em, "r", n * oh)
+        em.emit(f"const int64_t bn = r / {oh}, y = r % {oh};")
+        em.emit(f"const {t}* grow = {p.other} + r * {ow * o} + co;")
+        em.emit(f"const {t}* xbase = {p.x} + (bn * {p.rows} + y * {sh}) * {cols};")
+        tap = f"(k0 + k) / {kw} * {dh * cols} + (k0 + k) % {kw} * {dw}"
+        for block_start in starts:
+            fresh = lanes if block_start % lanes == 0 else ow - (starts[-2] + lanes if len(starts) > 1 else 0)
+            em.emit("{")
+            em.push()
+            em.emit("braze_vf32 gv;")
+            lane_value = f"lane >= {lanes - fresh} ? grow[({block_start} + lane) * {o}] : 0"
+            em.emit(f"for (int lane = 0; lane < {lanes}; lane++) gv[lane] = {lane_value};")
+            em.emit("#pragma GCC unroll 32")
+            open_loop(em, "k", width)
+            em.emit("braze_vf32 xv;")
+            em.emit(f"memcpy(&xv, xbase + {tap} + {block_start}, sizeof(xv));")
+            em.emit("acc[k] += xv * gv;")
+            close_loops(em, 1)
+            em.pop()
+            em.emit("}")
+        if ow < lanes:
+            open_loop(em, "xt", ow)
+            open_loop(em, "k", width)
+            em.emit(f"tail[k] += xbase[{tap} + xt] * grow[xt * {o}];")
+            close_loops(em, 2)
+        close_loops(em, 1)
+        open_loop(em, "k", width)
+        em.emit(f"{t} s = tail[k];")
+        em.emit(f"for (int lane = 0; lane < {lanes}; lane++) s += acc[k][lane];")
+        em.emit("total[co][k0 + k] = s;")
         close_loops(em, 1)
         em.pop()
         em.emit("}")
-    if ow < lanes:
-        open_loop(em, "xt", ow)
-        open_loop(em, "k", taps)
-        em.emit(f"tail[k] += xbase[(k / {kw}) * {dh * cols} + (k % {kw}) * {dw} + xt] * grow[xt * {o}];")
-        close_loops(em, 2)
+
+    _tiles(em, "kg", taps, -(-taps // groups), group)
     close_loops(em, 1)
-    open_loop(em, "k", taps)
-    em.emit(f"{t} s = tail[k];")
-    em.emit(f"for (int lane = 0; lane < {lanes}; lane++) s += acc[k][lane];")
-    em.emit("total[co][k] = s;")
-    close_loops(em, 2)
     open_loop(em, "a", kh)
     open_loop(em, "b", kw)
     open_loop(em, "co", o)
