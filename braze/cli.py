@@ -241,7 +241,10 @@ def build_parser() -> argparse.ArgumentParser:
     amount.add_argument("--seconds", type=positive_float, default=None, help="run programs for this long instead")
     fuzz.add_argument("--seed", type=non_negative_int, default=None, help="the first program's seed (default: random)")
     fuzz.add_argument(
-        "--backends", type=fuzz_backends, default=None, help="reference,cpu,cpu-unfused (default: all available)"
+        "--backends",
+        type=fuzz_backends,
+        default=None,
+        help="some of reference,cpu,cpu-unfused,jit (default: the first three, those available)",
     )
     fuzz.add_argument("--out", default="fuzz-failures", help="folder for the shrunk failing programs")
     fuzz.add_argument("--no-shrink", action="store_true", help="report failures without shrinking them")

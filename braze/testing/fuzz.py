@@ -5,7 +5,9 @@ the dtype and to how much the program amplifies rounding.
 Backends: ``reference`` (the optimized, fused graph on the reference interpreter: the
 passes alone), ``cpu`` (native code, fused) and ``cpu-unfused`` (one kernel per op, as
 ``BRAZE_FUSION=0``). Programs are traced as ``@braze.jit`` traces them and go through the
-same pass pipeline; the native ones are compiled a batch at a time into one library.
+same pass pipeline; the native ones are compiled a batch at a time into one library. The
+``jit`` backend calls ``braze.jit`` itself, one compile per program: slower, and it also
+covers how jit passes arguments and results in and out.
 
 Program ``i`` of a run with seed ``K`` is drawn from seed ``K + i``, so a failure is
 reproduced exactly by ``braze fuzz --seed K+i --programs 1``.
@@ -13,6 +15,7 @@ reproduced exactly by ``braze fuzz --seed K+i --programs 1``.
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -32,7 +35,8 @@ from braze.passes import pipeline
 from braze.testing.generate import draw_program
 from braze.testing.programs import Program, valid
 
-BACKENDS = ("reference", "cpu", "cpu-unfused")
+BACKENDS = ("reference", "cpu", "cpu-unfused", "jit")
+DEFAULT_BACKENDS = BACKENDS[:3]  # "jit" (the user's path, one compile per program) on request
 RTOL = {"float32": 2e-5, "float64": 1e-11}
 EPS = {"float32": float(np.finfo(np.float32).eps), "float64": float(np.finfo(np.float64).eps)}
 OTHER = {"float32": "float64", "float64": "float32"}
@@ -208,6 +212,16 @@ def check_batch(programs: Sequence[Program], backends: Sequence[str], cache: cpu
             failures.append(Failure(program, "trace", "crash", _crash(error)))
             continue
         ready.append((program, base, graph, args))
+    if "jit" in backends:
+        for program, base, _, _ in ready:
+            try:
+                why = compare(program, base, _run_jit(program, cache))
+            except Exception as error:  # noqa: BLE001
+                failures.append(Failure(program, "jit", "crash", _crash(error)))
+                continue
+            if why:
+                failures.append(Failure(program, "jit", "mismatch", why))
+        backends = [b for b in backends if b != "jit"]
     optimized: dict[bool, list[tuple[Program, Baseline, Graph, list[np.ndarray]]]] = {}
     for fusion in dict.fromkeys(backend != "cpu-unfused" for backend in backends):
         optimized[fusion] = []
@@ -218,7 +232,7 @@ def check_batch(programs: Sequence[Program], backends: Sequence[str], cache: cpu
                 crashed = [b for b in backends if (b != "cpu-unfused") == fusion]
                 failures += [Failure(program, b, "crash", _crash(error)) for b in crashed]
     # The C compiler runs dominate: the fused and unfused libraries are built side by side.
-    with ThreadPoolExecutor(max_workers=len(backends)) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, len(backends))) as pool:
         builds = {
             b: pool.submit(_runners, b, [g for _, _, g, _ in optimized[b != "cpu-unfused"]], cache) for b in backends
         }
@@ -236,6 +250,25 @@ def check_batch(programs: Sequence[Program], backends: Sequence[str], cache: cpu
             if why:
                 failures.append(Failure(program, backend, "mismatch", why))
     return failures
+
+
+def _run_jit(program: Program, cache: cpu.DiskCache | None) -> list[np.ndarray]:
+    settings = {"BRAZE_BACKEND": "cpu", "BRAZE_FUSION": "1"}
+    if cache is not None:
+        settings["BRAZE_CACHE"] = str(cache.root.parent)
+    saved = {name: os.environ.get(name) for name in settings}
+    os.environ.update(settings)
+    try:
+        vg = B.value_and_grad(program.function(), argnums=program.differentiated, has_aux=True)
+        with np.errstate(all="ignore"):
+            (loss, returned), grads = B.jit(vg)(*[B.tensor(a) for a in program.arrays()])
+            return [t.numpy() for t in (loss, *returned, *grads)]
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _runners(backend: str, graphs: list[Graph], cache: cpu.DiskCache | None) -> list[Callable]:
@@ -262,7 +295,7 @@ def _compile_alone(graph: Graph, cache: cpu.DiskCache | None) -> Callable:
 
 
 def available_backends() -> tuple[str, ...]:
-    return BACKENDS if cpu.available() else ("reference",)
+    return DEFAULT_BACKENDS if cpu.available() else ("reference",)
 
 
 def fuzz(
@@ -286,7 +319,7 @@ def fuzz(
     unknown = [b for b in backends if b not in BACKENDS]
     if unknown:
         raise ValueError(f"unknown backend(s) {unknown}: expected some of {list(BACKENDS)}")
-    if any(b.startswith("cpu") for b in backends) and not cpu.available():
+    if any(b != "reference" for b in backends) and not cpu.available():
         raise ValueError("the cpu backends need a C compiler (set $CC or install gcc or clang)")
     if programs is None and seconds is None:
         programs = 100

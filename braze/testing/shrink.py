@@ -117,6 +117,7 @@ def script(failure: Failure) -> str:
         "reference": {"BRAZE_BACKEND": "reference"},
         "cpu": {"BRAZE_BACKEND": "cpu", "BRAZE_FUSION": "1"},
         "cpu-unfused": {"BRAZE_BACKEND": "cpu", "BRAZE_FUSION": "0"},
+        "jit": {"BRAZE_BACKEND": "cpu", "BRAZE_FUSION": "1"},
     }.get(failure.backend, {})
     settings = "".join(f"os.environ[{k!r}] = {v!r}\n" for k, v in environment.items())
     inputs = ", ".join(f"({x.shape!r}, {x.dtype!r}, {x.key})" for x in program.inputs)

@@ -43,6 +43,13 @@ def test_native_backend_fused_and_unfused_agrees_with_eager(seed, programs, tmp_
     assert report.ok, report.summary()
 
 
+@pytest.mark.skipif(not cpu.available(), reason="no C compiler")
+def test_braze_jit_itself_agrees_with_eager(tmp_path):
+    """The user's path, one compile per program: arguments in, results and gradients out."""
+    report = fuzz(programs=6, seed=SEEDS[1] + 800, backends=["jit"], out=tmp_path, log=None)
+    assert report.ok, report.summary()
+
+
 def test_a_seed_always_draws_the_same_program():
     assert draw_program(1234) == draw_program(1234)
     assert draw_program(1234).source() != draw_program(1235).source()
