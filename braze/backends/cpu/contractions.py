@@ -153,7 +153,7 @@ def _tiled_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node, 
     packed = b
     if b_col != 1 or width != n:
         packed = "bpack"
-        _kept_buffer(em, t, "bpack", depth * width)
+        em.scratch_buffer(t, "bpack", depth * width)
         open_loop(em, "k", depth)
         open_loop(em, "j", n)
         em.emit(f"bpack[k * {width} + j] = {b}[k * {b_k} + j * {b_col}];")
@@ -224,15 +224,6 @@ def _tiles(em: Emitter, name: str, total: int, tile: int, body: Callable[[int, s
         body(total % tile, str(full))
 
 
-def _kept_buffer(em: Emitter, t: str, name: str, count: int) -> None:
-    """``name``: a zeroed scratch array of ``count`` elements, allocated on the first call and
-    kept for the next ones (one per calling thread): every call writes the same positions,
-    so what it leaves zero stays zero, and a big buffer is not faulted in again per step.
-    Never freed: it lives as long as the process."""
-    em.emit(f"static _Thread_local {t}* {name}_kept = NULL;")
-    em.emit(f"{t}* {name} = {name}_kept ? {name}_kept : ({name}_kept = ({t}*)calloc((size_t){count}, sizeof({t})));")
-
-
 def _padded_copy(
     em: Emitter,
     t: str,
@@ -254,7 +245,7 @@ def _padded_copy(
     of slack at the end for a vector load running past the last row."""
     n, h, w, c = shape
     slack = em.target.lanes(4) if channel_major else 0
-    _kept_buffer(em, t, name, n * rows * cols * c + slack)
+    em.scratch_buffer(t, name, n * rows * cols * c + slack)
     pragma = parallel_pragma(n * h * w * c, n)
     if pragma:
         em.emit(pragma)
@@ -536,8 +527,8 @@ def emit_conv_grad_input(em: Emitter, computation: Graph, outputs: list[str], ro
     top, left = (kh - 1) * dh - pt, (kw - 1) * dw - pl
     narrow = c < 8 and o >= 8 and root.dtype.itemsize == 4
     _padded_copy(em, t, "gpad", g, g_node.shape, rows, cols, top, left, sh, sw, channel_major=narrow)
-    em.emit(f"{t}* wflip = ({t}*)malloc(sizeof({t}) * {kh * kw * c * o});")
-    em.emit(f"{t}* wflip_oi = ({t}*)malloc(sizeof({t}) * {kh * kw * c * o});")
+    em.scratch_buffer(t, "wflip", kh * kw * c * o)
+    em.scratch_buffer(t, "wflip_oi", kh * kw * c * o)
     open_loops(em, [("a", kh), ("b", kw), ("ci", c), ("co", o)])
     em.emit(f"const {t} v = {w}[((({kh - 1} - a) * {kw} + ({kw - 1} - b)) * {c} + ci) * {o} + co];")
     em.emit(f"wflip[((a * {kw} + b) * {o} + co) * {c} + ci] = v;")
@@ -551,8 +542,6 @@ def emit_conv_grad_input(em: Emitter, computation: Graph, outputs: list[str], ro
     else:
         live_rows = (max(0, top), min(rows, top + (g_node.shape[1] - 1) * sh + 1))
         _direct_conv(conv, w_hwoi="wflip_oi", live_rows=live_rows)
-    em.emit("free(wflip);")
-    em.emit("free(wflip_oi);")
 
 
 def emit_conv_grad_filter(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
@@ -635,7 +624,8 @@ def _split_filter_grad(p: _Conv) -> None:
     size = kh * kw * c * o
     pragma = parallel_pragma(n * oh * ow * size, n * oh)
     em.emit(f"const int64_t copies = {'braze_threads()' if pragma else '1'};")
-    em.emit(f"{t}* part = ({t}*)calloc((size_t)copies * {size}, sizeof({t}));")
+    em.scratch_buffer(t, "part", size, per_thread=True)
+    em.emit(f"memset(part, 0, sizeof({t}) * (size_t)copies * {size});")
     if pragma:
         em.emit("#pragma omp parallel")
     em.emit("{")
@@ -699,7 +689,6 @@ def _split_filter_grad(p: _Conv) -> None:
     em.emit(f"for (int64_t k = 0; k < copies; k++) total += part[k * {size} + at];")
     p.store(("a", "b", "cc", "co"), "total")
     close_loops(em, 4)
-    em.emit("free(part);")
 
 
 def _row_filter_grad(p: _Conv) -> None:

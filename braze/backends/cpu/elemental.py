@@ -33,6 +33,9 @@ UNARY_FLOAT = {
 COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 
+_C_SIZES = {"float": 4, "double": 8, "int32_t": 4, "int64_t": 8}
+
+
 def c_type(dtype: DType) -> str:
     return dtype.c_type
 
@@ -90,6 +93,7 @@ class Emitter:
     ) -> None:
         self.inputs = inputs
         self.target = target
+        self.scratch: list[tuple[str, str, int, bool]] = []  # (C type, name, bytes, per thread)
         self.constant_array = constants
         self.lines: list[str] = []
         self.indent = indent
@@ -110,6 +114,14 @@ class Emitter:
         name = self.fresh(prefix)
         self.emit(f"const {ctype} {name} = {expression};")
         return name
+
+    def scratch_buffer(self, ctype: str, name: str, count: int, per_thread: bool = False) -> None:
+        """``name``: a scratch array of ``count`` elements (that many per thread when
+        ``per_thread``), owned by the executable and passed to the kernel: zeroed once, when
+        the executable is made, then kept between calls, so a kernel that always writes the
+        same positions finds the rest still zero, and a big buffer is not faulted in again
+        every step. Kernels allocate nothing themselves."""
+        self.scratch.append((ctype, name, count * _C_SIZES[ctype], per_thread))
 
     def push(self) -> None:
         self.scope = Scope(self.scope)

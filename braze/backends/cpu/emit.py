@@ -122,13 +122,18 @@ def prelude(target: CpuTarget) -> str:
 FEATURES_MARKER = "braze-target:"
 
 
+# How many threads a kernel may run on, for sizing per-thread scratch buffers.
+_MAX_THREADS = "int64_t braze_max_threads(void) { return braze_threads(); }\n"
+
+
 def translation_units(preamble: str, plans: list[ModulePlan], units: int) -> list[str]:
     """The C sources of one library holding ``plans``, its kernels spread over at most
     ``units`` translation units of about equal size (compiled in parallel), the entry
     functions in the first."""
     shared = "\n".join([preamble, *(line for p in plans for line in [*p.constants, *p.declarations])])
     kernels = sorted((k for p in plans for k in p.kernel_sources), key=len, reverse=True)
-    bins: list[list[str]] = [[p.entry_source for p in plans]] + [[] for _ in range(max(units, 1) - 1)]
+    entries = [_MAX_THREADS, *(p.entry_source for p in plans)]
+    bins: list[list[str]] = [entries] + [[] for _ in range(max(units, 1) - 1)]
     for kernel in kernels:  # largest first, each to the smallest unit so far
         min(bins, key=lambda b: sum(map(len, b))).append(kernel)
     return ["\n".join([shared, "", *b]) for b in bins if b]
@@ -153,6 +158,7 @@ class ModulePlan:
     declarations: list[str] = field(default_factory=list)  # one per kernel
     kernel_sources: list[str] = field(default_factory=list)  # one definition per kernel, in run order
     entry_source: str = ""  # the entry function (and its timers)
+    scratch: list[tuple[int, bool]] = field(default_factory=list)  # kernels' scratch: (bytes, per thread)
     buffers: list[tuple[tuple[int, ...], np.dtype]] = field(default_factory=list)  # output buffers
     outputs: list[OutputPlan] = field(default_factory=list)
     in_place: dict[int, int] = field(default_factory=dict)  # output buffer -> parameter written in place
@@ -180,8 +186,11 @@ class ConstantPool:
         return self.names[literal]
 
 
-def emit_kernel(name: str, node: Node, pool: ConstantPool, in_place: bool, target: CpuTarget) -> tuple[str, str]:
-    """The C function computing one fusion node: (its declaration, its definition)."""
+def emit_kernel(
+    name: str, node: Node, pool: ConstantPool, in_place: bool, target: CpuTarget
+) -> tuple[str, str, list[tuple[str, str, int, bool]]]:
+    """The C function computing one fusion node: (its declaration, its definition, the
+    scratch buffers it takes after its outputs, as Emitter.scratch lists them)."""
     computation: Graph = node.attr("computation")
     restrict = "" if in_place else " restrict"
     params = [f"const {c_type(p.dtype)}*{restrict} in{k}" for k, p in enumerate(computation.params)]
@@ -197,6 +206,7 @@ def emit_kernel(name: str, node: Node, pool: ConstantPool, in_place: bool, targe
         WINDOW_EMITTERS[roots[0].op](em, computation, outputs, roots[0])
     else:
         emit_reduction_kernel(em, computation, outputs, roots[0])
+    params += [f"{ctype}* restrict {buffer}" for ctype, buffer, _, _ in em.scratch]
     body = "\n".join(em.lines)
     # GCC 12 at -O3 -march=native miscompiles loops whose branches load memory once it
     # if-converts them (NaN lanes of a branchy copy become 0; found by the random-graph
@@ -208,7 +218,7 @@ def emit_kernel(name: str, node: Node, pool: ConstantPool, in_place: bool, targe
     # its store (a transpose of a slice read stale data; found by the random-graph test).
     # Hidden: the kernels of one library may sit in several translation units.
     head = f'__attribute__((noinline, visibility("hidden"))) void {name}({", ".join(params) or "void"})'
-    return f"{head};", f"{attribute}{head} {{\n{body}\n}}\n"
+    return f"{head};", f"{attribute}{head} {{\n{body}\n}}\n", em.scratch
 
 
 def _writes_in_place_safely(kernel: Node, parameter_index: int, graph: Graph, position: dict[int, int]) -> bool:
@@ -278,17 +288,20 @@ def emit_module(
             sorted(elements.get(id(kernel), []), key=lambda e: e.attr("index")) if kernel.multi_output else [kernel]
         )
         in_place = any(buffer_of[id(r)].startswith("params[") for r in results)
-        declaration, definition = emit_kernel(name, kernel, pool, in_place, target)
+        declaration, definition, scratch = emit_kernel(name, kernel, pool, in_place, target)
         plan.declarations.append(declaration)
         plan.kernel_sources.append(definition)
         args = [f"(const {c_type(i.dtype)}*){buffer_of[id(i)]}" for i in kernel.inputs]
         args += [f"({c_type(r.dtype)}*){buffer_of[id(r)]}" for r in results]
+        for ctype, _, size, per_thread in scratch:
+            args.append(f"({ctype}*)scratch[{len(plan.scratch)}]")
+            plan.scratch.append((size, per_thread))
         call = f"{name}({', '.join(args)});"
         if profile:
             call = f"{{ const double start = braze_clock(); {call} {entry}_seconds[{t}] += braze_clock() - start; }}"
         calls.append(f"  {call}")
-    signature = f"void {entry}(void* const* params, void* const* outputs, char* arena)"
-    body = "\n".join(calls) or "  (void)params; (void)outputs; (void)arena;"
+    signature = f"void {entry}(void* const* params, void* const* outputs, char* arena, void* const* scratch)"
+    body = "\n".join(calls) or "  (void)params; (void)outputs; (void)arena; (void)scratch;"
     timers = [f"double {entry}_seconds[{max(len(kernels), 1)}];"] if profile else []
     plan.constants = pool.lines
     plan.entry_source = "\n".join([*timers, f"{signature} {{\n{body}\n}}\n"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -23,6 +24,17 @@ def _guarded(shape: tuple[int, ...], dtype: np.dtype) -> tuple[np.ndarray, np.nd
     size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
     raw = np.full(size + 2 * _GUARD_BYTES, _PATTERN, dtype=np.uint8)
     return raw[_GUARD_BYTES : _GUARD_BYTES + size].view(dtype).reshape(shape), raw
+
+
+def _aligned_zeros(size: int) -> np.ndarray:
+    """``size`` zero bytes at a 64-byte boundary (MemoryError, naming the size, when the
+    system has not that much)."""
+    try:
+        raw = np.zeros(size + 64, dtype=np.uint8)
+    except MemoryError:
+        raise MemoryError(f"braze: cannot allocate {size:,} bytes ({size / 2**30:.1f} GiB) of kernel scratch") from None
+    offset = -raw.ctypes.data % 64
+    return raw[offset : offset + size]
 
 
 def _check(guards: list[tuple[int, np.ndarray]], arena_guard: np.ndarray, entry: str) -> None:
@@ -54,7 +66,12 @@ class CpuExecutable:
         self._library = ctypes.CDLL(str(library))
         self._entry = getattr(self._library, plan.entry)
         self._entry.restype = None
-        self._entry.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        self._entry.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        # Kernels' scratch buffers, made on the first call and freed with the executable.
+        self._scratch: list[np.ndarray] = []
+        self._scratch_pointers = (ctypes.c_void_p * max(len(plan.scratch), 1))()
+        # One call at a time: the arena, the scratch and the argument arrays are the executable's.
+        self._lock = threading.Lock()
         self._params = (ctypes.c_void_p * max(len(graph.params), 1))()
         self._outputs = (ctypes.c_void_p * max(len(plan.buffers), 1))()
         raw = np.empty(plan.arena_bytes + 64 + _GUARD_BYTES, dtype=np.uint8)
@@ -76,7 +93,18 @@ class CpuExecutable:
             raise RuntimeError("kernel times are recorded only when compiled with BRAZE_PROFILE=1")
         return list(zip(self.plan.labels, self._seconds[: self.plan.kernels], strict=True))
 
+    def _make_scratch(self) -> None:
+        threads = int(ctypes.CFUNCTYPE(ctypes.c_int64)(("braze_max_threads", self._library))())
+        for k, (size, per_thread) in enumerate(self.plan.scratch):
+            buffer = _aligned_zeros(size * (threads if per_thread else 1))
+            self._scratch.append(buffer)
+            self._scratch_pointers[k] = buffer.ctypes.data
+
     def __call__(self, args: Sequence[np.ndarray]) -> list[np.ndarray]:
+        with self._lock:
+            return self._call(args)
+
+    def _call(self, args: Sequence[np.ndarray]) -> list[np.ndarray]:
         if len(args) != len(self._param_types):
             raise ValueError(f"the graph takes {len(self._param_types)} arguments, got {len(args)}")
         arrays = []
@@ -100,7 +128,9 @@ class CpuExecutable:
             self._outputs[k] = buffer.ctypes.data
         if GUARD:
             self._arena_guard[:] = _PATTERN
-        self._entry(self._params, self._outputs, self._arena_pointer)
+        if len(self._scratch) < len(self.plan.scratch):
+            self._make_scratch()
+        self._entry(self._params, self._outputs, self._arena_pointer, self._scratch_pointers)
         if GUARD:
             _check(guards, self._arena_guard, self.plan.entry)
         results = []
