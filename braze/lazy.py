@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import operator
 import os
 import sys
 import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -28,7 +30,8 @@ import numpy as np
 from braze.backends import cpu
 from braze.backends.reference.interpreter import compile_graph as compile_reference
 from braze.ir.graph import Graph, Node, parameter
-from braze.ir.primitive import Aval, Literal, Primitive
+from braze.ir.primitive import Aval, Primitive
+from braze.ir.prims.sources import constant
 from braze.ir.text import format_aval
 from braze.passes import pipeline
 from braze.passes.report import Report, build_report
@@ -39,6 +42,7 @@ from braze.runtime.device import Device
 from braze.tensor import Tensor, register_executor, user_location
 
 _SEQUENCE = itertools.count()
+_RECORDED = operator.attrgetter("seq")
 
 
 class Expr:
@@ -69,53 +73,93 @@ class Expr:
 def _liftable(expr: Expr) -> bool:
     """Scalars that may change between steps (learning rates, bias corrections) become
     parameters; 0 and 1 stay constants, for the simplifier."""
-    if expr.primitive is None or expr.primitive.name != "constant":
+    if expr.primitive is not constant:
         return False
-    literal: Literal = expr.attrs["value"]
-    array = literal.array
+    array = expr.attrs["value"].array
     return array.ndim == 0 and array.dtype.kind in "if" and array.item() not in (0, 1)
 
 
-class Trace:
-    """The IR graph computing some roots, its arguments, the leaf expression behind each
-    argument, and how many times the graph's expressions read each leaf."""
+def _is_leaf(expr: Expr) -> bool:
+    return expr.data is not None or (expr.primitive is constant and _liftable(expr))
 
-    def __init__(self, graph: Graph, args: list[np.ndarray], leaves: list[Expr], uses: dict[int, int]) -> None:
-        self.graph, self.args, self.leaves, self.uses = graph, args, leaves, uses
+
+def _recorded_ops(roots: Sequence[Expr]) -> list[Expr]:
+    """The pending ops that ``roots`` depend on, in recording order (inputs before users)."""
+    seen = set(roots)
+    stack = list(roots)
+    ops = []
+    while stack:
+        expr = stack.pop()
+        if not _is_leaf(expr):
+            ops.append(expr)
+            for i in expr.inputs:
+                if i not in seen:
+                    seen.add(i)
+                    stack.append(i)
+    ops.sort(key=_RECORDED)
+    return ops
+
+
+class Trace:
+    """The pending expressions computing some roots, in the order they were recorded.
+
+    Device data and liftable scalars are the graph's parameters, numbered in the order the
+    trace first reads them: ``leaves`` holds their expressions and ``args`` their values;
+    ``uses`` counts how many times the trace's expressions read each device-data leaf (by
+    id). ``key`` describes the trace as plain data (each op by its primitive, attributes
+    and its inputs' positions, each parameter by its type, and which positions are the
+    roots): traces with equal keys have the same graph, since shape rules are pure, so a
+    repeated step finds its graph by the key without building or hashing IR nodes.
+    ``graph`` builds the IR graph when asked.
+    """
+
+    def __init__(self, roots: Sequence[Expr]) -> None:
+        self.leaves: list[Expr] = []
+        self.args: list[np.ndarray] = []
+        self.uses: dict[int, int] = {}
+        self._ops: list[Expr | int] = []  # each position's op, or its parameter index (never a leaf)
+        self._graph: Graph | None = None
+        self._entries: list[Any] = []
+        position: dict[Expr, int] = {}
+        for expr in _recorded_ops(roots):
+            inputs = []
+            for i in expr.inputs:
+                k = position.get(i)
+                inputs.append(self._parameter(i, position) if k is None else k)  # ops come before their users
+                if i.data is not None:
+                    self.uses[id(i)] = self.uses.get(id(i), 0) + 1
+            position[expr] = len(self._entries)
+            self._entries.append((expr.primitive, tuple(expr.attrs.items()), tuple(inputs)))
+            self._ops.append(expr)
+        self._outputs = tuple([position[r] if r in position else self._parameter(r, position) for r in roots])
+        self.key = (tuple(self._entries), self._outputs)
+
+    def _parameter(self, leaf: Expr, position: dict[Expr, int]) -> int:
+        k = position[leaf] = len(self._entries)
+        self._entries.append(leaf.aval)
+        self._ops.append(len(self.leaves))
+        self.leaves.append(leaf)
+        self.args.append(leaf.attrs["value"].array if leaf.data is None else leaf.data)
+        return k
+
+    @property
+    def graph(self) -> Graph:
+        if self._graph is None:
+            params = [parameter(i, leaf.aval) for i, leaf in enumerate(self.leaves)]
+            nodes: list[Node] = []
+            for op, entry in zip(self._ops, self._entries, strict=True):
+                if isinstance(op, int):
+                    nodes.append(params[op])
+                else:
+                    inputs = tuple([nodes[k] for k in entry[2]])
+                    nodes.append(Node.make(op.primitive.name, inputs, op.attrs, op.aval))
+            self._graph = Graph(tuple(params), tuple([nodes[k] for k in self._outputs]))
+        return self._graph
 
 
 def build_graph(roots: Sequence[Expr]) -> Trace:
-    nodes: dict[int, Node] = {}
-    args: list[np.ndarray] = []
-    leaves: list[Expr] = []
-    uses: dict[int, int] = {}
-
-    def as_parameter(expr: Expr, array: np.ndarray) -> Node:
-        node = parameter(len(args), expr.aval)
-        args.append(array)
-        leaves.append(expr)
-        return node
-
-    for root in roots:
-        stack: list[tuple[Expr, bool]] = [(root, False)]
-        while stack:
-            expr, expanded = stack.pop()
-            if id(expr) in nodes:
-                continue
-            if expr.data is not None:
-                nodes[id(expr)] = as_parameter(expr, expr.data)
-            elif _liftable(expr):
-                nodes[id(expr)] = as_parameter(expr, expr.attrs["value"].array)
-            elif not expanded:
-                stack.append((expr, True))
-                stack.extend((i, False) for i in reversed(expr.inputs) if id(i) not in nodes)
-            else:
-                for i in expr.inputs:
-                    uses[id(i)] = uses.get(id(i), 0) + 1
-                inputs = tuple(nodes[id(i)] for i in expr.inputs)
-                nodes[id(expr)] = Node.make(expr.primitive.name, inputs, expr.attrs, expr.aval)
-    params = tuple(parameter(i, leaf.aval) for i, leaf in enumerate(leaves))
-    return Trace(Graph(params, tuple(nodes[id(r)] for r in roots)), args, leaves, uses)
+    """The trace computing ``roots``, its IR graph as ``.graph``."""
+    return Trace(roots)
 
 
 def donations(roots: Sequence[Expr], trace: Trace) -> dict[int, int]:
@@ -205,13 +249,76 @@ def compile_for_target(graph: Graph, target: str) -> Any:
     return compile_reference(optimized)
 
 
+class LiveTensors:
+    """The lazy tensors of one device that were given a pending value, held weakly.
+
+    Every op on a lazy device adds its result here, so adding is one weak reference and an
+    append (a ``WeakSet`` costs a callback per entry); dead and computed entries are
+    dropped when the list has doubled, and a tensor may appear more than once."""
+
+    __slots__ = ("_refs", "_limit")
+
+    def __init__(self) -> None:
+        self._refs: list[weakref.ref] = []
+        self._limit = 1024
+
+    def __len__(self) -> int:
+        return len(self._refs)
+
+    def add(self, tensor: Tensor) -> None:
+        self._refs.append(weakref.ref(tensor))
+        if len(self._refs) > self._limit:
+            pending = {id(t): t for t in self.tensors() if t._value.data is None}
+            self._refs = [weakref.ref(t) for t in pending.values()]
+            self._limit = max(1024, 2 * len(self._refs))
+
+    def tensors(self) -> list[Tensor]:
+        return [t for t in (ref() for ref in self._refs) if t is not None]
+
+
+class TraceCache:
+    """The graph of each recorded trace seen recently, by the trace's key and donations
+    (least recently used entries evicted past ``max_size``)."""
+
+    def __init__(self, max_size: int = 256) -> None:
+        self.max_size = max_size
+        self._graphs: OrderedDict[tuple, Graph] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._graphs)
+
+    def graph(self, trace: Trace, donated: dict[int, int]) -> Graph:
+        key = (trace.key, tuple(sorted(donated.items())))
+        try:
+            graph = self._graphs.get(key)
+        except TypeError:  # an unhashable attribute value: this trace is never cached
+            return _donating(trace.graph, donated)
+        if graph is not None:
+            self._graphs.move_to_end(key)
+            metrics.count("TraceCacheHit")
+            return graph
+        metrics.count("TraceCacheMiss")
+        graph = self._graphs[key] = _donating(trace.graph, donated)
+        while len(self._graphs) > self.max_size:
+            self._graphs.popitem(last=False)
+        return graph
+
+    def clear(self) -> None:
+        self._graphs.clear()
+
+
+def _donating(graph: Graph, donated: dict[int, int]) -> Graph:
+    return Graph(graph.params, graph.outputs, donated) if donated else graph
+
+
 class LazyExecutor:
     """Records ops as expressions; runs traces at barriers and reads."""
 
     def __init__(self) -> None:
         self.cache = ExecutableCache()
+        self.traces = TraceCache()
         self.explainer = RecompileExplainer()
-        self._live: dict[Device, weakref.WeakSet] = {}
+        self._live: dict[Device, LiveTensors] = {}
 
     # Executor protocol --------------------------------------------------------------
 
@@ -233,7 +340,10 @@ class LazyExecutor:
     def track(self, tensor: Tensor, previous: Expr | None = None) -> None:
         value = tensor._value
         if value.data is None:
-            self._live.setdefault(tensor.device, weakref.WeakSet()).add(tensor)
+            live = self._live.get(tensor.device)
+            if live is None:
+                live = self._live[tensor.device] = LiveTensors()
+            live.add(tensor)
             if previous is not None and previous.data is not None and value.donor is None:
                 value.donor = previous
 
@@ -243,7 +353,7 @@ class LazyExecutor:
         live = self._live.get(device)
         if not live:
             return []
-        unique = {id(t._value): t._value for t in list(live) if t._value.data is None}
+        unique = {id(t._value): t._value for t in live.tensors() if t._value.data is None}
         return sorted(unique.values(), key=lambda e: e.seq)
 
     def barrier(self, device: Device) -> None:
@@ -259,12 +369,13 @@ class LazyExecutor:
         """Compile (or find) and execute the graph computing ``roots``; with ``donate``,
         outputs that replace dead device data are written into its buffers."""
         with metrics.timed("TraceTime"):
-            trace = build_graph(roots)
-            graph, args = trace.graph, trace.args
-            if donate and (donated := donations(roots, trace)):
-                graph = Graph(graph.params, graph.outputs, donated)
-                metrics.count("DonatedBuffers", len(donated))
+            trace = Trace(roots)
+            donated = donations(roots, trace) if donate else {}
+            graph = self.traces.graph(trace, donated)
+            args = trace.args
             del trace
+        if donated:
+            metrics.count("DonatedBuffers", len(donated))
         metrics.record("GraphNodes", len(graph.nodes()))
         target = backend_name()
         executable, hit = self.cache.get_or_compile(graph, target, lambda g: compile_for_target(g, target))

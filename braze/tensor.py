@@ -113,12 +113,37 @@ class GradNode:
         self.parents = [t._grad_node if t._grad_node is not None else (t if t.requires_grad else None) for t in inputs]
 
 
+_AVALS: dict[tuple, Aval] = {}  # shape rule results by (primitive, input avals, attributes)
+_AVALS_MAX = 4096
+
+
+def _abstract_eval(primitive: Primitive, args: tuple, attrs: dict) -> Aval:
+    """The primitive's output type; shape rules are pure, so a training step, which applies
+    the same ops to the same types every time, finds each one remembered."""
+    avals = tuple([t._aval for t in args])
+    try:
+        key: tuple | None = (primitive, avals, tuple(attrs.items()))
+        aval = _AVALS.get(key)
+    except TypeError:  # an unhashable attribute value
+        key = aval = None
+    if aval is None:
+        try:
+            aval = primitive.shape_rule(*avals, **attrs)
+        except BrazeError as error:
+            raise type(error)(f"{error} (at {user_location()})") from None
+        if key is not None:
+            if len(_AVALS) >= _AVALS_MAX:
+                _AVALS.clear()
+            _AVALS[key] = aval
+    return aval
+
+
 def bind(primitive: Primitive, args: tuple, attrs: dict, like: Any = None) -> Tensor:
     """Apply a primitive to tensors: check shapes, run or record it, record the gradient edge."""
     if args:
         device = args[0].device
         for other in args[1:]:
-            if other.device != device:
+            if other.device is not device and other.device != device:
                 raise user_error(
                     DeviceError,
                     f"{primitive.name}: operands are on different devices: {device!r} and "
@@ -126,16 +151,15 @@ def bind(primitive: Primitive, args: tuple, attrs: dict, like: Any = None) -> Te
                 )
     else:
         device = like if isinstance(like, Device) else default_device()
-    try:
-        aval = primitive.shape_rule(*(t._aval for t in args), **attrs)
-    except BrazeError as error:
-        raise type(error)(f"{error} (at {user_location()})") from None
+    aval = _abstract_eval(primitive, args, attrs)
     value = executor_for(device).apply(primitive, [t._value for t in args], attrs, aval, device)
     out = Tensor._make(value, aval, device)
-    recording = GRAD_MODE.enabled and primitive.vjp is not None and aval.dtype.is_float
-    if recording and any(t.requires_grad for t in args):
-        out.requires_grad = True
-        out._grad_node = GradNode(primitive, attrs, args, value, aval, device)
+    if GRAD_MODE.enabled and primitive.vjp is not None and aval.dtype.kind == "f":
+        for t in args:
+            if t.requires_grad:
+                out.requires_grad = True
+                out._grad_node = GradNode(primitive, attrs, args, value, aval, device)
+                break
     return out
 
 

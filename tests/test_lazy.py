@@ -233,3 +233,114 @@ def test_backward_releases_saved_values_unless_retained():
     np.testing.assert_array_equal(x.grad.numpy(), [4.0, 8.0])
     with pytest.raises(RuntimeError, match="backward through a graph a second time"):
         y.backward()
+
+
+# The trace cache: a repeated step finds its graph by the recorded ops --------------------
+
+
+@pytest.fixture
+def empty_caches():
+    lazy.EXECUTOR.cache.clear()
+    lazy.EXECUTOR.traces.clear()
+
+
+def run_lazily(fn, *arrays):
+    """``fn`` of lazy tensors, computed at a barrier; its value and the eager one."""
+    result = fn(*[braze.tensor(a, device=LAZY) for a in arrays])
+    braze.barrier()
+    return result.numpy(), fn(*[braze.tensor(a) for a in arrays]).numpy()
+
+
+def test_a_repeated_step_finds_its_graph_by_the_recorded_ops(empty_caches):
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        got, expected = run_lazily(lambda w, x: ((w @ x).tanh() * 0.3 - w.sum(axis=1)).exp(), *rng.random((2, 4, 4)))
+        np.testing.assert_allclose(got, expected, rtol=1e-6)
+    assert metrics.counter("TraceCacheMiss") == 1 and metrics.counter("TraceCacheHit") == 2
+    assert metrics.counter("Compile") == 1 and metrics.counter("CacheHit") == 2
+
+
+def test_another_shape_another_trace(empty_caches):
+    for n in (3, 4, 3):
+        got, expected = run_lazily(lambda x: x * 2.5 + 1.0, np.arange(n, dtype=np.float32))
+        np.testing.assert_array_equal(got, expected)
+    assert metrics.counter("TraceCacheMiss") == 2 and metrics.counter("TraceCacheHit") == 1
+    assert metrics.counter("Compile") == 2
+
+
+def test_a_new_python_scalar_is_a_new_input_to_the_same_graph(empty_caches):
+    x = np.array([1.0, -2.0, 4.0], dtype=np.float32)
+    for lr in (0.1, 0.2, 0.3):
+        got, _ = run_lazily(lambda t, lr=lr: t - t * lr, x)
+        np.testing.assert_allclose(got, x - x * np.float32(lr), rtol=1e-6)
+    assert metrics.counter("TraceCacheHit") == 2 and metrics.counter("Compile") == 1
+
+
+def test_zero_one_and_negative_zero_stay_constants_of_their_own_graphs(empty_caches):
+    x = np.array([1.0, -1.0], dtype=np.float32)
+    one, zero, negative_zero, zero_again = (run_lazily(lambda t, f=f: t * f, x)[0] for f in (1.0, 0.0, -0.0, 0.0))
+    np.testing.assert_array_equal(one, x)
+    assert list(np.signbit(zero)) == list(np.signbit(zero_again)) == [False, True]
+    assert list(np.signbit(negative_zero)) == [True, False]
+    assert metrics.counter("TraceCacheMiss") == 3 and metrics.counter("TraceCacheHit") == 1
+
+
+def test_an_attribute_or_a_branch_changes_the_trace(empty_caches):
+    square = np.arange(9, dtype=np.float32).reshape(3, 3)
+    for axis in (0, 1, 0):
+        got, expected = run_lazily(lambda t, axis=axis: t.sum(axis=axis), square)
+        np.testing.assert_array_equal(got, expected)
+    for flag in (True, False, True):
+        got, expected = run_lazily(lambda t, flag=flag: t * 3.0 if flag else t + 3.0, square)
+        np.testing.assert_array_equal(got, expected)
+    assert metrics.counter("TraceCacheMiss") == 4 and metrics.counter("TraceCacheHit") == 2
+
+
+def test_parameters_are_numbered_by_first_use_so_swapped_operands_share_a_graph(empty_caches):
+    a, b = np.array([5.0, 1.0], dtype=np.float32), np.array([2.0, 3.0], dtype=np.float32)
+    np.testing.assert_array_equal(run_lazily(lambda x, y: x - y, a, b)[0], a - b)
+    np.testing.assert_array_equal(run_lazily(lambda x, y: y - x, a, b)[0], b - a)
+    assert metrics.counter("TraceCacheHit") == 1 and metrics.counter("Compile") == 1
+
+
+def test_an_unhashable_attribute_is_traced_without_the_cache(empty_caches):
+    from braze.ir.prims import structural
+
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for _ in range(2):
+        got, expected = run_lazily(lambda t: structural.transpose.bind(t, permutation=[1, 0]), x)
+        np.testing.assert_array_equal(got, x.T)
+    assert metrics.counter("TraceCacheHit") == metrics.counter("TraceCacheMiss") == 0
+    assert metrics.counter("Compile") == 1 and metrics.counter("CacheHit") == 1
+
+
+def test_donating_or_not_is_part_of_the_trace(empty_caches):
+    w = braze.tensor(np.ones(3, dtype=np.float32), device=LAZY)
+    for step in range(3):
+        alias = w.detach() if step == 1 else None  # someone holds the old value: no donation
+        with braze.no_grad():
+            w -= w * 0.5
+        braze.barrier()
+        if alias is not None:
+            np.testing.assert_array_equal(alias.numpy(), [0.5] * 3)
+    np.testing.assert_array_equal(w.numpy(), [0.125] * 3)
+    assert metrics.counter("DonatedBuffers") == 2
+    assert metrics.counter("TraceCacheMiss") == 2 and metrics.counter("TraceCacheHit") == 1
+
+
+def test_lenet_steps_hit_the_trace_cache_and_match_eager(mnist_batches, empty_caches):
+    eager = lenet_steps(braze.CPU, mnist_batches, steps=4)
+    traced = lenet_steps(LAZY, mnist_batches, steps=4)
+    for p, q in zip(eager.parameters(), traced.parameters(), strict=True):
+        np.testing.assert_allclose(q.numpy(), p.numpy(), rtol=1e-5, atol=1e-5)
+    assert metrics.counter("TraceCacheMiss") == 1 and metrics.counter("TraceCacheHit") == 3
+
+
+def test_tensors_that_died_pending_do_not_accumulate():
+    x = braze.ones((2,), device=LAZY)
+    kept = x + 1.0
+    for _ in range(5000):
+        x * 3.0  # noqa: B018 - a pending result nobody keeps
+    assert len(lazy.EXECUTOR._live[LAZY]) < 2100
+    braze.barrier()
+    assert not kept._value.pending and kept.tolist() == [2.0, 2.0]

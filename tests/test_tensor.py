@@ -73,3 +73,16 @@ def test_normal_quantile_matches_known_values():
 
 def test_argmax_of_booleans_and_comparison_dtype():
     assert (braze.ones((2,)) > 0).dtype == braze.bool_
+
+
+def test_remembered_shape_rules_still_check_every_new_operand_type():
+    a, b = braze.ones((2, 3)), braze.ones((3, 4))
+    for _ in range(2):
+        assert (a @ b).shape == (2, 4) and (a + a).shape == (2, 3)
+    with pytest.raises(braze.ShapeError, match="matmul"):
+        a @ a
+    with pytest.raises(braze.DTypeError, match="dtypes differ"):
+        a + braze.ones((2, 3), dtype="float64")
+    assert braze.ones((5, 3)).reshape(15).shape == (15,)
+    with pytest.raises(braze.ShapeError, match="reshape"):
+        braze.ones((5, 3)).reshape(14)

@@ -35,6 +35,10 @@ class DType:
     def is_float(self) -> bool:
         return self.kind == "f"
 
+    def __hash__(self) -> int:
+        # By name alone: equal dtypes share it, and every graph and shape-rule key hashes dtypes.
+        return hash(self.name)
+
     def __repr__(self) -> str:
         return f"braze.{self.name}"
 

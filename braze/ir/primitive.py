@@ -12,6 +12,7 @@ that carries a bind out (run now, or record into a trace) with ``set_binder``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -33,7 +34,7 @@ class Aval(NamedTuple):
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     def __str__(self) -> str:
         return f"{self.dtype.short}[{','.join(map(str, self.shape))}]"

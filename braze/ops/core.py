@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -55,7 +56,26 @@ def _default_array_dtype(value: Any) -> DType:
 
 def scalar(value: Number, dtype: DType, device: Device) -> Tensor:
     """A 0-d constant. On a lazy device it is traced as a constant node."""
-    return sources.constant.bind(value=Literal(value, dtype), like=device)
+    return sources.constant.bind(value=_literal(value, dtype), like=device)
+
+
+_LITERALS: dict[tuple, Literal] = {}
+
+
+def _literal(value: Number, dtype: DType) -> Literal:
+    """The literal of a scalar, shared by every op that uses the same number (a training
+    step makes the same few every time). -0.0 is told from 0.0; a NaN, equal to nothing,
+    always gets a new one."""
+    if value != value:
+        return Literal(value, dtype)
+    sign = math.copysign(1.0, value) if isinstance(value, (float, np.floating)) else 0.0
+    key = (type(value), value, sign, dtype)
+    found = _LITERALS.get(key)
+    if found is None:
+        if len(_LITERALS) >= 1024:
+            _LITERALS.clear()
+        found = _LITERALS[key] = Literal(value, dtype)
+    return found
 
 
 def full(shape: Sequence[int], value: Number, dtype: DType, device: Device) -> Tensor:
@@ -64,13 +84,15 @@ def full(shape: Sequence[int], value: Number, dtype: DType, device: Device) -> T
 
 def astype(x: Tensor, dtype: Any) -> Tensor:
     dt = as_dtype(dtype)
-    if x.dtype == dt:
+    if x._aval.dtype is dt or x.dtype == dt:
         return x
     return elementwise.convert.bind(x, dtype=dt)
 
 
 def broadcast_to(x: Tensor, shape: Sequence[int], op: str = "broadcast_to") -> Tensor:
     """Broadcast with NumPy's rules (align trailing dimensions)."""
+    if type(shape) is tuple and shape == x._aval.shape:
+        return x
     shape = tuple(int(s) for s in shape)
     if x.shape == shape:
         return x
@@ -81,25 +103,34 @@ def broadcast_to(x: Tensor, shape: Sequence[int], op: str = "broadcast_to") -> T
 
 
 def broadcast_shapes(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
-    try:
-        return tuple(np.broadcast_shapes(*shapes))
-    except ValueError:
-        listed = " and ".join(fmt_shape(s) for s in shapes)
-        raise user_error(ShapeError, f"{op}: shapes {listed} cannot be broadcast together") from None
+    """NumPy's broadcast of shapes: trailing dimensions align, a 1 stretches to any size."""
+    ndim = max(len(s) for s in shapes)
+    result = [1] * ndim
+    for shape in shapes:
+        offset = ndim - len(shape)
+        for i, size in enumerate(shape):
+            current = result[offset + i]
+            if size != current:
+                if current == 1:
+                    result[offset + i] = int(size)
+                elif size != 1:
+                    listed = " and ".join(fmt_shape(s) for s in shapes)
+                    raise user_error(ShapeError, f"{op}: shapes {listed} cannot be broadcast together")
+    return tuple(result)
 
 
 def check_compatible(op: str, tensors: Sequence[Tensor]) -> None:
     """Tensors combined by one op must share a dtype and a device; the error names both."""
     first = tensors[0]
     for other in tensors[1:]:
-        if other.dtype != first.dtype:
+        if other.dtype is not first.dtype and other.dtype != first.dtype:
             described = " and ".join(f"{t.dtype.name}{fmt_shape(t.shape)}" for t in tensors)
             raise user_error(
                 DTypeError,
                 f"{op}: dtypes differ: {described}; braze never mixes dtypes implicitly, "
                 "convert one operand with .astype()",
             )
-        if other.device != first.device:
+        if other.device is not first.device and other.device != first.device:
             raise user_error(
                 DeviceError, f"{op}: operands are on different devices: {first.device!r} and {other.device!r}"
             )
@@ -107,6 +138,18 @@ def check_compatible(op: str, tensors: Sequence[Tensor]) -> None:
 
 def operands(op: str, *values: Any) -> list[Tensor]:
     """Tensors of one dtype and one shape from tensors, arrays and (weakly typed) numbers."""
+    if len(values) == 2:  # the common cases, on the path of every binary op
+        x, y = values
+        if isinstance(x, Tensor):
+            if isinstance(y, Tensor):
+                if x._aval == y._aval and x.device is y.device:
+                    return [x, y]
+                check_compatible(op, values)
+                return _broadcast_all(op, [x, y])
+            if is_number(y) and weak_result_dtype(x.dtype, y) is x.dtype:
+                return [x, broadcast_to(scalar(y, x.dtype, x.device), x.shape, op)]
+        elif isinstance(y, Tensor) and is_number(x) and weak_result_dtype(y.dtype, x) is y.dtype:
+            return [broadcast_to(scalar(x, y.dtype, y.device), y.shape, op), y]
     anchor = next((v for v in values if isinstance(v, Tensor)), None)
     device = anchor.device if anchor is not None else None
     items = [v if isinstance(v, Tensor) or is_number(v) else as_tensor(v, device=device) for v in values]

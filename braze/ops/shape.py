@@ -3,6 +3,7 @@ concatenate, stack, pad and ``tensor[index]`` with ints, slices, ``...`` and ``N
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,7 +23,7 @@ def reshape(x: Any, shape: Sequence[int] | int) -> Tensor:
     if shape.count(-1) > 1:
         raise user_error(ShapeError, f"reshape: only one dimension can be -1, got {tuple(shape)}")
     if -1 in shape:
-        known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+        known = math.prod(s for s in shape if s != -1)
         if known == 0 or x.size % known:
             raise user_error(ShapeError, f"reshape: cannot reshape {fmt_shape(x.shape)} into {fmt_shape(shape)}")
         shape[shape.index(-1)] = x.size // known
@@ -57,7 +58,7 @@ def flatten(x: Any, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     end = normalize_axis("flatten", end_dim, x.ndim)
     if start > end:
         raise user_error(ShapeError, f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
-    merged = int(np.prod(x.shape[start : end + 1], dtype=np.int64))
+    merged = math.prod(x.shape[start : end + 1])
     return reshape(x, (*x.shape[:start], merged, *x.shape[end + 1 :]))
 
 

@@ -1,7 +1,7 @@
 """The in-memory executable cache: one compiled executable per distinct graph.
 
-The key is the graph's structural hash plus its parameter types and the target; a hit is
-confirmed by structural equality (with hash-consed nodes, an identity comparison), so a
+The key is the graph's structural hash (which covers its parameter types) and the target;
+a hit is confirmed by structural equality (with hash-consed nodes, an identity comparison), so a
 hash collision can never run the wrong executable. Least recently used entries are
 evicted past ``max_size``.
 """
@@ -26,7 +26,7 @@ class ExecutableCache:
 
     @staticmethod
     def key(graph: Graph, target: str) -> tuple:
-        return (graph.structural_hash, tuple(p.aval for p in graph.params), target)
+        return (graph.structural_hash, target)
 
     def get_or_compile(self, graph: Graph, target: str, compile_fn: Callable[[Graph], Any]) -> tuple[Any, bool]:
         """The executable for ``graph`` and whether it came from the cache."""

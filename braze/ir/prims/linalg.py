@@ -7,6 +7,8 @@ transpose that puts the contracted result back in the operand's layout.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from braze.ir.errors import ShapeError
@@ -53,6 +55,11 @@ def _impl(x: np.ndarray, y: np.ndarray, *, lhs_contracting, rhs_contracting, lhs
     return np.matmul(a3, b3).reshape(out_shape)
 
 
+def _argsort(axes: Sequence[int]) -> tuple[int, ...]:
+    """The positions of ``axes`` (distinct) in increasing order of their values."""
+    return tuple(sorted(range(len(axes)), key=axes.__getitem__))
+
+
 def _transpose_lhs(g, x, y, *, lhs_contracting, rhs_contracting, lhs_batch, rhs_batch, ans_lhs_first):
     """Cotangent of the lhs: contract g's rhs-free part with y's free dims, then reorder."""
     x_free = free_dims(len(x.shape), lhs_contracting, lhs_batch)
@@ -70,9 +77,9 @@ def _transpose_lhs(g, x, y, *, lhs_contracting, rhs_contracting, lhs_batch, rhs_
         lhs_batch=tuple(range(nb)),
         rhs_batch=tuple(rhs_batch),
     )
-    order = np.argsort(rhs_contracting)
+    order = _argsort(rhs_contracting)
     layout = [*lhs_batch, *x_free, *(lhs_contracting[i] for i in order)]
-    permutation = tuple(int(i) for i in np.argsort(layout))
+    permutation = _argsort(layout)
     if permutation == tuple(range(len(permutation))):
         return result
     return structural.transpose.bind(result, permutation=permutation)

@@ -4,6 +4,7 @@ broadcast's transpose is a sum."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -57,7 +58,7 @@ broadcast_in_dim = register(
 
 
 def _reshape_rule(x: Aval, *, new_sizes: tuple[int, ...]) -> Aval:
-    if any(s < 0 for s in new_sizes) or int(np.prod(new_sizes, dtype=np.int64)) != x.size:
+    if any(s < 0 for s in new_sizes) or math.prod(new_sizes) != x.size:
         raise ShapeError(f"reshape: cannot reshape {fmt_shape(x.shape)} into {fmt_shape(new_sizes)}")
     return Aval(tuple(new_sizes), x.dtype)
 
