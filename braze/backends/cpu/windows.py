@@ -43,6 +43,15 @@ def _window_positions(em: Emitter, root: Node, out_dims: tuple[str, ...], source
     return names, " && ".join(checks)
 
 
+def _pick(condition: str, a: str, b: str, dtype) -> str:
+    """``condition ? a : b``; for floats a blend of bits (vmath's braze_pick), since GCC
+    vectorizes a chain of float ternaries only where the target has masked operations
+    (the max-pool gradient stayed scalar for AVX2)."""
+    if not dtype.is_float:
+        return f"({condition} ? {a} : {b})"
+    return f"braze_pick{'f' if dtype.itemsize == 4 else ''}({condition}, {a}, {b})"
+
+
 def _better(v: str, top: str, dtype) -> str:
     """Whether ``v`` replaces ``top`` as a window's maximum: greater, or NaN unless a NaN is
     already on top. GCC vectorizes this spelling (with & and | it leaves a branch)."""
@@ -70,7 +79,7 @@ def _unrolled_reduce_window(em: Emitter, computation: Graph, outputs: list[str],
                 if root.attr("kind") == "sum":
                     em.emit("  acc += v; }")
                 else:
-                    em.emit(f"  acc = {_better('v', 'acc', root.dtype)} ? v : acc; }}")
+                    em.emit(f"  acc = {_pick(_better('v', 'acc', root.dtype), 'v', 'acc', root.dtype)}; }}")
     store_results(em, computation, outputs, root, Index(root.shape, ("bn", "y", "ox", "ch")), "acc")
     close_loops(em, 4)
 
@@ -171,9 +180,9 @@ def _tiled_select_and_scatter(
         em.emit(f"const {t} tap{i} = {x}[at + {offset} + ch];")
         em.emit(f"const int take{i} = {_better(f'tap{i}', 'top', root.dtype)};")
         em.emit(f"best = take{i} ? {i} : best;")
-        em.emit(f"top = take{i} ? tap{i} : top;")
+        em.emit(f"top = {_pick(f'take{i}', f'tap{i}', 'top', root.dtype)};")
     for i, offset in enumerate(offsets):
-        selected = f"(best == {i} ? gv : ({t})0)"
+        selected = _pick(f"best == {i}", "gv", f"({t})0", root.dtype)
         dims = ("bn", f"(wy * {kh} + {i // kw})", f"(wx * {kw} + {i % kw})", "ch")
         if streamed:
             em.overrides[id(root)] = lambda _index, selected=selected: selected
