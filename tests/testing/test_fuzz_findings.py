@@ -42,6 +42,15 @@ FINDINGS = {
         weights=(0.0, 1.05),
         returned=(),
     ),
+    # programs 1006377, 1006719, 1007037, 1007127: the gradient of sum(softmax) is 0 in
+    # exact arithmetic, and +-1e-8 (float32) or 1e-17 (float64) either way after rounding.
+    "a gradient that cancels to zero": Program(
+        seed=1006719,
+        inputs=(Input((1, 2), "float32", 1),),
+        steps=(Step("B.softmax({0}, axis=1)", (0,)),),
+        weights=(0.95,),
+        returned=(),
+    ),
 }
 
 # program 1003240: the gradient of a SAME-padded 1x3 convolution. The native
