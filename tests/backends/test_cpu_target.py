@@ -8,9 +8,10 @@ import os
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 from op_cases import CASES
+from test_cpu_cache import TEXT
+from test_cpu_cache import check as _check
 from test_cpu_ops import traced, traced_gradients
 
 from braze.backends import cpu
@@ -24,22 +25,12 @@ from braze.passes.buffers import assign
 
 pytestmark = pytest.mark.skipif(not cpu.available(), reason="no C compiler")
 
-TEXT = """graph(%0: f32[64]) {
-  %1 = tanh(%0) : f32[64]
-  %2 = mul(%1, %0) : f32[64]
-  return (%2)
-}"""
 VECTOR_BYTES = {"x86-64-v2": 16, "x86-64-v3": 32, "x86-64-v4": 64}
-V2_HOST = frozenset.union(*[frozenset(f) for level, f in target._LEVEL_FLAGS.items() if level == "x86-64-v2"])
+V2_HOST = frozenset(target._LEVEL_FLAGS["x86-64-v2"])
 
 
 def _graph():
     return pipeline.run(parse_graph(TEXT))[0]
-
-
-def _check(executable):
-    x = np.linspace(-2, 2, 64, dtype=np.float32)
-    np.testing.assert_allclose(executable([x])[0], np.tanh(x) * x, rtol=1e-6)
 
 
 @pytest.fixture
