@@ -358,7 +358,7 @@ def _first_per_program(failures: list[Failure]) -> list[Failure]:
 
 
 class _Progress:
-    """One line, rewritten in place on a terminal (a line every 5% otherwise)."""
+    """One line, rewritten in place on a terminal (otherwise a line every 5%, or every 500 programs)."""
 
     def __init__(self, stream: TextIO | None, total: int | None) -> None:
         self.stream, self.total = stream, total
@@ -375,7 +375,7 @@ class _Progress:
         if self.tty:
             self.stream.write("\r" + line)
         else:
-            step = max(1, (self.total or 1000) // 20)
+            step = max(1, (self.total or 10000) // 20)
             if done // step == self.printed:
                 return
             self.printed = done // step
