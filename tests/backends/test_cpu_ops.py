@@ -45,23 +45,32 @@ def traced_gradients(case, dtype):
     return result
 
 
-CONFIGURATIONS = [(fusion, target) for target in runnable_targets() for fusion in (True, False)]
+# (fusion, target, every loop parallel): kernels small enough to run on one thread also
+# run their parallel code paths once.
+CONFIGURATIONS = [(fusion, target, False) for target in runnable_targets() for fusion in (True, False)]
+CONFIGURATIONS.append((True, "native", True))
 
 
 @pytest.fixture(
     scope="module",
     params=CONFIGURATIONS,
-    ids=[f"{'fused' if fusion else 'unfused'}-{target}" for fusion, target in CONFIGURATIONS],
+    ids=[f"{'fused' if f else 'unfused'}-{t}{'-parallel' if p else ''}" for f, t, p in CONFIGURATIONS],
 )
 def compiled(request, tmp_path_factory):
     """{(case name, dtype): (native outputs, reference outputs)} for the whole table, for one
     CPU target (every x86-64 level this host runs, and ``native``)."""
-    fusion, target = request.param
+    fusion, target, parallel = request.param
     cache = cpu.DiskCache(tmp_path_factory.mktemp("cache"))
     runs = [(case.name, dtype, traced(case, dtype)) for case in CASES for dtype in TOLERANCE]
     runs += [(f"{case.name}.grad", dtype, traced_gradients(case, dtype)) for case in GRAD_CASES for dtype in TOLERANCE]
     graphs = [pipeline.run(t.graph, verify=True, fusion=fusion)[0] for _, _, t in runs]
-    executables = cpu.compile_graphs(graphs, cache, target)
+    thresholds = loops.PARALLEL_MIN_ELEMENTS, loops.PARALLEL_MIN_MACS
+    if parallel:
+        loops.PARALLEL_MIN_ELEMENTS = loops.PARALLEL_MIN_MACS = 0
+    try:
+        executables = cpu.compile_graphs(graphs, cache, target)
+    finally:
+        loops.PARALLEL_MIN_ELEMENTS, loops.PARALLEL_MIN_MACS = thresholds
     return {
         (name, dtype): (native(t.args), evaluate(t.graph, t.args))
         for (name, dtype, t), native in zip(runs, executables, strict=True)

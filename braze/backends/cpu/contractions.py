@@ -18,6 +18,7 @@ from braze.backends.cpu.elemental import Emitter, Index, c_type
 from braze.backends.cpu.loops import (
     close_loops,
     close_parallel,
+    contraction_pragma,
     open_loop,
     open_loops,
     open_parallel,
@@ -73,7 +74,7 @@ def emit_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node) ->
     b_k = _offset(ks, [ys[d] for d in rc])
     b_n = _offset(cols, [ys[d] for d in rf])
     contiguous_cols = len(rf) == 1 and ys[rf[0]] == 1
-    pragma = parallel_pragma(work, outer[0][1] if outer else 1)
+    pragma = contraction_pragma(work, outer[0][1] if outer else 1)
     if pragma:
         em.emit(pragma)
     for name, size in outer:
@@ -198,7 +199,7 @@ def _tiled_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node, 
         em.pop()
         em.emit("}")
 
-    pragma = parallel_pragma(rows * n * depth, rows // tile_rows)
+    pragma = contraction_pragma(rows * n * depth, rows // tile_rows)
     if pragma:
         em.emit(pragma)
     _tiles(em, "mb", rows, tile_rows, row_tile)
@@ -329,7 +330,7 @@ def _direct_conv(p: _Conv, w_hwoi: str | None = None, live_rows: tuple[int, int]
         and root.dtype.itemsize == 4
         and loops.streams(em, root.aval.size * 4)
     )
-    pragma = parallel_pragma(root.aval.size * kh * kw * c, n * oh)
+    pragma = contraction_pragma(root.aval.size * kh * kw * c, n * oh)
     open_parallel(em, pragma, fenced=streamed)
     open_loop(em, "bn", n)
     open_loop(em, "y", oh)
@@ -442,7 +443,7 @@ def _deep_conv(p: _Conv, w_hwoi: str) -> None:
     sums per output channel over the contiguous input channels."""
     em, root, t, x, x_rows, x_cols = p.em, p.root, p.t, p.x, p.rows, p.cols
     n, oh, ow, o, kh, kw, c, sh, sw, dh, dw = p.n, p.oh, p.ow, p.o, p.kh, p.kw, p.c, p.sh, p.sw, p.dh, p.dw
-    pragma = parallel_pragma(root.aval.size * kh * kw * c, n * oh)
+    pragma = contraction_pragma(root.aval.size * kh * kw * c, n * oh)
     if pragma:
         em.emit(pragma.replace("parallel for", "parallel for collapse(2)"))
     open_loop(em, "bn", n)
@@ -473,7 +474,7 @@ def _narrow_conv(p: _Conv) -> None:
     em, root, x, w, rows, cols = p.em, p.root, p.x, p.other, p.rows, p.cols
     n, oh, ow, o, kh, kw, c, dh, dw = p.n, p.oh, p.ow, p.o, p.kh, p.kw, p.c, p.dh, p.dw
     lanes = em.target.lanes(4)
-    pragma = parallel_pragma(root.aval.size * kh * kw * c, n * oh)
+    pragma = contraction_pragma(root.aval.size * kh * kw * c, n * oh)
     if pragma:
         em.emit(pragma.replace("parallel for", "parallel for collapse(2)"))
     open_loop(em, "bn", n)
@@ -573,7 +574,7 @@ def _blocked_filter_grad(p: _Conv) -> None:
     em, t, n, oh, ow, o, kh, kw, c = p.em, p.t, p.n, p.oh, p.ow, p.o, p.kh, p.kw, p.c
     vectors = -(-o // em.target.lanes(p.root.dtype.itemsize))
     block = min(c, max(1, em.target.vector_registers // 2 // vectors))
-    pragma = parallel_pragma(n * oh * ow * o * kh * kw * c, kh * kw)
+    pragma = contraction_pragma(n * oh * ow * o * kh * kw * c, kh * kw)
     if pragma:
         em.emit(pragma.replace("parallel for", "parallel for collapse(2)"))
     open_loop(em, "a", kh)
@@ -622,7 +623,7 @@ def _split_filter_grad(p: _Conv) -> None:
     # convolution's: the tile is loaded and stored once per two output rows).
     tile, chunk = register_tile(em.target, kw * c, o // lanes, share=3 / 4)
     size = kh * kw * c * o
-    pragma = parallel_pragma(n * oh * ow * size, n * oh)
+    pragma = contraction_pragma(n * oh * ow * size, n * oh)
     em.emit(f"const int64_t copies = {'braze_threads()' if pragma else '1'};")
     em.scratch_buffer(t, "part", size, per_thread=True)
     em.emit(f"memset(part, 0, sizeof({t}) * (size_t)copies * {size});")
@@ -707,7 +708,9 @@ def _row_filter_grad(p: _Conv) -> None:
     if ow % lanes and ow >= lanes:
         starts.append(ow - lanes)
     em.emit(f"{t} total[{o}][{taps}];")
-    em.emit(f"#pragma omp parallel for schedule(static) if({n * oh * ow * taps * o} >= {1 << 20})")
+    pragma = contraction_pragma(n * oh * ow * taps * o, o)
+    if pragma:
+        em.emit(pragma)
     open_loop(em, "co", o)
 
     def group(width: int, first: str) -> None:
