@@ -50,7 +50,7 @@ double fma_peak(int64_t iterations, float* sink) {
     for (int64_t i = 0; i < iterations; i++) {
       __asm__("" : "+x"(x));
       #pragma GCC unroll 64
-      for (int k = 0; k < ACCUMULATORS; k++) acc[k] += x * y;
+      for (int k = 0; k < ACCUMULATORS; k++) acc[k] = acc[k] * y + x;  /* no product to share */
     }
     vec total = acc[0];
     for (int k = 1; k < ACCUMULATORS; k++) total += acc[k];
