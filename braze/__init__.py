@@ -1,8 +1,15 @@
 """braze: a deep-learning framework with eager and lazy tensors and an XLA-style compiler.
 
 Everything a user needs is importable from here: tensors and ops, dtypes, devices,
-autodiff (``backward``, ``grad``, ``value_and_grad``, ``no_grad``).
+autodiff (``backward``, ``grad``, ``value_and_grad``, ``no_grad``). The subpackages
+``braze.nn``, ``braze.optim``, ``braze.data`` and ``braze.models`` are attributes too, as
+``torch.nn`` is after ``import torch``; they load on first use, so that ``import braze``
+stays fast for programs that only need tensors.
 """
+
+import importlib
+import importlib.util
+from typing import TYPE_CHECKING, Any
 
 from braze import config
 from braze.autodiff import enable_grad, grad, no_grad, value_and_grad
@@ -16,7 +23,26 @@ from braze.runtime import metrics
 from braze.runtime.device import CPU, LAZY_CPU, Device, as_device, default_device, set_default_device
 from braze.tensor import Tensor
 
+if TYPE_CHECKING:
+    from braze import data, models, nn, optim
+
 device = as_device
+
+# Loaded by __getattr__ on first access (PEP 562); importing a submodule also binds it here,
+# so later accesses are plain attribute reads. ``distributed`` is listed before it exists.
+_SUBPACKAGES = ("data", "distributed", "models", "nn", "optim")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBPACKAGES and importlib.util.find_spec(f"braze.{name}") is not None:
+        return importlib.import_module(f"braze.{name}")
+    raise AttributeError(f"module 'braze' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    found = [name for name in _SUBPACKAGES if importlib.util.find_spec(f"braze.{name}") is not None]
+    return sorted(set(globals()) | set(found))
+
 
 __all__ = [
     *_ops_all,
@@ -32,9 +58,13 @@ __all__ = [
     "as_device",
     "barrier",
     "config",
+    "data",
     "explain",
     "jit",
     "metrics",
+    "models",
+    "nn",
+    "optim",
     "bool_",
     "default_device",
     "device",
