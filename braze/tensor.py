@@ -292,6 +292,23 @@ class Tensor:
         moved.requires_grad = out.requires_grad and out.is_leaf
         return moved
 
+    def move_(self, device: Device | str) -> Tensor:
+        """Move this tensor's storage to ``device`` in place (X10's ``move(to:)``).
+
+        Unlike :meth:`to`, the tensor keeps its identity, so every module and optimizer that
+        holds it sees the move; its gradient, which lives on the old device, is dropped.
+        """
+        from braze.runtime.device import as_device
+
+        target = as_device(device)
+        if target == self.device:
+            return self
+        array = np.array(self.numpy())  # a writable copy: the new device may update it in place
+        self.device = target
+        self._value = executor_for(target).from_numpy(array, target)
+        self.grad = None
+        return self
+
     def cpu(self) -> Tensor:
         from braze.runtime.device import CPU
 

@@ -86,3 +86,14 @@ def test_remembered_shape_rules_still_check_every_new_operand_type():
     assert braze.ones((5, 3)).reshape(15).shape == (15,)
     with pytest.raises(braze.ShapeError, match="reshape"):
         braze.ones((5, 3)).reshape(14)
+
+
+def test_move_keeps_identity_value_and_drops_the_old_devices_gradient():
+    x = braze.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    (x * x).sum().backward()
+    assert x.move_("cpu:0:lazy") is x
+    assert x.device == braze.LAZY_CPU and x.grad is None and x.requires_grad
+    np.testing.assert_array_equal((x * 2.0).numpy(), [2.0, -4.0, 6.0])
+    x.move_(braze.CPU)
+    assert x.device == braze.CPU
+    np.testing.assert_array_equal(x.numpy(), [1.0, -2.0, 3.0])

@@ -89,7 +89,7 @@ class Module:
         """Move every parameter to ``device`` in place (X10's ``model.move(to:)``)."""
         target = as_device(device)
         for p in self.parameters():
-            _move(p, target)
+            p.move_(target)
         return self
 
     @property
@@ -217,13 +217,3 @@ def _set_value(p: Tensor, array: np.ndarray) -> None:
     from braze.tensor import executor_for
 
     p._value = executor_for(p.device).from_numpy(np.require(array, requirements="C"), p.device)
-
-
-def _move(p: Tensor, device: Device) -> None:
-    """Move a tensor's storage to another device, keeping its identity (and references)."""
-    if p.device == device:
-        return
-    array = np.array(p.numpy())
-    p.device = device
-    _set_value(p, array)
-    p.grad = None

@@ -97,10 +97,8 @@ class Optimizer:
 
     def to(self, device: Device | str) -> Optimizer:
         """Move the optimizer's slots (X10's ``SGD(copying:to:)``)."""
-        from braze.nn.module import _move
-
         target = as_device(device)
         for slots in self.state:
             for value in (slots or {}).values():
-                _move(value, target)
+                value.move_(target)
         return self

@@ -91,3 +91,15 @@ def test_bad_hyperparameters():
         SGD([braze.tensor([1.0], requires_grad=True)], lr=0.1, nesterov=True)
     with pytest.raises(TypeError, match="must be tensors that require grad"):
         SGD([braze.tensor([1.0])], lr=0.1)
+
+
+def test_optimizer_slots_move_with_the_model():
+    model = braze.models.LeNet(seed=0)
+    optimizer = braze.optim.Adam(model, lr=1e-3)
+    loss = braze.nn.softmax_cross_entropy(model(braze.ones((2, 28, 28, 1))), braze.tensor([1, 2]))
+    loss.backward()
+    optimizer.step()
+    model.to(braze.LAZY_CPU)
+    optimizer.to(braze.LAZY_CPU)
+    slots = [value for state in optimizer.state for value in state.values()]
+    assert slots and all(value.device == braze.LAZY_CPU for value in slots)
