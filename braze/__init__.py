@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from braze import config
 from braze.autodiff import enable_grad, grad, no_grad, value_and_grad
+from braze.interop import from_dlpack
 from braze.ir.dtypes import DType, bool_, float32, float64, int32, int64
 from braze.ir.errors import BrazeError, DeviceError, DTypeError, ShapeError
 from braze.jit import jit
@@ -60,6 +61,7 @@ __all__ = [
     "config",
     "data",
     "explain",
+    "from_dlpack",
     "jit",
     "metrics",
     "models",

@@ -248,6 +248,20 @@ class Tensor:
             return array.astype(dtype)
         return array.copy() if copy else array
 
+    def __dlpack__(
+        self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: Any = None
+    ) -> Any:
+        """Share this tensor's buffer through DLPack (``torch.from_dlpack(t)``); a lazy
+        tensor is materialized first."""
+        from braze.interop import exported_array
+
+        return exported_array(self).__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        from braze.interop import KDL_CPU
+
+        return (KDL_CPU, 0)  # every braze value lives in host memory until a GPU backend exists
+
     def __bool__(self) -> bool:
         return bool(self.item())
 

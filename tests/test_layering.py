@@ -14,7 +14,7 @@ LAYERS = (
     {"passes"},
     {"runtime"},
     {"backends"},
-    {"tensor", "ops", "autodiff", "lazy", "jit", "config"},
+    {"tensor", "ops", "autodiff", "lazy", "jit", "config", "interop"},
     {"data"},
     {"optim"},
     {"nn"},

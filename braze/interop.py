@@ -1,0 +1,44 @@
+"""DLPack exchange with NumPy, PyTorch, JAX and any other library that speaks the protocol.
+
+Both directions share memory: ``braze.from_dlpack(x)`` wraps the producer's buffer in an
+eager CPU tensor, and ``torch.from_dlpack(t)`` (or ``np.from_dlpack``, ``jax.dlpack``)
+reads a braze tensor's buffer without a copy, so a write through the other library is seen
+by braze. braze's own in-place updates (``assign``, ``+=``, optimizer steps) give a tensor
+a new buffer rather than writing into the old one, as gradients recorded earlier keep the
+old values; a buffer shared by export keeps the value it had.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from braze.ir.dtypes import as_dtype
+from braze.ir.errors import DeviceError
+from braze.runtime.device import CPU
+from braze.tensor import Tensor, executor_for
+
+# DLPack's device types (dlpack.h, DLDeviceType) that braze can name in an error.
+KDL_CPU = 1
+_DEVICE_NAMES = {1: "CPU", 2: "CUDA", 3: "CUDA host", 4: "OpenCL", 7: "Vulkan", 8: "Metal", 10: "ROCm", 14: "oneAPI"}
+
+
+def from_dlpack(x: Any) -> Tensor:
+    """An eager CPU tensor sharing memory with ``x``, any object with ``__dlpack__`` (a
+    NumPy array, a PyTorch or JAX CPU array, a braze tensor)."""
+    if not hasattr(x, "__dlpack__") or not hasattr(x, "__dlpack_device__"):
+        raise TypeError(f"from_dlpack: {type(x).__name__} does not support the DLPack protocol (no __dlpack__)")
+    device_type, ordinal = x.__dlpack_device__()
+    if device_type != KDL_CPU:
+        where = _DEVICE_NAMES.get(int(device_type), f"DLPack device type {int(device_type)}")
+        raise DeviceError(f"from_dlpack: the array lives on {where}:{ordinal}; braze can share CPU memory only")
+    array = np.from_dlpack(x)
+    as_dtype(array.dtype, op="from_dlpack")  # a clear error for dtypes braze does not have
+    return Tensor.from_numpy(array, CPU)
+
+
+def exported_array(tensor: Tensor) -> np.ndarray:
+    """The NumPy array holding ``tensor``'s value, a lazy tensor's materialized first: the
+    buffer itself (not the read-only view ``numpy()`` returns), for DLPack to share."""
+    return executor_for(tensor.device).to_numpy(tensor._value)
