@@ -236,6 +236,9 @@ CASES: list[OpCase] = [
     OpCase("getitem_slices", lambda x: x[1:, ::2], lambda x: x[1:, ::2], (F(4, 5),)),
     OpCase("getitem_mixed", lambda x: x[..., 1:3, -1], lambda x: x[..., 1:3, -1], (F(2, 4, 5),)),
     OpCase("getitem_newaxis", lambda x: x[None, :, 2], lambda x: x[None, :, 2], (F(3, 4),)),
+    OpCase("getitem_reversed", lambda x: x[::-1, 3:0:-2], lambda x: x[::-1, 3:0:-2], (F(4, 5),)),
+    OpCase("getitem_reversed_strided", lambda x: x[1, ::-3, -2::-1], lambda x: x[1, ::-3, -2::-1], (F(2, 7, 5),)),
+    OpCase("flip", lambda x: braze.flip(x, (0, 2)), lambda x: np.flip(x, (0, 2)), (F(2, 3, 4),)),
     OpCase(
         "one_hot",
         lambda x: braze.one_hot(x, 5),

@@ -25,6 +25,7 @@ KINDS = [
     "broadcast",
     "reshape",
     "transpose",
+    "rev",
     "slice",
     "pad",
     "concatenate",
@@ -100,6 +101,9 @@ def graphs(draw) -> Graph:
         elif kind == "transpose":
             perm = draw(st.permutations(range(len(shape))))
             node = make("transpose", (x,), permutation=tuple(perm))
+        elif kind == "rev" and shape:
+            axes = draw(st.sets(st.integers(0, len(shape) - 1), min_size=1))
+            node = make("rev", (x,), dimensions=tuple(sorted(axes)))
         elif kind == "slice" and shape:
             limits = tuple(max(1, s // 2 + 1) for s in shape)
             node = make("slice", (x,), start_indices=(0,) * len(shape), limit_indices=limits, strides=(1,) * len(shape))

@@ -37,7 +37,7 @@ from braze.ops.math import (
 from braze.ops.nn import avg_pool2d, conv2d, max_pool2d
 from braze.ops.random import Generator, manual_seed, normal_quantile, rand, randn, uniform
 from braze.ops.reduction import argmax, log_softmax, logsumexp, max, mean, min, softmax, sum, var
-from braze.ops.shape import concatenate, expand_dims, flatten, getitem, pad, reshape, squeeze, stack, transpose
+from braze.ops.shape import concatenate, expand_dims, flatten, flip, getitem, pad, reshape, squeeze, stack, transpose
 
 __all__ = [
     "Generator",
@@ -57,6 +57,7 @@ __all__ = [
     "exp",
     "expand_dims",
     "flatten",
+    "flip",
     "floor_divide",
     "full",
     "full_like",

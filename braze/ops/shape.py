@@ -1,5 +1,6 @@
-"""Shape manipulation and indexing: reshape, transpose, flatten, squeeze, expand_dims,
-concatenate, stack, pad and ``tensor[index]`` with ints, slices, ``...`` and ``None``."""
+"""Shape manipulation and indexing: reshape, transpose, flip, flatten, squeeze, expand_dims,
+concatenate, stack, pad and ``tensor[index]`` with ints, slices (negative steps too), ``...``
+and ``None``."""
 
 from __future__ import annotations
 
@@ -47,6 +48,13 @@ def transpose(x: Any, axes: Sequence[int] | None = None) -> Tensor:
     if permutation == tuple(range(x.ndim)):
         return x
     return structural.transpose.bind(x, permutation=permutation)
+
+
+def flip(x: Any, axis: int | Sequence[int] | None = None) -> Tensor:
+    """Reverse the order of elements along ``axis`` (every axis when None), as ``np.flip``."""
+    x = as_tensor(x)
+    dimensions = tuple(d for d in normalize_axes("flip", axis, x.ndim) if x.shape[d] > 1)
+    return structural.rev.bind(x, dimensions=dimensions) if dimensions else x
 
 
 def flatten(x: Any, start_dim: int = 0, end_dim: int = -1) -> Tensor:
@@ -110,7 +118,8 @@ def pad(x: Any, pad_width: Sequence[Sequence[int]] | int, value: float = 0.0) ->
 
 
 def getitem(x: Tensor, index: Any) -> Tensor:
-    """Basic indexing: integers, slices with positive steps, ``...`` and ``None``."""
+    """Basic indexing: integers, slices (a negative step reverses the axis, then slices it),
+    ``...`` and ``None``."""
     items = list(index) if isinstance(index, tuple) else [index]
     for item in items:
         if not (item is None or item is Ellipsis or isinstance(item, (int, np.integer, slice))):
@@ -129,7 +138,7 @@ def getitem(x: Tensor, index: Any) -> Tensor:
         items[at : at + 1] = [slice(None)] * (x.ndim - consumed)
     else:
         items += [slice(None)] * (x.ndim - consumed)
-    starts, limits, strides, out_shape = [], [], [], []
+    starts, limits, strides, out_shape, flipped = [], [], [], [], []
     dim = 0
     for item in items:
         if item is None:
@@ -138,13 +147,15 @@ def getitem(x: Tensor, index: Any) -> Tensor:
         size = x.shape[dim]
         if isinstance(item, slice):
             start, stop, step = item.indices(size)
-            if step < 1:
-                raise user_error(IndexError, "indexing: negative slice steps are not supported")
-            stop = max(stop, start)
+            count = len(range(start, stop, step))
+            if step < 0:  # element i of the axis is element size-1-i of the reversed axis
+                if count > 1:
+                    flipped.append(dim)
+                start, step = (size - 1 - start if count > 1 else max(min(start, size - 1), 0)), -step
             starts.append(start)
-            limits.append(stop)
+            limits.append(start + (count - 1) * step + 1 if count else start)
             strides.append(step)
-            out_shape.append(-(-(stop - start) // step))
+            out_shape.append(count)
         else:
             position = int(item)
             if not -size <= position < size:
@@ -156,9 +167,9 @@ def getitem(x: Tensor, index: Any) -> Tensor:
             limits.append(position + 1)
             strides.append(1)
         dim += 1
-    out = x
+    out = structural.rev.bind(x, dimensions=tuple(flipped)) if flipped else x
     if (tuple(starts), tuple(limits), tuple(strides)) != ((0,) * x.ndim, x.shape, (1,) * x.ndim):
         out = structural.slice_.bind(
-            x, start_indices=tuple(starts), limit_indices=tuple(limits), strides=tuple(strides)
+            out, start_indices=tuple(starts), limit_indices=tuple(limits), strides=tuple(strides)
         )
     return reshape(out, tuple(out_shape))

@@ -74,6 +74,11 @@ def should_fuse(producer: Node, members: list[Node], kind: str, readers_in_group
         return no(f"{name} is a kernel of its own: inside a consumer it would be recomputed per element")
     if producer.op not in ELEMENTWISE and producer.op not in MOVEMENT and producer.op not in SOURCES:
         return no(f"{name} cannot be fused")
+    if producer.op == "rev" and kind == "input":
+        # GCC 12.2 at -O3 miscompiles a sum whose loop nest reads an inner axis backwards
+        # (outer-loop vectorization of the in-order reduction; found by braze fuzz): a
+        # reversal is cheap to write out and rare, so reductions read it from memory.
+        return no(f"{name}: reductions read reversed axes from memory, never through a fused rev")
     if len(members) >= MAX_FUSED_OPS:
         return no(f"{name}: the consumer kernel already holds {MAX_FUSED_OPS} ops")
     roots = [r for r in readers_in_group if reads_buffers(r)]

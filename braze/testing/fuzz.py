@@ -33,7 +33,7 @@ from braze.backends.reference.interpreter import evaluate
 from braze.ir.graph import Graph
 from braze.passes import pipeline
 from braze.testing.generate import draw_program
-from braze.testing.programs import Program, valid
+from braze.testing.programs import Program, step_function, valid
 
 BACKENDS = ("reference", "cpu", "cpu-unfused", "jit")
 DEFAULT_BACKENDS = BACKENDS[:3]  # "jit" (the user's path, one compile per program) on request
@@ -93,27 +93,15 @@ class Baseline:
 
 
 def outputs(program: Program, device: B.Device | None = None, dtype: str | None = None) -> list[B.Tensor]:
-    """loss, the returned values and the gradients of ``program`` on its inputs."""
+    """What the program's ``step`` returns (``Program.output_names``), run eagerly or on ``device``."""
     arrays = program.arrays()
     fn = program.function()
     if dtype is not None and dtype != program.dtype:
         arrays = [a.astype(dtype) if a.dtype.kind == "f" else a for a in arrays]
-        fn = _function_of(program.source().replace(f"B.{program.dtype}", f"B.{dtype}"))
+        fn = step_function(program.source().replace(f"B.{program.dtype}", f"B.{dtype}"))
     tensors = [B.tensor(a, device=device) if device else B.tensor(a) for a in arrays]
-    vg = B.value_and_grad(fn, argnums=program.differentiated, has_aux=True)
     with np.errstate(all="ignore"):
-        (loss, returned), grads = vg(*tensors)
-    return [loss, *returned, *grads]
-
-
-def _function_of(source: str) -> Callable:
-    namespace: dict = {"B": B}
-    exec(compile(source, "<fuzz program>", "exec"), namespace)  # noqa: S102 - our own text
-    return namespace["program"]
-
-
-def output_names(program: Program) -> list[str]:
-    return ["loss", *(f"t{r}" for r in program.returned), *(f"grad t{i}" for i in program.differentiated)]
+        return fn(*tensors)
 
 
 def baseline(program: Program) -> Baseline:
@@ -137,7 +125,7 @@ def baseline(program: Program) -> Baseline:
         rtol = RTOL[program.dtype]
         slack = [max(s, rtol * largest) for s in slack]
         slack[0] = max(slack[0], rtol * terms)
-    return Baseline(output_names(program), arrays, slack)
+    return Baseline(program.output_names(), arrays, slack)
 
 
 def _magnitudes(program: Program) -> tuple[float, float]:
@@ -262,10 +250,11 @@ def _run_jit(program: Program, cache: cpu.DiskCache | None) -> list[np.ndarray]:
     saved = {name: os.environ.get(name) for name in settings}
     os.environ.update(settings)
     try:
-        vg = B.value_and_grad(program.function(), argnums=program.differentiated, has_aux=True)
+        # An updated input's buffer may take its new value, as an optimizer's parameters do.
+        donated = program.differentiated if program.update else ()
+        step = B.jit(program.function(), donate_argnums=donated)
         with np.errstate(all="ignore"):
-            (loss, returned), grads = B.jit(vg)(*[B.tensor(a) for a in program.arrays()])
-            return [t.numpy() for t in (loss, *returned, *grads)]
+            return [t.numpy() for t in step(*[B.tensor(a) for a in program.arrays()])]
     finally:
         for name, value in saved.items():
             if value is None:

@@ -142,7 +142,8 @@ def draw_program(seed: int, max_steps: int = 12) -> Program:
     returned = tuple(sorted({int(rng.integers(total)) for _ in range(int(rng.integers(0, 3)))}))
     if not any(weights) and drawer.steps:
         weights = (*weights[:-1], 1.0)
-    return Program(seed, inputs, tuple(drawer.steps), weights, returned)
+    update = round(float(rng.uniform(0.05, 0.5)), 2) if rng.random() < 0.25 else 0.0
+    return Program(seed, inputs, tuple(drawer.steps), weights, returned, update)
 
 
 # Op families: each draws one step (True when one was added).
@@ -241,6 +242,8 @@ def transpose(d: Drawer) -> bool:
     if len(d.shape(x)) == 2 and d.rng.random() < 0.3:
         return d.add("{0}.T", (x,), d.integer(x))
     permutation = tuple(int(p) for p in d.rng.permutation(len(d.shape(x))))
+    if d.rng.random() < 0.25:
+        return d.add(f"B.flip({{0}}, {_axis(d, len(permutation))})", (x,), d.integer(x))
     return d.add(f"B.transpose({{0}}, {permutation!r})", (x,), d.integer(x))
 
 
@@ -274,7 +277,7 @@ def index(d: Drawer) -> bool:
         else:
             start = int(d.rng.integers(-size, size)) if d.rng.random() < 0.6 else None
             stop = int(d.rng.integers(-size, size + 1)) if d.rng.random() < 0.4 else None
-            step = int(d.choice((1, 1, 2, 3)))
+            step = int(d.choice((1, 1, 2, 3, -1, -2)))
             parts.append(f"{'' if start is None else start}:{'' if stop is None else stop}:{step}")
         if d.rng.random() < 0.5:
             break

@@ -4,8 +4,11 @@ A ``Program`` is a list of steps; each step is a Python expression over earlier 
 (``t0``, ``t1``, ...), so the program the fuzzer runs and the script a failure is written
 to are the same text. The loss is a weighted sum of every float value (so every op gets a
 gradient); a few values are also returned directly (inputs among them: outputs that alias
-inputs). Steps are drawn one at a time and run eagerly as they are drawn, so a step whose
-shapes do not fit, or whose values leave a safe range, is simply drawn again.
+inputs). Its ``step`` function returns the loss, those values and the gradients, after
+updating the inputs in place by a gradient step when the program has an ``update`` rate (as
+an optimizer does to parameters), and then the updated inputs too. Steps are drawn one at
+a time and run eagerly as they are drawn, so a step whose shapes do not fit, or whose
+values leave a safe range, is simply drawn again.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ class Program:
     steps: tuple[Step, ...]
     weights: tuple[float, ...]  # the loss's weight of each step's value (0: not in the loss)
     returned: tuple[int, ...]  # values returned besides the loss
+    update: float = 0.0  # when set, ``step`` does t -= update * gradient on the differentiated inputs
 
     @property
     def dtype(self) -> str:
@@ -56,10 +60,12 @@ class Program:
         step = self.steps[k]
         return step.template.format(*(f"t{a}" for a in step.args))
 
-    def source(self, name: str = "program") -> str:
-        """``def program(t0, ...)`` returning ``(loss, (returned values...))``."""
+    def source(self) -> str:
+        """``def program(t0, ...)`` returning ``(loss, (returned values...))``, and ``def
+        step(t0, ...)`` returning the list of values the fuzzer compares (``output_names``)."""
         count = len(self.inputs)
-        lines = [f"def {name}({', '.join(f't{i}' for i in range(count))}):"]
+        names = ", ".join(f"t{i}" for i in range(count))
+        lines = [f"def program({names}):"]
         lines += [f"    t{count + k} = {self.expression(k)}" for k in range(len(self.steps))]
         terms = []
         for k, weight in enumerate(self.weights):
@@ -71,12 +77,24 @@ class Program:
         lines.append("    loss = " + (" + ".join(terms) if terms else "(t0 * 0.5).sum()"))
         returned = "".join(f"t{r}, " for r in self.returned)
         lines.append(f"    return loss, ({returned})")
+        gradient = f"B.value_and_grad(program, argnums={self.differentiated!r}, has_aux=True)"
+        lines += ["", "", f"def step({names}):", f"    (loss, returned), grads = {gradient}({names})"]
+        updated = ""
+        if self.update:
+            lines.append("    with B.no_grad():")
+            lines += [f"        t{i} -= grads[{k}] * {self.update!r}" for k, i in enumerate(self.differentiated)]
+            updated = "".join(f", t{i}" for i in self.differentiated)
+        lines.append(f"    return [loss, *returned, *grads{updated}]")
         return "\n".join(lines) + "\n"
 
+    def output_names(self) -> list[str]:
+        """What ``step`` returns, in order."""
+        names = ["loss", *(f"t{r}" for r in self.returned), *(f"grad t{i}" for i in self.differentiated)]
+        return names + ([f"updated t{i}" for i in self.differentiated] if self.update else [])
+
     def function(self) -> Callable:
-        namespace: dict = {"B": B}
-        exec(compile(self.source(), f"<fuzz program {self.seed}>", "exec"), namespace)  # noqa: S102 - our own text
-        return namespace["program"]
+        """The program's ``step`` function."""
+        return step_function(self.source(), f"<fuzz program {self.seed}>")
 
     def arrays(self) -> list[np.ndarray]:
         return make_arrays(self.inputs, self.seed)
@@ -93,7 +111,7 @@ class Program:
         steps = tuple(replace(s, args=tuple(moved(a) for a in s.args)) for i, s in enumerate(self.steps) if i != k)
         weights = tuple(w for i, w in enumerate(self.weights) if i != k)
         returned = tuple(dict.fromkeys(moved(r) for r in self.returned))
-        return Program(self.seed, self.inputs, steps, weights, returned)
+        return Program(self.seed, self.inputs, steps, weights, returned, self.update)
 
     def without_input(self, i: int) -> Program:
         """The program without input ``i``, which nothing may read."""
@@ -103,10 +121,16 @@ class Program:
 
         steps = tuple(replace(s, args=tuple(moved(a) for a in s.args)) for s in self.steps)
         inputs = self.inputs[:i] + self.inputs[i + 1 :]
-        return Program(self.seed, inputs, steps, self.weights, tuple(moved(r) for r in self.returned))
+        return replace(self, inputs=inputs, steps=steps, returned=tuple(moved(r) for r in self.returned))
 
     def readers(self, value: int) -> int:
         return sum(a == value for s in self.steps for a in s.args) + (value in self.returned)
+
+
+def step_function(source: str, filename: str = "<fuzz program>") -> Callable:
+    namespace: dict = {"B": B}
+    exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own text
+    return namespace["step"]
 
 
 def make_arrays(inputs: tuple[Input, ...], seed: int) -> list[np.ndarray]:

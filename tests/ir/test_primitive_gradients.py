@@ -66,6 +66,7 @@ PRIMITIVE_CASES = [
     ("broadcast_in_dim", {"shape": (2, 3, 4), "broadcast_dimensions": (0, 2)}, [r(2, 1)], [0]),
     ("reshape", {"new_sizes": (3, 4)}, [r(2, 6)], [0]),
     ("transpose", {"permutation": (1, 2, 0)}, [r(2, 3, 4)], [0]),
+    ("rev", {"dimensions": (0, 2)}, [r(2, 3, 4)], [0]),
     ("slice", {"start_indices": (1, 0), "limit_indices": (5, 5), "strides": (2, 3)}, [r(6, 5)], [0]),
     ("pad", {"low": (1, 0), "high": (0, 2), "interior": (1, 2), "value": 0.5}, [r(3, 2)], [0]),
     ("concatenate", {"dimension": 1}, [r(2, 2), r(2, 3, seed=1), r(2, 1, seed=2)], [0, 1, 2]),

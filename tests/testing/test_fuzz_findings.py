@@ -61,6 +61,29 @@ FINDINGS = {
         weights=(0.57,),
         returned=(),
     ),
+    # program 34: a max-pool gradient of a flipped broadcast, summed. GCC 12.2 at -O3 got the
+    # sum wrong when it read the reversed axis inside the reduction's loop nest (the kernel
+    # was right at -O2 and with -fno-tree-loop-vectorize); reductions no longer fuse a rev.
+    "a sum over a reversed axis": Program(
+        seed=34,
+        inputs=(Input((), "float64", 1),),
+        steps=(
+            Step("B.broadcast_to({0}, (2, 3, 4, 2))", (0,)),
+            Step("B.flip({0}, -3)", (1,)),
+            Step('B.max_pool2d({0}, 2, stride=(1, 2), padding="SAME")', (2,)),
+        ),
+        weights=(0.91, 0.83, 0.79),
+        returned=(),
+    ),
+    # A gradient step on the inputs in place, under @braze.jit with the inputs donated.
+    "an in-place update of reversed slices": Program(
+        seed=5,
+        inputs=(Input((4, 3, 2), "float32", 0), Input((3, 2), "float32", 1)),
+        steps=(Step("{0}[::-1, 2::-2] * {1}[::-2]", (0, 1)), Step("B.flip({0}, (0, 2)) + {1}", (0, 1))),
+        weights=(1.1, 0.7),
+        returned=(0, 3),
+        update=0.25,
+    ),
 }
 
 

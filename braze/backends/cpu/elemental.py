@@ -180,7 +180,7 @@ class Emitter:
             key = self.value(node.inputs[0], Index((), (), "0"))
             bits = "32" if node.dtype.itemsize == 4 else "64"
             return self.let(t, f"braze_uniform{bits}((uint64_t){key}, (uint64_t)({self.linear(index)}))")
-        if op in ("broadcast_in_dim", "reshape", "transpose", "slice"):
+        if op in ("broadcast_in_dim", "reshape", "transpose", "rev", "slice"):
             return self.value(node.inputs[0], self._moved(node, index))
         if op == "pad":
             return self._pad(node, index)
@@ -202,6 +202,12 @@ class Emitter:
             for out_dim, in_dim in enumerate(node.attr("permutation")):
                 inverse[in_dim] = out_dim
             return Index(source, tuple(dims[inverse[d]] for d in range(len(source))))
+        if node.op == "rev":
+            flipped = node.attr("dimensions")
+            moved = (
+                f"({n - 1} - {i})" if d in flipped else i for d, (n, i) in enumerate(zip(source, dims, strict=True))
+            )
+            return Index(source, tuple(moved))
         starts, strides = node.attr("start_indices"), node.attr("strides")
         return Index(source, tuple(_affine(d, s, st) for d, s, st in zip(dims, starts, strides, strict=True)))
 

@@ -22,7 +22,7 @@ from braze.passes.patterns import ELEMENTWISE
 # with these; 2^24 multiply-adds made it 3.0 ms).
 PARALLEL_MIN_ELEMENTS = 1 << 18
 PARALLEL_MIN_MACS = 1 << 22
-_NEEDS_DIMS = {"transpose", "slice", "pad", "concatenate", "iota"}
+_NEEDS_DIMS = {"transpose", "rev", "slice", "pad", "concatenate", "iota"}
 
 
 def needs_dims(computation: Graph) -> bool:

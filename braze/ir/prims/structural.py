@@ -1,6 +1,6 @@
-"""Primitives that move data without arithmetic: broadcast, reshape, transpose, slice, pad,
-concatenate. Their gradients are each other: slice and pad are mutual transposes, and a
-broadcast's transpose is a sum."""
+"""Primitives that move data without arithmetic: broadcast, reshape, transpose, rev, slice,
+pad, concatenate. Their gradients are each other: slice and pad are mutual transposes, rev
+is its own, and a broadcast's transpose is a sum."""
 
 from __future__ import annotations
 
@@ -89,6 +89,23 @@ transpose = register(
             transpose.bind(g, permutation=tuple(int(i) for i in np.argsort(permutation))),
         ),
         ("permutation",),
+    )
+)
+
+
+def _rev_rule(x: Aval, *, dimensions: tuple[int, ...]) -> Aval:
+    checks.check_axes("rev", dimensions, x.ndim)
+    return x
+
+
+rev = register(
+    Primitive(
+        "rev",
+        _rev_rule,
+        lambda x, *, dimensions: np.flip(x, dimensions),
+        lambda g, x, out, *, dimensions: (rev.bind(g, dimensions=dimensions),),
+        ("dimensions",),
+        doc="Reverse the order of elements along ``dimensions`` (HLO's ``rev``; negative-step slices).",
     )
 )
 
