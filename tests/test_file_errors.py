@@ -1,6 +1,7 @@
 """Every file reader turns a malformed file into its braze error naming the file.
 
-One table of readers (IDX raw and gzipped, MNIST, image folders, ``.npz`` checkpoints),
+One table of readers (IDX raw and gzipped, MNIST, image folders, ``.npz`` and
+``.safetensors`` checkpoints),
 each fed the same malformed versions of a valid file: empty, truncated, wrong magic
 bytes and random bytes. The kernel cache has its own tests (tests/backends).
 """
@@ -21,6 +22,7 @@ from PIL import Image
 from braze.data import DataError, ImageFolder, load_mnist, read_idx
 from braze.models import LeNet
 from braze.nn import CheckpointError, Dense, Sequential
+from braze.nn.checkpoint import write_safetensors
 
 MNIST_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
 
@@ -39,6 +41,12 @@ def png_bytes() -> bytes:
 def npz_bytes() -> bytes:
     out = io.BytesIO()
     np.savez(out, **Sequential(Dense(2, input_dim=3)).state_dict())
+    return out.getvalue()
+
+
+def safetensors_bytes() -> bytes:
+    out = io.BytesIO()
+    write_safetensors(out, Sequential(Dense(2, input_dim=3)).state_dict())
     return out.getvalue()
 
 
@@ -95,6 +103,13 @@ READERS = [
         "checkpoint",
         npz_bytes,
         lambda t: t / "model.npz",
+        lambda p: Sequential(Dense(2, input_dim=3)).load(p),
+        CheckpointError,
+    ),
+    Reader(
+        "safetensors checkpoint",
+        safetensors_bytes,
+        lambda t: t / "model.safetensors",
         lambda p: Sequential(Dense(2, input_dim=3)).load(p),
         CheckpointError,
     ),

@@ -2,34 +2,23 @@
 
 Parameters are the float tensors that require grad held as attributes (directly, or in
 lists/tuples/dicts of tensors); sub-modules are found the same way. Their names follow
-attribute paths ("conv1.kernel", "layers.0.bias"). Checkpoints are ``.npz`` archives of
-plain arrays (never pickle), written to a temporary file and renamed over the target, so
-an interrupted save leaves the previous checkpoint intact.
+attribute paths ("conv1.kernel", "layers.0.bias"). Checkpoints (``.npz`` or
+``.safetensors``, see :mod:`braze.nn.checkpoint`) hold one array per parameter under its name.
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
-import zipfile
-import zlib
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from braze.ir.errors import BrazeError
+from braze.nn.checkpoint import CheckpointError, read_checkpoint, write_checkpoint
 from braze.runtime.device import Device, as_device
 from braze.tensor import Tensor
 
-# An .npz archive is a zip file: it starts with a local file header, or with the end
-# record when it holds no arrays (a model without parameters).
-_ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")
-
-
-class CheckpointError(BrazeError, ValueError):
-    """A checkpoint that does not fit the model, or a file that is not a braze checkpoint."""
+__all__ = ["CheckpointError", "Module", "read_checkpoint"]
 
 
 class Module:
@@ -121,24 +110,14 @@ class Module:
             _set_value(p, value.astype(p.dtype.numpy))
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write the parameters to ``path`` (.npz) atomically."""
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                np.savez(handle, **self.state_dict())
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temp, target)
-        except BaseException:
-            if os.path.exists(temp):
-                os.unlink(temp)
-            raise
+        """Write the parameters to ``path`` atomically: a ``.safetensors`` file when the name
+        ends so (readable by the safetensors library, for NumPy and PyTorch), else ``.npz``."""
+        write_checkpoint(path, self.state_dict())
 
     def load(self, path: str | os.PathLike) -> None:
-        """Read the parameters saved by :meth:`save`; a :class:`CheckpointError` names the
-        file and says what is wrong (missing, truncated, not a checkpoint, does not fit)."""
+        """Read the parameters saved by :meth:`save` (either format, told by the file's first
+        bytes); a :class:`CheckpointError` names the file and says what is wrong (missing,
+        truncated, not a checkpoint, a missing, extra or wrongly shaped parameter)."""
         state = read_checkpoint(path)
         try:
             self.load_state_dict(state)
@@ -166,40 +145,6 @@ class Module:
         if trainer is None:
             raise RuntimeError(f"{type(self).__name__}: call compile(loss=..., optimizer=...) before fit/evaluate")
         return trainer
-
-
-def read_checkpoint(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """The floating-point arrays of the ``.npz`` checkpoint ``path``, by parameter name.
-
-    Raises :class:`CheckpointError` naming the file when it is missing, empty, not a zip
-    archive (wrong magic bytes), truncated or corrupt, or holds anything but float arrays.
-    """
-    try:
-        with open(path, "rb") as handle:
-            magic = handle.read(4)
-    except OSError as error:
-        raise CheckpointError(f"{path}: cannot read checkpoint ({error.strerror or error})") from None
-    if not magic:
-        raise CheckpointError(f"{path}: empty file, not a checkpoint")
-    if magic not in _ZIP_MAGICS:
-        raise CheckpointError(
-            f"{path}: not a checkpoint: wrong magic bytes {magic!r} (an .npz archive starts with {_ZIP_MAGICS[0]!r})"
-        )
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            state = {name: archive[name] for name in archive.files}
-    except (zipfile.BadZipFile, EOFError, zlib.error) as error:
-        raise CheckpointError(f"{path}: truncated or corrupt checkpoint ({error})") from None
-    except (OSError, ValueError) as error:
-        raise CheckpointError(f"{path}: not a checkpoint: {error}") from None
-    for name, value in state.items():
-        if not isinstance(value, np.ndarray):
-            raise CheckpointError(f"{path}: not a checkpoint: member {name!r} is not a NumPy array")
-        if value.dtype.kind != "f":
-            raise CheckpointError(
-                f"{path}: wrong dtype: {name} is {value.dtype}, a checkpoint holds floating-point parameters"
-            )
-    return state
 
 
 def _walk(name: str, value: Any) -> Iterator[tuple[str, Any]]:

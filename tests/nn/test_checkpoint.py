@@ -1,0 +1,146 @@
+"""Checkpoints in safetensors: read by the safetensors library's own loaders, and PyTorch's
+LeNet files read by braze (outputs compared with PyTorch's on the same images)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import braze
+from braze.models import LeNet, lenet_from_torch, lenet_to_torch
+from braze.nn import CheckpointError, Dense, Sequential
+from braze.nn.checkpoint import read_checkpoint
+
+safetensors_numpy = pytest.importorskip("safetensors.numpy")
+
+
+def _assert_same_state(actual: dict, expected: dict) -> None:
+    assert sorted(actual) == sorted(expected)
+    for name, value in expected.items():
+        np.testing.assert_array_equal(np.asarray(actual[name]), value, err_msg=name)
+
+
+def test_safetensors_written_by_braze_load_in_the_numpy_loader(tmp_path):
+    model = LeNet(seed=0)
+    path = tmp_path / "lenet.safetensors"
+    model.save(path)
+    _assert_same_state(safetensors_numpy.load_file(path), model.state_dict())
+    copy = LeNet(seed=1)
+    copy.load(path)
+    _assert_same_state(copy.state_dict(), model.state_dict())
+    assert [p.name for p in tmp_path.iterdir()] == ["lenet.safetensors"]  # no temporary file left
+
+
+def test_safetensors_written_by_the_library_load_in_braze(tmp_path):
+    model = Sequential(Dense(3, input_dim=4), Dense(2))
+    state = {name: value.astype(np.float64) for name, value in model.state_dict().items()}
+    path = tmp_path / "doubles.safetensors"
+    safetensors_numpy.save_file(state, path, metadata={"format": "np"})
+    other = Sequential(Dense(3, input_dim=4, generator=braze.Generator(5)), Dense(2))
+    other.load(path)
+    _assert_same_state(other.state_dict(), model.state_dict())
+
+
+def test_bfloat16_and_float16_values_are_widened(tmp_path):
+    model = Sequential(Dense(2, input_dim=2))
+    kernel = np.array([[1.5, -2.0], [0.25, 3.0]], np.float32)
+    path = tmp_path / "half.safetensors"
+    safetensors_numpy.save_file(
+        {"layers.0.kernel": kernel.astype(np.float16), "layers.0.bias": np.zeros(2, "<f2")}, path
+    )
+    model.load(path)
+    np.testing.assert_array_equal(model.state_dict()["layers.0.kernel"], kernel)
+    # bfloat16 is the high half of a float32: written by hand, as NumPy has no such dtype.
+    header = b'{"x":{"dtype":"BF16","shape":[2],"data_offsets":[0,4]}}'
+    bits = (np.array([1.5, -2.0], np.float32).view(np.uint32) >> 16).astype("<u2").tobytes()
+    path.write_bytes(len(header).to_bytes(8, "little") + header + bits)
+    np.testing.assert_array_equal(read_checkpoint(path)["x"], [1.5, -2.0])
+
+
+@pytest.mark.parametrize(
+    ("state", "message"),
+    [
+        ({"layers.0.kernel": np.zeros((4, 3), np.float32)}, r"missing \['layers.0.bias'\]"),
+        (
+            {"layers.0.kernel": np.zeros((4, 3)), "layers.0.bias": np.zeros(3), "extra": np.zeros(1)},
+            r"unexpected \['extra'\]",
+        ),
+        (
+            {"layers.0.kernel": np.zeros((5, 3)), "layers.0.bias": np.zeros(3)},
+            r"layers.0.kernel has shape \(5, 3\) in the checkpoint but \(4, 3\) in the model",
+        ),
+    ],
+    ids=["missing", "extra", "shape"],
+)
+def test_a_checkpoint_that_does_not_fit_names_the_key(tmp_path, state, message):
+    path = tmp_path / "bad.safetensors"
+    safetensors_numpy.save_file(state, path)
+    with pytest.raises(CheckpointError, match=rf"bad.safetensors: checkpoint does not fit Sequential: .*{message}"):
+        Sequential(Dense(3, input_dim=4)).load(path)
+
+
+def test_integer_tensors_are_not_parameters(tmp_path):
+    path = tmp_path / "ints.safetensors"
+    safetensors_numpy.save_file({"layers.0.kernel": np.zeros((4, 3), np.int32)}, path)
+    with pytest.raises(CheckpointError, match="wrong dtype: layers.0.kernel is I32"):
+        Sequential(Dense(3, input_dim=4)).load(path)
+
+
+class _TorchLeNet:
+    """PyTorch's LeNet-5 (as in its tutorials), built only when torch is installed."""
+
+    def __new__(cls):
+        torch = pytest.importorskip("torch")
+        nn, functional = torch.nn, torch.nn.functional
+
+        class TorchLeNet(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.conv1 = nn.Conv2d(1, 6, 5, padding=2)
+                self.conv2 = nn.Conv2d(6, 16, 5)
+                self.fc1, self.fc2, self.fc3 = nn.Linear(400, 120), nn.Linear(120, 84), nn.Linear(84, 10)
+
+            def forward(self, x):
+                x = functional.avg_pool2d(functional.relu(self.conv1(x)), 2)
+                x = functional.avg_pool2d(functional.relu(self.conv2(x)), 2)
+                x = torch.flatten(x, 1)
+                return self.fc3(functional.relu(self.fc2(functional.relu(self.fc1(x)))))
+
+        torch.manual_seed(0)
+        return TorchLeNet()
+
+
+def _outputs(images: np.ndarray, braze_model, torch_model) -> tuple[np.ndarray, np.ndarray]:
+    import torch
+
+    with torch.no_grad():
+        expected = torch_model(torch.from_numpy(images.transpose(0, 3, 1, 2).copy())).numpy()
+    return braze_model(braze.tensor(images)).numpy(), expected
+
+
+def test_lenet_files_written_by_pytorch_load_in_braze_and_back(tmp_path):
+    torch_model = _TorchLeNet()
+    safetensors_torch = pytest.importorskip("safetensors.torch")
+    path = tmp_path / "torch-lenet.safetensors"
+    safetensors_torch.save_file(torch_model.state_dict(), path)
+    model = LeNet(seed=3)
+    model.load_state_dict(lenet_from_torch(read_checkpoint(path)))
+    images = np.random.default_rng(0).standard_normal((4, 28, 28, 1)).astype(np.float32)
+    ours, theirs = _outputs(images, model, torch_model)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)
+
+    ours_path = tmp_path / "braze-lenet.safetensors"
+    LeNet(seed=4).save(ours_path)
+    loaded = safetensors_torch.load_file(ours_path)
+    _assert_same_state({k: v.numpy() for k, v in loaded.items()}, read_checkpoint(ours_path))
+    torch_model.load_state_dict({k: safetensors_torch.torch.from_numpy(v) for k, v in lenet_to_torch(loaded).items()})
+    model.load(ours_path)
+    ours, theirs = _outputs(images, model, torch_model)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)
+
+
+def test_layout_conversion_round_trips_and_checks_names():
+    state = LeNet(seed=0).state_dict()
+    _assert_same_state(lenet_from_torch(lenet_to_torch(state)), state)
+    with pytest.raises(CheckpointError, match=r"PyTorch LeNet: missing \['conv1.bias'.*unexpected \['layers.0.bias'"):
+        lenet_from_torch(state)
