@@ -145,10 +145,18 @@ def _bench(args: argparse.Namespace) -> int:
     from braze.bench.compare import bench_cnn, bench_lenet
 
     if args.model == "lenet":
-        comparison = bench_lenet(args.epochs or 5, args.batch_size or 128, args.data, args.seed, args.steps_per_epoch)
+        comparison = bench_lenet(
+            args.epochs or 5, args.batch_size or 128, args.data, args.seed, args.steps_per_epoch, args.eager_epochs
+        )
     else:
         comparison = bench_cnn(
-            args.epochs or 3, args.batch_size or 64, args.data, args.seed, args.steps_per_epoch, args.image_size
+            args.epochs or 3,
+            args.batch_size or 64,
+            args.data,
+            args.seed,
+            args.steps_per_epoch,
+            args.image_size,
+            args.eager_epochs,
         )
     print()
     print(comparison.summary())
@@ -229,6 +237,12 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--epochs", type=positive_int, default=None, help="default: 5 for lenet, 3 for cnn")
     bench.add_argument("--batch-size", type=positive_int, default=None, help="default: 128 for lenet, 64 for cnn")
     bench.add_argument("--image-size", type=positive_int, default=150, help="cnn only: image side in pixels")
+    bench.add_argument(
+        "--eager-epochs",
+        type=positive_int,
+        default=None,
+        help="run fewer eager epochs than compiled ones; eager's wall time is extrapolated (and labelled so)",
+    )
     bench.add_argument(
         "--out", type=output_file, default=None, help="JSON record (default runs/bench-MODEL.json; a .png beside it)"
     )

@@ -57,6 +57,6 @@ def train_cnn(
         epochs=epochs,
         validation_data=validation,
         steps_per_epoch=steps_per_epoch or max(train.samples // batch_size, 1),
-        validation_steps=max(validation.samples // batch_size, 1),
+        validation_steps=-(-validation.samples // batch_size),  # every image, the last batch smaller
     )
     return model, history

@@ -47,5 +47,9 @@ class ExecutableCache:
             metrics.count("CacheEvict")
         return executable, False
 
+    def executables(self) -> list[Any]:
+        """The cached executables, least recently used first."""
+        return [executable for _, executable in self._entries.values()]
+
     def clear(self) -> None:
         self._entries.clear()

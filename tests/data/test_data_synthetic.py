@@ -46,14 +46,36 @@ def test_existing_folder_is_kept_and_incomplete_one_regenerated(tmp_path):
     assert [len(pngs(train / c)) for c in ("blobs", "stripes")] == [1, 1]
 
 
-def test_classes_differ_in_structure_not_just_brightness(tmp_path):
-    train, _ = make_two_class_folder(tmp_path, n_train=40, n_val=2, size=(32, 32))
-    data = ImageFolder(train, target_size=(32, 32), batch_size=40, shuffle=False)
-    images, labels = next(iter(data))
+def _coherence(gray: np.ndarray) -> np.ndarray:
+    """How much each image's edges share one orientation (1: all parallel, 0: none shared),
+    from the structure tensor summed over the image."""
+    gy, gx = np.gradient(gray, axis=(1, 2))
+    jxx, jyy, jxy = (gx * gx).sum(axis=(1, 2)), (gy * gy).sum(axis=(1, 2)), (gx * gy).sum(axis=(1, 2))
+    return np.sqrt((jxx - jyy) ** 2 + 4 * jxy**2) / (jxx + jyy)
+
+
+def test_classes_differ_in_texture_not_in_brightness(tmp_path):
+    train, _ = make_two_class_folder(tmp_path, n_train=60, n_val=2, size=(64, 64))
+    images, labels = next(iter(ImageFolder(train, target_size=(64, 64), batch_size=60, shuffle=False)))
     gray = images.mean(axis=-1)
-    # Stripes have many more sharp horizontal or vertical transitions than smooth blobs.
-    edges = np.abs(np.diff(gray, axis=1)).mean(axis=(1, 2)) + np.abs(np.diff(gray, axis=2)).mean(axis=(1, 2))
-    assert edges[labels == 1].mean() > edges[labels == 0].mean()
+    # Stripes' edges run one way; spots' edges every way.
+    coherence = _coherence(gray)
+    assert coherence[labels == 1].mean() > 2 * coherence[labels == 0].mean()
+    # Brightness tells nothing: the classes' mean brightness differs by less than its spread.
+    brightness = gray.mean(axis=(1, 2))
+    assert abs(brightness[labels == 1].mean() - brightness[labels == 0].mean()) < brightness.std()
+
+
+def test_a_folder_of_another_generator_version_is_made_again(tmp_path):
+    train, _ = make_two_class_folder(tmp_path, n_train=4, n_val=2, size=(10, 10))
+    (train / ".two-class-folder").write_text("version 1\n")
+    first = pngs(train / "blobs")[0]
+    first.write_bytes(b"stale")
+    make_two_class_folder(tmp_path, n_train=4, n_val=2, size=(10, 10))
+    with Image.open(first) as img:
+        assert img.size == (10, 10)
+    make_two_class_folder(tmp_path, n_train=4, n_val=2, size=(10, 10), seed=1)
+    assert "seed 1" in (train / ".two-class-folder").read_text()
 
 
 def test_an_interrupted_run_leaves_no_partial_image(tmp_path, monkeypatch):
