@@ -83,8 +83,8 @@ def _cotangents(root: Tensor, seed: Tensor, retain_graph: bool = False) -> dict[
                     "backward through a graph a second time: its saved values were released by the first "
                     "backward; call backward(retain_graph=True) the first time"
                 )
-            inputs = [Tensor._make(v, a, node.device) for v, a in zip(node.in_values, node.in_avals, strict=True)]
-            out = Tensor._make(node.out_value, node.out_aval, node.device)
+            inputs = [Tensor._view(v, a, node.device) for v, a in zip(node.in_values, node.in_avals, strict=True)]
+            out = Tensor._view(node.out_value, node.out_aval, node.device)
             grads = node.primitive.vjp(g, *inputs, out=out, **node.attrs)
             if not retain_graph:
                 node.in_values = node.out_value = None

@@ -174,6 +174,15 @@ class Tensor:
 
     @classmethod
     def _make(cls, value: Any, aval: Aval, device: Device) -> Tensor:
+        t = cls._view(value, aval, device)
+        if device.backend == "LAZY":
+            _EXECUTORS["LAZY"].track(t)  # a barrier must find every live pending tensor
+        return t
+
+    @classmethod
+    def _view(cls, value: Any, aval: Aval, device: Device) -> Tensor:
+        """A tensor over a value that other tensors or gradient records hold (autodiff's
+        operands), never tracked: a barrier computes the value through its holders."""
         t = object.__new__(cls)
         t._value = value
         t._aval = aval
@@ -181,8 +190,6 @@ class Tensor:
         t.requires_grad = False
         t.grad = None
         t._grad_node = None
-        if device.backend == "LAZY":
-            _EXECUTORS["LAZY"].track(t)  # a barrier must find every live pending tensor
         return t
 
     @classmethod

@@ -91,8 +91,11 @@ def astype(x: Tensor, dtype: Any) -> Tensor:
 
 def broadcast_to(x: Tensor, shape: Sequence[int], op: str = "broadcast_to") -> Tensor:
     """Broadcast with NumPy's rules (align trailing dimensions)."""
-    if type(shape) is tuple and shape == x._aval.shape:
-        return x
+    if type(shape) is tuple:
+        if shape == x._aval.shape:
+            return x
+        if not x._aval.shape:  # a scalar (every number in an expression) fits any shape
+            return structural.broadcast_in_dim.bind(x, shape=shape, broadcast_dimensions=())
     shape = tuple(int(s) for s in shape)
     if x.shape == shape:
         return x

@@ -94,14 +94,17 @@ sign = unary("sign", np.sign, lambda g, x, out: (None,), NUMERIC)
 # its producer's fused epilogue. At x = NaN the gradient is NaN (JAX gives 0, PyTorch g).
 relu = unary("relu", _relu, lambda g, x, out: (g * sign.bind(out),), NUMERIC)
 
+# A binary op's cotangents are thunks where they cost ops: autodiff calls one only when its
+# operand needs a gradient, so a product with a constant (a learning rate, a pooling
+# divisor) records nothing for the constant's side.
 add = binary("add", np.add, lambda g, x, y, out: (g, g))
-sub = binary("sub", np.subtract, lambda g, x, y, out: (g, -g))
-mul = binary("mul", np.multiply, lambda g, x, y, out: (g * y, g * x))
-div = binary("div", _divide, lambda g, x, y, out: (g / y, -g * out / y))
+sub = binary("sub", np.subtract, lambda g, x, y, out: (g, lambda: -g))
+mul = binary("mul", np.multiply, lambda g, x, y, out: (lambda: g * y, lambda: g * x))
+div = binary("div", _divide, lambda g, x, y, out: (lambda: g / y, lambda: -g * out / y))
 pow_ = binary(
     "pow",
     _power,
-    lambda g, x, y, out: (g * y * pow_.bind(x, y - 1.0), g * out * _safe_log_for_pow(x)),
+    lambda g, x, y, out: (lambda: g * y * pow_.bind(x, y - 1.0), lambda: g * out * _safe_log_for_pow(x)),
     FLOAT,
 )
 
