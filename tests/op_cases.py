@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import braze
+from braze.ir.prims.collectives import all_reduce
 
 
 @dataclass(frozen=True)
@@ -331,6 +332,16 @@ CASES: list[OpCase] = [
         lambda x: pool_ref(x, 3, 2, "avg", same=True),
         (F(1, 5, 6, 2),),
     ),
+    # One replica (no MPI job in this process): the reduction of one value is the value, and
+    # the compiled step reaches it through the transport callback. tests/distributed runs two.
+    OpCase(
+        "all_reduce_sum",
+        lambda x: all_reduce.bind(x * 2.0, op="sum") + 1.0,
+        lambda x: x * 2.0 + 1.0,
+        (F(3, 5),),
+    ),
+    OpCase("all_reduce_mean", lambda x: all_reduce.bind(braze.exp(x), op="mean"), np.exp, (F(7),)),
+    OpCase("all_reduce_max", lambda x: all_reduce.bind(x, op="max"), lambda x: x, (F(2, 3),)),
 ]
 
 CASES_BY_NAME = {case.name: case for case in CASES}

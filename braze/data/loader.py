@@ -19,6 +19,7 @@ import numpy as np
 
 from braze.data.errors import DataError
 from braze.data.mnist import MNIST, load_mnist
+from braze.runtime.collectives import rank_and_size
 
 _POLL_S = 0.05  # how often a blocked producer checks whether it should stop
 _DONE = object()
@@ -49,6 +50,14 @@ class DataLoader:
     seeded by ``seed``, so two loaders with the same seed yield the same batches.
     ``drop_last`` skips a final partial batch. ``prefetch`` > 0 builds up to that many
     batches ahead on a daemon thread; 0 builds them in the consumer's thread.
+
+    ``shard=True`` (data-parallel training, after ``braze.distributed.init()``) gives rank
+    r of N the samples r, r + N, r + 2N, ... of each epoch's order, as PyTorch's
+    DistributedSampler does: the ranks' batches b together are the one-process batch b of
+    N times the size. Every rank gets as many samples (the order wraps around to fill the
+    last ranks' share, or ``drop_last`` drops the remainder), so all ranks take the same
+    number of steps and meet at every all-reduce; shuffling needs a ``seed``, the same on
+    every rank.
     """
 
     def __init__(
@@ -59,6 +68,7 @@ class DataLoader:
         seed: int | None = None,
         drop_last: bool = False,
         prefetch: int = 2,
+        shard: bool = False,
     ) -> None:
         if batch_size < 1:
             raise DataError(f"batch_size must be >= 1, got {batch_size}")
@@ -82,12 +92,17 @@ class DataLoader:
         self.drop_last = drop_last
         self.prefetch = prefetch
         self._rng = np.random.default_rng(seed)
+        if shard and shuffle and seed is None:
+            raise DataError("shard=True with shuffle=True needs a seed, the same on every rank")
+        self.rank, self.ranks = rank_and_size() if shard else (0, 1)
+        # Samples per rank and epoch: the whole epoch's order has ranks * share entries.
+        self._share = self._n // self.ranks if drop_last else math.ceil(self._n / self.ranks)
 
     def __len__(self) -> int:
-        """Batches per epoch."""
+        """Batches per epoch (on this rank, when sharded)."""
         if self.drop_last:
-            return self._n // self.batch_size
-        return math.ceil(self._n / self.batch_size)
+            return self._share // self.batch_size
+        return math.ceil(self._share / self.batch_size)
 
     def _batch(self, indices: np.ndarray) -> tuple[np.ndarray, ...]:
         if self._arrays is not None:
@@ -104,6 +119,8 @@ class DataLoader:
     def __iter__(self) -> Iterator[tuple[np.ndarray, ...]]:
         # The permutation is drawn here, in the caller's thread, so it is reproducible.
         order = self._rng.permutation(self._n) if self.shuffle else np.arange(self._n)
+        if self.ranks > 1:
+            order = np.resize(order, self._share * self.ranks)[self.rank :: self.ranks]
         if self.prefetch == 0:
             return self._batches(order)
         return self._prefetched(order)

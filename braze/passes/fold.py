@@ -12,11 +12,12 @@ import numpy as np
 
 from braze.ir.graph import Graph, Node
 from braze.ir.primitive import PRIMITIVES, Aval, Literal
-from braze.passes.patterns import ELEMENTWISE, SOURCES, splat, splat_value
+from braze.passes.patterns import COLLECTIVES, ELEMENTWISE, SOURCES, splat, splat_value
 from braze.passes.rewrite import rewrite
 
 LIMIT = 1 << 16
-_NOT_FOLDABLE = SOURCES | {"parameter", "fusion", "get_element"}
+# A collective's value depends on the other replicas, which compile time knows nothing of.
+_NOT_FOLDABLE = SOURCES | COLLECTIVES | {"parameter", "fusion", "get_element"}
 
 
 def _is_constant(node: Node) -> bool:

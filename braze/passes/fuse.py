@@ -56,6 +56,8 @@ def plan_singletons(graph: Graph) -> Plan:
             continue
         groups.append(Group(policy.kind_of_root(node), [node]))
     for group in groups:
+        if group.kind == "collective":
+            continue  # the transport reads its operand from a buffer, even a scalar constant's
         for i in group.members[0].inputs:
             if inlined(i):
                 shared.setdefault(id(i), []).append(group)

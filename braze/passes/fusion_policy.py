@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from braze.ir.graph import Node
 from braze.passes.patterns import (
+    COLLECTIVES,
     CONTRACTIONS,
     ELEMENTWISE,
     MOVEMENT,
@@ -48,6 +49,8 @@ def kind_of_root(node: Node) -> str:
         return "output"
     if node.op in REDUCTIONS or node.op in WINDOWED:
         return "input"
+    if node.op in COLLECTIVES:
+        return "collective"
     return "loop"
 
 
@@ -63,8 +66,9 @@ def is_free_to_duplicate(node: Node) -> bool:
 
 
 def reads_buffers(node: Node) -> bool:
-    """Contractions and windowed ops read their operands from memory, never from a fused producer."""
-    return node.op in CONTRACTIONS or node.op in WINDOWED
+    """Contractions, windowed ops and collectives (which hand their operand's buffer to the
+    transport) read their operands from memory, never from a fused producer."""
+    return node.op in CONTRACTIONS or node.op in WINDOWED or node.op in COLLECTIVES
 
 
 def should_fuse(producer: Node, members: list[Node], kind: str, readers_in_group: list[Node]) -> Decision:
@@ -72,6 +76,8 @@ def should_fuse(producer: Node, members: list[Node], kind: str, readers_in_group
     name = f"{producer.op} {producer.aval}"
     if producer.op in REDUCTIONS or producer.op in CONTRACTIONS or producer.op in WINDOWED:
         return no(f"{name} is a kernel of its own: inside a consumer it would be recomputed per element")
+    if producer.op in COLLECTIVES:
+        return no(f"{name} exchanges data with the other replicas: a call into the transport, not a loop")
     if producer.op not in ELEMENTWISE and producer.op not in MOVEMENT and producer.op not in SOURCES:
         return no(f"{name} cannot be fused")
     if producer.op == "rev" and kind == "input":

@@ -15,6 +15,8 @@ SOURCES = {"iota", "constant", "rng_uniform"}
 REDUCTIONS = {"reduce_sum", "reduce_max"}
 CONTRACTIONS = {"dot_general", "conv", "conv_grad_input", "conv_grad_filter"}
 WINDOWED = {"reduce_window", "select_and_scatter_add", "select_and_gather_add"}
+# Ops that exchange data with the other replicas: each is a call into the transport, never a loop.
+COLLECTIVES = {"all_reduce"}
 
 
 MAX_UNROLLED_TAPS = 25  # window taps a kernel writes out one by one

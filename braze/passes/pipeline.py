@@ -18,6 +18,7 @@ from braze.ir.graph import Graph
 from braze.ir.text import print_graph
 from braze.ir.verify import verify as verify_graph
 from braze.passes.buffers import assign_buffers
+from braze.passes.combine_all_reduce import combine_all_reduce
 from braze.passes.cse import cse
 from braze.passes.dce import dce
 from braze.passes.fold import fold
@@ -32,6 +33,7 @@ PIPELINE: tuple[tuple[str, Pass], ...] = (
     ("fold", fold),
     ("simplify", simplify),
     ("dce", dce),
+    ("combine_all_reduce", combine_all_reduce),
     ("fuse", fuse),
     ("dce", dce),
     ("assign_buffers", assign_buffers),

@@ -83,6 +83,10 @@ PRIMITIVE_CASES = [
     ("reduce_window", {"kind": "max", **WINDOW}, [r(2, 5, 4, 2)], [0]),
     ("select_and_scatter_add", WINDOW, [r(2, 2, 4, 2), r(2, 5, 4, 2, seed=1)], [0]),
     ("select_and_gather_add", WINDOW, [r(2, 5, 4, 2), r(2, 5, 4, 2, seed=1)], [0]),
+    # One replica here; tests/distributed checks the rules across two ranks.
+    ("all_reduce", {"op": "sum"}, [r(3, 2)], [0]),
+    ("all_reduce", {"op": "mean"}, [r(4)], [0]),
+    ("all_reduce", {"op": "max"}, [r(2, 3)], [0]),
 ]
 
 

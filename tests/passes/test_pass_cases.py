@@ -13,13 +13,21 @@ from random_graphs import random_args
 from braze.backends.reference.interpreter import evaluate
 from braze.ir.text import parse_graph, print_graph
 from braze.ir.verify import verify
+from braze.passes.combine_all_reduce import combine_all_reduce
 from braze.passes.cse import cse
 from braze.passes.dce import dce
 from braze.passes.fold import fold
 from braze.passes.fuse import fuse
 from braze.passes.simplify import RULES, simplify
 
-PASSES = {"simplify": simplify, "cse": cse, "dce": dce, "fold": fold, "fuse": fuse}
+PASSES = {
+    "combine_all_reduce": combine_all_reduce,
+    "simplify": simplify,
+    "cse": cse,
+    "dce": dce,
+    "fold": fold,
+    "fuse": fuse,
+}
 CASES = sorted((Path(__file__).parent / "cases").glob("*.txt"))
 
 

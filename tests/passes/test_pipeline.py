@@ -60,12 +60,13 @@ def test_dump_writes_the_graph_after_every_pass(tmp_path):
         "03_fold.txt",
         "04_simplify.txt",
         "05_dce.txt",
-        "06_fuse.txt",
-        "07_dce.txt",
-        "08_assign_buffers.txt",
+        "06_combine_all_reduce.txt",
+        "07_fuse.txt",
+        "08_dce.txt",
+        "09_assign_buffers.txt",
     ]
-    assert "fusion(" in (folder / "06_fuse.txt").read_text()
-    assert "# buffers:" in (folder / "08_assign_buffers.txt").read_text()
+    assert "fusion(" in (folder / "07_fuse.txt").read_text()
+    assert "# buffers:" in (folder / "09_assign_buffers.txt").read_text()
 
 
 def test_explain_reports_fusion_groups():

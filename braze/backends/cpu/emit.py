@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from braze.backends.cpu import collectives
 from braze.backends.cpu.contractions import CONTRACTION_EMITTERS
 from braze.backends.cpu.elemental import Emitter, c_literal, c_type
 from braze.backends.cpu.loops import emit_loop_kernel, emit_reduction_kernel
@@ -132,7 +133,7 @@ def translation_units(preamble: str, plans: list[ModulePlan], units: int) -> lis
     functions in the first."""
     shared = "\n".join([preamble, *(line for p in plans for line in [*p.constants, *p.declarations])])
     kernels = sorted((k for p in plans for k in p.kernel_sources), key=len, reverse=True)
-    entries = [_MAX_THREADS, *(p.entry_source for p in plans)]
+    entries = [_MAX_THREADS, collectives.SUPPORT, *(p.entry_source for p in plans)]
     bins: list[list[str]] = [entries] + [[] for _ in range(max(units, 1) - 1)]
     for kernel in kernels:  # largest first, each to the smallest unit so far
         min(bins, key=lambda b: sum(map(len, b))).append(kernel)
@@ -166,6 +167,7 @@ class ModulePlan:
     kernels: int = 0
     labels: list[str] = field(default_factory=list)  # when profiled: what each kernel computes, in run order
     profiled: bool = False  # the entry adds each kernel's seconds to `<entry>_seconds`
+    collectives: int = 0  # all-reduces, which call back into the transport
 
 
 class ConstantPool:
@@ -284,6 +286,13 @@ def emit_module(
             elements.setdefault(id(node.inputs[0]), []).append(node)
     for t, kernel in enumerate(kernels):
         name = f"{entry}_kernel{t}"
+        if kernel.attr("kind") == "collective":
+            (reduce,) = kernel.attr("computation").outputs
+            shape, call = collectives.emit_call(reduce, buffer_of[id(kernel.inputs[0])], buffer_of[id(kernel)], name)
+            pool.lines.append(shape)
+            plan.collectives += 1
+            calls.append(f"  {call}")
+            continue
         results = (
             sorted(elements.get(id(kernel), []), key=lambda e: e.attr("index")) if kernel.multi_output else [kernel]
         )

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from braze.backends.cpu import collectives
 from braze.backends.cpu.emit import ModulePlan
 from braze.ir.graph import Graph
 
@@ -67,6 +68,8 @@ class CpuExecutable:
         self._entry = getattr(self._library, plan.entry)
         self._entry.restype = None
         self._entry.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        if plan.collectives:
+            collectives.install(self._library)
         # Kernels' scratch buffers, made on the first call and freed with the executable.
         self._scratch: list[np.ndarray] = []
         self._scratch_pointers = (ctypes.c_void_p * max(len(plan.scratch), 1))()
@@ -131,6 +134,7 @@ class CpuExecutable:
         if len(self._scratch) < len(self.plan.scratch):
             self._make_scratch()
         self._entry(self._params, self._outputs, self._arena_pointer, self._scratch_pointers)
+        collectives.raise_failure()
         if GUARD:
             _check(guards, self._arena_guard, self.plan.entry)
         results = []

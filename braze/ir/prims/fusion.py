@@ -10,7 +10,7 @@ from typing import Any
 from braze.ir.errors import ShapeError
 from braze.ir.primitive import Aval, Primitive, register
 
-KINDS = ("loop", "input", "output")
+KINDS = ("loop", "input", "output", "collective")
 
 
 def _fusion_rule(*inputs: Aval, kind: str, computation: Any) -> Aval | tuple[Aval, ...]:

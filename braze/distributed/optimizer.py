@@ -1,0 +1,51 @@
+"""Data parallelism as an optimizer wrapper (Horovod's ``DistributedOptimizer``).
+
+Every rank holds the whole model and trains on its own part of each batch. Wrapping the
+optimizer starts every rank from rank 0's parameters, and makes each ``step()`` replace
+every gradient by its mean over the ranks before the update, so the ranks' parameters
+stay equal, step after step, to those of one process training on the whole batch. The
+means are ``all_reduce`` nodes in the traced step on a lazy device or under ``braze.jit``,
+where the compiler combines them into a few large all-reduces.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from braze.autodiff import no_grad
+from braze.distributed.collectives import all_reduce, broadcast
+from braze.optim.optimizer import Optimizer
+
+
+class DistributedOptimizer:
+    """``optimizer`` (bound to its parameters) with gradients averaged over the ranks."""
+
+    def __init__(self, optimizer: Optimizer, root: int = 0) -> None:
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"DistributedOptimizer wraps a braze optimizer, got {type(optimizer).__name__}")
+        if not optimizer.params:
+            raise ValueError("DistributedOptimizer: bind the optimizer to its parameters (or a model) first")
+        self.optimizer = optimizer
+        broadcast(optimizer.params, root)
+
+    @property
+    def params(self) -> list:
+        return self.optimizer.params
+
+    def zero_grad(self) -> None:
+        self.optimizer.zero_grad()
+
+    def average_gradients(self) -> None:
+        """Replace each parameter's gradient by its mean over the ranks."""
+        with no_grad():
+            owners = [p for p in self.optimizer.params if p.grad is not None]
+            for p, mean in zip(owners, all_reduce([p.grad for p in owners], op="mean"), strict=True):
+                p.grad = mean
+
+    def step(self) -> None:
+        self.average_gradients()
+        self.optimizer.step()
+
+    def __getattr__(self, name: str) -> Any:
+        # Everything else (learning rate, slots, state) is the wrapped optimizer's.
+        return getattr(self.__dict__["optimizer"], name)
