@@ -89,7 +89,17 @@ def output_file(text: str) -> str:
 
 def _train(args: argparse.Namespace) -> int:
     device = args.device
-    print(f"Device: {device!r}")
+    report = print
+    if args.distributed:
+        if args.model != "lenet":
+            raise SystemExit(f"braze train: --distributed trains lenet; {args.model} is not data-parallel yet")
+        from braze import distributed
+
+        distributed.init()  # before the first compiled step: it sets each rank's OpenMP threads
+        if distributed.rank() != 0:
+            report = _silent  # rank 0 reports the job's statistics, summed over the ranks
+        report(f"Data-parallel over {distributed.size()} processes, batch {args.batch_size or 128} each")
+    report(f"Device: {device!r}")
     if args.model == "lenet":
         from braze.bench.lenet import train_lenet
 
@@ -101,6 +111,8 @@ def _train(args: argparse.Namespace) -> int:
             data=args.data,
             seed=args.seed,
             steps_per_epoch=args.steps_per_epoch,
+            report=report,
+            distributed=args.distributed,
         )
     else:
         from braze.bench.cnn import train_cnn
@@ -114,10 +126,14 @@ def _train(args: argparse.Namespace) -> int:
             seed=args.seed,
             steps_per_epoch=args.steps_per_epoch,
         )
-    if args.save:
+    if args.save and report is print:  # one checkpoint per job: rank 0's (the ranks' parameters are equal)
         model.save(args.save)
         print(f"saved the parameters to {args.save}")
     return 0
+
+
+def _silent(line: str) -> None:
+    """The report of a rank other than 0: nothing."""
 
 
 def _hlo(args: argparse.Namespace) -> int:
@@ -221,6 +237,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--lr", type=positive_float, default=None, help="default: 0.1 (SGD) for lenet, 0.001 (Adam) for cnn"
     )
     train.add_argument("--save", type=output_file, default=None, help="write the trained parameters to this .npz file")
+    train.add_argument(
+        "--distributed",
+        action="store_true",
+        help="one rank of a data-parallel job: run under mpiexec -n N (needs braze[distributed])",
+    )
     train.set_defaults(run=_train)
     hlo = commands.add_parser("hlo", parents=[common], help="print the optimized graph of a case study's training step")
     hlo.add_argument("model", choices=["lenet", "cnn"])

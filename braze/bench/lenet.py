@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from braze import ops
 from braze.autodiff import no_grad
 from braze.data import mnist_loaders
+from braze.distributed import DistributedOptimizer
+from braze.distributed.metrics import all_reduce_statistics
 from braze.lazy import barrier
 from braze.models import LeNet
 from braze.nn import Statistics, softmax_cross_entropy
@@ -44,11 +46,18 @@ def train_lenet(
     seed: int = 0,
     steps_per_epoch: int | None = None,
     report: Callable[[str], None] = print,
+    distributed: bool = False,
 ) -> tuple[object, list[EpochResult]]:
-    """Train LeNet-5 with SGD; return the model and one result per epoch."""
-    train_batches, test_batches = mnist_loaders(batch_size, _load(data), seed=seed)
+    """Train LeNet-5 with SGD; return the model and one result per epoch.
+
+    ``distributed``: one rank of a data-parallel job (``braze.distributed.init()`` done):
+    it trains on its shard of every epoch with ``batch_size`` images a step, as PyTorch's
+    DDP and Horovod do, and the epoch's statistics are summed over the ranks."""
+    train_batches, test_batches = mnist_loaders(batch_size, _load(data), seed=seed, shard=distributed)
     model = LeNet(seed=seed).to(device)
     optimizer = SGD(model, lr=lr)
+    if distributed:
+        optimizer = DistributedOptimizer(optimizer)
     results = []
     report("Beginning training...")
     for epoch in range(epochs):
@@ -77,6 +86,9 @@ def train_lenet(
                 test_stats.update(logits, y, softmax_cross_entropy(logits, y))
                 if device.is_lazy:
                     barrier(device)
+        if distributed:
+            all_reduce_statistics(train_stats)
+            all_reduce_statistics(test_stats)
         result = EpochResult(epoch, train_stats, test_stats, 0.0)
         result.line()  # reading the statistics is part of the epoch's time, as in the tutorial
         result.seconds = time.perf_counter() - start

@@ -163,13 +163,15 @@ class DataLoader:
             thread.join()
 
 
-def mnist_loaders(batch_size: int = 128, data: MNIST | None = None, seed: int = 0) -> tuple[DataLoader, DataLoader]:
+def mnist_loaders(
+    batch_size: int = 128, data: MNIST | None = None, seed: int = 0, shard: bool = False
+) -> tuple[DataLoader, DataLoader]:
     """Train and test loaders for MNIST as float32 NHWC ``[B, 28, 28, 1]`` in [0, 1].
 
     Labels are int32. The train loader shuffles (seeded) and drops the last partial
     batch, as the X10 tutorial does (468 batches of 128 = 59904 images per epoch); the
     test loader keeps order and every one of the 10000 images. ``data`` defaults to
-    :func:`load_mnist`.
+    :func:`load_mnist`. ``shard``: each rank of a data-parallel job gets its share of both.
     """
     if data is None:
         data = load_mnist()
@@ -184,6 +186,7 @@ def mnist_loaders(batch_size: int = 128, data: MNIST | None = None, seed: int = 
         shuffle=True,
         seed=seed,
         drop_last=True,
+        shard=shard,
     )
-    test = DataLoader(arrays(data.test_images, data.test_labels), batch_size)
+    test = DataLoader(arrays(data.test_images, data.test_labels), batch_size, shard=shard)
     return train, test

@@ -3,7 +3,8 @@
 ``init()`` reads the MPI environment that ``mpiexec`` set up (a program started without
 it is a job of one). A rank whose program raises prints its error, naming itself, and
 aborts the whole job through MPI, so the other ranks never wait in a collective for a rank
-that is gone; a rank killed outright is reported, and the job ended, by ``mpiexec``.
+that is gone; a rank killed outright is named by its watcher (``supervisor.py``), and the
+job ended by ``mpiexec``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sys
 from types import TracebackType
 
 from braze.backends.cpu.target import available_cores
+from braze.distributed.supervisor import supervise
 from braze.runtime.collectives import MpiTransport, join, joined
 
 
@@ -35,6 +37,7 @@ def init() -> MpiTransport:
     job = joined()
     if job is not None:
         return job
+    supervise()
     mpi = _mpi()
     world = MpiTransport(mpi.COMM_WORLD)
     os.environ.setdefault("OMP_NUM_THREADS", str(max(1, available_cores() // world.local_size)))

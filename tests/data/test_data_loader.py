@@ -157,3 +157,28 @@ def test_mnist_loaders_on_real_data(real_mnist):
     assert sum(len(b[1]) for b in test) == 10000
     x, y = next(iter(train))
     assert x.shape == (128, 28, 28, 1) and y.shape == (128,)
+
+
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_shards_of_ranks_make_up_each_one_process_batch(monkeypatch, drop_last):
+    """Rank r of 3 (the job's rank and size as init() leaves them) gets every third sample
+    of the shared permutation: the ranks' batches b make up the one-process batch b of 3x
+    the size (each full one), each rank has as many batches, and the epoch is covered."""
+    data = np.arange(20)
+    whole = [b for (b,) in DataLoader(data, 6, shuffle=True, seed=4, drop_last=drop_last, prefetch=0)]
+    shards = []
+    for rank in range(3):
+        monkeypatch.setattr("braze.data.loader.rank_and_size", lambda rank=rank: (rank, 3))
+        loader = DataLoader(data, 2, shuffle=True, seed=4, drop_last=drop_last, shard=True, prefetch=0)
+        shards.append([b for (b,) in loader])
+        assert len(loader) == len(shards[-1]) == (3 if drop_last else 4)
+    for b, batch in enumerate(whole[:3]):
+        assert sorted(np.concatenate([s[b] for s in shards]).tolist()) == sorted(batch.tolist())
+    if not drop_last:  # 20 samples in 3 equal shares: two are repeated, none is missed
+        assert set(np.concatenate(sum(shards, [])).tolist()) == set(range(20))
+
+
+def test_sharding_outside_a_job_is_the_whole_data_and_shuffling_needs_a_seed():
+    assert [b.tolist() for (b,) in DataLoader(np.arange(5), 2, shard=True, prefetch=0)] == [[0, 1], [2, 3], [4]]
+    with pytest.raises(DataError, match="needs a seed"):
+        DataLoader(np.arange(5), 2, shuffle=True, shard=True)

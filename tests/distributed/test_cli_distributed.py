@@ -1,0 +1,30 @@
+"""``mpiexec -n 2 braze train lenet --distributed``: one report (rank 0's) of statistics
+summed over both ranks' shards, and one checkpoint."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+from mpi import mpiexec
+
+from braze.models import LeNet
+
+MNIST_DIR = Path(__file__).resolve().parents[2] / "data" / "mnist"
+
+
+def test_two_ranks_report_once_with_the_whole_epoch_and_save_once(tmp_path):
+    braze = str(Path(sys.executable).parent / "braze")
+    command = [mpiexec(), "-n", "2", braze, "train", "lenet", "--distributed", "--epochs", "1"]
+    command += ["--steps-per-epoch", "5", "--batch-size", "32", "--device", "lazy", "--data", str(MNIST_DIR)]
+    done = subprocess.run([*command, "--save", str(tmp_path / "m.npz")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = re.findall(r"\[Epoch 0\].*", done.stdout)
+    assert len(lines) == 1, done.stdout
+    # 5 steps x 32 images on each of 2 ranks; the test set split between them, counted once.
+    assert "/320 (" in lines[0] and "/10000 (" in lines[0], lines[0]
+    assert done.stdout.count("saved the parameters") == 1, done.stdout
+    assert set(np.load(tmp_path / "m.npz").files) == set(LeNet(seed=0).state_dict())
