@@ -25,7 +25,9 @@ def _resident_bytes() -> int:
 
 def _padded_conv_graph(batch: int, padding):
     x = braze.tensor(np.ones((batch, 64, 64, 4), np.float32), device=braze.LAZY_CPU)
-    w = braze.tensor(np.ones((3, 3, 4, 8), np.float32), device=braze.LAZY_CPU)
+    # 16 filters: a padded copy of the input (fewer would take the interleaved kernel, which
+    # keeps one expanded image per thread instead)
+    w = braze.tensor(np.ones((3, 3, 4, 16), np.float32), device=braze.LAZY_CPU)
     traced = build_graph([braze.conv2d(x, w, padding=padding)._value])
     EXECUTOR._live.clear()
     return pipeline.run(traced.graph)[0], traced.args

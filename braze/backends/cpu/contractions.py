@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from braze.backends.cpu import loops
 from braze.backends.cpu.elemental import Emitter, Index, c_type
+from braze.backends.cpu.interleaved import emit_interleaved_conv, interleaves
 from braze.backends.cpu.loops import (
     close_loops,
     close_parallel,
@@ -502,6 +503,9 @@ def _narrow_conv(p: _Conv) -> None:
 def emit_conv(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
     x_node, w_node = root.inputs
     x, w = _operand(em, x_node), _operand(em, w_node)
+    if interleaves(em, root):
+        emit_interleaved_conv(em, computation, outputs, root, x, w)
+        return
     n, h, wd, c = x_node.shape
     kh, kw, _, o = w_node.shape
     (pt, pb), (pl, pr) = root.attr("padding")

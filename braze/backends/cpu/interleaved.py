@@ -1,0 +1,121 @@
+"""A convolution with few input and few output channels (a first layer over grey or RGB
+images), vectorized over a whole output row at once.
+
+An NHWC output row with ``o`` channels is ``ow * o`` contiguous values, pixel by pixel. With
+``o`` below a vector's lanes, vectors over output channels waste most lanes, and vectors
+over output columns leave a transposed tile to scatter at every store (the store, not the
+multiply-adds, was most of LeNet's first convolution). Here a vector covers ``lanes``
+consecutive values of the row itself. Value ``q`` of an output row is channel ``q % o`` of
+pixel ``q // o``; its filter tap (a, b, ci) multiplies input pixel ``q // o + b`` of row
+``y + a``. So each image is first expanded, every input value written ``o`` times in a
+row (``xe[col * o + co] = x[col, ci]``), after which the input of tap (a, b) for the whole
+output row is the expanded row shifted by ``b * o``: a contiguous load. The filter values of
+a vector repeat with period P = lcm(lanes, o), so a table holds, per tap, P values
+``w[a, b, ci, p % o]``, and a row is computed in chunks of P values (whole vectors). The
+results are stored contiguously, with the fused epilogue unrolled over a chunk so that its
+per-channel operands (a bias) become constant positions.
+"""
+
+from __future__ import annotations
+
+import math
+
+from braze.backends.cpu.elemental import Emitter, Index, c_type
+from braze.backends.cpu.loops import close_loops, contraction_pragma, open_loop, open_loops, store_results
+from braze.ir.graph import Graph, Node
+
+MAX_INPUT_CHANNELS = 4  # each input channel is expanded o times: worth it for a first layer only
+
+
+def interleaves(em: Emitter, root: Node) -> bool:
+    """Whether ``root`` (a conv) is one this kernel computes: few channels in, fewer output
+    channels than lanes, unit column stride and dilation."""
+    x_node, w_node = root.inputs
+    o, c = w_node.shape[3], x_node.shape[3]
+    lanes = em.target.lanes(root.dtype.itemsize)
+    (_, sw), (_, dw) = root.attr("strides"), root.attr("dilation")
+    return root.dtype.is_float and o < lanes and c <= MAX_INPUT_CHANNELS and sw == 1 and dw == 1
+
+
+def emit_interleaved_conv(em: Emitter, computation: Graph, outputs: list[str], root: Node, x: str, w: str) -> None:
+    x_node, w_node = root.inputs
+    n, h, wd, c = x_node.shape
+    kh, kw, _, o = w_node.shape
+    (pt, pb), (pl, pr) = root.attr("padding")
+    (sh, _), (dh, _) = root.attr("strides"), root.attr("dilation")
+    _, oh, ow, _ = root.shape
+    t = c_type(root.dtype)
+    lanes = em.target.lanes(root.dtype.itemsize)
+    period = math.lcm(lanes, o)
+    rows, cols = h + pt + pb, wd + pl + pr
+    stride = cols * o + lanes  # a vector of slack: the last chunk's unused lanes read past the row
+    em.scratch_buffer(t, "wpat", kh * kw * c * period)
+    open_loops(em, [("p", kh * kw * c), ("q", period)])
+    em.emit(f"wpat[p * {period} + q] = {w}[p * {o} + q % {o}];")
+    close_loops(em, 2)
+    pragma = contraction_pragma(root.aval.size * kh * kw * c, n)
+    em.scratch_buffer(t, "xe", rows * c * stride, per_thread=True)
+    if pragma:
+        em.emit("#pragma omp parallel")
+    em.emit("{")
+    em.push()
+    # Padding stays zero: every image writes the same positions of the thread's buffer.
+    em.emit(f"{t}* xt = xe + (size_t)braze_thread() * {rows * c * stride};")
+    if pragma:
+        em.emit("#pragma omp for schedule(static)")
+    open_loop(em, "bn", n)
+    open_loops(em, [("r", h), ("col", wd), ("ci", c)])
+    em.emit(f"const {t} v = {x}[((bn * {h} + r) * {wd} + col) * {c} + ci];")
+    em.emit(f"{t}* to = xt + ((r + {pt}) * {c} + ci) * {stride} + (col + {pl}) * {o};")
+    em.emit(f"for (int64_t co = 0; co < {o}; co++) to[co] = v;")
+    close_loops(em, 3)
+    open_loop(em, "y", oh)
+    total = ow * o
+    full = total - total % period
+    geometry = (kh, kw, c, o, sh, dh, stride)
+    if full:
+        open_loop(em, "q0", full, step=period)
+        _chunk(em, computation, outputs, root, (lanes, period, period), geometry)
+        close_loops(em, 1)
+    if total % period:
+        em.emit(f"{{ const int64_t q0 = {full};")
+        em.push()
+        _chunk(em, computation, outputs, root, (lanes, period, total % period), geometry)
+        em.pop()
+        em.emit("}")
+    close_loops(em, 2)
+    em.pop()
+    em.emit("}")
+
+
+def _chunk(
+    em: Emitter,
+    computation: Graph,
+    outputs: list[str],
+    root: Node,
+    widths: tuple[int, int, int],
+    geometry: tuple[int, ...],
+) -> None:
+    """``width`` values of output row y from q0: vectors of accumulators over the taps, then
+    the stores, unrolled so that each value's channel is a constant."""
+    lanes, period, width = widths
+    kh, kw, c, o, sh, dh, stride = geometry
+    t, vector = c_type(root.dtype), f"braze_v{root.dtype.short}"
+    vectors = -(-width // lanes)
+    for k in range(vectors):
+        em.emit(f"{vector} acc{k} = {{0}};")
+    open_loops(em, [("a", kh), ("b", kw), ("ci", c)])
+    em.emit(f"const {t}* xr = xt + ((y * {sh} + a * {dh}) * {c} + ci) * {stride} + q0 + b * {o};")
+    em.emit(f"const {t}* wr = wpat + ((a * {kw} + b) * {c} + ci) * {period};")
+    for k in range(vectors):
+        em.emit(f"{{ {vector} xv, wv; memcpy(&xv, xr + {k * lanes}, sizeof(xv)); ")
+        em.emit(f"  memcpy(&wv, wr + {k * lanes}, sizeof(wv)); acc{k} += xv * wv; }}")
+    close_loops(em, 3)
+    em.emit(f"{t} staged[{vectors * lanes}];")
+    for k in range(vectors):
+        em.emit(f"memcpy(staged + {k * lanes}, &acc{k}, sizeof(acc{k}));")
+    _, oh, ow, _ = root.shape
+    em.emit(f"const int64_t row = (bn * {oh} + y) * {ow * o} + q0;")
+    for q in range(width):
+        index = Index(root.shape, ("bn", "y", f"(q0 / {o} + {q // o})", str(q % o)), f"row + {q}")
+        store_results(em, computation, outputs, root, index, f"staged[{q}]")

@@ -1,0 +1,47 @@
+"""The interleaved convolution kernel (few input channels, fewer output channels than a
+vector's lanes: a first layer), with a fused bias and activation, against the reference
+interpreter: paddings, row strides and dilations, chunk remainders, both float types and
+every CPU target the host runs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from cpu_targets import runnable_targets
+
+import braze
+from braze.backends import cpu
+from braze.backends.reference.interpreter import evaluate
+from braze.lazy import EXECUTOR, build_graph
+from braze.passes import pipeline
+
+pytestmark = pytest.mark.skipif(not cpu.available(), reason="no C compiler")
+
+CASES = [
+    # (image NHWC, filter HWIO, padding, strides, dilation)
+    ((3, 28, 28, 1), (5, 5, 1, 6), "SAME", 1, 1),  # LeNet's first layer
+    ((2, 9, 11, 3), (3, 3, 3, 5), "VALID", 1, 1),  # RGB; 9 * 5 values a row: a remainder chunk
+    ((2, 8, 7, 2), (2, 3, 2, 7), ((1, 2), (0, 3)), (2, 1), (2, 1)),  # strided, dilated rows
+    ((1, 5, 4, 4), (1, 1, 4, 1), "SAME", 1, 1),  # one output channel, a 1x1 filter
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", CASES, ids=lambda case: "x".join(map(str, case[1])))
+@pytest.mark.parametrize("target", runnable_targets())
+def test_interleaved_convolution_agrees_with_the_reference(case, dtype, target, tmp_path, monkeypatch):
+    monkeypatch.setenv("BRAZE_CPU_TARGET", target)
+    image, kernel, padding, strides, dilation = case
+    rng = np.random.default_rng(len(image) + kernel[3])
+    device = braze.LAZY_CPU
+    x = braze.tensor(rng.standard_normal(image).astype(dtype), device=device)
+    w = braze.tensor(rng.standard_normal(kernel).astype(dtype), device=device)
+    b = braze.tensor(rng.standard_normal(kernel[3]).astype(dtype), device=device)
+    y = braze.relu(braze.conv2d(x, w, stride=strides, padding=padding, dilation=dilation) + b)
+    traced = build_graph([y._value])
+    EXECUTOR._live.clear()
+    optimized = pipeline.run(traced.graph)[0]
+    (want,) = evaluate(optimized, traced.args)
+    (got,) = cpu.compile_graph(optimized, cpu.DiskCache(tmp_path))(traced.args)
+    tolerance = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance * float(np.abs(want).max()))
