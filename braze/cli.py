@@ -96,9 +96,14 @@ def _train(args: argparse.Namespace) -> int:
         from braze import distributed
 
         distributed.init()  # before the first compiled step: it sets each rank's OpenMP threads
+        batch = args.batch_size or 128
+        if batch % distributed.size():
+            raise SystemExit(f"braze train: --batch-size {batch} does not split over {distributed.size()} processes")
         if distributed.rank() != 0:
             report = _silent  # rank 0 reports the job's statistics, summed over the ranks
-        report(f"Data-parallel over {distributed.size()} processes, batch {args.batch_size or 128} each")
+        report(
+            f"Data-parallel over {distributed.size()} processes, {batch // distributed.size()} of each batch of {batch}"
+        )
     report(f"Device: {device!r}")
     if args.model == "lenet":
         from braze.bench.lenet import train_lenet

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from braze import ops
 from braze.autodiff import no_grad
 from braze.data import mnist_loaders
-from braze.distributed import DistributedOptimizer
+from braze.distributed import DistributedOptimizer, size
 from braze.distributed.metrics import all_reduce_statistics
 from braze.lazy import barrier
 from braze.models import LeNet
@@ -50,10 +50,12 @@ def train_lenet(
 ) -> tuple[object, list[EpochResult]]:
     """Train LeNet-5 with SGD; return the model and one result per epoch.
 
-    ``distributed``: one rank of a data-parallel job (``braze.distributed.init()`` done):
-    it trains on its shard of every epoch with ``batch_size`` images a step, as PyTorch's
-    DDP and Horovod do, and the epoch's statistics are summed over the ranks."""
-    train_batches, test_batches = mnist_loaders(batch_size, _load(data), seed=seed, shard=distributed)
+    ``distributed``: one rank of a data-parallel job (``braze.distributed.init()`` done).
+    The job trains as one process would, on the same batches of ``batch_size``: each rank
+    takes its share of every batch, gradients are averaged over the ranks, and the
+    epoch's statistics summed, so only the time changes with the number of processes."""
+    ranks = size() if distributed else 1
+    train_batches, test_batches = mnist_loaders(batch_size // ranks, _load(data), seed=seed, shard=distributed)
     model = LeNet(seed=seed).to(device)
     optimizer = SGD(model, lr=lr)
     if distributed:

@@ -1,5 +1,5 @@
-"""``mpiexec -n 2 braze train lenet --distributed``: one report (rank 0's) of statistics
-summed over both ranks' shards, and one checkpoint."""
+"""``mpiexec -n 2 braze train lenet --distributed``: each rank takes half of every batch;
+one report (rank 0's) of statistics summed over both ranks' shards, and one checkpoint."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ def test_two_ranks_report_once_with_the_whole_epoch_and_save_once(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     lines = re.findall(r"\[Epoch 0\].*", done.stdout)
     assert len(lines) == 1, done.stdout
-    # 5 steps x 32 images on each of 2 ranks; the test set split between them, counted once.
-    assert "/320 (" in lines[0] and "/10000 (" in lines[0], lines[0]
+    # 5 steps of 32 images, 16 on each rank; the test set split between them, counted once.
+    assert "Data-parallel over 2 processes, 16 of each batch of 32" in done.stdout, done.stdout
+    assert "/160 (" in lines[0] and "/10000 (" in lines[0], lines[0]
     assert done.stdout.count("saved the parameters") == 1, done.stdout
     assert set(np.load(tmp_path / "m.npz").files) == set(LeNet(seed=0).state_dict())
