@@ -7,7 +7,9 @@ Each braze mode runs in a fresh process with an empty kernel cache, so its first
 includes tracing and the C compiler; the jit mode then runs once more in a new process
 with the cache it filled, which is the warm start. Peers run through benchmarks/peers.
 Prints the host's CPU target (ISA level, vector width, cores), a table of median step
-times, first-step times and each row's time relative to braze jit, and writes the rows as
+times, first-step times, each mode's peak resident memory (VmHWM, reset before each peer's
+mode; a braze mode has a process of its own) and each row's time relative to braze jit,
+and writes the rows as
 JSON. ``--busy N`` runs everything beside N processes spinning on a core, as on a shared
 machine.
 """
@@ -30,7 +32,7 @@ MODES = ("eager", "lazy", "jit")
 
 def measure_braze(workload: str, mode: str, steps: int) -> dict:
     """One braze mode, in this process: (first step, median of ``steps`` steps)."""
-    from peers import time_step
+    from peers import peak_rss_mb, time_step
 
     import braze
     from braze.bench.steps import WORKLOADS
@@ -57,6 +59,7 @@ def measure_braze(workload: str, mode: str, steps: int) -> dict:
         "first_step_s": first,
         "version": braze.__version__,
         "first_loss": loss,
+        "peak_rss_mb": peak_rss_mb(),  # a fresh process per mode: its whole life, compiling included
     }
 
 
@@ -69,8 +72,8 @@ def run_braze(workload: str, mode: str, steps: int, cache: str) -> dict:
 
 def table(rows: list[dict]) -> str:
     lines = [
-        "| workload | framework / mode | median step | first step | vs braze jit |",
-        "| --- | --- | --- | --- | --- |",
+        "| workload | framework / mode | median step | first step | peak RSS | vs braze jit |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for workload in dict.fromkeys(r["workload"] for r in rows):
         reference = next(
@@ -79,7 +82,9 @@ def table(rows: list[dict]) -> str:
         for r in sorted((r for r in rows if r["workload"] == workload), key=lambda r: r["median_ms"]):
             ratio = f"{r['median_ms'] / reference['median_ms']:.2f}x" if reference else "-"
             label = f"{r['framework']} {r['mode']}"
-            lines.append(f"| {workload} | {label} | {r['median_ms']:.1f} ms | {r['first_step_s']:.2f} s | {ratio} |")
+            rss = f"{r['peak_rss_mb']:.0f} MiB" if r.get("peak_rss_mb") else "-"
+            timing = f"{r['median_ms']:.1f} ms | {r['first_step_s']:.2f} s"
+            lines.append(f"| {workload} | {label} | {timing} | {rss} | {ratio} |")
     return "\n".join(lines)
 
 

@@ -90,6 +90,19 @@ def time_step(step: Callable[[], float], steps: int, warmup: int = WARMUP_STEPS)
     return first, statistics.median(times) * 1e3, first_loss
 
 
+def peak_rss_mb(reset: bool = False) -> float | None:
+    """This process's resident high-water mark in MiB (Linux's VmHWM), or None where there is
+    none; ``reset`` starts it over instead (Linux 4.0+), so each mode's peak is its own."""
+    try:
+        if reset:
+            Path("/proc/self/clear_refs").write_text("5")
+            return None
+        line = next(x for x in Path("/proc/self/status").read_text().splitlines() if x.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        return None
+    return round(int(line.split()[1]) / 1024, 1)
+
+
 def _load(framework: str):
     if framework not in FRAMEWORKS:
         raise ValueError(f"unknown framework {framework!r}; choose from {', '.join(FRAMEWORKS)}")
@@ -119,8 +132,10 @@ def _measure_in_process(
             for mode in module.MODES:
                 log(f"{name} {framework}/{mode}: first step, {WARMUP_STEPS} warm-up, {n} timed ...")
                 try:
+                    peak_rss_mb(reset=True)
                     step, description = module.make_step(name, mode)
                     first, median_ms, first_loss = time_step(step, n)
+                    rss = peak_rss_mb()
                 except Exception as error:
                     note = f"{name} {framework}/{mode}: failed ({type(error).__name__}: {str(error)[:300]})"
                     result.notes.append(note)
@@ -137,6 +152,7 @@ def _measure_in_process(
                     "first_step_s": round(first, 3),
                     "version": version,
                     "first_loss": first_loss,
+                    "peak_rss_mb": rss,
                     "steps": n,
                     "description": description,
                 }
