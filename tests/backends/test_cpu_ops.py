@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from cpu_targets import runnable_targets
 from op_cases import CASES
+from op_graphs import TOLERANCE, assert_matches, traced, traced_gradients
 
 import braze
 from braze.backends import cpu
@@ -20,29 +21,9 @@ from braze.lazy import EXECUTOR, build_graph
 from braze.passes import pipeline
 
 pytestmark = pytest.mark.skipif(not cpu.available(), reason="no C compiler")
-TOLERANCE = {"float32": 1e-5, "float64": 1e-12}
 
 
 GRAD_CASES = [c for c in CASES if c.grad]
-
-
-def traced(case, dtype):
-    tensors = [braze.tensor(a, device=braze.LAZY_CPU) for a in case.inputs(dtype)]
-    result = build_graph([case.fn(*tensors)._value])
-    EXECUTOR._live.clear()
-    return result
-
-
-def traced_gradients(case, dtype):
-    """The graph of the gradients of sum(case(x...) * c) for a fixed random cotangent c."""
-    arrays = case.inputs(dtype)
-    tensors = [braze.tensor(a, device=braze.LAZY_CPU, requires_grad=a.dtype.kind == "f") for a in arrays]
-    out = case.fn(*tensors)
-    cotangent = np.random.default_rng(1).uniform(-1, 1, out.shape).astype(out.dtype.numpy)
-    (out * braze.tensor(cotangent, device=braze.LAZY_CPU)).sum().backward()
-    result = build_graph([t.grad._value for t in tensors if t.requires_grad])
-    EXECUTOR._live.clear()
-    return result
 
 
 # (fusion, target, every loop parallel): kernels small enough to run on one thread also
@@ -90,12 +71,7 @@ def test_gradient_compiled_matches_reference(case, dtype, compiled):
 
 
 def _assert_matches(got, expected, dtype):
-    rtol = TOLERANCE[dtype] if any(a.dtype.kind == "f" for a in expected) else 0
-    for g, e in zip(got, expected, strict=True):
-        assert g.shape == e.shape and g.dtype == e.dtype
-        # Relative to the result's scale: sums that cancel lose absolute, not relative, precision.
-        scale = float(np.nanmax(np.abs(e), initial=0.0, where=np.isfinite(e))) if e.size else 0.0
-        np.testing.assert_allclose(g, e, rtol=rtol, atol=rtol * scale, equal_nan=True)
+    assert_matches(got, expected, TOLERANCE[dtype])
 
 
 @pytest.mark.parametrize("height", [9, 10], ids=["ragged_pool", "tiled_pool_with_epilogue"])

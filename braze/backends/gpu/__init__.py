@@ -1,0 +1,102 @@
+"""The GPU backend: fused graphs as CUDA C or OpenCL C kernels from one emitter, run by the
+CUDA driver (kernels compiled by NVRTC) or by an OpenCL runtime.
+
+``runtime()`` picks CUDA when a driver and a device exist, else an OpenCL GPU;
+``BRAZE_GPU_RUNTIME=cuda|opencl`` forces one, and ``BRAZE_GPU_ALLOW_CPU=1`` lets a CPU
+OpenCL device (POCL, Oclgrind) stand in for a GPU, which is how every test run executes
+the GPU code path on machines without one.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+from typing import Any
+
+from braze.backends.cpu.diskcache import DiskCache
+from braze.backends.gpu.dialect import DIALECTS, Dialect
+from braze.backends.gpu.executable import DeviceArray, GpuExecutable
+from braze.backends.gpu.kernels import LaunchShape
+from braze.backends.gpu.module import ModulePlan, plan_module
+from braze.backends.gpu.target import DeviceInfo, GpuError
+from braze.ir.graph import Graph
+from braze.runtime import metrics
+
+__all__ = [
+    "DeviceArray",
+    "DeviceInfo",
+    "GpuError",
+    "GpuExecutable",
+    "available",
+    "compile_graph",
+    "compile_graphs",
+    "module_source",
+    "runtime",
+]
+
+
+def _requested() -> str:
+    requested = os.environ.get("BRAZE_GPU_RUNTIME", "").lower()
+    if requested not in ("", "cuda", "opencl"):
+        raise GpuError(f"unknown BRAZE_GPU_RUNTIME {requested!r}: expected 'cuda' or 'opencl'")
+    return requested
+
+
+@functools.cache
+def _runtime(kind: str) -> Any:
+    if kind in ("", "cuda"):
+        from braze.backends.gpu import cuda
+
+        if cuda.device_count() > 0:
+            return cuda.CudaRuntime()
+        if kind == "cuda":
+            raise GpuError("BRAZE_GPU_RUNTIME=cuda, but no CUDA driver with a device was found")
+    from braze.backends.gpu import opencl
+
+    if opencl.find_device() is None:
+        raise GpuError("no CUDA device and no OpenCL GPU (BRAZE_GPU_ALLOW_CPU=1 accepts CPU OpenCL devices)")
+    return opencl.OpenCLRuntime()
+
+
+def runtime() -> Any:
+    """The process's GPU runtime (made once); a GpuError when there is none."""
+    return _runtime(_requested())
+
+
+def available() -> bool:
+    try:
+        runtime()
+    except (GpuError, ImportError):
+        return False
+    return True
+
+
+def module_source(plans: list[ModulePlan], dialect: Dialect) -> str:
+    """One translation unit holding every kernel of ``plans``."""
+    kernels = [k.source(dialect, p.buffer_count) for p in plans for k in p.kernels]
+    return "\n".join([dialect.prelude, *kernels])
+
+
+def plan_graphs(graphs: list[Graph], dialect: Dialect, launch: LaunchShape) -> list[ModulePlan]:
+    return [plan_module(g, dialect, launch, f"braze_g{i}") for i, g in enumerate(graphs)]
+
+
+def compile_graphs(graphs: list[Graph], cache: DiskCache | None = None) -> list[GpuExecutable]:
+    """Optimized graphs as executables of one program (one compiler run)."""
+    gpu = runtime()
+    dialect = DIALECTS[gpu.info.runtime]
+    plans = plan_graphs(graphs, dialect, gpu.info.launch_shape())
+    source = module_source(plans, dialect)
+    dump = os.environ.get("BRAZE_DUMP")
+    if dump:
+        folder = Path(dump) / "kernels"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"gpu_{abs(hash(source)):016x}{gpu.dialect.source_suffix}").write_text(source)
+    with metrics.timed("NativeCompileTime"):
+        kernels = gpu.load(source, [k.name for p in plans for k in p.kernels], cache or DiskCache())
+    return [GpuExecutable(p, kernels, gpu) for p in plans]
+
+
+def compile_graph(graph: Graph, cache: DiskCache | None = None) -> GpuExecutable:
+    return compile_graphs([graph], cache)[0]

@@ -1,0 +1,252 @@
+"""One element of any fused node, on one GPU work-item.
+
+The CPU backend's elemental emitter already writes C for movement and elementwise ops at
+an index; on a GPU the same C is valid in both dialects (each dialect's prelude defines its
+helpers). What it leaves to loop nests, a GPU work-item does itself here: a reduction,
+contraction, convolution or window op at one output position is a loop over what that
+element sums, and everything fused into it is computed inside the loop at the position the
+loop reads. This is the simple, always-correct form; kernels.py gives the roots that repay
+it work-group reductions through local memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from braze.backends.cpu.elemental import Emitter, Index, c_literal, c_type
+from braze.ir.dtypes import DType
+from braze.ir.graph import Node
+from braze.ir.prims.linalg import free_dims
+
+
+def lowest(dtype: DType) -> str:
+    """The identity of max in ``dtype``, as a C literal."""
+    if dtype.kind == "f":
+        return f"(({c_type(dtype)})(-INFINITY))"
+    if dtype.kind == "b":
+        return "0"
+    return f"(({c_type(dtype)})({-(2 ** (8 * dtype.itemsize - 1)) + 1} - 1))"
+
+
+def all_of(conditions: list[str]) -> str:
+    return " && ".join(conditions) or "1"
+
+
+def combine(kind: str, dtype: DType, acc: str, value: str) -> str:
+    """``acc`` combined with ``value`` (NaN wins a max, as in NumPy)."""
+    if kind == "sum":
+        return f"({acc} + {value})"
+    nan = f"({value} != {value}) | " if dtype.kind == "f" else ""
+    return f"(({nan}({value} > {acc})) ? {value} : {acc})"
+
+
+def identity(kind: str, dtype: DType) -> str:
+    return c_literal(0, dtype) if kind == "sum" else lowest(dtype)
+
+
+class GpuEmitter(Emitter):
+    """The CPU elemental emitter plus the ops a work-item computes with its own loops."""
+
+    def __init__(self, inputs: dict[int, str], constants: Callable[[Node], str], indent: str = "  ") -> None:
+        super().__init__(inputs, constants, None, indent)  # type: ignore[arg-type]  # no CPU target
+
+    def _compute(self, node: Node, index: Index) -> str:
+        handler = _LOOPS.get(node.op)
+        if handler is not None:
+            return handler(self, node, index)
+        if node.op == "all_reduce":
+            raise NotImplementedError("the GPU backend does not lower all_reduce (collectives run on the CPU)")
+        return super()._compute(node, index)
+
+    # Loops ------------------------------------------------------------------------------
+
+    def loop(self, count: int) -> str:
+        """Open ``for (v = 0; v < count; ++v) {`` in a new scope; ``close`` ends it."""
+        var = self.fresh("r")
+        self.emit(f"for (int64_t {var} = 0; {var} < {count}; ++{var}) {{")
+        self.push()
+        return var
+
+    def close(self) -> None:
+        self.pop()
+        self.emit("}")
+
+    def accumulator(self, dtype: DType, init: str) -> str:
+        name = self.fresh("acc")
+        self.emit(f"{c_type(dtype)} {name} = {init};")
+        return name
+
+    def guarded(self, conditions: list[str]) -> None:
+        """Open ``if (all conditions) {`` in a new scope; ``close`` ends it."""
+        self.emit(f"if ({all_of(conditions)}) {{")
+        self.push()
+
+    # Reductions and contractions ----------------------------------------------------------
+
+    def reduce(self, node: Node, index: Index) -> str:
+        kind = "sum" if node.op == "reduce_sum" else "max"
+        source = node.inputs[0]
+        axes = set(node.attr("axes"))
+        acc = self.accumulator(node.dtype, identity(kind, node.dtype))
+        out = iter(self.dims(index))
+        dims = [self.loop(size) if d in axes else next(out) for d, size in enumerate(source.shape)]
+        value = self.value(source, Index(source.shape, tuple(dims)))
+        self.emit(f"{acc} = {combine(kind, node.dtype, acc, value)};")
+        for _ in axes:
+            self.close()
+        return acc
+
+    def dot(self, node: Node, index: Index) -> str:
+        x, y = node.inputs
+        lc, rc = node.attr("lhs_contracting"), node.attr("rhs_contracting")
+        lb, rb = node.attr("lhs_batch"), node.attr("rhs_batch")
+        out = list(self.dims(index))
+        x_dims, y_dims = [""] * x.aval.ndim, [""] * y.aval.ndim
+        for a, b in zip(lb, rb, strict=True):
+            x_dims[a] = y_dims[b] = out.pop(0)
+        for d in free_dims(x.aval.ndim, lc, lb):
+            x_dims[d] = out.pop(0)
+        for d in free_dims(y.aval.ndim, rc, rb):
+            y_dims[d] = out.pop(0)
+        acc = self.accumulator(node.dtype, c_literal(0, node.dtype))
+        for a, b in zip(lc, rc, strict=True):
+            x_dims[a] = y_dims[b] = self.loop(x.shape[a])
+        product = f"{self.value(x, Index(x.shape, tuple(x_dims)))} * {self.value(y, Index(y.shape, tuple(y_dims)))}"
+        self.emit(f"{acc} += {product};")
+        for _ in lc:
+            self.close()
+        return acc
+
+    def conv(self, node: Node, index: Index) -> str:
+        """conv, conv_grad_input and conv_grad_filter: one output element's sum of products."""
+        (sh, sw), (dh, dw), ((pt, _), (pl, _)) = node.attr("strides"), node.attr("dilation"), node.attr("padding")
+        a, b = node.inputs
+        acc = self.accumulator(node.dtype, c_literal(0, node.dtype))
+        if node.op == "conv":  # out (n, oh, ow, o) += x[n, oh*s + kh*d - p, ..., c] * w[kh, kw, c, o]
+            n, oh, ow, o = self.dims(index)
+            kh, kw, c = self.loop(b.shape[0]), self.loop(b.shape[1]), self.loop(b.shape[2])
+            ih, iw = f"({oh} * {sh} + {kh} * {dh} - {pt})", f"({ow} * {sw} + {kw} * {dw} - {pl})"
+            self.guarded([f"{ih} >= 0", f"{ih} < {a.shape[1]}", f"{iw} >= 0", f"{iw} < {a.shape[2]}"])
+            x, w = Index(a.shape, (n, ih, iw, c)), Index(b.shape, (kh, kw, c, o))
+        elif node.op == "conv_grad_input":  # dx (n, ih, iw, c) += g[n, (ih + p - kh*d) / s, ..., o] * w
+            n, ih, iw, c = self.dims(index)
+            kh, kw, o = self.loop(b.shape[0]), self.loop(b.shape[1]), self.loop(b.shape[3])
+            th, tw = f"({ih} + {pt} - {kh} * {dh})", f"({iw} + {pl} - {kw} * {dw})"
+            oh, ow = f"({th} / {sh})", f"({tw} / {sw})"
+            self.guarded(
+                [f"{th} >= 0", f"{tw} >= 0", f"{th} % {sh} == 0", f"{tw} % {sw} == 0"]
+                + [f"{oh} < {a.shape[1]}", f"{ow} < {a.shape[2]}"]
+            )
+            x, w = Index(a.shape, (n, oh, ow, o)), Index(b.shape, (kh, kw, c, o))
+        else:  # dw (kh, kw, c, o) += x[n, oh*s + kh*d - p, ..., c] * g[n, oh, ow, o]
+            kh, kw, c, o = self.dims(index)
+            n, oh, ow = self.loop(b.shape[0]), self.loop(b.shape[1]), self.loop(b.shape[2])
+            ih, iw = f"({oh} * {sh} + {kh} * {dh} - {pt})", f"({ow} * {sw} + {kw} * {dw} - {pl})"
+            self.guarded([f"{ih} >= 0", f"{ih} < {a.shape[1]}", f"{iw} >= 0", f"{iw} < {a.shape[2]}"])
+            x, w = Index(a.shape, (n, ih, iw, c)), Index(b.shape, (n, oh, ow, o))
+        self.emit(f"{acc} += {self.value(a, x)} * {self.value(b, w)};")
+        for _ in range(4):
+            self.close()
+        return acc
+
+    # Windows ----------------------------------------------------------------------------
+
+    def window_positions(self, node: Node, window: list[str]) -> tuple[list[str], list[str]]:
+        """For window ``window`` (output coordinates), loop over its taps: (the tap's
+        coordinates in the operand, the conditions that it is not padding)."""
+        strides, padding = node.attr("window_strides"), node.attr("padding")
+        sizes = node.attr("window_dimensions")
+        operand = node.inputs[-1].shape
+        coords, inside = [], []
+        for d, (k, s, (lo, hi)) in enumerate(zip(sizes, strides, padding, strict=True)):
+            tap = self.loop(k) if k > 1 else "0"
+            coords.append(_affine(window[d], s, tap, -lo))
+            # Without padding on a side, no window reaches past that side.
+            inside += [f"{coords[-1]} >= 0"] * (lo > 0) + [f"{coords[-1]} < {operand[d]}"] * (hi > 0)
+        return coords, inside
+
+    def window_loops(self, node: Node) -> int:
+        return sum(k > 1 for k in node.attr("window_dimensions"))
+
+    def reduce_window(self, node: Node, index: Index) -> str:
+        kind, source = node.attr("kind"), node.inputs[0]
+        acc = self.accumulator(node.dtype, identity(kind, node.dtype))
+        coords, inside = self.window_positions(node, list(self.dims(index)))
+        self.guarded(inside)
+        value = self.value(source, Index(source.shape, tuple(coords)))
+        self.emit(f"{acc} = {combine(kind, node.dtype, acc, value)};")
+        for _ in range(self.window_loops(node) + 1):
+            self.close()
+        return acc
+
+    def argmax(self, node: Node, window: list[str]) -> str:
+        """The linear position in the operand of window ``window``'s first maximum (NaN
+        first), or -1 where it is in the padding (whose value is the lowest)."""
+        operand = node.inputs[-1]
+        best = self.accumulator(operand.dtype, lowest(operand.dtype))
+        at = self.fresh("at")
+        self.emit(f"int64_t {at} = -2;")  # -2: no tap read yet; the first tap always wins
+        coords, inside = self.window_positions(node, window)
+        position = f"({all_of(inside)}) ? {self.linear(Index(operand.shape, tuple(coords)))} : -1"
+        tap = self.accumulator(operand.dtype, lowest(operand.dtype))
+        self.guarded(inside)
+        self.emit(f"{tap} = {self.value(operand, Index(operand.shape, tuple(coords)))};")
+        self.close()
+        wins = f"{tap} > {best}"
+        if operand.dtype.kind == "f":  # a NaN is the maximum, and the first one stays
+            wins = f"{best} == {best} && ({wins} || {tap} != {tap})"
+        self.emit(f"if ({at} == -2 || ({wins})) {{ {best} = {tap}; {at} = {position}; }}")
+        for _ in range(self.window_loops(node)):
+            self.close()
+        return at
+
+    def gather(self, node: Node, index: Index) -> str:
+        tangents, operand = node.inputs
+        at = self.argmax(node, list(self.dims(index)))
+        result = self.accumulator(node.dtype, c_literal(0, node.dtype))
+        self.guarded([f"{at} >= 0"])
+        self.emit(f"{result} = {self.value(tangents, Index(operand.shape, None, at))};")
+        self.close()
+        return result
+
+    def scatter(self, node: Node, index: Index) -> str:
+        """select_and_scatter_add at an operand position: the sum of the sources of the
+        windows that hold it and whose first maximum it is."""
+        source, operand = node.inputs
+        strides, padding = node.attr("window_strides"), node.attr("padding")
+        acc = self.accumulator(node.dtype, c_literal(0, node.dtype))
+        position = self.linear(index)
+        dims = self.dims(index)
+        window, conditions = [], []
+        for d, (k, s, (lo, _)) in enumerate(zip(node.attr("window_dimensions"), strides, padding, strict=True)):
+            shifted = f"({dims[d]} + {lo} - {self.loop(k) if k > 1 else '0'})"
+            window.append(f"({shifted} / {s})")
+            conditions += [f"{shifted} >= 0", f"{shifted} % {s} == 0", f"{window[-1]} < {source.shape[d]}"]
+        self.guarded(conditions)
+        at = self.argmax(node, window)
+        self.guarded([f"{at} == {position}"])
+        self.emit(f"{acc} += {self.value(source, Index(source.shape, tuple(window)))};")
+        for _ in range(2 + self.window_loops(node)):
+            self.close()
+        return acc
+
+
+_LOOPS: dict[str, Callable[[GpuEmitter, Node, Index], str]] = {
+    "reduce_sum": GpuEmitter.reduce,
+    "reduce_max": GpuEmitter.reduce,
+    "dot_general": GpuEmitter.dot,
+    "conv": GpuEmitter.conv,
+    "conv_grad_input": GpuEmitter.conv,
+    "conv_grad_filter": GpuEmitter.conv,
+    "reduce_window": GpuEmitter.reduce_window,
+    "select_and_gather_add": GpuEmitter.gather,
+    "select_and_scatter_add": GpuEmitter.scatter,
+}
+
+
+def _affine(position: str, stride: int, tap: str, offset: int) -> str:
+    """``position * stride + tap + offset``, without the terms that are zero or one."""
+    terms = [position if stride == 1 else f"{position} * {stride}"] if position != "0" else []
+    terms += [tap] if tap != "0" else []
+    text = " + ".join(terms) or "0"
+    return f"({text} {'+' if offset >= 0 else '-'} {abs(offset)})" if offset else f"({text})"

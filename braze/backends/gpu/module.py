@@ -1,0 +1,105 @@
+"""A graph as a GPU module: its kernels in launch order and where every value lives.
+
+Every kernel takes the same arguments: the arena (the buffer assignment's temporaries,
+allocated once per executable) and the module's other buffers, numbered parameters first,
+then each result the graph returns, then non-scalar constants (uploaded once). A value a
+kernel reads is a parameter's buffer, a result's buffer, a constant's, or an offset into
+the arena; offsets are compiled into the source, so a launch passes the same arguments
+every time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from braze.backends.gpu.dialect import Dialect
+from braze.backends.gpu.kernels import Kernel, KernelWriter, LaunchShape
+from braze.ir.graph import Graph, Node, parameter
+from braze.passes.buffers import BufferAssignment, assign, schedule
+
+
+@dataclass
+class ModulePlan:
+    graph: Graph
+    kernels: list[Kernel]
+    arena_bytes: int
+    results: list[Node] = field(default_factory=list)  # the nodes with a result buffer, by slot
+    constants: list[np.ndarray] = field(default_factory=list)  # the constant buffers' contents, by slot
+    # For each graph output: ("result", slot), ("param", index) or ("constant", array).
+    outputs: list[tuple[str, object]] = field(default_factory=list)
+
+    @property
+    def buffer_count(self) -> int:
+        return len(self.graph.params) + len(self.results) + len(self.constants)
+
+
+def as_computation(node: Node) -> Graph:
+    """A node that no fusion holds, as a computation of its own (eager ops, collectives)."""
+    params = tuple(parameter(k, i.aval) for k, i in enumerate(node.inputs))
+    return Graph(params, (Node.make(node.op, params, node.attrs, node.aval),))
+
+
+class _Locations:
+    """Where each value lives; result slots are fixed before any kernel is written, so a
+    constant found while writing one takes the next buffer after them."""
+
+    def __init__(self, graph: Graph, buffers: BufferAssignment) -> None:
+        self.buffers = buffers
+        self.slots: dict[int, int] = {}
+        self.results: list[Node] = []
+        self.constants: list[np.ndarray] = []
+        self.constant_slots: dict[int, int] = {}
+        self.first = len(graph.params)
+        for output in graph.outputs:
+            if output.op not in ("parameter", "constant") and id(output) not in self.slots:
+                self.slots[id(output)] = len(self.results)
+                self.results.append(output)
+
+    def constant(self, node: Node) -> str:
+        if id(node) not in self.constant_slots:
+            self.constant_slots[id(node)] = len(self.constants)
+            self.constants.append(np.ascontiguousarray(node.attr("value").array))
+        return f"b{self.first + len(self.results) + self.constant_slots[id(node)]}"
+
+    def of(self, node: Node) -> str:
+        if node.op == "parameter":
+            return f"b{node.attr('index')}"
+        if node.op == "constant":
+            return self.constant(node)
+        if id(node) in self.slots:
+            return f"b{self.first + self.slots[id(node)]}"
+        return f"(arena + {self.buffers.offsets[id(node)]})"
+
+
+def plan_module(graph: Graph, dialect: Dialect, launch: LaunchShape, prefix: str) -> ModulePlan:
+    """The kernels of an optimized graph (every op in a fusion, or run as one on its own)."""
+    buffers = graph.annotations.get("buffers") or assign(graph)
+    where = _Locations(graph, buffers)
+    elements: dict[int, dict[int, Node]] = {}
+    for node in graph.nodes():
+        if node.op == "get_element":
+            elements.setdefault(id(node.inputs[0]), {})[node.attr("index")] = node
+    jobs = []
+    for node in schedule(graph):
+        computation = node.attr("computation") if node.op == "fusion" else as_computation(node)
+        if node.multi_output:
+            produced = elements.get(id(node), {})
+            results = [where.of(produced[k]) if k in produced else None for k in range(len(computation.outputs))]
+        else:
+            results = [where.of(node)]
+        jobs.append((computation, [where.of(i) for i in node.inputs], results))
+    kernels = [
+        KernelWriter(dialect, launch, operands, results, where.constant).write(f"{prefix}_k{k}", computation)
+        for k, (computation, operands, results) in enumerate(jobs)
+    ]
+    outputs: list[tuple[str, object]] = []
+    for output in graph.outputs:
+        if output.op == "parameter":
+            outputs.append(("param", output.attr("index")))
+        elif output.op == "constant":
+            outputs.append(("constant", np.array(output.attr("value").array)))
+        else:
+            outputs.append(("result", where.slots[id(output)]))
+    return ModulePlan(graph, kernels, buffers.peak_bytes, where.results, where.constants, outputs)

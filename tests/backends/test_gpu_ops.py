@@ -1,0 +1,55 @@
+"""Every op of the op table through the GPU backend, fused and unfused, values and
+gradients, in float32 and float64, against the reference interpreter. Without a GPU this
+runs the OpenCL kernels on a CPU OpenCL device; the whole table is one program per
+configuration. Every kernel is also rendered as CUDA C and compiled by NVRTC for sm_90
+(tests/backends/test_gpu_cuda.py)."""
+
+from __future__ import annotations
+
+import pytest
+from gpu_device import requires_gpu_runtime
+from op_cases import CASES
+from op_graphs import TOLERANCE, assert_matches, traced, traced_gradients
+
+from braze.backends import gpu
+from braze.backends.cpu.diskcache import DiskCache
+from braze.backends.reference.interpreter import evaluate
+from braze.passes import pipeline
+
+pytestmark = requires_gpu_runtime
+
+
+def collective(trace) -> bool:
+    return any(n.op == "all_reduce" for n in trace.graph.nodes())
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["fused", "unfused"])
+def compiled(request, tmp_path_factory):
+    """{(case name, dtype): (GPU outputs, reference outputs)} for the whole table."""
+    runs = [(case.name, dtype, traced(case, dtype)) for case in CASES for dtype in TOLERANCE]
+    runs += [(f"{c.name}.grad", dtype, traced_gradients(c, dtype)) for c in CASES if c.grad for dtype in TOLERANCE]
+    runs = [r for r in runs if not collective(r[2])]
+    graphs = [pipeline.run(t.graph, verify=True, fusion=request.param)[0] for _, _, t in runs]
+    executables = gpu.compile_graphs(graphs, DiskCache(tmp_path_factory.mktemp("cache")))
+    return {
+        (name, dtype): (executable(t.args), evaluate(t.graph, t.args))
+        for (name, dtype, t), executable in zip(runs, executables, strict=True)
+    }
+
+
+def _check(compiled, name, dtype):
+    if (name, dtype) not in compiled:
+        pytest.skip("all_reduce is a collective: it runs on the CPU transport, not in GPU kernels")
+    assert_matches(*compiled[(name, dtype)], TOLERANCE[dtype])
+
+
+@pytest.mark.parametrize("dtype", list(TOLERANCE))
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_op_on_gpu_matches_reference(case, dtype, compiled):
+    _check(compiled, case.name, dtype)
+
+
+@pytest.mark.parametrize("dtype", list(TOLERANCE))
+@pytest.mark.parametrize("case", [c for c in CASES if c.grad], ids=lambda c: c.name)
+def test_gradient_on_gpu_matches_reference(case, dtype, compiled):
+    _check(compiled, f"{case.name}.grad", dtype)
