@@ -23,6 +23,7 @@ from braze.backends.cpu.loops import (
     open_loop,
     open_loops,
     open_parallel,
+    open_thread_block,
     parallel_pragma,
     store_results,
 )
@@ -631,13 +632,7 @@ def _split_filter_grad(p: _Conv) -> None:
     em.emit(f"const int64_t copies = {'braze_threads()' if pragma else '1'};")
     em.scratch_buffer(t, "part", size, per_thread=True)
     em.emit(f"memset(part, 0, sizeof({t}) * (size_t)copies * {size});")
-    if pragma:
-        em.emit("#pragma omp parallel")
-    em.emit("{")
-    em.push()
-    em.emit(f"{t}* mine = part + (size_t)braze_thread() * {size};")
-    if pragma:
-        em.emit("#pragma omp for schedule(static)")
+    open_thread_block(em, pragma, t, "part", size, "mine")
     # Output rows in pairs: a register tile is loaded from and stored to the private copy
     # once per two rows. An odd last row pairs with itself, its second pass empty.
     rows = n * oh

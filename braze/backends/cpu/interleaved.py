@@ -21,7 +21,14 @@ from __future__ import annotations
 import math
 
 from braze.backends.cpu.elemental import Emitter, Index, c_type
-from braze.backends.cpu.loops import close_loops, contraction_pragma, open_loop, open_loops, store_results
+from braze.backends.cpu.loops import (
+    close_loops,
+    contraction_pragma,
+    open_loop,
+    open_loops,
+    open_thread_block,
+    store_results,
+)
 from braze.ir.graph import Graph, Node
 
 MAX_INPUT_CHANNELS = 4  # each input channel is expanded o times: worth it for a first layer only
@@ -55,14 +62,8 @@ def emit_interleaved_conv(em: Emitter, computation: Graph, outputs: list[str], r
     close_loops(em, 2)
     pragma = contraction_pragma(root.aval.size * kh * kw * c, n)
     em.scratch_buffer(t, "xe", rows * c * stride, per_thread=True)
-    if pragma:
-        em.emit("#pragma omp parallel")
-    em.emit("{")
-    em.push()
     # Padding stays zero: every image writes the same positions of the thread's buffer.
-    em.emit(f"{t}* xt = xe + (size_t)braze_thread() * {rows * c * stride};")
-    if pragma:
-        em.emit("#pragma omp for schedule(static)")
+    open_thread_block(em, pragma, t, "xe", rows * c * stride, "xt")
     open_loop(em, "bn", n)
     open_loops(em, [("r", h), ("col", wd), ("ci", c)])
     em.emit(f"const {t} v = {x}[((bn * {h} + r) * {wd} + col) * {c} + ci];")
@@ -83,9 +84,7 @@ def emit_interleaved_conv(em: Emitter, computation: Graph, outputs: list[str], r
         _chunk(em, computation, outputs, root, (lanes, period, total % period), geometry)
         em.pop()
         em.emit("}")
-    close_loops(em, 2)
-    em.pop()
-    em.emit("}")
+    close_loops(em, 3)
 
 
 def _chunk(
