@@ -2,8 +2,9 @@
 
 Everything a user needs is importable from here: tensors and ops, dtypes, devices,
 autodiff (``backward``, ``grad``, ``value_and_grad``, ``no_grad``). The subpackages
-``braze.nn``, ``braze.optim``, ``braze.data`` and ``braze.models`` are attributes too, as
-``torch.nn`` is after ``import torch``; they load on first use, so that ``import braze``
+``braze.nn``, ``braze.optim``, ``braze.data``, ``braze.models`` and ``braze.keras`` are
+attributes too, as ``torch.nn`` is after ``import torch`` (and ``tf.keras`` after
+``import tensorflow as tf``); they load on first use, so that ``import braze``
 stays fast for programs that only need tensors.
 """
 
@@ -25,13 +26,13 @@ from braze.runtime.device import CPU, LAZY_CPU, Device, as_device, default_devic
 from braze.tensor import Tensor
 
 if TYPE_CHECKING:
-    from braze import data, models, nn, optim
+    from braze import data, keras, models, nn, optim
 
 device = as_device
 
 # Loaded by __getattr__ on first access (PEP 562); importing a submodule also binds it here,
 # so later accesses are plain attribute reads. ``distributed`` is listed before it exists.
-_SUBPACKAGES = ("data", "distributed", "models", "nn", "optim")
+_SUBPACKAGES = ("data", "distributed", "keras", "models", "nn", "optim")
 
 
 def __getattr__(name: str) -> Any:
@@ -63,6 +64,7 @@ __all__ = [
     "explain",
     "from_dlpack",
     "jit",
+    "keras",
     "metrics",
     "models",
     "nn",

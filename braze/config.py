@@ -1,12 +1,14 @@
 """Global switches, as TensorFlow users know them.
 
-``set_jit(True)`` is ``tf.config.optimizer.set_jit(True)``: from then on new tensors and
-models live on the lazy device, so a training loop is traced, compiled once and replayed,
-with no other change to user code (optimizer steps and Keras ``fit`` batches end with a
-barrier automatically).
+``set_jit(True)`` is ``tf.config.optimizer.set_jit(True)`` (also spelled that way here, as
+``braze.config.optimizer.set_jit``): from then on new tensors and models live on the lazy
+device, so a training loop is traced, compiled once and replayed, with no other change to
+user code (optimizer steps and Keras ``fit`` batches end with a barrier automatically).
 """
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 from braze.runtime.device import CPU, LAZY_CPU, default_device, set_default_device
 
@@ -17,3 +19,7 @@ def set_jit(enabled: bool) -> None:
 
 def jit_enabled() -> bool:
     return default_device().is_lazy
+
+
+# TensorFlow's path to the same switch: tf.config.optimizer.set_jit / get_jit.
+optimizer = SimpleNamespace(set_jit=set_jit, get_jit=jit_enabled)

@@ -8,7 +8,8 @@ tensors, and data loading can be used and tested on its own.
 from braze.data.augment import Augment
 from braze.data.errors import DataError
 from braze.data.idx import read_idx
-from braze.data.image_folder import ImageFolder
+from braze.data.image_folder import ImageFolder, img_to_array, load_img
+from braze.data.image_generator import ImageDataGenerator
 from braze.data.loader import DataLoader, mnist_loaders
 from braze.data.mnist import MNIST, load_mnist
 from braze.data.synthetic import make_two_class_folder
@@ -18,7 +19,10 @@ __all__ = [
     "Augment",
     "DataError",
     "DataLoader",
+    "ImageDataGenerator",
     "ImageFolder",
+    "img_to_array",
+    "load_img",
     "load_mnist",
     "make_two_class_folder",
     "mnist_loaders",

@@ -14,6 +14,7 @@ import os
 import struct
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -24,6 +25,45 @@ IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".gif")
 CLASS_MODES = ("binary", "categorical", "sparse")
 # color_mode -> (Pillow mode, channels)
 COLOR_MODES = {"rgb": ("RGB", 3), "grayscale": ("L", 1)}
+INTERPOLATIONS = ("nearest", "bilinear", "bicubic", "lanczos", "box", "hamming")
+
+
+def _check_options(color_mode: str, interpolation: str) -> None:
+    if color_mode not in COLOR_MODES:
+        raise DataError(f"color_mode must be one of {tuple(COLOR_MODES)}, got {color_mode!r}")
+    if interpolation not in INTERPOLATIONS:
+        raise DataError(f"interpolation must be one of {INTERPOLATIONS}, got {interpolation!r}")
+
+
+def load_img(
+    path: str | os.PathLike,
+    color_mode: str = "rgb",
+    target_size: tuple[int, int] | None = None,
+    interpolation: str = "nearest",
+) -> Any:
+    """Keras's ``load_img``: the image at ``path`` as a Pillow image in ``color_mode``, resized
+    to ``target_size = (height, width)`` if given. A file that does not decode is a
+    :class:`DataError` naming it."""
+    from PIL import Image, UnidentifiedImageError
+
+    _check_options(color_mode, interpolation)
+    path = Path(path)
+    try:
+        with Image.open(path) as img:
+            img = img.convert(COLOR_MODES[color_mode][0])  # a loaded copy, independent of the file
+            # Pillow sizes are (width, height); target_size is (height, width).
+            if target_size is not None and img.size != (target_size[1], target_size[0]):
+                resample = Image.Resampling[interpolation.upper()]
+                img = img.resize((target_size[1], target_size[0]), resample)
+            return img
+    except UnidentifiedImageError:
+        what = "empty file" if path.stat().st_size == 0 else "unknown image format or wrong magic bytes"
+        raise DataError(f"{path}: image does not decode ({what})") from None
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such image file") from None
+    # Pillow's decoders report truncated or corrupt data with any of these.
+    except (OSError, SyntaxError, ValueError, EOFError, struct.error, Image.DecompressionBombError) as e:
+        raise DataError(f"{path}: image does not decode ({e})") from e
 
 
 def _list_images(class_dir: Path) -> list[Path]:
@@ -32,6 +72,12 @@ def _list_images(class_dir: Path) -> list[Path]:
     for root, _, files in sorted(os.walk(class_dir), key=lambda entry: entry[0]):
         found.extend(Path(root) / f for f in sorted(files) if f.lower().endswith(IMAGE_EXTENSIONS))
     return found
+
+
+def img_to_array(image: Any) -> np.ndarray:
+    """Keras's ``img_to_array``: a Pillow image as float32 ``[H, W, C]`` (C = 1 for grayscale)."""
+    array = np.asarray(image, dtype=np.float32)
+    return array[..., None] if array.ndim == 2 else array
 
 
 class ImageFolder:
@@ -44,6 +90,7 @@ class ImageFolder:
     Labels: ``binary`` float32 ``[B]`` of 0/1, ``categorical`` float32 one-hot
     ``[B, n_classes]``, ``sparse`` int32 ``[B]``. With ``cache`` each image is decoded
     and resized once and kept in memory as uint8, so later epochs skip the decoding.
+    Images are resized with ``interpolation`` (bilinear here; Keras's default is nearest).
     """
 
     def __init__(
@@ -58,11 +105,11 @@ class ImageFolder:
         rescale: float | None = None,
         color_mode: str = "rgb",
         cache: bool = True,
+        interpolation: str = "bilinear",
     ) -> None:
         if class_mode not in CLASS_MODES:
             raise DataError(f"class_mode must be one of {CLASS_MODES}, got {class_mode!r}")
-        if color_mode not in COLOR_MODES:
-            raise DataError(f"color_mode must be one of {tuple(COLOR_MODES)}, got {color_mode!r}")
+        _check_options(color_mode, interpolation)
         if batch_size < 1:
             raise DataError(f"batch_size must be >= 1, got {batch_size}")
         self.directory = Path(directory)
@@ -93,6 +140,7 @@ class ImageFolder:
         self.image_shape = (*self.target_size, COLOR_MODES[color_mode][1])
         self.class_mode = class_mode
         self.color_mode = color_mode
+        self.interpolation = interpolation
         self.batch_size = batch_size
         self.shuffle = shuffle
         self.augment = augment
@@ -111,24 +159,8 @@ class ImageFolder:
 
     def _decode(self, index: int) -> np.ndarray:
         """Read, convert and resize one image to uint8 ``[H, W, C]``."""
-        from PIL import Image, UnidentifiedImageError
-
-        path = self.directory / self.filenames[index]
-        mode, channels = COLOR_MODES[self.color_mode]
-        height, width = self.target_size
-        try:
-            with Image.open(path) as img:
-                img = img.convert(mode)
-                # Pillow sizes are (width, height); target_size is (height, width).
-                if img.size != (width, height):
-                    img = img.resize((width, height), Image.Resampling.BILINEAR)
-                return np.asarray(img, dtype=np.uint8).reshape(height, width, channels)
-        except UnidentifiedImageError:
-            what = "empty file" if path.stat().st_size == 0 else "unknown image format or wrong magic bytes"
-            raise DataError(f"{path}: image does not decode ({what})") from None
-        # Pillow's decoders report truncated or corrupt data with any of these.
-        except (OSError, SyntaxError, ValueError, EOFError, struct.error, Image.DecompressionBombError) as e:
-            raise DataError(f"{path}: image does not decode ({e})") from e
+        image = load_img(self.directory / self.filenames[index], self.color_mode, self.target_size, self.interpolation)
+        return np.asarray(image, dtype=np.uint8).reshape(self.image_shape)
 
     def _image(self, index: int) -> np.ndarray:
         if self._cache is None:

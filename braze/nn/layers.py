@@ -12,10 +12,30 @@ from typing import Any
 
 from braze import ops
 from braze.ir.errors import ShapeError
-from braze.nn import init
+from braze.nn import init, regularizers
 from braze.nn.module import Module
+from braze.nn.names import snake_case, unique_name
 from braze.ops.random import Generator
 from braze.tensor import Tensor, user_error
+
+__all__ = [
+    "Activation",
+    "AveragePooling2D",
+    "AvgPool2D",
+    "Conv2D",
+    "Dense",
+    "Dropout",
+    "Flatten",
+    "Layer",
+    "Linear",
+    "MaxPool2D",
+    "MaxPooling2D",
+    "ReLU",
+    "Sequential",
+    "Sigmoid",
+    "Softmax",
+    "Tanh",
+]
 
 ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
     "relu": ops.relu,
@@ -37,10 +57,26 @@ def activation_fn(activation: str | Callable | None) -> Callable[[Tensor], Tenso
 
 
 class Layer(Module):
-    """A module with an optional deferred build from the first input's shape."""
+    """A module with an optional deferred build from the first input's shape, and a Keras
+    name (``dense``, ``dense_1``...) given when it is made."""
 
     built: bool = True
     input_shape: tuple[int, ...] | None = None
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Layer:
+        layer = super().__new__(cls)
+        layer._name = unique_name(snake_case(cls.__name__))
+        return layer
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def losses(self) -> list[Tensor]:
+        """The weight penalties of this layer and the layers inside it (Keras's ``losses``)."""
+        total = regularizers.penalty(self)
+        return [] if total is None else [total]
 
     def build(self, input_shape: tuple[int, ...]) -> None:
         """Create parameters for inputs of ``input_shape`` (without the batch dimension)."""
@@ -73,10 +109,14 @@ class Dense(Layer):
         use_bias: bool = True,
         generator: Generator | None = None,
         input_shape: Sequence[int] | None = None,
+        kernel_regularizer: str | Callable | None = None,
+        bias_regularizer: str | Callable | None = None,
     ) -> None:
         self.units = int(units)
         self.activation = activation_fn(activation)
         self.use_bias = use_bias
+        self.kernel_regularizer = regularizers.get(kernel_regularizer)
+        self.bias_regularizer = regularizers.get(bias_regularizer)
         self._generator = generator
         if input_shape is None and input_dim is not None:
             input_shape = (int(input_dim),)
@@ -121,12 +161,16 @@ class Conv2D(Layer):
         use_bias: bool = True,
         input_shape: Sequence[int] | None = None,
         generator: Generator | None = None,
+        kernel_regularizer: str | Callable | None = None,
+        bias_regularizer: str | Callable | None = None,
     ) -> None:
         self.filters = int(filters)
         self.kernel_size = (kernel_size, kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
         self.strides, self.padding, self.dilation_rate = strides, padding, dilation_rate
         self.activation = activation_fn(activation)
         self.use_bias = use_bias
+        self.kernel_regularizer = regularizers.get(kernel_regularizer)
+        self.bias_regularizer = regularizers.get(bias_regularizer)
         self._generator = generator
         self._build_if_known(input_shape)
 
@@ -144,7 +188,7 @@ class Conv2D(Layer):
         return self.activation(y)
 
 
-class MaxPool2D(Layer):
+class MaxPooling2D(Layer):
     def __init__(self, pool_size: int | Sequence[int] = 2, strides: Any = None, padding: str = "valid") -> None:
         self.pool_size, self.strides, self.padding = pool_size, strides, padding
 
@@ -152,9 +196,14 @@ class MaxPool2D(Layer):
         return ops.max_pool2d(x, self.pool_size, self.strides, self.padding)
 
 
-class AvgPool2D(MaxPool2D):
+class AveragePooling2D(MaxPooling2D):
     def forward(self, x: Tensor) -> Tensor:
         return ops.avg_pool2d(x, self.pool_size, self.strides, self.padding)
+
+
+# Keras has both spellings of each pooling layer; the long ones name them in summaries.
+MaxPool2D = MaxPooling2D
+AvgPool2D = AveragePooling2D
 
 
 class Flatten(Layer):
@@ -215,13 +264,25 @@ class Sequential(Layer):
             self._build_all(self.input_shape)
 
     def add(self, layer: Module) -> None:
+        """Append ``layer``, built at once when the model's input shape is known (as in Keras),
+        so that ``compile`` gives the optimizer every parameter."""
         self.layers.append(layer)
+        if self.input_shape is None and len(self.layers) == 1 and getattr(layer, "input_shape", None) is not None:
+            self.input_shape = tuple(layer.input_shape)
+            self._build_all(self.input_shape)
+        elif self.input_shape is not None:
+            self._output_shape = self._shape_after(layer, self._output_shape)
 
     def _build_all(self, input_shape: tuple[int, ...]) -> None:
+        self._output_shape = self._shape_after(self, input_shape)
+
+    @staticmethod
+    def _shape_after(layer: Module, input_shape: tuple[int, ...]) -> tuple[int, ...]:
+        """Build ``layer`` (and what it holds) on one example of zeros; its output shape."""
         from braze.autodiff import no_grad
 
         with no_grad():
-            self.forward(ops.zeros((1, *input_shape)))
+            return tuple(layer(ops.zeros((1, *input_shape))).shape[1:])
 
     def forward(self, x: Tensor) -> Tensor:
         for layer in self.layers:

@@ -1,4 +1,11 @@
-"""Losses, numerically stable, averaged over the batch (Keras's default reduction)."""
+"""Losses, numerically stable, averaged over the batch (Keras's default reduction).
+
+Targets come in the shapes Keras accepts: for one output per example either ``(N,)`` or
+``(N, 1)`` whatever the predictions' trailing axis of 1 (Keras squeezes it); for class
+scores ``(N, C)`` either integer labels ``(N,)``/``(N, 1)`` or one-hot (or soft) targets
+``(N, C)``, in both the categorical and the sparse categorical loss. Any other pair of
+shapes is a :class:`ShapeError` naming the loss and both shapes.
+"""
 
 from __future__ import annotations
 
@@ -6,34 +13,78 @@ from collections.abc import Callable
 from typing import Any
 
 from braze import ops
+from braze.ir.dtypes import int32
 from braze.ir.errors import ShapeError
 from braze.tensor import Tensor, user_error
 
 _EPSILON = 1e-7  # Keras's clipping of probabilities
 
 
-def softmax_cross_entropy(logits: Tensor, labels: Any) -> Tensor:
-    """Mean cross-entropy of integer class ``labels`` under ``softmax(logits)``."""
-    labels = ops.as_tensor(labels, device=logits.device)
-    if logits.ndim != 2 or labels.shape != logits.shape[:1]:
+def _one_per_example(name: str, predictions: Tensor, targets: Any) -> tuple[Tensor, Tensor]:
+    """Predictions and float targets of one shape, dropping a trailing axis of 1 on the side
+    that has one more axis than the other (Keras's ``squeeze_or_expand_dimensions``)."""
+    y = ops.as_tensor(targets, dtype=predictions.dtype, device=predictions.device)
+    x = predictions
+    if x.ndim == y.ndim + 1 and x.shape[-1] == 1:
+        x = x.reshape(x.shape[:-1])
+    elif y.ndim == x.ndim + 1 and y.shape[-1] == 1:
+        y = y.reshape(y.shape[:-1])
+    if x.shape != y.shape:
+        accepted = f"{predictions.shape}"
+        if predictions.shape[-1:] == (1,):
+            accepted += f" or {predictions.shape[:-1]}"
         raise user_error(
             ShapeError,
-            f"softmax_cross_entropy: logits {logits.shape} need integer labels of shape {logits.shape[:1]}, "
-            f"got {labels.shape}",
+            f"{name}: predictions {predictions.shape} and targets {y.shape} do not match "
+            f"(targets of shape {accepted} are expected)",
         )
-    picked = ops.one_hot(labels, logits.shape[1], dtype=logits.dtype) * ops.log_softmax(logits)
-    return -ops.sum(picked) / logits.shape[0]
+    return x, y
+
+
+def _class_targets(name: str, scores: Tensor, targets: Any) -> Tensor:
+    """Targets as a ``(N, C)`` distribution: one-hot (or soft) targets as they are, integer
+    labels of shape ``(N,)`` or ``(N, 1)`` turned one-hot."""
+    y = ops.as_tensor(targets, device=scores.device)
+    if scores.ndim == 2:
+        n, classes = scores.shape
+        if y.shape == scores.shape:
+            return y.astype(scores.dtype)
+        if y.shape in ((n,), (n, 1)):
+            labels = y.reshape(n) if y.dtype.kind == "i" else y.reshape(n).astype(int32)
+            return ops.one_hot(labels, classes, dtype=scores.dtype)
+        expected = f"integer labels of shape ({n},) or ({n}, 1), or one-hot targets of shape ({n}, {classes})"
+        raise user_error(
+            ShapeError, f"{name}: scores {scores.shape} and targets {y.shape} do not match: expected {expected}"
+        )
+    raise user_error(ShapeError, f"{name}: scores must have shape (batch, classes), got {scores.shape}")
+
+
+def _cross_entropy(name: str, scores: Tensor, targets: Any, from_logits: bool) -> Tensor:
+    distribution = _class_targets(name, scores, targets)
+    log_probabilities = ops.log_softmax(scores) if from_logits else ops.log(ops.clip(scores, _EPSILON, 1.0 - _EPSILON))
+    return -ops.sum(distribution * log_probabilities) / scores.shape[0]
+
+
+def softmax_cross_entropy(logits: Tensor, labels: Any) -> Tensor:
+    """Mean cross-entropy of the targets (integer labels or one-hot) under ``softmax(logits)``."""
+    return _cross_entropy("softmax_cross_entropy", logits, labels, from_logits=True)
+
+
+def categorical_crossentropy(probabilities: Tensor, targets: Any, from_logits: bool = False) -> Tensor:
+    """Keras's loss: targets (one-hot, or integer labels) against class probabilities, clipped
+    to [1e-7, 1 - 1e-7] as in Keras, or against logits with ``from_logits``."""
+    return _cross_entropy("categorical_crossentropy", probabilities, targets, from_logits)
+
+
+def sparse_categorical_crossentropy(probabilities: Tensor, labels: Any, from_logits: bool = False) -> Tensor:
+    """Keras's loss for integer labels; one-hot targets are accepted too (the same loss)."""
+    return _cross_entropy("sparse_categorical_crossentropy", probabilities, labels, from_logits)
 
 
 def binary_cross_entropy(predictions: Tensor, targets: Any, from_logits: bool = False) -> Tensor:
     """Mean binary cross-entropy; probabilities are clipped to [1e-7, 1 - 1e-7] as in Keras,
     logits use ``max(x, 0) - x*y + log(1 + exp(-|x|))`` which never overflows."""
-    y = ops.as_tensor(targets, dtype=predictions.dtype, device=predictions.device)
-    x = predictions.reshape(-1) if predictions.ndim == 2 and predictions.shape[1] == 1 else predictions
-    if x.shape != y.shape:
-        raise user_error(
-            ShapeError, f"binary_cross_entropy: predictions {predictions.shape} and targets {y.shape} differ"
-        )
+    x, y = _one_per_example("binary_crossentropy", predictions, targets)
     if from_logits:
         per_example = ops.relu(x) - x * y + ops.log(1.0 + ops.exp(-ops.abs(x)))
     else:
@@ -43,22 +94,13 @@ def binary_cross_entropy(predictions: Tensor, targets: Any, from_logits: bool = 
 
 
 def mean_squared_error(predictions: Tensor, targets: Any) -> Tensor:
-    y = ops.as_tensor(targets, dtype=predictions.dtype, device=predictions.device)
-    diff = predictions - ops.broadcast_to(y, predictions.shape) if y.shape != predictions.shape else predictions - y
+    x, y = _one_per_example("mean_squared_error", predictions, targets)
+    diff = x - y
     return ops.mean(diff * diff)
 
 
-def sparse_categorical_crossentropy(probabilities: Tensor, labels: Any, from_logits: bool = False) -> Tensor:
-    """Keras's loss: integer labels against class probabilities (or logits with ``from_logits``)."""
-    if from_logits:
-        return softmax_cross_entropy(probabilities, labels)
-    clipped = ops.clip(probabilities, _EPSILON, 1.0 - _EPSILON)
-    labels = ops.as_tensor(labels, device=probabilities.device)
-    picked = ops.one_hot(labels, probabilities.shape[1], dtype=probabilities.dtype) * ops.log(clipped)
-    return -ops.sum(picked) / probabilities.shape[0]
-
-
 LOSSES: dict[str, Callable[..., Tensor]] = {
+    "categorical_crossentropy": categorical_crossentropy,
     "sparse_categorical_crossentropy": sparse_categorical_crossentropy,
     "softmax_cross_entropy": softmax_cross_entropy,
     "binary_crossentropy": binary_cross_entropy,

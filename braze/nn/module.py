@@ -15,14 +15,16 @@ from typing import Any
 import numpy as np
 
 from braze.nn.checkpoint import CheckpointError, read_checkpoint, write_checkpoint
+from braze.nn.keras_methods import KerasMethods
 from braze.runtime.device import Device, as_device
 from braze.tensor import Tensor
 
 __all__ = ["CheckpointError", "Module", "read_checkpoint"]
 
 
-class Module:
-    """Base class of layers and models: call it to run ``forward``."""
+class Module(KerasMethods):
+    """Base class of layers and models: call it to run ``forward``; Keras's ``compile``,
+    ``fit``, ``evaluate``, ``predict`` and ``summary`` come from :class:`KerasMethods`."""
 
     training: bool = True
 
@@ -123,28 +125,6 @@ class Module:
             self.load_state_dict(state)
         except CheckpointError as error:
             raise CheckpointError(f"{path}: {error}") from None
-
-    # Keras-style training (see braze.nn.training) --------------------------------------
-
-    def compile(self, loss: Any, optimizer: Any, metrics: Any = (), jit_compile: bool = False) -> Module:
-        """Choose the loss, optimizer and metrics for ``fit``/``evaluate`` (Keras); with
-        ``jit_compile`` each training step is one compiled function."""
-        from braze.nn.training import Trainer
-
-        self._trainer = Trainer(self, loss, optimizer, metrics, jit_compile)
-        return self
-
-    def fit(self, data: Any, epochs: int = 1, validation_data: Any = None, **kwargs: Any) -> Any:
-        return self._compiled().fit(data, epochs=epochs, validation_data=validation_data, **kwargs)
-
-    def evaluate(self, data: Any, **kwargs: Any) -> dict[str, float]:
-        return self._compiled().evaluate(data, **kwargs)
-
-    def _compiled(self) -> Any:
-        trainer = getattr(self, "_trainer", None)
-        if trainer is None:
-            raise RuntimeError(f"{type(self).__name__}: call compile(loss=..., optimizer=...) before fit/evaluate")
-        return trainer
 
 
 def _walk(name: str, value: Any) -> Iterator[tuple[str, Any]]:

@@ -1,23 +1,23 @@
-"""Training loops: Keras-style ``compile``/``fit``/``evaluate`` and the X10 tutorial's
-running statistics.
+"""Training loops: Keras's ``compile``/``fit``/``evaluate``/``predict`` and the X10
+tutorial's running statistics.
 
-Statistics are kept as tensors on the training device and read only when reported, so a
-lazy device never has to materialise a value in the middle of an epoch.
+Statistics are kept as tensors on the training device and read only when an epoch is over
+(that is when callbacks see them), so a lazy device never has to materialise a value in the
+middle of an epoch and every step traces the same graph.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
-
-import numpy as np
 
 from braze import ops
 from braze.autodiff import no_grad
 from braze.ir.dtypes import float32, int32
 from braze.lazy import barrier
+from braze.nn import adapters, regularizers
+from braze.nn.callbacks import CallbackList
 from braze.nn.losses import get_loss
 from braze.nn.progress import ProgressBar
 from braze.runtime.device import Device
@@ -25,9 +25,11 @@ from braze.tensor import Tensor
 
 
 def count_correct(outputs: Tensor, labels: Tensor) -> Tensor:
-    """How many predictions are right: argmax for several classes, 0.5 for one output."""
+    """How many predictions are right: argmax for several classes (against integer labels or
+    one-hot targets), 0.5 for one output."""
     if outputs.ndim == 2 and outputs.shape[1] > 1:
-        return ops.sum(ops.argmax(outputs, axis=1) == labels.astype(int32))
+        truth = ops.argmax(labels, axis=1) if labels.shape == outputs.shape else labels.reshape(-1).astype(int32)
+        return ops.sum(ops.argmax(outputs, axis=1) == truth)
     predicted = outputs.reshape(-1) > 0.5
     return ops.sum(predicted == (labels.reshape(-1).astype(outputs.dtype) > 0.5))
 
@@ -39,13 +41,16 @@ class Statistics:
         # Device data, not zeros traced into the first step: every step then traces the same graph.
         self.correct = ops.tensor(0, int32, device=device)
         self.loss_sum = ops.tensor(0.0, float32, device=device)
+        self.example_loss_sum = ops.tensor(0.0, float32, device=device)
         self.total = 0
         self.batches = 0
 
     def update(self, outputs: Tensor, labels: Tensor, loss: Tensor) -> None:
         with no_grad():
             self.correct += count_correct(outputs.detach(), labels)
-            self.loss_sum += loss.detach().astype(float32)
+            batch_loss = loss.detach().astype(float32)
+            self.loss_sum += batch_loss
+            self.example_loss_sum += batch_loss * labels.shape[0]
         self.total += labels.shape[0]
         self.batches += 1
 
@@ -58,6 +63,11 @@ class Statistics:
         return float(self.loss_sum.item()) / max(self.batches, 1)
 
     @property
+    def mean_loss(self) -> float:
+        """The loss per example, Keras's epoch loss (a last, smaller batch weighs less)."""
+        return float(self.example_loss_sum.item()) / max(self.total, 1)
+
+    @property
     def accuracy(self) -> float:
         return 100.0 * self.correct_count / max(self.total, 1)
 
@@ -68,35 +78,31 @@ class Statistics:
         )
 
 
-@dataclass
-class History:
-    """What ``fit`` returns: one value per epoch for each metric (``history.history[name]``)."""
-
-    history: dict[str, list[float]] = field(default_factory=dict)
-
-    def append(self, name: str, value: float) -> None:
-        self.history.setdefault(name, []).append(value)
-
-
-def as_batches(data: Any, batch_size: int | None) -> Iterable:
-    """Batches from an iterable of (x, y) batches, or from an (x, y) pair of whole arrays."""
-    if isinstance(data, tuple) and len(data) == 2 and all(isinstance(a, (np.ndarray, Tensor)) for a in data):
-        from braze.data import DataLoader
-
-        arrays = tuple(np.asarray(a) for a in data)
-        return DataLoader(arrays, batch_size or 32, shuffle=False)
-    return data
+@contextmanager
+def evaluating(model: Any) -> Iterator[None]:
+    """Inference mode (dropout off) for the block, then the mode the model was in."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)
 
 
-def _take(batches: Iterable, steps: int | None) -> Iterable:
-    for i, batch in enumerate(batches):
-        if steps is not None and i >= steps:
-            return
-        yield batch
+def epoch_logs(stats: Statistics, metrics: list[str]) -> dict[str, float]:
+    logs = {"loss": stats.mean_loss}
+    if metrics:
+        logs["accuracy"] = stats.accuracy / 100
+    return logs
+
+
+def log_line(logs: dict[str, float]) -> str:
+    return " - ".join(f"{name}: {value:.4f}" for name, value in logs.items() if name != "seconds")
 
 
 class Trainer:
-    """What ``Module.compile`` sets up: one training step, one evaluation step, the loops."""
+    """What ``compile`` sets up: the loss, optimizer and metrics, one training step (compiled
+    with ``jit_compile``), one evaluation step, and an epoch of each."""
 
     def __init__(
         self, model: Any, loss: str | Callable, optimizer: Any, metrics: Any = (), jit_compile: bool = False
@@ -107,10 +113,11 @@ class Trainer:
         self.model = model
         self.loss_fn = get_loss(loss)
         self.optimizer = get_optimizer(optimizer, model)
+        metrics = [metrics] if isinstance(metrics, str) else list(metrics or ())
         unknown = [m for m in metrics if m not in ("accuracy", "acc")]
         if unknown:
             raise ValueError(f"unknown metrics {unknown}: braze supports 'accuracy'")
-        self.metrics = list(metrics)
+        self.metrics = metrics
         # jit_compile: the whole step (forward, backward, update) is one compiled function.
         self._compiled_step = jit(self._step) if jit_compile else None
 
@@ -120,82 +127,64 @@ class Trainer:
             raise RuntimeError("the model has no parameters yet: give its first layer an input_shape")
         return device
 
+    def _loss(self, model: Any, outputs: Tensor, y: Tensor) -> Tensor:
+        """The loss plus the layers' weight penalties, which Keras adds and reports too."""
+        loss = self.loss_fn(outputs, y)
+        penalty = regularizers.penalty(model)
+        return loss if penalty is None else loss + penalty
+
     def _step(self, model: Any, optimizer: Any, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
         optimizer.zero_grad()
         outputs = model(x)
-        loss = self.loss_fn(outputs, y)
+        loss = self._loss(model, outputs, y)
         loss.backward()
         return outputs.detach(), loss.detach()
 
-    def train_step(self, x: Any, y: Any, stats: Statistics) -> None:
+    def _tensors(self, x: Any, y: Any) -> tuple[Tensor, Tensor]:
         device = self._device()
-        x, y = ops.tensor(x, device=device), ops.tensor(y, device=device)
-        if self._compiled_step is not None:
-            outputs, loss = self._compiled_step(self.model, self.optimizer, x, y)
-        else:
-            outputs, loss = self._step(self.model, self.optimizer, x, y)
+        return ops.tensor(adapters.as_input(x), device=device), ops.tensor(y, device=device)
+
+    def train_step(self, x: Any, y: Any, stats: Statistics) -> None:
+        x, y = self._tensors(x, y)
+        step = self._compiled_step or self._step
+        outputs, loss = step(self.model, self.optimizer, x, y)
         # Statistics before the update: on a lazy device the update's barrier then runs
         # the whole step, statistics included, as one graph.
         stats.update(outputs, y, loss)
         self.optimizer.step()
 
     def eval_step(self, x: Any, y: Any, stats: Statistics) -> None:
-        device = self._device()
-        x, y = ops.tensor(x, device=device), ops.tensor(y, device=device)
+        x, y = self._tensors(x, y)
         with no_grad():
             outputs = self.model(x)
-            stats.update(outputs, y, self.loss_fn(outputs, y))
-        if device.is_lazy:
-            barrier(device)
+            stats.update(outputs, y, self._loss(self.model, outputs, y))
+        if x.device.is_lazy:
+            barrier(x.device)
 
-    def fit(
-        self,
-        data: Any,
-        epochs: int = 1,
-        validation_data: Any = None,
-        batch_size: int | None = None,
-        steps_per_epoch: int | None = None,
-        validation_steps: int | None = None,
-        verbose: int = 1,
-    ) -> History:
-        history = History()
-        batches = as_batches(data, batch_size)
-        for epoch in range(epochs):
-            start = time.perf_counter()
-            stats = Statistics(self._device())
-            self.model.train()
-            total = steps_per_epoch or (len(batches) if hasattr(batches, "__len__") else 0)
-            bar = ProgressBar(total, f"Epoch {epoch + 1}/{epochs}")
-            for x, y in _take(batches, steps_per_epoch):
-                self.train_step(x, y, stats)
-                bar.update()
-            bar.close()
-            history.append("loss", stats.average_loss)
-            if self.metrics:
-                history.append("accuracy", stats.accuracy / 100)
-            line = f"Epoch {epoch + 1}/{epochs} - loss: {stats.average_loss:.4f}"
-            if self.metrics:
-                line += f" - accuracy: {stats.accuracy / 100:.4f}"
-            if validation_data is not None:
-                result = self.evaluate(validation_data, batch_size=batch_size, steps=validation_steps, verbose=0)
-                for name, value in result.items():
-                    history.append(f"val_{name}", value)
-                    line += f" - val_{name}: {value:.4f}"
-            seconds = time.perf_counter() - start
-            history.append("seconds", seconds)
-            if verbose:
-                print(f"{line} - {seconds:.1f} s", flush=True)
-        return history
-
-    def evaluate(self, data: Any, batch_size: int | None = None, steps: int | None = None, verbose: int = 0) -> dict:
+    def train_epoch(self, train: adapters.Batches, steps: int | None, hooks: CallbackList, title: str) -> dict:
+        """One epoch of training steps; the epoch's logs, read once it is over."""
         stats = Statistics(self._device())
-        self.model.eval()
-        for x, y in _take(as_batches(data, batch_size), steps):
-            self.eval_step(x, y, stats)
         self.model.train()
-        result = {"loss": stats.average_loss}
-        if self.metrics:
-            result["accuracy"] = stats.accuracy / 100
-        if verbose:
-            print(" - ".join(f"{k}: {v:.4f}" for k, v in result.items()))
-        return result
+        bar = ProgressBar(steps or len(train), title)
+        for batch, (x, y) in enumerate(train.epoch(steps)):
+            hooks.call("on_train_batch_begin", batch, {"batch": batch})
+            self.train_step(x, y, stats)
+            hooks.call("on_train_batch_end", batch, {"batch": batch, "size": len(x)})
+            bar.update()
+        bar.close()
+        return epoch_logs(stats, self.metrics)
+
+    def evaluate(
+        self, data: adapters.Batches, steps: int | None, hooks: CallbackList, prefix: str = ""
+    ) -> dict[str, float]:
+        """The loss (and metrics) over ``steps`` batches of ``data``, names prefixed by ``prefix``."""
+        stats = Statistics(self._device())
+        hooks.call("on_test_begin", {})
+        with evaluating(self.model):
+            for batch, (x, y) in enumerate(data.epoch(steps)):
+                hooks.call("on_test_batch_begin", batch, {"batch": batch})
+                self.eval_step(x, y, stats)
+                hooks.call("on_test_batch_end", batch, {"batch": batch, "size": len(x)})
+        logs = epoch_logs(stats, self.metrics)
+        hooks.call("on_test_end", logs)
+        return {f"{prefix}{name}": value for name, value in logs.items()}

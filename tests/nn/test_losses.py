@@ -7,7 +7,13 @@ import pytest
 from gradcheck import assert_gradients_match
 
 import braze
-from braze.nn import binary_cross_entropy, mean_squared_error, softmax_cross_entropy, sparse_categorical_crossentropy
+from braze.nn import (
+    binary_cross_entropy,
+    categorical_crossentropy,
+    mean_squared_error,
+    softmax_cross_entropy,
+    sparse_categorical_crossentropy,
+)
 
 
 def test_softmax_cross_entropy_matches_numpy():
@@ -55,5 +61,54 @@ def test_mean_squared_error():
 
 
 def test_label_shape_mismatch_is_reported():
-    with pytest.raises(braze.ShapeError, match=r"logits \(4, 3\) need integer labels of shape \(4,\), got \(5,\)"):
+    expected = r"scores \(4, 3\) and targets \(5,\) do not match: expected integer labels of shape \(4,\) or \(4, 1\)"
+    with pytest.raises(braze.ShapeError, match=expected):
         softmax_cross_entropy(braze.zeros((4, 3)), braze.zeros((5,), dtype="int32"))
+
+
+def numpy_log_softmax(z: np.ndarray) -> np.ndarray:
+    shifted = z - z.max(1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(1, keepdims=True))
+
+
+@pytest.mark.parametrize(("p_shape", "y_shape"), [((8, 1), (8, 1)), ((8, 1), (8,)), ((8,), (8, 1)), ((8,), (8,))])
+def test_one_output_losses_take_the_target_shapes_keras_takes(p_shape, y_shape):
+    rng = np.random.default_rng(2)
+    p = rng.uniform(0.05, 0.95, 8).astype(np.float32)
+    y = (rng.random(8) > 0.5).astype(np.float32)
+    predictions, targets = braze.tensor(p.reshape(p_shape)), braze.tensor(y.reshape(y_shape))
+    expected_bce = -np.mean(y * np.log(p) + (1 - y) * np.log(1 - p))
+    assert binary_cross_entropy(predictions, targets).item() == pytest.approx(expected_bce, rel=1e-5)
+    assert mean_squared_error(predictions, targets).item() == pytest.approx(np.mean((p - y) ** 2), rel=1e-5)
+
+
+@pytest.mark.parametrize("loss", [binary_cross_entropy, mean_squared_error])
+def test_one_output_shape_errors_state_the_real_mismatch(loss):
+    with pytest.raises(braze.ShapeError, match=r"predictions \(8, 3\) and targets \(8,\) do not match"):
+        loss(braze.zeros((8, 3)), braze.zeros((8,)))
+    with pytest.raises(braze.ShapeError, match=r"targets of shape \(8, 1\) or \(8,\) are expected"):
+        loss(braze.zeros((8, 1)), braze.zeros((6, 1)))
+
+
+@pytest.mark.parametrize(
+    "loss", [softmax_cross_entropy, categorical_crossentropy, sparse_categorical_crossentropy], ids=lambda f: f.__name__
+)
+def test_categorical_losses_take_integer_labels_and_one_hot_targets(loss):
+    rng = np.random.default_rng(3)
+    logits = rng.standard_normal((6, 4)).astype(np.float32)
+    labels = rng.integers(0, 4, 6)
+    log_probs = numpy_log_softmax(logits.astype(np.float64))
+    expected = -log_probs[np.arange(6), labels].mean()
+    scores = logits if loss is softmax_cross_entropy else np.exp(log_probs).astype(np.float32)
+    for targets in (labels.astype(np.int32), labels[:, None], np.eye(4, dtype=np.float32)[labels]):
+        got = loss(braze.tensor(scores), braze.tensor(targets)).item()
+        assert got == pytest.approx(expected, rel=1e-4), targets.shape
+
+
+def test_categorical_crossentropy_from_logits_and_soft_targets():
+    rng = np.random.default_rng(4)
+    logits = rng.standard_normal((5, 3))
+    soft = rng.dirichlet(np.ones(3), 5)
+    expected = -(soft * numpy_log_softmax(logits)).sum(1).mean()
+    got = categorical_crossentropy(braze.tensor(logits), braze.tensor(soft), from_logits=True).item()
+    assert got == pytest.approx(expected, rel=1e-10)

@@ -66,7 +66,7 @@ def test_keras_style_fit_and_evaluate_on_arrays():
     model.compile(loss="softmax_cross_entropy", optimizer=SGD(lr=0.5), metrics=["accuracy"])
     history = model.fit((x, y), epochs=15, batch_size=32, verbose=0)
     assert history.history["loss"][-1] < history.history["loss"][0]
-    assert model.evaluate((x, y), batch_size=64)["accuracy"] > 0.95
+    assert model.evaluate((x, y), batch_size=64, verbose=0, return_dict=True)["accuracy"] > 0.95
 
 
 def test_fit_before_compile_is_an_error():

@@ -1,0 +1,9 @@
+"""The module paths of ``tensorflow.keras``, so that a Keras program ports to braze by its
+imports alone: ``from braze.keras.layers import Dense`` for ``from tensorflow.keras.layers
+import Dense``, and so on. Each module re-exports what ``braze.nn`` and ``braze.data``
+define; nothing here is a second implementation.
+"""
+
+from braze.keras import backend, callbacks, layers, models, preprocessing, regularizers
+
+__all__ = ["backend", "callbacks", "layers", "models", "preprocessing", "regularizers"]

@@ -1,0 +1,4 @@
+"""``tensorflow.keras.layers``: braze's layers, which carry Keras's names and signatures."""
+
+from braze.nn.layers import *  # noqa: F403 - the same layers, under Keras's module path
+from braze.nn.layers import __all__  # noqa: F401

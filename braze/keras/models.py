@@ -1,0 +1,5 @@
+"""``tensorflow.keras.models``."""
+
+from braze.nn.layers import Sequential
+
+__all__ = ["Sequential"]

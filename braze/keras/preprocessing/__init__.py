@@ -1,0 +1,5 @@
+"""``tensorflow.keras.preprocessing``."""
+
+from braze.keras.preprocessing import image
+
+__all__ = ["image"]

@@ -1,0 +1,243 @@
+"""Keras callbacks: hooks that ``fit`` calls at the start and end of training, epochs and
+batches, with ``History``, ``EarlyStopping``, ``ModelCheckpoint`` and ``CSVLogger``.
+
+Epoch hooks get the epoch's logs as Python floats (``loss``, ``accuracy``, ``val_loss``,
+``val_accuracy``, ``seconds``), read from the device once the epoch is over. Batch hooks get
+only ``batch`` and ``size``: reading a value there would cut a lazy device's trace, and
+``jit_compile`` steps in two, at every step.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from collections.abc import Iterable
+from typing import Any
+
+Logs = dict[str, Any]
+
+
+class Callback:
+    """Override the hooks you need; ``self.model`` is the model being trained."""
+
+    model: Any = None
+    params: dict[str, Any] = {}
+
+    def set_model(self, model: Any) -> None:
+        self.model = model
+
+    def set_params(self, params: dict[str, Any]) -> None:
+        self.params = params
+
+    def on_train_begin(self, logs: Logs | None = None) -> None: ...
+
+    def on_train_end(self, logs: Logs | None = None) -> None: ...
+
+    def on_epoch_begin(self, epoch: int, logs: Logs | None = None) -> None: ...
+
+    def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None: ...
+
+    def on_batch_begin(self, batch: int, logs: Logs | None = None) -> None: ...
+
+    def on_batch_end(self, batch: int, logs: Logs | None = None) -> None: ...
+
+    def on_train_batch_begin(self, batch: int, logs: Logs | None = None) -> None:
+        self.on_batch_begin(batch, logs)  # Keras's older name, still called for training batches
+
+    def on_train_batch_end(self, batch: int, logs: Logs | None = None) -> None:
+        self.on_batch_end(batch, logs)
+
+    def on_test_begin(self, logs: Logs | None = None) -> None: ...
+
+    def on_test_end(self, logs: Logs | None = None) -> None: ...
+
+    def on_test_batch_begin(self, batch: int, logs: Logs | None = None) -> None: ...
+
+    def on_test_batch_end(self, batch: int, logs: Logs | None = None) -> None: ...
+
+    def on_predict_begin(self, logs: Logs | None = None) -> None: ...
+
+    def on_predict_end(self, logs: Logs | None = None) -> None: ...
+
+    def on_predict_batch_begin(self, batch: int, logs: Logs | None = None) -> None: ...
+
+    def on_predict_batch_end(self, batch: int, logs: Logs | None = None) -> None: ...
+
+
+class CallbackList:
+    """Calls one hook on every callback, in order."""
+
+    def __init__(self, callbacks: Iterable[Callback], model: Any, params: dict[str, Any]) -> None:
+        self.callbacks = list(callbacks)
+        for callback in self.callbacks:
+            if not isinstance(callback, Callback):
+                raise TypeError(f"callbacks must be braze Callback instances, got {type(callback).__name__}")
+            callback.set_model(model)
+            callback.set_params(params)
+
+    def call(self, hook: str, *args: Any) -> None:
+        for callback in self.callbacks:
+            getattr(callback, hook)(*args)
+
+
+class History(Callback):
+    """What ``fit`` returns: ``history.history[name]`` holds one value per epoch, and
+    ``history.epoch`` the epoch numbers."""
+
+    def __init__(self) -> None:
+        self.history: dict[str, list[float]] = {}
+        self.epoch: list[int] = []
+
+    def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
+        self.epoch.append(epoch)
+        for name, value in (logs or {}).items():
+            self.history.setdefault(name, []).append(value)
+
+
+class _Monitor:
+    """A logged quantity to watch and which direction is better (Keras's ``mode``)."""
+
+    def __init__(self, owner: str, monitor: str, mode: str, min_delta: float = 0.0) -> None:
+        if mode not in ("auto", "min", "max"):
+            raise ValueError(f"{owner}: mode must be 'auto', 'min' or 'max', got {mode!r}")
+        if mode == "auto":
+            mode = "max" if "acc" in monitor else "min"
+        self.owner, self.monitor, self.mode, self.min_delta = owner, monitor, mode, abs(min_delta)
+        self.reset()
+
+    def reset(self, best: float | None = None) -> None:
+        """Start again from ``best``, or from the worst value."""
+        self.best = best if best is not None else (-math.inf if self.mode == "max" else math.inf)
+
+    def value(self, logs: Logs | None) -> float:
+        logs = logs or {}
+        if self.monitor not in logs:
+            raise ValueError(
+                f"{self.owner}: monitor={self.monitor!r} is not logged; the logs have {sorted(logs)} "
+                "(val_ names need validation_data or validation_split)"
+            )
+        return float(logs[self.monitor])
+
+    def better(self, current: float, reference: float) -> bool:
+        if self.mode == "max":
+            return current - self.min_delta > reference
+        return current + self.min_delta < reference
+
+
+class EarlyStopping(Callback):
+    """Stop when ``monitor`` has not improved by ``min_delta`` for ``patience`` epochs; with
+    ``restore_best_weights`` the model then gets back the weights of its best epoch."""
+
+    def __init__(
+        self,
+        monitor: str = "val_loss",
+        min_delta: float = 0.0,
+        patience: int = 0,
+        verbose: int = 0,
+        mode: str = "auto",
+        baseline: float | None = None,
+        restore_best_weights: bool = False,
+        start_from_epoch: int = 0,
+    ) -> None:
+        self._monitor = _Monitor("EarlyStopping", monitor, mode, min_delta)
+        self.patience, self.verbose, self.baseline = patience, verbose, baseline
+        self.restore_best_weights, self.start_from_epoch = restore_best_weights, start_from_epoch
+
+    def on_train_begin(self, logs: Logs | None = None) -> None:
+        self.wait, self.stopped_epoch, self.best_epoch = 0, 0, 0
+        self._monitor.reset(self.baseline)
+        self.best_weights: dict | None = None
+
+    @property
+    def best(self) -> float:
+        return self._monitor.best
+
+    def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
+        current = self._monitor.value(logs)
+        if epoch < self.start_from_epoch:
+            return
+        if self.restore_best_weights and self.best_weights is None:
+            self.best_weights = self.model.state_dict()  # the first epoch's, if none is better
+        self.wait += 1
+        if self._monitor.better(current, self._monitor.best):
+            self._monitor.best, self.best_epoch, self.wait = current, epoch, 0
+            if self.restore_best_weights:
+                self.best_weights = self.model.state_dict()
+            return
+        if self.wait >= self.patience and epoch > 0:
+            self.stopped_epoch = epoch
+            self.model.stop_training = True
+            if self.restore_best_weights and self.best_weights is not None:
+                self.model.load_state_dict(self.best_weights)
+
+    def on_train_end(self, logs: Logs | None = None) -> None:
+        if self.stopped_epoch and self.verbose:
+            print(f"Epoch {self.stopped_epoch + 1}: early stopping")
+
+
+class ModelCheckpoint(Callback):
+    """Save the model after each epoch (or only when ``monitor`` improves, with
+    ``save_best_only``) to ``filepath``, which may name logged values, e.g.
+    ``"ckpt-{epoch:02d}-{val_loss:.2f}.npz"``. Each save is atomic: the file is written
+    beside the target and renamed over it, so an interrupted run keeps the last good one."""
+
+    def __init__(
+        self,
+        filepath: str | os.PathLike,
+        monitor: str = "val_loss",
+        verbose: int = 0,
+        save_best_only: bool = False,
+        save_weights_only: bool = False,
+        mode: str = "auto",
+        save_freq: str = "epoch",
+    ) -> None:
+        if save_freq != "epoch":
+            raise ValueError(
+                f"ModelCheckpoint: save_freq={save_freq!r} is not supported: braze saves at epoch ends, "
+                "where values are read without cutting the training step"
+            )
+        self.filepath, self.verbose, self.save_best_only = os.fspath(filepath), verbose, save_best_only
+        self.save_weights_only = save_weights_only  # a braze checkpoint holds the weights either way
+        self._monitor = _Monitor("ModelCheckpoint", monitor, mode)
+
+    def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
+        logs = logs or {}
+        path = self.filepath.format(epoch=epoch + 1, **logs)
+        if self.save_best_only:
+            current = self._monitor.value(logs)
+            if not self._monitor.better(current, self._monitor.best):
+                return
+            self._monitor.best = current
+        self.model.save(path)
+        if self.verbose:
+            print(f"Epoch {epoch + 1}: saved model to {path}")
+
+
+class CSVLogger(Callback):
+    """One row per epoch (``epoch`` then the logs' names in sorted order) in ``filename``."""
+
+    def __init__(self, filename: str | os.PathLike, separator: str = ",", append: bool = False) -> None:
+        self.filename, self.separator, self.append = os.fspath(filename), separator, append
+        self._file: Any = None
+        self._writer: Any = None
+
+    def on_train_begin(self, logs: Logs | None = None) -> None:
+        has_rows = self.append and os.path.exists(self.filename) and os.path.getsize(self.filename) > 0
+        self._file = open(self.filename, "a" if self.append else "w", newline="")  # noqa: SIM115 - open across hooks
+        self._writer = None
+        self._header_written = has_rows
+
+    def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
+        logs = logs or {}
+        if self._writer is None:
+            self._writer = csv.DictWriter(self._file, ["epoch", *sorted(logs)], delimiter=self.separator)
+            if not self._header_written:
+                self._writer.writeheader()
+        self._writer.writerow({"epoch": epoch, **logs})
+        self._file.flush()
+
+    def on_train_end(self, logs: Logs | None = None) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None

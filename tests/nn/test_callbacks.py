@@ -1,0 +1,141 @@
+"""Keras callbacks: the hooks' order and logs, EarlyStopping, ModelCheckpoint, CSVLogger,
+and that on a lazy device they leave the compiled training step whole."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+
+import braze
+from braze.keras.callbacks import Callback, CSVLogger, EarlyStopping, ModelCheckpoint
+from braze.nn import Dense, Sequential
+from braze.optim import SGD
+from braze.runtime import metrics
+
+
+def diverging_validation(n: int = 32):
+    """Training data and validation data with the opposite labels: the better the model
+    fits the first, the worse its val_loss, so the best validation epoch is the first."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((n, 3)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.float32)
+    return (x, y), (x, 1 - y)
+
+
+def compiled() -> Sequential:
+    net = Sequential(Dense(1, activation="sigmoid", input_dim=3, generator=braze.Generator(0)))
+    net.compile(loss="binary_crossentropy", optimizer=SGD(lr=1.0), metrics=["accuracy"])
+    return net
+
+
+class Recorder(Callback):
+    """Every hook call, and the weights at each epoch end."""
+
+    def __init__(self):
+        self.calls, self.weights = [], []
+
+    def on_train_begin(self, logs=None):
+        self.calls.append(("train_begin",))
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.calls.append(("epoch_begin", epoch))
+
+    def on_batch_end(self, batch, logs=None):
+        self.calls.append(("batch_end", batch, tuple(sorted(logs))))
+
+    def on_test_begin(self, logs=None):
+        self.calls.append(("test_begin",))
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.calls.append(("epoch_end", epoch, tuple(sorted(logs))))
+        self.weights.append(self.model.state_dict())
+
+    def on_train_end(self, logs=None):
+        self.calls.append(("train_end",))
+
+
+def test_hooks_run_in_keras_order_and_batch_logs_carry_no_values():
+    train, validation = diverging_validation()
+    recorder = Recorder()
+    compiled().fit(*train, batch_size=16, epochs=2, validation_data=validation, callbacks=[recorder], verbose=0)
+    epoch_logs = ("accuracy", "loss", "seconds", "val_accuracy", "val_loss")
+    one_epoch = [("batch_end", 0, ("batch", "size")), ("batch_end", 1, ("batch", "size")), ("test_begin",)]
+    assert recorder.calls == [
+        ("train_begin",),
+        ("epoch_begin", 0),
+        *one_epoch,
+        ("epoch_end", 0, epoch_logs),
+        ("epoch_begin", 1),
+        *one_epoch,
+        ("epoch_end", 1, epoch_logs),
+        ("train_end",),
+    ]
+
+
+def test_early_stopping_restores_the_best_weights():
+    train, validation = diverging_validation()
+    recorder = Recorder()
+    stopper = EarlyStopping(monitor="val_loss", patience=2, restore_best_weights=True)
+    net = compiled()
+    history = net.fit(*train, epochs=10, validation_data=validation, callbacks=[recorder, stopper], verbose=0).history
+    losses = history["val_loss"]
+    assert losses == sorted(losses), "val_loss was meant to rise every epoch"
+    assert len(losses) == 3 and stopper.stopped_epoch == 2 and stopper.best_epoch == 0
+    assert stopper.best == losses[0]
+    for name, value in net.state_dict().items():
+        np.testing.assert_array_equal(value, recorder.weights[0][name])
+
+
+def test_early_stopping_names_what_it_cannot_monitor():
+    train, _ = diverging_validation()
+    with pytest.raises(ValueError, match=r"monitor='val_loss' is not logged; the logs have \['accuracy', 'loss'"):
+        compiled().fit(*train, callbacks=[EarlyStopping()], verbose=0)
+
+
+def test_model_checkpoint_keeps_only_the_best_and_writes_atomically(tmp_path):
+    train, validation = diverging_validation()
+    recorder = Recorder()
+    best = ModelCheckpoint(tmp_path / "best.npz", save_best_only=True)
+    every = ModelCheckpoint(str(tmp_path / "epoch-{epoch:02d}-{val_loss:.2f}.npz"))
+    history = (
+        compiled()
+        .fit(*train, epochs=3, validation_data=validation, callbacks=[recorder, best, every], verbose=0)
+        .history
+    )
+    restored = compiled()
+    restored.load(tmp_path / "best.npz")
+    for name, value in restored.state_dict().items():
+        np.testing.assert_array_equal(value, recorder.weights[0][name])
+    expected = {"best.npz"} | {f"epoch-{e + 1:02d}-{v:.2f}.npz" for e, v in enumerate(history["val_loss"])}
+    assert {p.name for p in tmp_path.iterdir()} == expected  # no temporary file left behind
+
+
+def test_csv_logger_writes_one_row_per_epoch(tmp_path):
+    train, validation = diverging_validation()
+    path = tmp_path / "log.csv"
+    history = (
+        compiled().fit(*train, epochs=3, validation_data=validation, callbacks=[CSVLogger(path)], verbose=0).history
+    )
+    with open(path, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [int(r["epoch"]) for r in rows] == [0, 1, 2]
+    for name in ("loss", "accuracy", "val_loss", "val_accuracy"):
+        np.testing.assert_allclose([float(r[name]) for r in rows], history[name], rtol=1e-12)
+
+
+def test_callbacks_leave_the_lazy_training_step_whole(monkeypatch, tmp_path):
+    monkeypatch.setenv("BRAZE_CACHE", str(tmp_path / "cache"))
+    train, validation = diverging_validation()
+    metrics.reset()
+    braze.config.set_jit(True)
+    try:
+        callbacks = [Recorder(), EarlyStopping(patience=5), CSVLogger(tmp_path / "log.csv")]
+        compiled().fit(*train, batch_size=8, epochs=3, validation_data=validation, callbacks=callbacks, verbose=0)
+    finally:
+        braze.config.set_jit(False)
+    # One compiled training step and one evaluation step, each replayed: no callback cut
+    # a step to read a value (3 epochs x 4 batches, and 3 x 4 validation batches).
+    assert metrics.counter("Compile") == 2
+    assert metrics.counter("Barrier") == 24

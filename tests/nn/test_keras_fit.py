@@ -1,0 +1,203 @@
+"""Keras's fit/evaluate/predict as Keras users call them, against hand-written loops and
+NumPy: arrays, (x, y) pairs, loaders, generators, validation, steps and shuffling."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import braze
+from braze.data import DataLoader
+from braze.nn import Callback, Dense, Sequential, binary_cross_entropy
+from braze.optim import Adam
+
+N, FEATURES = 70, 5  # 70 = 4 batches of 16 and a last one of 6
+
+
+def data(n: int = N, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, FEATURES)).astype(np.float32)
+    y = (x[:, 0] - 0.5 * x[:, 1] > 0).astype(np.float32)[:, None]  # (N, 1), as Keras users have them
+    return x, y
+
+
+def model(seed: int = 0) -> Sequential:
+    return Sequential(
+        Dense(8, activation="relu", input_dim=FEATURES, generator=braze.Generator(seed)),
+        Dense(1, activation="sigmoid", generator=braze.Generator(seed + 1)),
+    )
+
+
+def compiled(seed: int = 0, **options) -> Sequential:
+    net = model(seed)
+    net.compile(loss="binary_crossentropy", optimizer=Adam(lr=0.01), metrics=["accuracy"], **options)
+    return net
+
+
+def numpy_forward(net: Sequential, x: np.ndarray) -> np.ndarray:
+    w1, b1, w2, b2 = (p.numpy().astype(np.float64) for p in net.parameters())
+    hidden = np.maximum(x @ w1 + b1, 0)
+    return 1 / (1 + np.exp(-(hidden @ w2 + b2)))
+
+
+def numpy_bce(p: np.ndarray, y: np.ndarray) -> float:
+    p = np.clip(p, 1e-7, 1 - 1e-7)
+    return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
+
+
+def test_fit_on_numpy_arrays_matches_a_hand_written_loop():
+    x, y = data()
+    net = compiled()
+    history = net.fit(x, y, batch_size=16, epochs=3, shuffle=False, verbose=0).history
+
+    reference = model()
+    optimizer = Adam(reference, lr=0.01)
+    losses = []
+    for _ in range(3):
+        total = 0.0
+        for start in range(0, N, 16):
+            xb, yb = braze.tensor(x[start : start + 16]), braze.tensor(y[start : start + 16])
+            optimizer.zero_grad()
+            loss = binary_cross_entropy(reference(xb), yb)
+            loss.backward()
+            optimizer.step()
+            total += loss.item() * len(xb)  # Keras's epoch loss weighs each batch by its size
+        losses.append(total / N)
+    for got, expected in zip(net.parameters(), reference.parameters(), strict=True):
+        np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(history["loss"], losses, rtol=1e-6)
+    assert history["loss"][-1] < history["loss"][0]
+
+
+def test_the_same_data_in_every_form_trains_the_same():
+    x, y = data()
+    forms = {
+        "arrays": lambda net: net.fit(x, y, batch_size=16, shuffle=False, verbose=0),
+        "tensors": lambda net: net.fit(braze.tensor(x), braze.tensor(y), batch_size=16, shuffle=False, verbose=0),
+        "pair": lambda net: net.fit((x, y), batch_size=16, shuffle=False, verbose=0),
+        "loader": lambda net: net.fit(DataLoader((x, y), 16), verbose=0),
+        "list": lambda net: net.fit([(x[i : i + 16], y[i : i + 16]) for i in range(0, N, 16)], verbose=0),
+        "generator": lambda net: net.fit(((x[i : i + 16], y[i : i + 16]) for i in range(0, N, 16)), verbose=0),
+    }
+    weights = {}
+    for name, fit in forms.items():
+        net = compiled()
+        fit(net)
+        weights[name] = [p.numpy() for p in net.parameters()]
+    for name, got in weights.items():
+        for a, b in zip(got, weights["arrays"], strict=True):
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-6, err_msg=name)
+
+
+def test_shuffling_draws_from_braze_default_generator():
+    x, y = data()
+    runs = []
+    for _ in range(2):
+        braze.manual_seed(7)
+        net = compiled()
+        net.fit(x, y, batch_size=16, epochs=2, verbose=0)
+        runs.append(np.concatenate([p.numpy().ravel() for p in net.parameters()]))
+    unshuffled = compiled()
+    unshuffled.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
+    np.testing.assert_array_equal(runs[0], runs[1])
+    assert not np.allclose(runs[0], np.concatenate([p.numpy().ravel() for p in unshuffled.parameters()]))
+
+
+def test_evaluate_and_predict_match_numpy():
+    x, y = data()
+    net = compiled()
+    net.fit(x, y, epochs=2, verbose=0)
+    probabilities = numpy_forward(net, x)
+    predicted = net.predict(x, batch_size=32)
+    assert isinstance(predicted, np.ndarray) and predicted.shape == (N, 1)
+    np.testing.assert_allclose(predicted, probabilities, rtol=1e-5, atol=1e-6)
+    loss, accuracy = net.evaluate(x, y, batch_size=N, verbose=0)
+    assert loss == pytest.approx(numpy_bce(probabilities, y), rel=1e-5)
+    assert accuracy == pytest.approx(np.mean((probabilities > 0.5) == (y > 0.5)))
+    assert net.evaluate(x, y, verbose=0, return_dict=True) == pytest.approx({"loss": loss, "accuracy": accuracy})
+    np.testing.assert_allclose(net.predict(DataLoader((x, y), 16)), predicted, rtol=1e-6)
+
+
+def test_validation_split_holds_out_the_last_samples():
+    x, y = data()
+    net = compiled()
+    history = net.fit(x, y, batch_size=16, epochs=1, validation_split=0.2, shuffle=False, verbose=0).history
+    held_out = slice(56, None)  # int(70 * 0.8) = 56, as Keras cuts
+    assert history["val_loss"][0] == pytest.approx(numpy_bce(numpy_forward(net, x[held_out]), y[held_out]), rel=1e-5)
+    trained_on_56 = compiled()
+    trained_on_56.fit(x[:56], y[:56], batch_size=16, shuffle=False, verbose=0)
+    for a, b in zip(net.parameters(), trained_on_56.parameters(), strict=True):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=0, atol=1e-6)
+
+
+class BatchCounter(Callback):
+    def on_train_begin(self, logs=None):
+        self.per_epoch = []
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.per_epoch.append(0)
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.per_epoch[-1] += 1
+
+
+def test_fit_generator_takes_steps_per_epoch_as_keras_does():
+    x, y = data()
+    counter = BatchCounter()
+    # A loader starts over each epoch: 2 of its 5 batches per epoch.
+    net = compiled()
+    history = net.fit_generator(
+        DataLoader((x, y), 16),
+        steps_per_epoch=2,
+        epochs=3,
+        validation_data=DataLoader((x, y), 16),
+        validation_steps=1,
+        callbacks=[counter],
+        verbose=0,
+    ).history
+    assert counter.per_epoch == [2, 2, 2] and len(history["val_loss"]) == 3
+    # A generator continues where the last epoch stopped, and an epoch ends when it runs out.
+    batches = ((x[i : i + 16], y[i : i + 16]) for i in range(0, N, 16))
+    compiled().fit(batches, steps_per_epoch=2, epochs=4, callbacks=[counter], verbose=0)
+    assert counter.per_epoch == [2, 2, 1, 0]
+
+
+def test_initial_epoch_and_epoch_numbers():
+    x, y = data()
+    history = compiled().fit(x, y, epochs=4, initial_epoch=2, verbose=0)
+    assert history.epoch == [2, 3] and len(history.history["loss"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda net, x, y: net.fit(x, verbose=0), "x is an array of inputs but y"),
+        (lambda net, x, y: net.fit(x, y[:10], verbose=0), "x has 70 samples but y has 10"),
+        (lambda net, x, y: net.fit(DataLoader((x, y), 8), y, verbose=0), "y must not be given"),
+        (lambda net, x, y: net.fit([(x, y, y)], verbose=0), r"a 3-tuple \(sample weights are not supported\)"),
+        (lambda net, x, y: net.fit(x, y, validation_split=1.5, verbose=0), r"validation_split must be in \[0, 1\)"),
+        (lambda net, x, y: net.evaluate(verbose=0), "evaluate: no data"),
+    ],
+)
+def test_bad_input_is_a_clear_error(call, message):
+    x, y = data()
+    with pytest.raises(ValueError, match=message):
+        call(compiled(), x, y)
+
+
+def test_fit_with_jit_compile_and_set_jit_matches_eager():
+    x, y = data()
+    eager = compiled()
+    eager.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
+    jitted = compiled(jit_compile=True)
+    jitted.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
+    braze.config.optimizer.set_jit(True)
+    try:
+        lazy = compiled()
+        lazy.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
+    finally:
+        braze.config.optimizer.set_jit(False)
+    assert lazy.device == braze.LAZY_CPU
+    for other in (jitted, lazy):
+        for a, b in zip(other.parameters(), eager.parameters(), strict=True):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-5)
