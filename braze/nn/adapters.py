@@ -45,6 +45,8 @@ class Batches:
         return len(self.source) if hasattr(self.source, "__len__") else 0
 
     def epoch(self, steps: int | None = None) -> Iterator[Any]:
+        if steps is not None and steps < 1:
+            raise ValueError(f"{self.caller}: steps must be at least 1 (or None for all batches), got {steps}")
         iterator = self.source if self.one_shot else iter(self.source)
         try:
             for batch in itertools.islice(iterator, steps):

@@ -177,6 +177,7 @@ def test_initial_epoch_and_epoch_numbers():
         (lambda net, x, y: net.fit([(x, y, y)], verbose=0), r"a 3-tuple \(sample weights are not supported\)"),
         (lambda net, x, y: net.fit(x, y, validation_split=1.5, verbose=0), r"validation_split must be in \[0, 1\)"),
         (lambda net, x, y: net.evaluate(verbose=0), "evaluate: no data"),
+        (lambda net, x, y: net.fit(x, y, steps_per_epoch=0, verbose=0), "fit: steps must be at least 1"),
     ],
 )
 def test_bad_input_is_a_clear_error(call, message):
