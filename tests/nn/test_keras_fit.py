@@ -202,3 +202,6 @@ def test_fit_with_jit_compile_and_set_jit_matches_eager():
     for other in (jitted, lazy):
         for a, b in zip(other.parameters(), eager.parameters(), strict=True):
             np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(other.predict(x), eager.predict(x), rtol=1e-4, atol=1e-5)
+        expected = eager.evaluate(x, y, verbose=0)
+        np.testing.assert_allclose(other.evaluate(x, y, verbose=0), expected, rtol=1e-4, atol=1e-5)
