@@ -1,7 +1,7 @@
-"""The interleaved convolution kernel (few input channels, fewer output channels than a
-vector's lanes: a first layer), with a fused bias and activation, against the reference
-interpreter: paddings, row strides and dilations, chunk remainders, both float types and
-every CPU target the host runs."""
+"""The interleaved convolution kernels (few input channels, fewer output channels than a
+vector's lanes: a first layer), the forward one with a fused bias and activation and the
+filter gradient, against the reference interpreter: paddings, row strides and dilations,
+chunk remainders, both float types and every CPU target the host runs."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from cpu_targets import runnable_targets
 
 import braze
 from braze.backends import cpu
+from braze.backends.cpu import loops
 from braze.backends.reference.interpreter import evaluate
 from braze.lazy import EXECUTOR, build_graph
 from braze.passes import pipeline
@@ -28,8 +29,12 @@ CASES = [
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("case", CASES, ids=lambda case: "x".join(map(str, case[1])))
-@pytest.mark.parametrize("target", runnable_targets())
+@pytest.mark.parametrize("target", [*runnable_targets(), "native-parallel"])
 def test_interleaved_convolution_agrees_with_the_reference(case, dtype, target, tmp_path, monkeypatch):
+    if target == "native-parallel":  # these small kernels through their parallel code too
+        target = "native"
+        monkeypatch.setattr(loops, "PARALLEL_MIN_ELEMENTS", 0)
+        monkeypatch.setattr(loops, "PARALLEL_MIN_MACS", 0)
     monkeypatch.setenv("BRAZE_CPU_TARGET", target)
     image, kernel, padding, strides, dilation = case
     rng = np.random.default_rng(len(image) + kernel[3])
@@ -38,10 +43,18 @@ def test_interleaved_convolution_agrees_with_the_reference(case, dtype, target, 
     w = braze.tensor(rng.standard_normal(kernel).astype(dtype), device=device)
     b = braze.tensor(rng.standard_normal(kernel[3]).astype(dtype), device=device)
     y = braze.relu(braze.conv2d(x, w, stride=strides, padding=padding, dilation=dilation) + b)
-    traced = build_graph([y._value])
+    cotangent = braze.tensor(rng.standard_normal(y.shape).astype(dtype), device=device)
+    w.requires_grad = True
+    dw = braze.grad(
+        lambda w: (braze.conv2d(x, w, stride=strides, padding=padding, dilation=dilation) * cotangent).sum()
+    )(w)
+    traced = build_graph([y._value, dw._value])
     EXECUTOR._live.clear()
     optimized = pipeline.run(traced.graph)[0]
-    (want,) = evaluate(optimized, traced.args)
-    (got,) = cpu.compile_graph(optimized, cpu.DiskCache(tmp_path))(traced.args)
+    assert any(n.op == "conv_grad_filter" for n in traced.graph.nodes())
+    wants = evaluate(optimized, traced.args)
+    gots = cpu.compile_graph(optimized, cpu.DiskCache(tmp_path))(traced.args)
     tolerance = 1e-5 if dtype == "float32" else 1e-12
-    np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance * float(np.abs(want).max()))
+    for name, want, got in zip(("forward", "filter gradient"), wants, gots, strict=True):
+        scale = float(np.abs(want).max())
+        np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance * scale, err_msg=name)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from braze.backends.cpu import loops
 from braze.backends.cpu.elemental import Emitter, Index, c_type
-from braze.backends.cpu.interleaved import emit_interleaved_conv, interleaves
+from braze.backends.cpu.interleaved import emit_interleaved_conv, emit_interleaved_filter_grad, interleaves
 from braze.backends.cpu.loops import (
     close_loops,
     close_parallel,
@@ -554,6 +554,9 @@ def emit_conv_grad_filter(em: Emitter, computation: Graph, outputs: list[str], r
     """dw[a, b] = x_windows(a, b)^T @ g, by the kernel that suits the shapes."""
     x_node, g_node = root.inputs
     x, g = _operand(em, x_node), _operand(em, g_node)
+    if interleaves(em, root):
+        emit_interleaved_filter_grad(em, computation, outputs, root, x, g)
+        return
     n, h, wd, c = x_node.shape
     _, oh, ow, o = g_node.shape
     kh, kw, _, _ = root.shape
@@ -632,7 +635,7 @@ def _split_filter_grad(p: _Conv) -> None:
     em.emit(f"const int64_t copies = {'braze_threads()' if pragma else '1'};")
     em.scratch_buffer(t, "part", size, per_thread=True)
     em.emit(f"memset(part, 0, sizeof({t}) * (size_t)copies * {size});")
-    open_thread_block(em, pragma, t, "part", size, "mine")
+    open_thread_block(em, pragma, t, [("part", size, "mine")])
     # Output rows in pairs: a register tile is loaded from and stored to the private copy
     # once per two rows. An odd last row pairs with itself, its second pass empty.
     rows = n * oh

@@ -63,15 +63,17 @@ def open_parallel(em: Emitter, pragma: str | None, fenced: bool) -> None:
         em.emit(pragma.replace("parallel for", "parallel for collapse(2)"))
 
 
-def open_thread_block(em: Emitter, pragma: str | None, t: str, buffer: str, size: int, mine: str) -> None:
-    """A parallel region when ``pragma`` is set (else a plain block) whose threads each take
-    ``size`` elements of the per-thread scratch ``buffer`` as ``mine``, then share the loop
-    that follows; close it with close_loops(em, 1) after that loop."""
+def open_thread_block(em: Emitter, pragma: str | None, t: str, slices: list[tuple[str, int, str]]) -> None:
+    """A parallel region when ``pragma`` is set (else a plain block) whose threads each take,
+    for every (buffer, size, name) of ``slices``, ``size`` elements of the per-thread scratch
+    ``buffer`` as ``name``, then share the loop that follows; close it with close_loops(em,
+    1) after that loop."""
     if pragma:
         em.emit("#pragma omp parallel")
     em.emit("{")
     em.push()
-    em.emit(f"{t}* {mine} = {buffer} + (size_t)braze_thread() * {size};")
+    for buffer, size, name in slices:
+        em.emit(f"{t}* {name} = {buffer} + (size_t)braze_thread() * {size};")
     if pragma:
         em.emit("#pragma omp for schedule(static)")
 
