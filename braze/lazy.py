@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from braze.backends import cpu
+from braze.backends import cpu, gpu
 from braze.backends.reference.interpreter import compile_graph as compile_reference
 from braze.ir.graph import Graph, Node, parameter
 from braze.ir.primitive import Aval, Primitive
@@ -38,7 +38,7 @@ from braze.passes.report import Report, build_report
 from braze.runtime import metrics
 from braze.runtime.cache import ExecutableCache
 from braze.runtime.device import LAZY_CPU as LAZY
-from braze.runtime.device import Device
+from braze.runtime.device import Device, set_gpu_probe
 from braze.tensor import Tensor, register_executor, user_location
 
 _SEQUENCE = itertools.count()
@@ -246,6 +246,8 @@ def compile_for_target(graph: Graph, target: str) -> Any:
     optimized, _ = pipeline.run(graph)
     if target == "cpu":
         return cpu.compile_graph(optimized)
+    if target == "gpu":
+        return gpu.compile_graph(optimized)
     return compile_reference(optimized)
 
 
@@ -319,6 +321,7 @@ class LazyExecutor:
         self.traces = TraceCache()
         self.explainer = RecompileExplainer()
         self._live: dict[Device, LiveTensors] = {}
+        self._on_gpu: weakref.WeakSet[Expr] = weakref.WeakSet()  # pending values of GPU tensors
 
     # Executor protocol --------------------------------------------------------------
 
@@ -334,7 +337,7 @@ class LazyExecutor:
         if expr.data is not None:
             return expr.data
         if expr.read_value is None:
-            (expr.read_value,) = self.run([expr], call_site())
+            (expr.read_value,) = self.run([expr], call_site(), gpu=expr in self._on_gpu)
         return expr.read_value
 
     def track(self, tensor: Tensor, previous: Expr | None = None) -> None:
@@ -344,6 +347,8 @@ class LazyExecutor:
             if live is None:
                 live = self._live[tensor.device] = LiveTensors()
             live.add(tensor)
+            if tensor.device.kind == "GPU":
+                self._on_gpu.add(value)
             if previous is not None and previous.data is not None and value.donor is None:
                 value.donor = previous
 
@@ -362,12 +367,14 @@ class LazyExecutor:
         if not roots:
             return
         metrics.count("Barrier")
-        for root, result in zip(roots, self.run(roots, call_site(), donate=True), strict=True):
+        results = self.run(roots, call_site(), donate=True, gpu=device.kind == "GPU")
+        for root, result in zip(roots, results, strict=True):
             root.materialize(result)
 
-    def run(self, roots: Sequence[Expr], site: str, donate: bool = False) -> list[np.ndarray]:
-        """Compile (or find) and execute the graph computing ``roots``; with ``donate``,
-        outputs that replace dead device data are written into its buffers."""
+    def run(self, roots: Sequence[Expr], site: str, donate: bool = False, gpu: bool = False) -> list[np.ndarray]:
+        """Compile (or find) and execute the graph computing ``roots`` (on the GPU backend
+        with ``gpu``); with ``donate``, outputs that replace dead device data are written
+        into its buffers."""
         with metrics.timed("TraceTime"):
             trace = Trace(roots)
             donated = donations(roots, trace) if donate else {}
@@ -377,7 +384,7 @@ class LazyExecutor:
         if donated:
             metrics.count("DonatedBuffers", len(donated))
         metrics.record("GraphNodes", len(graph.nodes()))
-        target = backend_name()
+        target = "gpu" if gpu else backend_name()
         executable, hit = self.cache.get_or_compile(graph, target, lambda g: compile_for_target(g, target))
         if not hit:
             self.explainer.note_compile(site, graph)
@@ -395,6 +402,7 @@ def _aval_of(array: np.ndarray) -> Aval:
 
 EXECUTOR = LazyExecutor()
 register_executor("LAZY", EXECUTOR)
+set_gpu_probe(gpu.available)
 
 
 _HOLD = threading.local()

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from braze.backends.gpu import eager as gpu_eager
 from braze.backends.reference import apply_primitive
 from braze.ir.dtypes import DType
 from braze.ir.errors import BrazeError, DeviceError
@@ -53,10 +54,17 @@ class Executor(Protocol):
     def track(self, tensor: Tensor, previous: Any = None) -> None: ...
 
 
+# A literal is already a value; a collective runs on the host transport.
+_HOST_ONLY = frozenset({"constant", "all_reduce"})
+
+
 class EagerExecutor:
-    """Runs every primitive at once with its NumPy twin."""
+    """Runs every primitive at once: with its NumPy twin, or on a GPU device as a single-op
+    GPU kernel."""
 
     def apply(self, primitive: Primitive, values: list, attrs: dict, aval: Aval, device: Device) -> np.ndarray:
+        if device.kind == "GPU" and primitive.name not in _HOST_ONLY:
+            return gpu_eager.apply(primitive.name, values, attrs, aval)
         return apply_primitive(primitive, values, attrs, aval)
 
     def from_numpy(self, array: np.ndarray, device: Device) -> np.ndarray:

@@ -50,6 +50,11 @@ def splat(value: float, aval: Aval) -> Node:
     return make("broadcast_in_dim", (scalar,), shape=aval.shape, broadcast_dimensions=())
 
 
+def _tiles_by_2x2(node: Node) -> bool:
+    """An NHWC image that 2x2 windows fit (a reshape can make a 4-d shape of ones)."""
+    return len(node.aval.shape) == 4 and min(node.aval.shape[1:3]) >= 2
+
+
 def random_args(graph: Graph, seed: int = 0) -> list[np.ndarray]:
     """Arguments for ``graph``'s parameters: floats in [-2, 2), small integers, coin flips."""
     rng = np.random.default_rng(seed)
@@ -142,7 +147,7 @@ def graphs(draw) -> Graph:
             first = make("conv", (x, w), **windows)
             second = make("conv", (make(draw(st.sampled_from(UNARY)), (x,)), w), **windows)
             node = make(draw(st.sampled_from(BINARY)), (first, second))
-        elif kind == "pool_gradient" and (image := pick(lambda n: len(n.aval.shape) == 4)) is not None:
+        elif kind == "pool_gradient" and (image := pick(_tiles_by_2x2)) is not None:
             # max-pool and its gradient over tiling windows, with an elementwise reader that
             # may join its kernel (as the relu mask does in a CNN)
             tiles = {"window_dimensions": (1, 2, 2, 1), "window_strides": (1, 2, 2, 1), "padding": ((0, 0),) * 4}
@@ -168,3 +173,19 @@ def graphs(draw) -> Graph:
     computed = [n for n in nodes if n.op != "parameter" and n.aval.dtype != bool_]
     outputs = tuple(itertools.islice(reversed(computed), draw(st.integers(1, 3)))) or params[:1]
     return Graph(params, outputs)
+
+
+def assert_matches_reference(graph: Graph, run, tolerance: dict[str, float]) -> None:
+    """``run(args)`` (a backend's executable of ``graph``) agrees with the reference
+    interpreter on ``random_args(graph, seed=2)``, within ``tolerance[dtype]`` relative to
+    the result's scale; a failure prints the graph."""
+    from braze.backends.reference.interpreter import evaluate
+    from braze.ir.text import print_graph
+
+    args = random_args(graph, seed=2)
+    rtol = tolerance[graph.params[0].aval.dtype.name]
+    with np.errstate(all="ignore"):
+        expected = evaluate(graph, args)
+    for got, want in zip(run(args), expected, strict=True):
+        scale = float(np.max(np.abs(want[np.isfinite(want)]), initial=1.0))
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * scale, equal_nan=True, err_msg=print_graph(graph))

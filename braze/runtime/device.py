@@ -8,8 +8,8 @@ default devices.
 
 from __future__ import annotations
 
-import functools
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from braze.ir.errors import DeviceError
@@ -18,15 +18,18 @@ KINDS = ("CPU", "GPU")
 BACKENDS = ("EAGER", "LAZY")
 
 
-@functools.cache
-def gpu_available() -> bool:
-    """Whether an eager GPU runtime (CuPy with at least one CUDA device) can be used."""
-    try:
-        import cupy  # type: ignore[import-not-found]
+_GPU_PROBE: list[Callable[[], bool]] = []
 
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # noqa: BLE001 - any failure to load or query CUDA means "no GPU"
-        return False
+
+def set_gpu_probe(probe: Callable[[], bool]) -> None:
+    """Install how to ask whether a GPU runtime is usable (the GPU backend sits above this
+    layer; the lazy runtime installs its answer at import)."""
+    _GPU_PROBE[:] = [probe]
+
+
+def gpu_available() -> bool:
+    """Whether a GPU runtime (CUDA, or an OpenCL GPU) can be used."""
+    return bool(_GPU_PROBE) and _GPU_PROBE[0]()
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,7 @@ class Device:
             raise DeviceError(f"device ordinal must be a non-negative integer, got {self.ordinal!r}")
         if kind == "GPU" and not gpu_available():
             warnings.warn(
-                f"no usable GPU (CuPy with a CUDA device) for Device(kind: .GPU, ordinal: "
+                f"no usable GPU (a CUDA device, or an OpenCL GPU) for Device(kind: .GPU, ordinal: "
                 f"{self.ordinal}); falling back to the CPU",
                 RuntimeWarning,
                 stacklevel=3,

@@ -32,6 +32,7 @@ __all__ = [
     "compile_graph",
     "compile_graphs",
     "module_source",
+    "render",
     "runtime",
 ]
 
@@ -82,12 +83,17 @@ def plan_graphs(graphs: list[Graph], dialect: Dialect, launch: LaunchShape) -> l
     return [plan_module(g, dialect, launch, f"braze_g{i}") for i, g in enumerate(graphs)]
 
 
+def render(graphs: list[Graph], device: DeviceInfo) -> tuple[list[ModulePlan], str]:
+    """The kernels of optimized ``graphs`` for ``device``, and their source in its dialect."""
+    dialect = DIALECTS[device.runtime]
+    plans = plan_graphs(graphs, dialect, device.launch_shape())
+    return plans, module_source(plans, dialect)
+
+
 def compile_graphs(graphs: list[Graph], cache: DiskCache | None = None) -> list[GpuExecutable]:
     """Optimized graphs as executables of one program (one compiler run)."""
     gpu = runtime()
-    dialect = DIALECTS[gpu.info.runtime]
-    plans = plan_graphs(graphs, dialect, gpu.info.launch_shape())
-    source = module_source(plans, dialect)
+    plans, source = render(graphs, gpu.info)
     dump = os.environ.get("BRAZE_DUMP")
     if dump:
         folder = Path(dump) / "kernels"

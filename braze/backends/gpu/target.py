@@ -44,3 +44,18 @@ class DeviceInfo:
 
 def out_of_memory(asked: int, free: int, device: str) -> GpuError:
     return GpuError(f"GPU out of memory on {device}: asked for {asked} bytes, {free} bytes free")
+
+
+# The GPU the CUDA kernels of every test run are compiled for (by NVRTC, without the GPU):
+# an H200's properties, as its driver reports them.
+H200 = DeviceInfo(
+    runtime="cuda",
+    name="NVIDIA H200",
+    arch="sm_90",
+    compiler="nvrtc",
+    warp=32,
+    max_group=1024,
+    local_memory=48 * 1024,
+    compute_units=132,
+    global_memory=141 * 10**9,
+)
