@@ -48,4 +48,6 @@ class DistributedOptimizer:
 
     def __getattr__(self, name: str) -> Any:
         # Everything else (learning rate, slots, state) is the wrapped optimizer's.
+        if "optimizer" not in self.__dict__:  # not constructed yet (copy, unpickling)
+            raise AttributeError(name)
         return getattr(self.__dict__["optimizer"], name)
