@@ -10,6 +10,7 @@ from the device only at epoch ends, so on a lazy device (``set_jit``) or with
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Any
 
 import numpy as np
@@ -67,6 +68,13 @@ class KerasMethods:
             start = time.perf_counter()
             hooks.call("on_epoch_begin", epoch, {})
             logs = trainer.train_epoch(train, steps_per_epoch, hooks, f"Epoch {epoch + 1}/{epochs}")
+            if logs is None:
+                warnings.warn(
+                    f"fit: the training data ran out at epoch {epoch + 1}; training stops (a generator gives "
+                    "its batches once: give steps_per_epoch * epochs batches, or a loader)",
+                    stacklevel=2,
+                )
+                break
             if validation is not None:
                 logs.update(trainer.evaluate(validation, validation_steps, hooks, prefix="val_"))
             logs["seconds"] = time.perf_counter() - start

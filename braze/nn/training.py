@@ -161,8 +161,11 @@ class Trainer:
         if x.device.is_lazy:
             barrier(x.device)
 
-    def train_epoch(self, train: adapters.Batches, steps: int | None, hooks: CallbackList, title: str) -> dict:
-        """One epoch of training steps; the epoch's logs, read once it is over."""
+    def train_epoch(
+        self, train: adapters.Batches, steps: int | None, hooks: CallbackList, title: str
+    ) -> dict[str, float] | None:
+        """One epoch of training steps; the epoch's logs, read once it is over, or None when
+        the data had no batch left (a generator that ran out)."""
         stats = Statistics(self._device())
         self.model.train()
         bar = ProgressBar(steps or len(train), title)
@@ -172,7 +175,7 @@ class Trainer:
             hooks.call("on_train_batch_end", batch, {"batch": batch, "size": len(x)})
             bar.update()
         bar.close()
-        return epoch_logs(stats, self.metrics)
+        return epoch_logs(stats, self.metrics) if stats.batches else None
 
     def evaluate(
         self, data: adapters.Batches, steps: int | None, hooks: CallbackList, prefix: str = ""
@@ -185,6 +188,8 @@ class Trainer:
                 hooks.call("on_test_batch_begin", batch, {"batch": batch})
                 self.eval_step(x, y, stats)
                 hooks.call("on_test_batch_end", batch, {"batch": batch, "size": len(x)})
+        if not stats.batches:
+            raise ValueError(f"{data.caller}: the data yielded no batches")
         logs = epoch_logs(stats, self.metrics)
         hooks.call("on_test_end", logs)
         return {f"{prefix}{name}": value for name, value in logs.items()}

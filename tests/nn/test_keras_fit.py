@@ -156,10 +156,11 @@ def test_fit_generator_takes_steps_per_epoch_as_keras_does():
         verbose=0,
     ).history
     assert counter.per_epoch == [2, 2, 2] and len(history["val_loss"]) == 3
-    # A generator continues where the last epoch stopped, and an epoch ends when it runs out.
+    # A generator continues where the last epoch stopped; when it runs out, training stops.
     batches = ((x[i : i + 16], y[i : i + 16]) for i in range(0, N, 16))
-    compiled().fit(batches, steps_per_epoch=2, epochs=4, callbacks=[counter], verbose=0)
-    assert counter.per_epoch == [2, 2, 1, 0]
+    with pytest.warns(UserWarning, match="the training data ran out at epoch 4; training stops"):
+        history = compiled().fit(batches, steps_per_epoch=2, epochs=5, callbacks=[counter], verbose=0)
+    assert counter.per_epoch == [2, 2, 1, 0] and history.epoch == [0, 1, 2]
 
 
 def test_initial_epoch_and_epoch_numbers():
@@ -177,6 +178,7 @@ def test_initial_epoch_and_epoch_numbers():
         (lambda net, x, y: net.fit([(x, y, y)], verbose=0), r"a 3-tuple \(sample weights are not supported\)"),
         (lambda net, x, y: net.fit(x, y, validation_split=1.5, verbose=0), r"validation_split must be in \[0, 1\)"),
         (lambda net, x, y: net.evaluate(verbose=0), "evaluate: no data"),
+        (lambda net, x, y: net.evaluate(iter([]), verbose=0), "evaluate: the data yielded no batches"),
         (lambda net, x, y: net.fit(x, y, steps_per_epoch=0, verbose=0), "fit: steps must be at least 1"),
     ],
 )
