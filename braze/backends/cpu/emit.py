@@ -51,6 +51,15 @@ static inline float braze_narrow(double x) {
 #endif
   return r;
 }
+/* Kernels read folded constant arrays through a pointer the optimizer cannot see through:
+   GCC 12 with AVX-512 folds the loads of a copy of such an array into vector constants and
+   built a wrong one (a 13-value copy of 1 0 1 0 1 0 1 0 1 0 0 0 0 stored 1 0 ... 1 0 1). */
+static inline const void* braze_opaque(const void* p) {
+#if defined(__GNUC__)
+  __asm__("" : "+r"(p));
+#endif
+  return p;
+}
 static inline double braze_clock(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -184,7 +193,7 @@ class ConstantPool:
             name = f"{self.prefix}_const{len(self.names)}"
             values = ", ".join(c_literal(v, node.dtype) for v in literal.array.reshape(-1).tolist())
             self.lines.append(f"static const {c_type(node.dtype)} {name}[{max(literal.array.size, 1)}] = {{{values}}};")
-            self.names[literal] = name
+            self.names[literal] = f"((const {c_type(node.dtype)}*)braze_opaque({name}))"
         return self.names[literal]
 
 
