@@ -275,7 +275,7 @@ class Tensor:
     def __dlpack_device__(self) -> tuple[int, int]:
         from braze.interop import KDL_CPU
 
-        return (KDL_CPU, 0)  # every braze value lives in host memory until a GPU backend exists
+        return (KDL_CPU, 0)  # values between ops live in host memory, a GPU device's too (for now)
 
     def __bool__(self) -> bool:
         return bool(self.item())
