@@ -80,7 +80,7 @@ def _liftable(expr: Expr) -> bool:
 
 
 def _is_leaf(expr: Expr) -> bool:
-    return expr.data is not None or (expr.primitive is constant and _liftable(expr))
+    return expr.data is not None or _liftable(expr)
 
 
 def _recorded_ops(roots: Sequence[Expr]) -> list[Expr]:
