@@ -12,9 +12,10 @@ little-endian header size N, N bytes of JSON ``{name: {"dtype", "shape", "data_o
 from __future__ import annotations
 
 import json
+import math
 import os
+import secrets
 import struct
-import tempfile
 import zipfile
 import zlib
 from collections.abc import Callable
@@ -41,17 +42,27 @@ class CheckpointError(BrazeError, ValueError):
 
 
 def write_checkpoint(path: str | os.PathLike, state: dict[str, np.ndarray]) -> None:
-    """Write ``state`` atomically: safetensors when ``path`` ends with .safetensors, else .npz."""
+    """Write ``state`` atomically: safetensors when ``path`` ends with .safetensors, else .npz.
+
+    Raises :class:`CheckpointError`, writing nothing, for what :func:`read_checkpoint` would
+    refuse to read back: anything but floating-point arrays."""
+    arrays = {name: np.asarray(value) for name, value in state.items()}
+    for name, array in arrays.items():
+        if array.dtype.kind != "f":
+            raise CheckpointError(f"{name}: cannot save {array.dtype}, a checkpoint holds floating-point parameters")
     target = Path(path)
     if target.suffix == SAFETENSORS_SUFFIX:
-        _write_atomically(target, lambda handle: write_safetensors(handle, state))
+        _write_atomically(target, lambda handle: write_safetensors(handle, arrays))
     else:
-        _write_atomically(target, lambda handle: np.savez(handle, **state))
+        _write_atomically(target, lambda handle: write_npz(handle, arrays))
 
 
 def _write_atomically(target: Path, write: Callable[[BinaryIO], None]) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    # Created as open() creates a file (mode 0o666 less the umask), not mkstemp's 0o600, so
+    # the checkpoint is as readable by others as the file it replaces would have been.
+    temp = target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "wb") as handle:
             write(handle)
@@ -64,16 +75,29 @@ def _write_atomically(target: Path, write: Callable[[BinaryIO], None]) -> None:
         raise
 
 
+def write_npz(handle: BinaryIO, state: dict[str, np.ndarray]) -> None:
+    """Write arrays to ``handle`` as ``np.savez`` does (one ``NAME.npy`` member each), for
+    any names: ``np.savez(handle, **state)`` fails on a parameter named ``file``."""
+    with zipfile.ZipFile(handle, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name, value in state.items():
+            with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(value), allow_pickle=False)
+
+
 def write_safetensors(handle: BinaryIO, state: dict[str, np.ndarray]) -> None:
     """Write float arrays to ``handle`` in the safetensors format."""
     header, offset, arrays = {}, 0, []
     for name, value in state.items():
-        array = np.ascontiguousarray(value)
-        if array.dtype not in _SAFETENSORS_NAMES:
+        if name == "__metadata__":
+            raise CheckpointError(f"{name}: safetensors reserves this name for the file's metadata")
+        array = np.asarray(value)
+        native = array.dtype.newbyteorder("=")
+        if native not in _SAFETENSORS_NAMES:
             raise CheckpointError(f"{name}: cannot write {array.dtype} to safetensors, a checkpoint holds floats")
-        array = array.astype(array.dtype.newbyteorder("<"), copy=False)
+        # Little-endian and C order; np.ascontiguousarray would make a 0-d array 1-d.
+        array = np.require(array.astype(native.newbyteorder("<"), copy=False), requirements="C")
         header[name] = {
-            "dtype": _SAFETENSORS_NAMES[array.dtype.newbyteorder("=")],
+            "dtype": _SAFETENSORS_NAMES[native],
             "shape": list(array.shape),
             "data_offsets": [offset, offset + array.nbytes],
         }
@@ -152,10 +176,12 @@ def _safetensors_array(path: Path, name: str, entry: object, data: memoryview) -
         dtype, shape, (begin, end) = entry["dtype"], tuple(entry["shape"]), entry["data_offsets"]  # type: ignore[index]
     except (TypeError, KeyError, ValueError):
         raise CheckpointError(f"{path}: not a checkpoint: bad safetensors entry for {name}: {entry!r}") from None
+    if not isinstance(dtype, str) or not all(_is_size(v) for v in (*shape, begin, end)):
+        raise CheckpointError(f"{path}: not a checkpoint: bad safetensors entry for {name}: {entry!r}")
     if dtype not in _SAFETENSORS_FLOATS and dtype != "BF16":
         raise CheckpointError(f"{path}: wrong dtype: {name} is {dtype}, a checkpoint holds floating-point parameters")
     itemsize = 2 if dtype == "BF16" else _SAFETENSORS_FLOATS[dtype].itemsize
-    count = int(np.prod(shape, dtype=np.int64))
+    count = math.prod(shape)
     if not 0 <= begin <= end <= len(data) or end - begin != count * itemsize:
         raise CheckpointError(
             f"{path}: truncated or corrupt checkpoint ({name}: bytes {begin}-{end} for shape {list(shape)} of "
@@ -166,3 +192,8 @@ def _safetensors_array(path: Path, name: str, entry: object, data: memoryview) -
         return (np.frombuffer(raw, "<u2").astype(np.uint32) << 16).view(np.float32).reshape(shape)
     stored = _SAFETENSORS_FLOATS[dtype]
     return np.frombuffer(raw, stored).astype(stored.newbyteorder("=")).reshape(shape)
+
+
+def _is_size(value: object) -> bool:
+    """Whether a header's dimension or offset is one: a non-negative JSON integer."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0

@@ -3,13 +3,17 @@ LeNet files read by braze (outputs compared with PyTorch's on the same images)."
 
 from __future__ import annotations
 
+import json
+import os
+import stat
+
 import numpy as np
 import pytest
 
 import braze
 from braze.models import LeNet, lenet_from_torch, lenet_to_torch
-from braze.nn import CheckpointError, Dense, Sequential
-from braze.nn.checkpoint import read_checkpoint
+from braze.nn import CheckpointError, Dense, Module, Sequential
+from braze.nn.checkpoint import read_checkpoint, write_checkpoint
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 
@@ -144,3 +148,91 @@ def test_layout_conversion_round_trips_and_checks_names():
     _assert_same_state(lenet_from_torch(lenet_to_torch(state)), state)
     with pytest.raises(CheckpointError, match=r"PyTorch LeNet: missing \['conv1.bias'.*unexpected \['layers.0.bias'"):
         lenet_from_torch(state)
+
+
+class _Scaled(Module):
+    """A layer and a 0-d parameter, under names ``np.savez`` reserves (``file``, ``allow_pickle``)."""
+
+    def __init__(self, seed: int) -> None:
+        self.file = Dense(2, input_dim=3, generator=braze.Generator(seed))
+        self.allow_pickle = braze.tensor(1.5 + seed, requires_grad=True)
+
+    def forward(self, x: braze.Tensor) -> braze.Tensor:
+        return self.file(x) * self.allow_pickle
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".safetensors"])
+def test_every_parameter_comes_back_with_its_shape_and_name(tmp_path, suffix):
+    model = _Scaled(seed=0)
+    path = tmp_path / f"scaled{suffix}"
+    model.save(path)
+    expected = model.state_dict()
+    on_disk = dict(np.load(path)) if suffix == ".npz" else safetensors_numpy.load_file(path)
+    assert {name: value.shape for name, value in on_disk.items()} == {k: v.shape for k, v in expected.items()}
+    _assert_same_state(on_disk, expected)
+    copy = _Scaled(seed=1)
+    copy.load(path)
+    _assert_same_state(copy.state_dict(), expected)
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".safetensors"])
+def test_a_saved_checkpoint_gets_the_mode_open_gives_a_new_file(tmp_path, suffix):
+    previous = os.umask(0o022)
+    try:
+        LeNet(seed=0).save(tmp_path / f"m{suffix}")
+        (tmp_path / "plain").write_bytes(b"")
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((tmp_path / f"m{suffix}").stat().st_mode) == stat.S_IMODE((tmp_path / "plain").stat().st_mode)
+
+
+def test_big_endian_floats_are_written_little_endian(tmp_path):
+    path = tmp_path / "big.safetensors"
+    values = np.array([[1.5, -2.25], [3.0, 1e-3]], ">f8")
+    write_checkpoint(path, {"w": values})
+    loaded = safetensors_numpy.load_file(path)["w"]
+    assert loaded.dtype == np.float64
+    np.testing.assert_array_equal(loaded, values)
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".safetensors"])
+@pytest.mark.parametrize(
+    ("state", "message"),
+    [
+        ({"w": np.zeros(2, np.float32), "steps": np.zeros(2, np.int64)}, "steps: cannot save int64"),
+        ({"__metadata__": np.zeros(2, np.float32)}, "__metadata__: safetensors reserves this name"),
+    ],
+    ids=["integers", "metadata"],
+)
+def test_what_could_not_be_read_back_is_not_written(tmp_path, suffix, state, message):
+    path = tmp_path / f"m{suffix}"
+    write_checkpoint(path, {"w": np.ones(2, np.float32)})
+    before = path.read_bytes()
+    if "__metadata__" in state and suffix == ".npz":  # only safetensors reserves the name
+        write_checkpoint(path, state)
+        _assert_same_state(read_checkpoint(path), state)
+        return
+    with pytest.raises(CheckpointError, match=message):
+        write_checkpoint(path, state)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"dtype": "F32", "shape": [2], "data_offsets": ["0", "8"]},
+        {"dtype": "F32", "shape": [2], "data_offsets": [0.0, 8.0]},
+        {"dtype": "F32", "shape": [-1, -2], "data_offsets": [0, 8]},
+        {"dtype": "F32", "shape": [2.0], "data_offsets": [0, 8]},
+        {"dtype": "F32", "shape": "ab", "data_offsets": [0, 8]},
+        {"dtype": ["F32"], "shape": [2], "data_offsets": [0, 8]},
+    ],
+    ids=["string-offsets", "float-offsets", "negative-shape", "float-shape", "string-shape", "list-dtype"],
+)
+def test_a_malformed_header_entry_is_a_checkpoint_error_naming_the_file(tmp_path, entry):
+    path = tmp_path / "bad.safetensors"
+    header = json.dumps({"x": entry}).encode()
+    path.write_bytes(len(header).to_bytes(8, "little") + header + bytes(8))
+    with pytest.raises(CheckpointError, match=r"bad.safetensors: not a checkpoint: bad safetensors entry for x"):
+        read_checkpoint(path)
