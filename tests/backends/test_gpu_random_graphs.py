@@ -1,10 +1,10 @@
 """Random valid graphs through the whole pipeline and the GPU backend agree with the
-reference interpreter: 300 graphs fused (and unfused, skipped while a mismatch is open),
-each batch of 60 one program,
+reference interpreter: 300 graphs fused and 300 unfused, each batch of 60 one program,
 whose kernels also compile as CUDA C for sm_90."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from gpu_device import compiles_for_h200, requires_gpu_runtime
 from hypothesis import HealthCheck, Phase, given, settings
@@ -13,21 +13,15 @@ from random_graphs import assert_matches_reference, graphs
 
 from braze.backends import gpu
 from braze.backends.cpu.diskcache import DiskCache
+from braze.backends.reference.interpreter import evaluate
+from braze.ir.text import parse_graph
 from braze.passes import pipeline
 
 pytestmark = requires_gpu_runtime
 TOLERANCE = {"float32": 1e-5, "float64": 1e-12}
 
 
-UNFUSED_OPEN = (
-    "open: one unfused graph of the third batch (pow of two convolutions, reversed, then a "
-    "convolution of it) puts a NaN where the reference has a number; not yet found"
-)
-
-
-@pytest.mark.parametrize(
-    "fusion", [True, pytest.param(False, marks=pytest.mark.skip(reason=UNFUSED_OPEN))], ids=["fused", "unfused"]
-)
+@pytest.mark.parametrize("fusion", [True, False], ids=["fused", "unfused"])
 # No shrinking: every example compiles a program, and the failing graph is printed instead.
 @settings(
     max_examples=5,  # 5 batches of 60: 300 graphs
@@ -43,3 +37,28 @@ def test_random_graphs_on_gpu_match_reference(batch, fusion, tmp_path_factory):
     for graph, executable in zip(batch, executables, strict=True):
         assert_matches_reference(graph, executable, TOLERANCE)
     compiles_for_h200(optimized)
+
+
+@pytest.mark.parametrize("fusion", [True, False], ids=["fused", "unfused"])
+def test_a_convolution_tap_in_the_padding_multiplies_zero_by_the_other_operand(fusion, tmp_path):
+    """Found by the unfused random graphs: the kernels skipped the taps that fall in the
+    padding, where the reference multiplies a padded zero by the filter (or by the
+    cotangent, for the filter's gradient), so an inf or NaN there gave it NaN and the GPU a
+    number."""
+    graph = parse_graph(
+        "graph(%0: f32[1,2,3,1], %1: f32[2,2,1,1], %2: f32[1,2,3,1]) {\n"
+        "  %3 = conv(%0, %1) {dilation=(1, 1), padding=((1, 0), (0, 1)), strides=(1, 1)} : f32[1,2,3,1]\n"
+        "  %4 = conv_grad_filter(%0, %2) {dilation=(1, 1), filter_hw=(2, 2), padding=((1, 0), (0, 1)), "
+        "strides=(1, 1)} : f32[2,2,1,1]\n"
+        "  return (%3, %4)\n}"
+    )
+    x = np.arange(1, 7, dtype=np.float32).reshape(1, 2, 3, 1)
+    w = np.array([1, np.inf, 2, 3], np.float32).reshape(2, 2, 1, 1)
+    g = np.array([np.inf, 2, 3, 4, 5, 6], np.float32).reshape(1, 2, 3, 1)
+    optimized, _ = pipeline.run(graph, verify=True, fusion=fusion)
+    got = gpu.compile_graph(optimized, DiskCache(tmp_path))([x, w, g])
+    with np.errstate(all="ignore"):
+        expected = evaluate(graph, [x, w, g])
+    for value, want in zip(got, expected, strict=True):
+        assert np.isnan(want).any() and not np.isnan(want).all()  # the case this test is about
+        np.testing.assert_allclose(value, want, rtol=1e-6, equal_nan=True)

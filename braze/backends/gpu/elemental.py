@@ -118,33 +118,47 @@ class GpuEmitter(Emitter):
         return acc
 
     def conv(self, node: Node, index: Index) -> str:
-        """conv, conv_grad_input and conv_grad_filter: one output element's sum of products."""
+        """conv and conv_grad_filter: one output element's sum of products over the taps of
+        the zero-padded input. A tap in the padding reads a zero that is still multiplied,
+        as the reference's padded input is: 0 * inf and 0 * NaN are NaN there too."""
         (sh, sw), (dh, dw), ((pt, _), (pl, _)) = node.attr("strides"), node.attr("dilation"), node.attr("padding")
         a, b = node.inputs
         acc = self.accumulator(node.dtype, c_literal(0, node.dtype))
         if node.op == "conv":  # out (n, oh, ow, o) += x[n, oh*s + kh*d - p, ..., c] * w[kh, kw, c, o]
             n, oh, ow, o = self.dims(index)
             kh, kw, c = self.loop(b.shape[0]), self.loop(b.shape[1]), self.loop(b.shape[2])
-            ih, iw = f"({oh} * {sh} + {kh} * {dh} - {pt})", f"({ow} * {sw} + {kw} * {dw} - {pl})"
-            self.guarded([f"{ih} >= 0", f"{ih} < {a.shape[1]}", f"{iw} >= 0", f"{iw} < {a.shape[2]}"])
-            x, w = Index(a.shape, (n, ih, iw, c)), Index(b.shape, (kh, kw, c, o))
-        elif node.op == "conv_grad_input":  # dx (n, ih, iw, c) += g[n, (ih + p - kh*d) / s, ..., o] * w
-            n, ih, iw, c = self.dims(index)
-            kh, kw, o = self.loop(b.shape[0]), self.loop(b.shape[1]), self.loop(b.shape[3])
-            th, tw = f"({ih} + {pt} - {kh} * {dh})", f"({iw} + {pl} - {kw} * {dw})"
-            oh, ow = f"({th} / {sh})", f"({tw} / {sw})"
-            self.guarded(
-                [f"{th} >= 0", f"{tw} >= 0", f"{th} % {sh} == 0", f"{tw} % {sw} == 0"]
-                + [f"{oh} < {a.shape[1]}", f"{ow} < {a.shape[2]}"]
-            )
-            x, w = Index(a.shape, (n, oh, ow, o)), Index(b.shape, (kh, kw, c, o))
+            other = Index(b.shape, (kh, kw, c, o))
         else:  # dw (kh, kw, c, o) += x[n, oh*s + kh*d - p, ..., c] * g[n, oh, ow, o]
             kh, kw, c, o = self.dims(index)
             n, oh, ow = self.loop(b.shape[0]), self.loop(b.shape[1]), self.loop(b.shape[2])
-            ih, iw = f"({oh} * {sh} + {kh} * {dh} - {pt})", f"({ow} * {sw} + {kw} * {dw} - {pl})"
-            self.guarded([f"{ih} >= 0", f"{ih} < {a.shape[1]}", f"{iw} >= 0", f"{iw} < {a.shape[2]}"])
-            x, w = Index(a.shape, (n, ih, iw, c)), Index(b.shape, (n, oh, ow, o))
-        self.emit(f"{acc} += {self.value(a, x)} * {self.value(b, w)};")
+            other = Index(b.shape, (n, oh, ow, o))
+        ih, iw = f"({oh} * {sh} + {kh} * {dh} - {pt})", f"({ow} * {sw} + {kw} * {dw} - {pl})"
+        tap = self.accumulator(a.dtype, c_literal(0, a.dtype))
+        self.guarded([f"{ih} >= 0", f"{ih} < {a.shape[1]}", f"{iw} >= 0", f"{iw} < {a.shape[2]}"])
+        self.emit(f"{tap} = {self.value(a, Index(a.shape, (n, ih, iw, c)))};")
+        self.close()
+        self.emit(f"{acc} += {tap} * {self.value(b, other)};")
+        for _ in range(3):
+            self.close()
+        return acc
+
+    def conv_grad_input(self, node: Node, index: Index) -> str:
+        """dx (n, ih, iw, c) += g[n, (ih + p - kh*d) / s, ..., o] * w[kh, kw, c, o] over the
+        taps that reach (ih, iw); the reference crops the padding off dx, so a tap that does
+        not reach it adds nothing."""
+        (sh, sw), (dh, dw), ((pt, _), (pl, _)) = node.attr("strides"), node.attr("dilation"), node.attr("padding")
+        g, w = node.inputs
+        acc = self.accumulator(node.dtype, c_literal(0, node.dtype))
+        n, ih, iw, c = self.dims(index)
+        kh, kw, o = self.loop(w.shape[0]), self.loop(w.shape[1]), self.loop(w.shape[3])
+        th, tw = f"({ih} + {pt} - {kh} * {dh})", f"({iw} + {pl} - {kw} * {dw})"
+        oh, ow = f"({th} / {sh})", f"({tw} / {sw})"
+        self.guarded(
+            [f"{th} >= 0", f"{tw} >= 0", f"{th} % {sh} == 0", f"{tw} % {sw} == 0"]
+            + [f"{oh} < {g.shape[1]}", f"{ow} < {g.shape[2]}"]
+        )
+        product = f"{self.value(g, Index(g.shape, (n, oh, ow, o)))} * {self.value(w, Index(w.shape, (kh, kw, c, o)))}"
+        self.emit(f"{acc} += {product};")
         for _ in range(4):
             self.close()
         return acc
@@ -236,7 +250,7 @@ _LOOPS: dict[str, Callable[[GpuEmitter, Node, Index], str]] = {
     "reduce_max": GpuEmitter.reduce,
     "dot_general": GpuEmitter.dot,
     "conv": GpuEmitter.conv,
-    "conv_grad_input": GpuEmitter.conv,
+    "conv_grad_input": GpuEmitter.conv_grad_input,
     "conv_grad_filter": GpuEmitter.conv,
     "reduce_window": GpuEmitter.reduce_window,
     "select_and_gather_add": GpuEmitter.gather,
