@@ -15,6 +15,7 @@ import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from braze import backward_replay
 from braze.tensor import GRAD_MODE, GradNode, Tensor
 
 
@@ -72,32 +73,48 @@ def _cotangents(root: Tensor, seed: Tensor, retain_graph: bool = False) -> dict[
         if root.requires_grad:
             leaves[id(root)] = (root, seed)
         return leaves
-    pending: dict[int, Tensor] = {id(root._grad_node): seed}
+    order = _topological_order(root._grad_node)
     with no_grad():
-        for node in _topological_order(root._grad_node):
-            g = pending.pop(id(node), None)
-            if g is None:
+        if root.device.is_lazy:
+            return backward_replay.cotangents(
+                order, seed, retain_graph, lambda reached: _walk(order, seed, retain_graph, reached)
+            )
+        return _walk(order, seed, retain_graph)
+
+
+def _walk(
+    order: list[GradNode], seed: Tensor, retain_graph: bool, reached: list[int] | None = None
+) -> dict[int, tuple[Tensor, Tensor]]:
+    """Apply the VJP rules from the root (``order[0]``) down; ``reached`` collects the
+    positions of the nodes a cotangent reached (whose saved values were used)."""
+    leaves: dict[int, tuple[Tensor, Tensor]] = {}
+    pending: dict[int, Tensor] = {id(order[0]): seed}
+    for i, node in enumerate(order):
+        g = pending.pop(id(node), None)
+        if g is None:
+            continue
+        if reached is not None:
+            reached.append(i)
+        if node.in_values is None:
+            raise RuntimeError(
+                "backward through a graph a second time: its saved values were released by the first "
+                "backward; call backward(retain_graph=True) the first time"
+            )
+        inputs = [Tensor._view(v, a, node.device) for v, a in zip(node.in_values, node.in_avals, strict=True)]
+        out = Tensor._view(node.out_value, node.out_aval, node.device)
+        grads = node.primitive.vjp(g, *inputs, out=out, **node.attrs)
+        if not retain_graph:
+            node.in_values = node.out_value = None
+        for parent, grad in zip(node.parents, grads, strict=True):
+            if parent is None or grad is None:
                 continue
-            if node.in_values is None:
-                raise RuntimeError(
-                    "backward through a graph a second time: its saved values were released by the first "
-                    "backward; call backward(retain_graph=True) the first time"
-                )
-            inputs = [Tensor._view(v, a, node.device) for v, a in zip(node.in_values, node.in_avals, strict=True)]
-            out = Tensor._view(node.out_value, node.out_aval, node.device)
-            grads = node.primitive.vjp(g, *inputs, out=out, **node.attrs)
-            if not retain_graph:
-                node.in_values = node.out_value = None
-            for parent, grad in zip(node.parents, grads, strict=True):
-                if parent is None or grad is None:
-                    continue
-                if callable(grad):
-                    grad = grad()
-                if isinstance(parent, GradNode):
-                    _accumulate(pending, id(parent), grad)
-                else:
-                    previous = leaves.get(id(parent))
-                    leaves[id(parent)] = (parent, grad if previous is None else previous[1] + grad)
+            if callable(grad):
+                grad = grad()
+            if isinstance(parent, GradNode):
+                _accumulate(pending, id(parent), grad)
+            else:
+                previous = leaves.get(id(parent))
+                leaves[id(parent)] = (parent, grad if previous is None else previous[1] + grad)
     return leaves
 
 

@@ -79,23 +79,21 @@ def _liftable(expr: Expr) -> bool:
     return array.ndim == 0 and array.dtype.kind in "if" and array.item() not in (0, 1)
 
 
-def _is_leaf(expr: Expr) -> bool:
-    return expr.data is not None or _liftable(expr)
-
-
 def _recorded_ops(roots: Sequence[Expr]) -> list[Expr]:
-    """The pending ops that ``roots`` depend on, in recording order (inputs before users)."""
+    """The pending ops that ``roots`` depend on, in recording order (inputs before users);
+    device data and liftable scalars are the trace's leaves."""
     seen = set(roots)
     stack = list(roots)
     ops = []
+    visit, push = seen.add, stack.append
     while stack:
         expr = stack.pop()
-        if not _is_leaf(expr):
+        if expr.data is None and (expr.primitive is not constant or not _liftable(expr)):
             ops.append(expr)
             for i in expr.inputs:
                 if i not in seen:
-                    seen.add(i)
-                    stack.append(i)
+                    visit(i)
+                    push(i)
     ops.sort(key=_RECORDED)
     return ops
 
@@ -121,16 +119,17 @@ class Trace:
         self._graph: Graph | None = None
         self._entries: list[Any] = []
         position: dict[Expr, int] = {}
+        uses, entries, ops = self.uses, self._entries, self._ops
         for expr in _recorded_ops(roots):
             inputs = []
             for i in expr.inputs:
                 k = position.get(i)
                 inputs.append(self._parameter(i, position) if k is None else k)  # ops come before their users
                 if i.data is not None:
-                    self.uses[id(i)] = self.uses.get(id(i), 0) + 1
-            position[expr] = len(self._entries)
-            self._entries.append((expr.primitive, tuple(expr.attrs.items()), tuple(inputs)))
-            self._ops.append(expr)
+                    uses[id(i)] = uses.get(id(i), 0) + 1
+            position[expr] = len(entries)
+            entries.append((expr.primitive, tuple(expr.attrs.items()), tuple(inputs)))
+            ops.append(expr)
         self._outputs = tuple([position[r] if r in position else self._parameter(r, position) for r in roots])
         self.key = (tuple(self._entries), self._outputs)
 

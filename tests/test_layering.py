@@ -14,7 +14,7 @@ LAYERS = (
     {"passes"},
     {"runtime"},
     {"backends"},
-    {"tensor", "ops", "autodiff", "lazy", "jit", "config", "interop"},
+    {"tensor", "ops", "autodiff", "backward_replay", "lazy", "jit", "config", "interop"},
     {"data"},
     {"optim"},
     {"nn"},

@@ -127,3 +127,8 @@ _BINDER: list[Callable[[Primitive, tuple, dict, Any], Any]] = [_no_binder]
 def set_binder(binder: Callable[[Primitive, tuple, dict, Any], Any]) -> None:
     """Install how ``Primitive.bind`` is carried out (the tensor layer does this at import)."""
     _BINDER[0] = binder
+
+
+def current_binder() -> Callable[[Primitive, tuple, dict, Any], Any]:
+    """The installed binder (a recorder wraps it for a while, then puts it back)."""
+    return _BINDER[0]
