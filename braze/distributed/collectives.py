@@ -42,6 +42,8 @@ def all_reduce(tree: Any, op: str = "sum") -> Any:
         array = np.asarray(value)
         if array.dtype.kind not in "if":
             raise TypeError(f"all_reduce: cannot reduce {type(value).__name__} {value!r}")
+        if op == "mean" and array.dtype.kind == "i":
+            array = array.astype(np.float64)  # the mean of counts, as np.mean gives it
         result = world(array, op)
         return result if isinstance(value, np.ndarray) else result.item()
 
@@ -49,7 +51,7 @@ def all_reduce(tree: Any, op: str = "sum") -> Any:
 
 
 def broadcast(tree: Any, root: int = 0) -> Any:
-    """Root's values of every tensor or array in ``tree`` on every rank; tensors are
+    """Root's values of every tensor, array or number in ``tree`` on every rank; tensors are
     updated in place (as Horovod's ``broadcast_parameters``) and also returned."""
     world = init()
     if not 0 <= root < world.size:
@@ -59,6 +61,7 @@ def broadcast(tree: Any, root: int = 0) -> Any:
         if isinstance(value, Tensor):
             with no_grad():
                 return value.assign(world.broadcast(value.numpy(), root))
-        return world.broadcast(np.asarray(value), root)
+        result = world.broadcast(np.asarray(value), root)
+        return result if isinstance(value, np.ndarray) else result.item()
 
     return _map(tree, copy)

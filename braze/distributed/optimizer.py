@@ -15,6 +15,7 @@ from typing import Any
 from braze.autodiff import no_grad
 from braze.distributed.collectives import all_reduce, broadcast
 from braze.optim.optimizer import Optimizer
+from braze.tensor import Tensor
 
 
 class DistributedOptimizer:
@@ -29,7 +30,7 @@ class DistributedOptimizer:
         broadcast(optimizer.params, root)
 
     @property
-    def params(self) -> list:
+    def params(self) -> list[Tensor]:
         return self.optimizer.params
 
     def zero_grad(self) -> None:
@@ -51,3 +52,10 @@ class DistributedOptimizer:
         if "optimizer" not in self.__dict__:  # not constructed yet (copy, unpickling)
             raise AttributeError(name)
         return getattr(self.__dict__["optimizer"], name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # ``optimizer.lr = 0.01`` sets the learning rate that step() uses, the wrapped one's.
+        if name == "optimizer" or "optimizer" not in self.__dict__:
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self.__dict__["optimizer"], name, value)

@@ -61,8 +61,11 @@ class MpiTransport:
 
     def __call__(self, array: np.ndarray, op: str) -> np.ndarray:
         self.agree("all_reduce", describe(array, op))
+        # MPI reads and writes the buffers in memory order: both C order, or a transposed
+        # operand's empty_like (Fortran order) would take its elements transposed.
+        array = np.require(array, requirements="C")
         result = np.empty_like(array)
-        self.comm.Allreduce(np.ascontiguousarray(array), result, op=self._ops[op])
+        self.comm.Allreduce(array, result, op=self._ops[op])
         if op == "mean":
             np.divide(result, self.size, out=result)
         return result
@@ -70,7 +73,7 @@ class MpiTransport:
     def broadcast(self, array: np.ndarray, root: int) -> np.ndarray:
         """``root``'s array on every rank (each passes one of the same shape and dtype)."""
         self.agree("broadcast", describe(array, f"root {root}"))
-        result = np.ascontiguousarray(array).copy()
+        result = np.array(array, order="C")  # a copy of the same shape, 0-d included
         self.comm.Bcast(result, root=root)
         return result
 

@@ -11,6 +11,7 @@ import braze
 import braze.distributed as dist
 from braze.backends.cpu.target import available_cores
 from braze.data import DataLoader
+from braze.optim import SGD
 from braze.runtime.collectives import ReplicaMismatchError
 
 threads_given = "OMP_NUM_THREADS" in os.environ
@@ -66,10 +67,38 @@ for backend in ("cpu", "reference"):  # native steps call the transport back; th
 tree = dist.all_reduce({"n": rank + 1, "v": [np.full(2, rank, np.float64)]}, "sum")
 assert tree["n"] == size * (size + 1) // 2 and tree["v"][0].tolist() == [sum(range(size))] * 2, tree
 
+# Arrays in any memory order reduce element by element; the mean of counts is a float.
+x = inputs(20)
+transposed = dist.all_reduce(x[rank].T, "sum")
+np.testing.assert_array_equal(transposed, x.sum(0).T, err_msg="transposed operand")
+counts = dist.all_reduce({"n": rank + 1, "v": np.array([rank, 2 * rank])}, "mean")
+np.testing.assert_array_equal(counts["v"], np.mean([[r, 2 * r] for r in range(size)], axis=0))
+assert counts["n"] == np.mean(np.arange(1, size + 1)), counts
+
+# A 0-d tensor (a statistic) keeps its shape.
+for mode in ("eager", "lazy"):
+    scalar = braze.tensor(float(rank), device=braze.CPU if mode == "eager" else braze.LAZY_CPU)
+    total = dist.all_reduce(scalar, "sum").numpy()
+    assert total.shape == () and total == sum(range(size)), (mode, total)
+
 # Broadcast: every rank ends with rank 0's values, tensors updated in place.
 w = braze.tensor(np.full(5, rank, np.float32), requires_grad=True)
-dist.broadcast([w], root=0)
+scale = braze.tensor(float(rank + 1), requires_grad=True)
+dist.broadcast([w, scale], root=0)
 assert w.numpy().tolist() == [0.0] * 5, w
+assert scale.shape == () and scale.numpy().shape == () and scale.numpy() == 1.0, scale
+stepped = dist.broadcast({"step": 10 + rank})
+assert stepped == {"step": 10} and type(stepped["step"]) is int, stepped  # a number, as all_reduce gives
+
+# DistributedOptimizer: a learning rate set on the wrapper is the one step() uses.
+p = braze.tensor(np.zeros(3, np.float32), requires_grad=True)
+optimizer = dist.DistributedOptimizer(SGD([p], lr=1.0))
+optimizer.lr = 0.25
+g = inputs(30)
+(p * braze.tensor(g[rank, 0, :3])).sum().backward()
+optimizer.step()
+assert optimizer.optimizer.lr == 0.25
+np.testing.assert_allclose(p.numpy(), -0.25 * g[:, 0, :3].mean(0), rtol=1e-6, err_msg="SGD step with lr 0.25")
 
 # Sharding: disjoint shares of equal length that together are the epoch.
 loader = DataLoader(np.arange(11), batch_size=2, shuffle=True, seed=3, shard=True, prefetch=0)

@@ -48,7 +48,7 @@ def _all_reduce_rule(x: Aval, *, op: str) -> Aval:
 
 
 def _all_reduce_impl(x: np.ndarray, *, op: str) -> np.ndarray:
-    return _TRANSPORT[0](np.ascontiguousarray(x), op)
+    return _TRANSPORT[0](np.require(x, requirements="C"), op)  # ascontiguousarray makes 0-d 1-d
 
 
 def _all_reduce_vjp(g, x, out, *, op):
