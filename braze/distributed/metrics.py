@@ -13,7 +13,7 @@ def all_reduce_statistics(stats: Statistics) -> Statistics:
     tensors = [stats.correct, stats.loss_sum, stats.example_loss_sum]
     totals = all_reduce([*tensors, stats.total, stats.batches], "sum")
     with no_grad():
-        for tensor, total in zip(tensors, totals, strict=False):
+        for tensor, total in zip(tensors, totals[:3], strict=True):
             tensor.assign(total)
     stats.total, stats.batches = totals[3], totals[4]
     return stats

@@ -12,10 +12,13 @@ the parent (``mpiexec`` cleaning up). Linux only; ``BRAZE_SUPERVISE=0`` turns it
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
 import sys
+from collections.abc import Callable
+from types import FrameType
 
 # Where launchers put the rank of the process they start: MPICH's Hydra, Open MPI, PMIx.
 _RANK_VARIABLES = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
@@ -46,9 +49,20 @@ def supervise() -> None:
     _wait(child, rank)
 
 
+def _forwarder(child: int) -> Callable[[int, FrameType | None], None]:
+    """A signal handler passing the signal on to ``child``, which may have just exited: an
+    error raised in the handler would end ``_wait`` with a traceback, not the child's status."""
+
+    def forward(received: int, _frame: FrameType | None) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, received)
+
+    return forward
+
+
 def _wait(child: int, rank: str) -> None:
     for number in _FORWARDED:
-        signal.signal(number, lambda received, _frame: os.kill(child, received))
+        signal.signal(number, _forwarder(child))
     _, status = os.waitpid(child, 0)
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
