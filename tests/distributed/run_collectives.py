@@ -24,8 +24,7 @@ OPS = {"sum": lambda a: a.sum(0), "mean": lambda a: a.mean(0), "max": lambda a: 
 
 def inputs(seed: int) -> np.ndarray:
     """Every rank's array (ties between ranks included, for the maximum's gradient)."""
-    arrays = np.random.default_rng(seed).integers(-3, 4, (size, 3, 4)).astype(np.float32)
-    return arrays
+    return np.random.default_rng(seed).integers(-3, 4, (size, 3, 4)).astype(np.float32)
 
 
 def expected_gradient(op: str, x: np.ndarray, c: np.ndarray) -> np.ndarray:
