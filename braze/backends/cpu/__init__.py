@@ -7,6 +7,7 @@ import os
 import warnings
 from pathlib import Path
 
+from braze.backends.cpu import autotune
 from braze.backends.cpu.compiler import CompileError, compile_library, find_compiler
 from braze.backends.cpu.diskcache import CacheWarning, DiskCache, digest
 
@@ -76,8 +77,17 @@ def compile_graphs(
     if compiler is None:
         raise CompileError("no C compiler available")
     profile = os.environ.get("BRAZE_PROFILE") == "1"
+    cache = cache or DiskCache()
+    tune = autotune.enabled()
     plans = [
-        emit_module(g, g.annotations.get("buffers") or assign(g), compiler.target, f"braze_run{i}", profile)
+        emit_module(
+            g,
+            g.annotations.get("buffers") or assign(g),
+            compiler.target,
+            f"braze_run{i}",
+            profile,
+            autotune.tune(g, compiler, cache.root.parent) if tune else None,
+        )
         for i, g in enumerate(graphs)
     ]
     (source,) = translation_units(prelude(compiler.target), plans, 1)
@@ -87,7 +97,6 @@ def compile_graphs(
         folder = Path(dump) / "kernels"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{key[:16]}.c").write_text(source)
-    cache = cache or DiskCache()
 
     def build(folder: Path) -> Path:
         with metrics.timed("NativeCompileTime"):

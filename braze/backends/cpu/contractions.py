@@ -123,22 +123,36 @@ def emit_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node) ->
         em.emit("}")
 
 
-def register_tile(target: CpuTarget, rows: int, vectors: int, share: float = 5 / 8) -> tuple[int, int]:
-    """(rows, vectors) of a register tile of ``rows`` broadcast values times ``vectors``
-    vectors (at most those available): the most accumulators within ``share`` of the
-    target's vector registers, such that the tile's operand vectors, a broadcast value and
-    a spare register fit beside them; ties go to fewer loads per multiply-add. With 32
-    registers (AVX-512) this gives the tiles measured best on the CNN's convolutions (20
-    accumulators: 5 columns x 4 vectors, 10 x 2, 20 x 1) and LeNet's dense products (5 rows
-    x 4 vectors); with 16 (AVX2), at most 10 accumulators, e.g. 5 x 2."""
+def register_tiles(target: CpuTarget, rows: int, vectors: int, share: float = 5 / 8) -> list[tuple[int, int]]:
+    """(rows, vectors) register tiles of ``rows`` broadcast values times ``vectors`` vectors
+    (at most those available), best predicted first: the most accumulators within ``share``
+    of the target's vector registers, such that the tile's operand vectors, a broadcast
+    value and a spare register fit beside them; ties go to fewer loads per multiply-add.
+    With 32 registers (AVX-512) the first is the tile measured best on the CNN's
+    convolutions (20 accumulators: 5 columns x 4 vectors, 10 x 2, 20 x 1) and LeNet's dense
+    products (5 rows x 4 vectors); with 16 (AVX2), at most 10 accumulators, e.g. 5 x 2.
+    The second, the autotuner's alternative, is the runner-up, or where there is none (a
+    single vector of columns) the best tile with half the accumulators (less register
+    pressure, where the compiler spills)."""
     registers = target.vector_registers
+
+    def ranked(budget: int) -> list[tuple[int, int]]:
+        def tile(v: int) -> tuple[int, int]:
+            return min(rows, max(1, budget // v)), v
+
+        fitting = [tile(v) for v in range(1, max(vectors, 1) + 1) if tile(v)[0] * v + v + 2 <= registers]
+        return sorted(set(fitting) or {tile(1)}, key=lambda t: (-t[0] * t[1], t[0] + t[1], t[1]))
+
     budget = max(1, int(registers * share))
+    best = ranked(budget)
+    return best[:2] if len(best) > 1 else best + [t for t in ranked(max(1, budget // 2)) if t not in best][:1]
 
-    def tile(v: int) -> tuple[int, int]:
-        return min(rows, max(1, budget // v)), v
 
-    fitting = [tile(v) for v in range(1, max(vectors, 1) + 1) if tile(v)[0] * v + v + 2 <= registers] or [tile(1)]
-    return min(fitting, key=lambda t: (-t[0] * t[1], t[0] + t[1], t[1]))
+def register_tile(em: Emitter, rows: int, vectors: int, work: int, share: float = 5 / 8) -> tuple[int, int]:
+    """The register tile for a kernel of ``work`` multiply-adds: register_tiles' first, or
+    the autotuner's pick among them."""
+    tiles = register_tiles(em.target, rows, vectors, share)
+    return tiles[em.choice("register tile", len(tiles), work)]
 
 
 def _tiled_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node, lhs, rhs, depth: int) -> None:
@@ -162,7 +176,7 @@ def _tiled_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node, 
         em.emit(f"bpack[k * {width} + j] = {b}[k * {b_k} + j * {b_col}];")
         close_loops(em, 2)
     vectors = width // lanes
-    tile_rows, tile_vectors = register_tile(em.target, rows, vectors)
+    tile_rows, tile_vectors = register_tile(em, rows, vectors, rows * n * depth)
 
     def row_tile(tile_rows: int, start: str) -> None:
         em.emit("{")
@@ -320,7 +334,7 @@ def _direct_conv(p: _Conv, w_hwoi: str | None = None, live_rows: tuple[int, int]
     wide = o >= 8
     vectors = o // lanes if wide and o % lanes == 0 else 0  # vectors of output channels, when whole
     if vectors:
-        tile, chunk = register_tile(em.target, ow, vectors)
+        tile, chunk = register_tile(em, ow, vectors, root.aval.size * kh * kw * c)
     else:
         # plain arrays of accumulators, where GCC keeps fewer of them in registers
         tile = min(ow, max(1, int(em.target.vector_registers * 3 / 8) // -(-o // lanes))) if wide else min(ow, 16)
@@ -629,8 +643,8 @@ def _split_filter_grad(p: _Conv) -> None:
     lanes = em.target.lanes(p.root.dtype.itemsize)
     # Measured with 32 registers: 24 accumulators (a bigger share than a forward
     # convolution's: the tile is loaded and stored once per two output rows).
-    tile, chunk = register_tile(em.target, kw * c, o // lanes, share=3 / 4)
     size = kh * kw * c * o
+    tile, chunk = register_tile(em, kw * c, o // lanes, n * oh * ow * size, share=3 / 4)
     pragma = contraction_pragma(n * oh * ow * size, n * oh)
     em.emit(f"const int64_t copies = {'braze_threads()' if pragma else '1'};")
     em.scratch_buffer(t, "part", size, per_thread=True)

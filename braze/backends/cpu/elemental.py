@@ -34,6 +34,9 @@ COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 
 _C_SIZES = {"float": 4, "double": 8, "int32_t": 4, "int64_t": 8}
+# Below this many multiply-adds a kernel's tiling choices are not timed: they differ by
+# microseconds, less than timing them costs (every op-table and fuzzer shape is below it).
+AUTOTUNE_MIN_WORK = 1 << 21
 
 
 def c_type(dtype: DType) -> str:
@@ -89,10 +92,18 @@ class Emitter:
     already a C expression (a contraction's accumulator)."""
 
     def __init__(
-        self, inputs: dict[int, str], constants: Callable[[Node], str], target: CpuTarget, indent: str = "    "
+        self,
+        inputs: dict[int, str],
+        constants: Callable[[Node], str],
+        target: CpuTarget,
+        indent: str = "    ",
+        tuning: dict[str, int] | None = None,
     ) -> None:
         self.inputs = inputs
         self.target = target
+        self.tuning = tuning or {}  # the autotuner's pick for each choice below, by name
+        self.menu: dict[str, int] = {}  # the choices worth timing: how many options each has
+        self.choices = 0
         self.scratch: list[tuple[str, str, int, bool]] = []  # (C type, name, bytes, per thread)
         self.constant_array = constants
         self.lines: list[str] = []
@@ -122,6 +133,17 @@ class Emitter:
         same positions finds the rest still zero, and a big buffer is not faulted in again
         every step. Kernels allocate nothing themselves."""
         self.scratch.append((ctype, name, count * _C_SIZES[ctype], per_thread))
+
+    def choice(self, name: str, options: int, work: int) -> int:
+        """Which of ``options`` ways to emit something (0, the emitter's own prediction,
+        unless the autotuner picked another); the choice is offered for timing only when
+        ``work`` (multiply-adds) is big enough for the options to differ measurably."""
+        name = f"{name} {self.choices}"
+        self.choices += 1
+        if options > 1 and work >= AUTOTUNE_MIN_WORK:
+            self.menu[name] = options
+        picked = self.tuning.get(name, 0)
+        return picked if 0 <= picked < options else 0
 
     def push(self) -> None:
         self.scope = Scope(self.scope)

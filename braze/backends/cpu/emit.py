@@ -9,6 +9,7 @@ buffer, or (for a parameter updated in place) in the parameter's own buffer.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -197,16 +198,26 @@ class ConstantPool:
         return self.names[literal]
 
 
+class KernelSource(NamedTuple):
+    """One fusion node's C function: declaration, definition, the scratch buffers it takes
+    after its outputs (as Emitter.scratch lists them), and the choices the autotuner may time
+    (Emitter.menu)."""
+
+    declaration: str
+    definition: str
+    scratch: list[tuple[str, str, int, bool]]
+    menu: dict[str, int]
+
+
 def emit_kernel(
-    name: str, node: Node, pool: ConstantPool, in_place: bool, target: CpuTarget
-) -> tuple[str, str, list[tuple[str, str, int, bool]]]:
-    """The C function computing one fusion node: (its declaration, its definition, the
-    scratch buffers it takes after its outputs, as Emitter.scratch lists them)."""
+    name: str, node: Node, pool: ConstantPool, in_place: bool, target: CpuTarget, tuning: dict[str, int] | None = None
+) -> KernelSource:
+    """The C function computing one fusion node, with the autotuner's ``tuning`` if any."""
     computation: Graph = node.attr("computation")
     restrict = "" if in_place else " restrict"
     params = [f"const {c_type(p.dtype)}*{restrict} in{k}" for k, p in enumerate(computation.params)]
     params += [f"{c_type(o.dtype)}*{restrict} out{k}" for k, o in enumerate(computation.outputs)]
-    em = Emitter({k: f"in{k}" for k in range(len(computation.params))}, pool, target)
+    em = Emitter({k: f"in{k}" for k in range(len(computation.params))}, pool, target, tuning=tuning)
     outputs = [f"out{k}" for k in range(len(computation.outputs))]
     roots = [n for n in computation.nodes() if n.op in CONTRACTIONS or n.op in WINDOWED or n.op in REDUCTIONS]
     if not roots:
@@ -229,7 +240,7 @@ def emit_kernel(
     # its store (a transpose of a slice read stale data; found by the random-graph test).
     # Hidden: the kernels of one library may sit in several translation units.
     head = f'__attribute__((noinline, visibility("hidden"))) void {name}({", ".join(params) or "void"})'
-    return f"{head};", f"{attribute}{head} {{\n{body}\n}}\n", em.scratch
+    return KernelSource(f"{head};", f"{attribute}{head} {{\n{body}\n}}\n", em.scratch, em.menu)
 
 
 def _writes_in_place_safely(kernel: Node, parameter_index: int, graph: Graph, position: dict[int, int]) -> bool:
@@ -255,9 +266,15 @@ def _writes_in_place_safely(kernel: Node, parameter_index: int, graph: Graph, po
 
 
 def emit_module(
-    graph: Graph, assignment: BufferAssignment, target: CpuTarget, entry: str = "braze_run", profile: bool = False
+    graph: Graph,
+    assignment: BufferAssignment,
+    target: CpuTarget,
+    entry: str = "braze_run",
+    profile: bool = False,
+    tunings: dict[int, dict[str, int]] | None = None,
 ) -> ModulePlan:
-    """``profile``: time every kernel call (BRAZE_PROFILE=1), for finding the slow ones."""
+    """``profile``: time every kernel call (BRAZE_PROFILE=1), for finding the slow ones;
+    ``tunings``: the autotuner's choices for kernels, by position in the schedule."""
     kernels = schedule(graph)
     position = {id(k): t for t, k in enumerate(kernels)}
     pool = ConstantPool(entry)
@@ -306,7 +323,7 @@ def emit_module(
             sorted(elements.get(id(kernel), []), key=lambda e: e.attr("index")) if kernel.multi_output else [kernel]
         )
         in_place = any(buffer_of[id(r)].startswith("params[") for r in results)
-        declaration, definition, scratch = emit_kernel(name, kernel, pool, in_place, target)
+        declaration, definition, scratch, _ = emit_kernel(name, kernel, pool, in_place, target, (tunings or {}).get(t))
         plan.declarations.append(declaration)
         plan.kernel_sources.append(definition)
         args = [f"(const {c_type(i.dtype)}*){buffer_of[id(i)]}" for i in kernel.inputs]

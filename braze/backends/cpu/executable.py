@@ -27,7 +27,7 @@ def _guarded(shape: tuple[int, ...], dtype: np.dtype) -> tuple[np.ndarray, np.nd
     return raw[_GUARD_BYTES : _GUARD_BYTES + size].view(dtype).reshape(shape), raw
 
 
-def _aligned_zeros(size: int) -> np.ndarray:
+def aligned_zeros(size: int) -> np.ndarray:
     """``size`` zero bytes at a 64-byte boundary (MemoryError, naming the size, when the
     system has not that much)."""
     try:
@@ -99,7 +99,7 @@ class CpuExecutable:
     def _make_scratch(self) -> None:
         threads = int(ctypes.CFUNCTYPE(ctypes.c_int64)(("braze_max_threads", self._library))())
         for k, (size, per_thread) in enumerate(self.plan.scratch):
-            buffer = _aligned_zeros(size * (threads if per_thread else 1))
+            buffer = aligned_zeros(size * (threads if per_thread else 1))
             self._scratch.append(buffer)
             self._scratch_pointers[k] = buffer.ctypes.data
 
