@@ -116,6 +116,7 @@ def _train(args: argparse.Namespace) -> int:
             data=args.data,
             seed=args.seed,
             steps_per_epoch=args.steps_per_epoch,
+            eval_steps=args.eval_steps,
             report=report,
             distributed=args.distributed,
         )
@@ -130,6 +131,7 @@ def _train(args: argparse.Namespace) -> int:
             data=args.data,
             seed=args.seed,
             steps_per_epoch=args.steps_per_epoch,
+            eval_steps=args.eval_steps,
         )
     if args.save and report is print:  # one checkpoint per job: rank 0's (the ranks' parameters are equal)
         model.save(args.save)
@@ -240,6 +242,12 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--batch-size", type=positive_int, default=None, help="default: 128 for lenet, 64 for cnn")
     train.add_argument(
         "--lr", type=positive_float, default=None, help="default: 0.1 (SGD) for lenet, 0.001 (Adam) for cnn"
+    )
+    train.add_argument(
+        "--eval-steps",
+        type=positive_int,
+        default=None,
+        help="evaluate each epoch on the first N test (validation) batches only (quick runs; default: all)",
     )
     train.add_argument("--save", type=output_file, default=None, help="write the trained parameters to this .npz file")
     train.add_argument(

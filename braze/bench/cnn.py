@@ -41,6 +41,7 @@ def train_cnn(
     steps_per_epoch: int | None = None,
     image_size: int = IMAGE_SIZE,
     report: Callable[[str], None] = print,
+    eval_steps: int | None = None,
 ) -> tuple[object, History]:
     train_dir, validation_dir = image_folders(data, image_size)
     size = (image_size, image_size)
@@ -57,6 +58,7 @@ def train_cnn(
         epochs=epochs,
         validation_data=validation,
         steps_per_epoch=steps_per_epoch or max(train.samples // batch_size, 1),
-        validation_steps=-(-validation.samples // batch_size),  # every image, the last batch smaller
+        # every image (the last batch smaller) unless eval_steps cuts it short
+        validation_steps=min(eval_steps or validation.samples, -(-validation.samples // batch_size)),
     )
     return model, history

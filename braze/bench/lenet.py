@@ -6,6 +6,7 @@ are read once per epoch, when the line is printed.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -47,8 +48,12 @@ def train_lenet(
     steps_per_epoch: int | None = None,
     report: Callable[[str], None] = print,
     distributed: bool = False,
+    eval_steps: int | None = None,
 ) -> tuple[object, list[EpochResult]]:
     """Train LeNet-5 with SGD; return the model and one result per epoch.
+
+    ``steps_per_epoch`` and ``eval_steps`` cut each epoch's training and test batches short
+    (None: all), for quick runs on slow devices such as a simulated GPU.
 
     ``distributed``: one rank of a data-parallel job (``braze.distributed.init()`` done).
     The job trains as one process would, on the same batches of ``batch_size``: each rank
@@ -82,7 +87,7 @@ def train_lenet(
         bar.close()
         model.eval()
         with no_grad():
-            for images, labels in test_batches:
+            for images, labels in itertools.islice(test_batches, eval_steps):
                 x, y = ops.tensor(images, device=device), ops.tensor(labels, device=device)
                 logits = model(x)
                 test_stats.update(logits, y, softmax_cross_entropy(logits, y))
