@@ -4,10 +4,13 @@ between host and device are counted."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 from gpu_device import requires_gpu_runtime
 
 import braze
+from braze.backends.gpu import opencl
 from braze.runtime import metrics
 
 pytestmark = requires_gpu_runtime
@@ -43,3 +46,14 @@ def test_lazy_gpu_traces_run_on_the_gpu_backend():
     np.testing.assert_allclose(loss, expected_loss, rtol=1e-5)
     np.testing.assert_allclose(grad, expected_grad, rtol=1e-5, atol=1e-6)
     assert metrics.counter("TransferFromDevice") > before
+
+
+def test_a_device_that_reports_every_type_is_no_gpu():
+    """The Oclgrind simulator reports every OpenCL device type, the CPU's among them: it once
+    passed for a GPU, so braze.device("gpu") ran on it without BRAZE_GPU_ALLOW_CPU=1."""
+    import pyopencl as cl
+
+    types = cl.device_type
+    assert opencl.is_gpu(SimpleNamespace(type=types.GPU))
+    assert not opencl.is_gpu(SimpleNamespace(type=types.ALL))
+    assert not opencl.is_gpu(SimpleNamespace(type=types.CPU))

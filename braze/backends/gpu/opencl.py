@@ -29,6 +29,13 @@ def cpu_devices_allowed() -> bool:
     return os.environ.get("BRAZE_GPU_ALLOW_CPU") == "1"
 
 
+def is_gpu(device: Any) -> bool:
+    """Whether an OpenCL device is a GPU. The Oclgrind simulator reports every device type,
+    the CPU's among them, and is no GPU: it runs only where CPU devices are allowed."""
+    types = _opencl().device_type
+    return bool(device.type & types.GPU) and not device.type & types.CPU
+
+
 def _builds(device: Any) -> bool:
     """Whether the device compiles a kernel (POCL's LLVM rejects CPUs newer than itself)."""
     cl = _opencl()
@@ -49,9 +56,9 @@ def find_device() -> Any | None:
     except Exception:  # noqa: BLE001 - no pyopencl, no ICD loader or no platform: no OpenCL
         return None
     preferred = os.environ.get("BRAZE_OPENCL_PLATFORM", "").lower()
-    devices.sort(key=lambda d: (not (d.type & cl.device_type.GPU), preferred not in d.platform.name.lower()))
+    devices.sort(key=lambda d: (not is_gpu(d), preferred not in d.platform.name.lower()))
     for device in devices:
-        if (device.type & cl.device_type.GPU or cpu_devices_allowed()) and _builds(device):
+        if (is_gpu(device) or cpu_devices_allowed()) and _builds(device):
             return device
     return None
 
@@ -85,7 +92,7 @@ class OpenCLRuntime:
             local_memory=int(device.local_mem_size),
             compute_units=int(device.max_compute_units),
             global_memory=int(device.global_mem_size),
-            is_gpu=bool(device.type & cl.device_type.GPU),
+            is_gpu=is_gpu(device),
         )
         self.used = 0
         # Oclgrind 21.10 interprets LLVM IR but not the integer intrinsics (llvm.abs,
