@@ -39,7 +39,7 @@ class Program:
     __slots__ = ("ops", "results", "reached")
 
     def __init__(self, ops: list[tuple], results: list[tuple[int, int, Any]], reached: list[int]) -> None:
-        self.ops = ops  # (primitive, attrs, input slots, aval), each appending one slot
+        self.ops = ops  # (primitive, attrs, input slots, aval, signature), each appending one slot
         self.results = results  # (leaf index, slot, aval), in the order the rules produced them
         self.reached = reached  # the nodes whose saved values the rules used
 
@@ -120,8 +120,8 @@ def cotangents(
     device = seed.device
     apply = executor_for(device).apply
     values = slots
-    for primitive, attrs, inputs, aval in program.ops:
-        values.append(apply(primitive, [values[k] for k in inputs], attrs, aval, device))
+    for primitive, attrs, inputs, aval, signature in program.ops:
+        values.append(apply(primitive, [values[k] for k in inputs], attrs, aval, device, signature))
     return {id(leaves[k]): (leaves[k], Tensor._make(values[s], aval, device)) for k, s, aval in program.results}
 
 
@@ -152,7 +152,7 @@ def _record(
         if None in codes:
             return _UNRECORDABLE, result
         slot_of.setdefault(out._value, len(slots) + len(ops))
-        ops.append((primitive, attrs, tuple(codes), out._aval))
+        ops.append((primitive, attrs, tuple(codes), out._aval, out._value.signature))
     leaf_index = {id(leaf): k for k, leaf in enumerate(leaves)}
     results = []
     for leaf_id, (_, grad) in result.items():

@@ -48,13 +48,27 @@ _RECORDED = operator.attrgetter("seq")
 class Expr:
     """A node of the lazy trace: device data (``data`` set) or a pending op on ``inputs``."""
 
-    __slots__ = ("primitive", "inputs", "attrs", "aval", "data", "seq", "read_value", "donor", "__weakref__")
+    __slots__ = (
+        "primitive",
+        "inputs",
+        "attrs",
+        "aval",
+        "signature",
+        "data",
+        "seq",
+        "read_value",
+        "donor",
+        "__weakref__",
+    )
 
-    def __init__(self, primitive: Primitive | None, inputs: tuple, attrs: dict, aval: Aval, data=None) -> None:
+    def __init__(
+        self, primitive: Primitive | None, inputs: tuple, attrs: dict, aval: Aval, signature: int | None, data=None
+    ) -> None:
         self.primitive = primitive
         self.inputs = inputs
         self.attrs = attrs
         self.aval = aval
+        self.signature = signature  # names (primitive, input types, attributes): see tensor._abstract_eval
         self.data = data
         self.seq = next(_SEQUENCE)
         self.read_value: np.ndarray | None = None
@@ -128,7 +142,12 @@ class Trace:
                 if i.data is not None:
                     uses[id(i)] = uses.get(id(i), 0) + 1
             position[expr] = len(entries)
-            entries.append((expr.primitive, tuple(expr.attrs.items()), tuple(inputs)))
+            signature = expr.signature
+            entries.append(
+                (signature, tuple(inputs))
+                if signature is not None
+                else (expr.primitive, tuple(expr.attrs.items()), tuple(inputs))
+            )
             ops.append(expr)
         self._outputs = tuple([position[r] if r in position else self._parameter(r, position) for r in roots])
         self.key = (tuple(self._entries), self._outputs)
@@ -150,7 +169,7 @@ class Trace:
                 if isinstance(op, int):
                     nodes.append(params[op])
                 else:
-                    inputs = tuple([nodes[k] for k in entry[2]])
+                    inputs = tuple([nodes[k] for k in entry[-1]])
                     nodes.append(Node.make(op.primitive.name, inputs, op.attrs, op.aval))
             self._graph = Graph(tuple(params), tuple([nodes[k] for k in self._outputs]))
         return self._graph
@@ -324,12 +343,14 @@ class LazyExecutor:
 
     # Executor protocol --------------------------------------------------------------
 
-    def apply(self, primitive: Primitive, values: list, attrs: dict, aval: Aval, device: Device) -> Expr:
-        return Expr(primitive, tuple(values), attrs, aval)
+    def apply(
+        self, primitive: Primitive, values: list, attrs: dict, aval: Aval, device: Device, signature: int | None
+    ) -> Expr:
+        return Expr(primitive, tuple(values), attrs, aval, signature)
 
     def from_numpy(self, array: np.ndarray, device: Device) -> Expr:
         metrics.count("TransferToDevice")
-        return Expr(None, (), {}, _aval_of(array), data=np.require(array, requirements="C"))
+        return Expr(None, (), {}, _aval_of(array), None, data=np.require(array, requirements="C"))
 
     def to_numpy(self, expr: Expr) -> np.ndarray:
         metrics.count("TransferFromDevice")

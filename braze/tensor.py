@@ -9,6 +9,7 @@ asks the device's executor for the result, and records the gradient edge.
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import threading
@@ -45,7 +46,9 @@ def user_error(cls: type[BrazeError], message: str) -> BrazeError:
 class Executor(Protocol):
     """How one backend runs primitives and moves values to and from NumPy."""
 
-    def apply(self, primitive: Primitive, values: list, attrs: dict, aval: Aval, device: Device) -> Any: ...
+    def apply(
+        self, primitive: Primitive, values: list, attrs: dict, aval: Aval, device: Device, signature: int | None
+    ) -> Any: ...
 
     def from_numpy(self, array: np.ndarray, device: Device) -> Any: ...
 
@@ -62,7 +65,9 @@ class EagerExecutor:
     """Runs every primitive at once: with its NumPy twin, or on a GPU device as a single-op
     GPU kernel."""
 
-    def apply(self, primitive: Primitive, values: list, attrs: dict, aval: Aval, device: Device) -> np.ndarray:
+    def apply(
+        self, primitive: Primitive, values: list, attrs: dict, aval: Aval, device: Device, signature: int | None
+    ) -> np.ndarray:
         if device.kind == "GPU" and primitive.name not in _HOST_ONLY:
             return gpu_eager.apply(primitive.name, values, attrs, aval)
         return apply_primitive(primitive, values, attrs, aval)
@@ -121,29 +126,35 @@ class GradNode:
         self.parents = [t._grad_node if t._grad_node is not None else (t if t.requires_grad else None) for t in inputs]
 
 
-_AVALS: dict[tuple, Aval] = {}  # shape rule results by (primitive, input avals, attributes)
+# Shape rule results by (primitive, input avals, attributes), each with a *signature*: a
+# number naming that triple, never reused in this process (after a clear, a triple gets a
+# new one). A lazy trace's key is made of signatures, which hash and compare as numbers.
+_AVALS: dict[tuple, tuple[Aval, int]] = {}
 _AVALS_MAX = 4096
+_SIGNATURES = itertools.count()
 
 
-def _abstract_eval(primitive: Primitive, args: tuple, attrs: dict) -> Aval:
-    """The primitive's output type; shape rules are pure, so a training step, which applies
-    the same ops to the same types every time, finds each one remembered."""
+def _abstract_eval(primitive: Primitive, args: tuple, attrs: dict) -> tuple[Aval, int | None]:
+    """The primitive's output type and signature (None for an unhashable attribute value);
+    shape rules are pure, so a training step, which applies the same ops to the same types
+    every time, finds each one remembered."""
     avals = tuple([t._aval for t in args])
     try:
         key: tuple | None = (primitive, avals, tuple(attrs.items()))
-        aval = _AVALS.get(key)
+        found = _AVALS.get(key)
     except TypeError:  # an unhashable attribute value
-        key = aval = None
-    if aval is None:
+        key = found = None
+    if found is None:
         try:
             aval = primitive.shape_rule(*avals, **attrs)
         except BrazeError as error:
             raise type(error)(f"{error} (at {user_location()})") from None
-        if key is not None:
-            if len(_AVALS) >= _AVALS_MAX:
-                _AVALS.clear()
-            _AVALS[key] = aval
-    return aval
+        if key is None:
+            return aval, None
+        if len(_AVALS) >= _AVALS_MAX:
+            _AVALS.clear()
+        found = _AVALS[key] = (aval, next(_SIGNATURES))
+    return found
 
 
 def bind(primitive: Primitive, args: tuple, attrs: dict, like: Any = None) -> Tensor:
@@ -159,8 +170,8 @@ def bind(primitive: Primitive, args: tuple, attrs: dict, like: Any = None) -> Te
                 )
     else:
         device = like if isinstance(like, Device) else default_device()
-    aval = _abstract_eval(primitive, args, attrs)
-    value = executor_for(device).apply(primitive, [t._value for t in args], attrs, aval, device)
+    aval, signature = _abstract_eval(primitive, args, attrs)
+    value = executor_for(device).apply(primitive, [t._value for t in args], attrs, aval, device, signature)
     out = Tensor._make(value, aval, device)
     if GRAD_MODE.enabled and primitive.vjp is not None and aval.dtype.kind == "f":
         for t in args:
