@@ -171,8 +171,10 @@ def bind(primitive: Primitive, args: tuple, attrs: dict, like: Any = None) -> Te
     else:
         device = like if isinstance(like, Device) else default_device()
     aval, signature = _abstract_eval(primitive, args, attrs)
-    value = executor_for(device).apply(primitive, [t._value for t in args], attrs, aval, device, signature)
-    out = Tensor._make(value, aval, device)
+    executor = _EXECUTORS.get(device.backend) or executor_for(device)
+    value = executor.apply(primitive, [t._value for t in args], attrs, aval, device, signature)
+    out = Tensor._view(value, aval, device)
+    executor.track(out)  # a lazy barrier must find every live pending tensor
     if GRAD_MODE.enabled and primitive.vjp is not None and aval.dtype.kind == "f":
         for t in args:
             if t.requires_grad:
