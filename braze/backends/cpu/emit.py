@@ -314,7 +314,9 @@ def emit_module(
         name = f"{entry}_kernel{t}"
         if kernel.attr("kind") == "collective":
             (reduce,) = kernel.attr("computation").outputs
-            shape, call = collectives.emit_call(reduce, buffer_of[id(kernel.inputs[0])], buffer_of[id(kernel)], name)
+            shape, call = collectives.emit_call(
+                reduce, buffer_of[id(kernel.inputs[0])], buffer_of[id(kernel)], f"{entry}_reduce{t}_shape"
+            )
             pool.lines.append(shape)
             plan.collectives += 1
             calls.append(f"  {call}")
