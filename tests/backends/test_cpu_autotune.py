@@ -50,17 +50,23 @@ def test_every_option_agrees_with_the_reference(target, tmp_path, monkeypatch):
     found = autotune.menus(graph, find_compiler(target))
     assert len(found) >= 3, "the convolution, its gradients and the dense products should offer tilings"
     wants = evaluate(graph, args)
-    sources = set()
+    sources, results = set(), []
     for option in range(autotune._MAX_VARIANTS):
         tunings = {t: autotune.options(menu)[min(option, len(autotune.options(menu)) - 1)] for t, _, _, menu in found}
         monkeypatch.setattr(autotune, "tune", lambda *_, tunings=tunings: tunings)
         monkeypatch.setenv("BRAZE_DUMP", str(tmp_path / f"option{option}"))
         gots = cpu.compile_graph(graph, cpu.DiskCache(tmp_path / "cache"))(args)
         sources |= {p.read_text() for p in (tmp_path / f"option{option}" / "kernels").iterdir()}
+        results.append(gots)
         for k, (want, got) in enumerate(zip(wants, gots, strict=True)):
             scale = float(np.abs(want).max())
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * scale, err_msg=f"output {k}, option {option}")
     assert len(sources) == autotune._MAX_VARIANTS, "each option should change the generated code"
+    # A register tile splits the outputs, never a sum: every option adds in the same order,
+    # so processes that picked differently (the ranks of a data-parallel job) agree bit for bit.
+    for other in results[1:]:
+        for a, b in zip(results[0], other, strict=True):
+            np.testing.assert_array_equal(a, b)
 
 
 def test_picks_are_remembered_per_kernel_and_target(tmp_path, monkeypatch):

@@ -11,6 +11,10 @@ in ``autotune.json`` beside the kernel cache under a digest of the kernel's sour
 compiler's identity (which holds the resolved CPU target), so a warm start, or another
 process on the same host, times nothing, and a cache shared with another CPU never hands
 over its picks. ``BRAZE_AUTOTUNE=0`` turns it off (every kernel takes the prediction).
+
+The options only change how a kernel's outputs are split into tiles, never the order of a
+sum, so every pick gives the same bits: processes that picked differently (the ranks of a
+data-parallel job, each timing on its own) still agree exactly.
 """
 
 from __future__ import annotations
