@@ -12,6 +12,11 @@ mode; a braze mode has a process of its own) and each row's time relative to bra
 and writes the rows as
 JSON. ``--busy N`` runs everything beside N processes spinning on a core, as on a shared
 machine.
+
+``--device gpu`` measures braze's GPU backend (eager, lazy) beside PyTorch eager and
+``torch.compile`` on the same GPU (``torch-cuda``). Without a GPU it says so and measures
+nothing, unless ``BRAZE_GPU_ALLOW_CPU=1`` lets a CPU OpenCL device stand in (its rows are
+labelled: they are no GPU number); ``--batch-size`` then keeps a simulated step short.
 """
 
 from __future__ import annotations
@@ -27,18 +32,32 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 STEPS = {"lenet": 20, "cnn": 5}
-MODES = ("eager", "lazy", "jit")
+MODES = {"cpu": ("eager", "lazy", "jit"), "gpu": ("eager", "lazy")}  # @jit compiles for the CPU only so far
+PEERS = {"cpu": "torch,jax,tf", "gpu": "torch-cuda"}
 
 
-def measure_braze(workload: str, mode: str, steps: int) -> dict:
-    """One braze mode, in this process: (first step, median of ``steps`` steps)."""
+def gpu_device() -> tuple[str | None, str]:
+    """(what braze's GPU backend runs on, labelled, or None where it has no device; why not)."""
+    from braze.backends import gpu
+
+    try:
+        info = gpu.runtime().info
+    except (gpu.GpuError, ImportError) as error:
+        return None, str(error)
+    if info.is_gpu:
+        return f"GPU: {info.name} ({info.runtime})", ""
+    return f"NOT A GPU: {info.name}, a CPU OpenCL device standing in for one (BRAZE_GPU_ALLOW_CPU=1)", ""
+
+
+def measure_braze(workload: str, mode: str, steps: int, kind: str = "cpu", batch: int | None = None) -> dict:
+    """One braze mode on device ``kind``, in this process: (first step, median of ``steps`` steps)."""
     from peers import peak_rss_mb, time_step
 
     import braze
     from braze.bench.steps import WORKLOADS
 
-    device = braze.LAZY_CPU if mode == "lazy" else braze.CPU
-    work = WORKLOADS[workload](device)
+    device = braze.Device(kind.upper(), 0, "LAZY" if mode == "lazy" else "EAGER")
+    work = WORKLOADS[workload](device, **({"batch_size": batch} if batch else {}))
     x, y = work.batch(device)
     if mode == "jit":
         compiled = braze.jit(lambda model, optimizer, images, labels: work.step(images, labels))
@@ -60,24 +79,27 @@ def measure_braze(workload: str, mode: str, steps: int) -> dict:
         "version": braze.__version__,
         "first_loss": loss,
         "peak_rss_mb": peak_rss_mb(),  # a fresh process per mode: its whole life, compiling included
+        "device": kind,
+        "batch": len(work.labels),
     }
 
 
-def run_braze(workload: str, mode: str, steps: int, cache: str) -> dict:
-    command = [sys.executable, __file__, "--measure", workload, mode, "--steps", str(steps)]
+def run_braze(workload: str, mode: str, steps: int, cache: str, args: argparse.Namespace) -> dict:
+    command = [sys.executable, __file__, "--measure", workload, mode, "--steps", str(steps), "--device", args.device]
+    command += ["--batch-size", str(args.batch_size)] if args.batch_size else []
     env = dict(os.environ, BRAZE_CACHE=cache)
     output = subprocess.run(command, capture_output=True, text=True, env=env, check=True).stdout
     return json.loads(output.strip().splitlines()[-1])
 
 
-def table(rows: list[dict]) -> str:
+def table(rows: list[dict], versus: str = "jit") -> str:
     lines = [
-        "| workload | framework / mode | median step | first step | peak RSS | vs braze jit |",
+        f"| workload | framework / mode | median step | first step | peak RSS | vs braze {versus} |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for workload in dict.fromkeys(r["workload"] for r in rows):
         reference = next(
-            (r for r in rows if r["workload"] == workload and r["mode"] == "jit" and r["framework"] == "braze"), None
+            (r for r in rows if r["workload"] == workload and r["mode"] == versus and r["framework"] == "braze"), None
         )
         for r in sorted((r for r in rows if r["workload"] == workload), key=lambda r: r["median_ms"]):
             ratio = f"{r['median_ms'] / reference['median_ms']:.2f}x" if reference else "-"
@@ -91,7 +113,11 @@ def table(rows: list[dict]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", default="lenet,cnn")
-    parser.add_argument("--frameworks", default="torch,jax,tf")
+    parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu", help="where braze and the peers run")
+    parser.add_argument("--frameworks", default=None, help="default: torch,jax,tf on the CPU, torch-cuda on the GPU")
+    parser.add_argument(
+        "--batch-size", type=int, default=None, help="braze's batch (default: the workload's); the peers are not run"
+    )
     parser.add_argument("--peers-python", default=os.environ.get("BRAZE_PEERS_PYTHON"))
     parser.add_argument("--steps", type=int, default=None)
     parser.add_argument("--json", default="runs/bench-step.json")
@@ -102,7 +128,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.measure:
         workload, mode = args.measure
-        print(json.dumps(measure_braze(workload, mode, args.steps or STEPS[workload])))
+        print(json.dumps(measure_braze(workload, mode, args.steps or STEPS[workload], args.device, args.batch_size)))
         return 0
     from peers import machine_info, run_peers
 
@@ -110,6 +136,15 @@ def main() -> int:
 
     compiler = find_compiler()
     host = f"host: {compiler.target.describe() if compiler else 'no C compiler'}"
+    if args.device == "gpu":
+        device, why = gpu_device()
+        if device is None:
+            print(f"No GPU is present ({why}): braze's GPU step and PyTorch on cuda were not measured.")
+            print("BRAZE_GPU_ALLOW_CPU=1 runs braze's GPU kernels on a CPU OpenCL device instead, labelled as such.")
+            return 1
+        host += f"; braze --device gpu on {device}"
+    if args.batch_size:
+        host += f"; braze's batch {args.batch_size}, not the workload's"
     if args.busy:
         host += f"; beside {args.busy} busy process{'es' if args.busy > 1 else ''}"
     print(host, file=sys.stderr)
@@ -120,7 +155,7 @@ def main() -> int:
         for process in neighbours:
             process.kill()
     print(host)
-    print(table(rows))
+    print(table(rows, versus=MODES[args.device][-1]))
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"machine": machine_info(), "host": host, "rows": rows}, indent=2) + "\n")
@@ -132,19 +167,21 @@ def measure_all(args: argparse.Namespace, run_peers) -> list[dict]:
     rows = []
     for workload in args.workloads.split(","):
         steps = args.steps or STEPS[workload]
-        for mode in MODES:
+        for mode in MODES[args.device]:
             with tempfile.TemporaryDirectory(prefix="braze-bench-cache-") as cache:
-                row = run_braze(workload, mode, steps, cache)
+                row = run_braze(workload, mode, steps, cache, args)
                 print(
                     f"braze {mode} {workload}: {row['median_ms']:.1f} ms/step, first step {row['first_step_s']:.2f} s",
                     file=sys.stderr,
                 )
                 rows.append(row)
-                if mode == "jit":
-                    warm = run_braze(workload, mode, steps, cache)
-                    rows.append(dict(warm, mode="jit (warm disk cache)"))
-        frameworks = [f for f in args.frameworks.split(",") if f]
-        if frameworks:
+                if mode == MODES[args.device][-1]:
+                    warm = run_braze(workload, mode, steps, cache, args)
+                    rows.append(dict(warm, mode=f"{mode} (warm disk cache)"))
+        frameworks = [f for f in (args.frameworks or PEERS[args.device]).split(",") if f]
+        if args.batch_size:
+            print(f"peers not run: they train the workload's own batch, not {args.batch_size}", file=sys.stderr)
+        elif frameworks:
             rows += run_peers([workload], frameworks, {workload: steps}, python=args.peers_python)
     return rows
 

@@ -1,8 +1,10 @@
-"""Peer frameworks (PyTorch, JAX, TensorFlow) on braze's two benchmark workloads.
+"""Peer frameworks (PyTorch on the CPU or a CUDA GPU, JAX, TensorFlow) on braze's two
+benchmark workloads.
 
-Each framework module (``torch_impl``, ``jax_impl``, ``tf_impl``) has ``MODES``, ``version()``
-and ``make_step(workload, mode) -> (step, description)``; ``step()`` runs one full training
-step on the shared synthetic batch and returns the loss as a float once the step has finished.
+Each framework module (``torch_impl``, ``torch_cuda_impl``, ``jax_impl``, ``tf_impl``) has
+``MODES``, ``version()`` and ``make_step(workload, mode) -> (step, description)``; ``step()``
+runs one full training step on the shared synthetic batch and returns the loss as a float
+once the step has finished.
 
 ``run_peers`` measures every installed framework and mode and returns one row per
 (workload, framework, mode)::
@@ -34,9 +36,10 @@ from pathlib import Path
 
 from .common import WORKLOADS, workload
 
-FRAMEWORKS = {"torch": "torch_impl", "jax": "jax_impl", "tf": "tf_impl"}
+# torch-cuda: PyTorch on the GPU, the peer of braze's GPU backend (bench_step.py --device gpu).
+FRAMEWORKS = {"torch": "torch_impl", "jax": "jax_impl", "tf": "tf_impl", "torch-cuda": "torch_cuda_impl"}
 DEFAULT_WORKLOADS = tuple(WORKLOADS)
-DEFAULT_FRAMEWORKS = tuple(FRAMEWORKS)
+DEFAULT_FRAMEWORKS = ("torch", "jax", "tf")
 WARMUP_STEPS = 2
 SCRIPT = Path(__file__).resolve().parent.parent / "bench_peers.py"
 

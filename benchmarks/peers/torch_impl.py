@@ -79,8 +79,9 @@ def _layers(name: str):
     return nn.Sequential(*layers)
 
 
-def make_step(name: str, mode: str = "eager") -> tuple[Callable[[], float], str]:
-    """One full training step per call (forward, backward, update); returns the loss as a float."""
+def make_step(name: str, mode: str = "eager", device: str = "cpu") -> tuple[Callable[[], float], str]:
+    """One full training step per call (forward, backward, update) on ``device`` ("cpu" or
+    "cuda"); returns the loss as a float, once the step has finished."""
     import torch
     import torch.nn.functional as F
 
@@ -91,20 +92,21 @@ def make_step(name: str, mode: str = "eager") -> tuple[Callable[[], float], str]
     torch.manual_seed(0)
     w = workload(name)
     images, labels = make_batch(name)
-    x = torch.from_numpy(images).permute(0, 3, 1, 2).contiguous()
+    on = torch.device(device)
+    x = torch.from_numpy(images).permute(0, 3, 1, 2).contiguous().to(on)
     if w.loss == "sparse_softmax_ce":
-        y = torch.from_numpy(labels).long()
+        y = torch.from_numpy(labels).long().to(on)
 
         def loss_fn(out):
             return F.cross_entropy(out, y)
     else:
-        y = torch.from_numpy(labels).reshape(-1, 1)
+        y = torch.from_numpy(labels).reshape(-1, 1).to(on)
 
         def loss_fn(out):
             p = torch.sigmoid(out).clamp(BCE_EPS, 1 - BCE_EPS)
             return -(y * torch.log(p) + (1 - y) * torch.log(1 - p)).mean()
 
-    model = _layers(name)
+    model = _layers(name).to(on)
     if w.optimizer == "sgd":
         opt = torch.optim.SGD(model.parameters(), lr=w.lr)
     else:
@@ -124,6 +126,7 @@ def make_step(name: str, mode: str = "eager") -> tuple[Callable[[], float], str]
         what = "eager nn.Sequential + torch.optim"
 
     def step() -> float:
-        return float(train_step())  # CPU tensors: .item() waits for the step
+        return float(train_step())  # .item() waits for the step, on the CPU or the GPU
 
-    return step, f"{what}, NCHW, {THREADS} threads"
+    where = f"on {torch.cuda.get_device_name(on)}" if on.type == "cuda" else f"{THREADS} threads"
+    return step, f"{what}, NCHW, {where}"
