@@ -44,7 +44,10 @@ Tuning = dict[str, int]
 _VERSION = "1"
 _MAX_VARIANTS = 2  # per kernel, the prediction first: compiling the variants is most of the cost
 _SECONDS_PER_VARIANT = 0.02  # timing repeats a variant until about this long (20 runs at most)
-_BUDGET_SECONDS = 1.0  # timing stops here: the remaining kernels keep the prediction
+_MAX_KERNELS = 4  # per compile, the biggest: the variants' compile grows with each one
+_BUDGET_SECONDS = 1.0  # timing stops here
+# Kernels beyond either bound keep the prediction, remembered like a timed pick, so a warm
+# start finds a pick for every kernel and builds the same library.
 
 
 def enabled() -> bool:
@@ -63,9 +66,9 @@ def _load(path: Path) -> dict[str, Tuning]:
     return found if isinstance(found, dict) else {}
 
 
-def menus(graph: Graph, compiler: Compiler) -> list[tuple[int, Node, str, dict[str, int]]]:
+def menus(graph: Graph, compiler: Compiler) -> list[tuple[int, Node, str, dict[str, int], int]]:
     """The kernels of ``graph`` that offer choices: (schedule position, kernel, the key of
-    its remembered pick, its menu)."""
+    its remembered pick, its menu, the work its choices concern)."""
     found = []
     for t, kernel in enumerate(schedule(graph)):
         if kernel.attr("kind") == "collective":
@@ -73,7 +76,8 @@ def menus(graph: Graph, compiler: Compiler) -> list[tuple[int, Node, str, dict[s
         pool = ConstantPool("braze_tune")
         source = emit_kernel("braze_tune", kernel, pool, False, compiler.target)
         if source.menu:
-            found.append((t, kernel, digest(*pool.lines, source.definition, compiler.identity, _VERSION), source.menu))
+            key = digest(*pool.lines, source.definition, compiler.identity, _VERSION)
+            found.append((t, kernel, key, source.menu, source.menu_work))
     return found
 
 
@@ -82,30 +86,30 @@ def tune(graph: Graph, compiler: Compiler, cache_root: Path) -> dict[int, Tuning
     remembered ones, else timed now (and remembered)."""
     path = store_path(cache_root)
     store = _load(path)
-    tunings: dict[int, Tuning] = {}
-    pending = []
-    for t, kernel, key, menu in menus(graph, compiler):
-        remembered = store.get(key)
-        if isinstance(remembered, dict):
-            tunings[t] = remembered
+    found = menus(graph, compiler)
+    pending: dict[str, tuple[Node, dict[str, int], int]] = {}  # a kernel met twice is timed once
+    for _, kernel, key, menu, work in found:
+        if isinstance(store.get(key), dict):
             metrics.count("AutotuneHit")
         else:
-            pending.append((t, kernel, key, menu))
-    if not pending:
-        return tunings
-    try:
-        with metrics.timed("AutotuneTime"):
-            timed = _time_variants([kernel for _, kernel, _, _ in pending], [menu for *_, menu in pending], compiler)
-    except (CompileError, OSError) as error:
-        warnings.warn(f"braze: autotuning failed ({error}); using the predicted tilings", stacklevel=3)
-        return tunings
-    for (t, _, key, _), tuning in zip(pending, timed, strict=True):
-        if tuning is not None:
-            tunings[t] = store[key] = tuning
-            metrics.count("AutotuneMiss")
-    cache_root.mkdir(parents=True, exist_ok=True, mode=0o700)
-    write_atomically(path, json.dumps(store, indent=0, sort_keys=True).encode(), 0o600)
-    return tunings
+            pending.setdefault(key, (kernel, menu, work))
+    if pending:
+        ranked = sorted(pending.items(), key=lambda item: -item[1][2])
+        timed, untimed = ranked[:_MAX_KERNELS], ranked[_MAX_KERNELS:]
+        try:
+            with metrics.timed("AutotuneTime"):
+                picks = _time_variants([k for _, (k, _, _) in timed], [m for _, (_, m, _) in timed], compiler)
+        except (CompileError, OSError) as error:
+            warnings.warn(f"braze: autotuning failed ({error}); using the predicted tilings", stacklevel=3)
+            return {t: store[key] for t, _, key, _, _ in found if isinstance(store.get(key), dict)}
+        picks += [options(menu)[0] for _, (_, menu, _) in untimed]
+        metrics.count("AutotuneMiss", len(timed))
+        metrics.count("AutotuneUntimed", len(untimed))
+        for (key, _), pick in zip(ranked, picks, strict=True):
+            store[key] = pick
+        cache_root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        write_atomically(path, json.dumps(store, indent=0, sort_keys=True).encode(), 0o600)
+    return {t: store[key] for t, _, key, _, _ in found}
 
 
 def options(menu: dict[str, int]) -> list[Tuning]:
@@ -153,8 +157,10 @@ def _scratch(source: KernelSource, threads: int) -> list[np.ndarray]:
     return [aligned_zeros(size * (threads if per_thread else 1)) for _, _, size, per_thread in source.scratch]
 
 
-def _time_variants(kernels: list[Node], menus: list[dict[str, int]], compiler: Compiler) -> list[Tuning | None]:
-    """For each kernel, its fastest combination of options (None where the budget ran out)."""
+def _time_variants(kernels: list[Node], menus: list[dict[str, int]], compiler: Compiler) -> list[Tuning]:
+    """For each kernel, its fastest combination of options; the prediction where the budget
+    ran out (remembered like a timed pick, so a warm start finds every kernel's and builds
+    the same library)."""
     pool = ConstantPool("braze_tune")
     plan = ModulePlan(entry="braze_tune")
     variants: list[list[tuple[Tuning, str, KernelSource]]] = []
@@ -174,10 +180,11 @@ def _time_variants(kernels: list[Node], menus: list[dict[str, int]], compiler: C
         library = ctypes.CDLL(str(compile_library(compiler, units, Path(folder))))
     threads = int(ctypes.CFUNCTYPE(ctypes.c_int64)(("braze_max_threads", library))())
     deadline = time.perf_counter() + _BUDGET_SECONDS
-    picks: list[Tuning | None] = []
+    picks: list[Tuning] = []
     for kernel, kernel_variants in zip(kernels, variants, strict=True):
         if time.perf_counter() > deadline:
-            picks.append(None)
+            picks.append(kernel_variants[0][0])
+            metrics.count("AutotuneUntimed")
             continue
         buffers = _buffers(kernel)
         timings = []

@@ -104,6 +104,7 @@ class Emitter:
         self.tuning = tuning or {}  # the autotuner's pick for each choice below, by name
         self.menu: dict[str, int] = {}  # the choices worth timing: how many options each has
         self.choices = 0
+        self.menu_work = 0  # the multiply-adds of the biggest choice offered
         self.scratch: list[tuple[str, str, int, bool]] = []  # (C type, name, bytes, per thread)
         self.constant_array = constants
         self.lines: list[str] = []
@@ -142,8 +143,11 @@ class Emitter:
         self.choices += 1
         if options > 1 and work >= AUTOTUNE_MIN_WORK:
             self.menu[name] = options
+            self.menu_work = max(self.menu_work, work)
         picked = self.tuning.get(name, 0)
-        return picked if 0 <= picked < options else 0
+        return (
+            picked if type(picked) is int and 0 <= picked < options else 0
+        )  # a stale or edited record: the prediction
 
     def push(self) -> None:
         self.scope = Scope(self.scope)

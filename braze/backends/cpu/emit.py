@@ -200,13 +200,14 @@ class ConstantPool:
 
 class KernelSource(NamedTuple):
     """One fusion node's C function: declaration, definition, the scratch buffers it takes
-    after its outputs (as Emitter.scratch lists them), and the choices the autotuner may time
-    (Emitter.menu)."""
+    after its outputs (as Emitter.scratch lists them), the choices the autotuner may time
+    (Emitter.menu) and the work they concern (Emitter.menu_work)."""
 
     declaration: str
     definition: str
     scratch: list[tuple[str, str, int, bool]]
     menu: dict[str, int]
+    menu_work: int
 
 
 def emit_kernel(
@@ -240,7 +241,7 @@ def emit_kernel(
     # its store (a transpose of a slice read stale data; found by the random-graph test).
     # Hidden: the kernels of one library may sit in several translation units.
     head = f'__attribute__((noinline, visibility("hidden"))) void {name}({", ".join(params) or "void"})'
-    return KernelSource(f"{head};", f"{attribute}{head} {{\n{body}\n}}\n", em.scratch, em.menu)
+    return KernelSource(f"{head};", f"{attribute}{head} {{\n{body}\n}}\n", em.scratch, em.menu, em.menu_work)
 
 
 def _writes_in_place_safely(kernel: Node, parameter_index: int, graph: Graph, position: dict[int, int]) -> bool:
@@ -325,7 +326,7 @@ def emit_module(
             sorted(elements.get(id(kernel), []), key=lambda e: e.attr("index")) if kernel.multi_output else [kernel]
         )
         in_place = any(buffer_of[id(r)].startswith("params[") for r in results)
-        declaration, definition, scratch, _ = emit_kernel(name, kernel, pool, in_place, target, (tunings or {}).get(t))
+        declaration, definition, scratch, *_ = emit_kernel(name, kernel, pool, in_place, target, (tunings or {}).get(t))
         plan.declarations.append(declaration)
         plan.kernel_sources.append(definition)
         args = [f"(const {c_type(i.dtype)}*){buffer_of[id(i)]}" for i in kernel.inputs]
