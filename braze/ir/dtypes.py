@@ -17,9 +17,13 @@ import numpy as np
 from braze.ir.errors import DTypeError
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class DType:
-    """One element type: its public name, short IR name, NumPy twin and C spelling."""
+    """One element type: its public name, short IR name, NumPy twin and C spelling.
+
+    The five dtypes below are the only instances (a copy or an unpickled one is the same
+    object, see ``__reduce__``), so equality and hashing are by identity: every shape rule,
+    graph and trace key hashes dtypes, and identity hashing costs no Python call."""
 
     name: str
     short: str
@@ -35,9 +39,8 @@ class DType:
     def is_float(self) -> bool:
         return self.kind == "f"
 
-    def __hash__(self) -> int:
-        # By name alone: equal dtypes share it, and every graph and shape-rule key hashes dtypes.
-        return hash(self.name)
+    def __reduce__(self) -> tuple:
+        return as_dtype, (self.name,)
 
     def __repr__(self) -> str:
         return f"braze.{self.name}"
