@@ -357,7 +357,7 @@ class LazyExecutor:
         if expr.data is not None:
             return expr.data
         if expr.read_value is None:
-            (expr.read_value,) = self.run([expr], call_site(), gpu=expr in self._on_gpu)
+            (expr.read_value,) = self.run([expr], gpu=expr in self._on_gpu)
         return expr.read_value
 
     def track(self, tensor: Tensor, previous: Expr | None = None) -> None:
@@ -387,11 +387,11 @@ class LazyExecutor:
         if not roots:
             return
         metrics.count("Barrier")
-        results = self.run(roots, call_site(), donate=True, gpu=device.kind == "GPU")
+        results = self.run(roots, donate=True, gpu=device.kind == "GPU")
         for root, result in zip(roots, results, strict=True):
             root.materialize(result)
 
-    def run(self, roots: Sequence[Expr], site: str, donate: bool = False, gpu: bool = False) -> list[np.ndarray]:
+    def run(self, roots: Sequence[Expr], donate: bool = False, gpu: bool = False) -> list[np.ndarray]:
         """Compile (or find) and execute the graph computing ``roots`` (on the GPU backend
         with ``gpu``); with ``donate``, outputs that replace dead device data are written
         into its buffers."""
@@ -407,7 +407,7 @@ class LazyExecutor:
         target = "gpu" if gpu else backend_name()
         executable, hit = self.cache.get_or_compile(graph, target, lambda g: compile_for_target(g, target))
         if not hit:
-            self.explainer.note_compile(site, graph)
+            self.explainer.note_compile(call_site(), graph)  # the stack still holds the user's frame
         with metrics.timed("ExecuteTime"):
             results = executable(args)
         metrics.count("Execute")

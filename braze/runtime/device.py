@@ -61,6 +61,14 @@ class Device:
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "backend", backend)
         object.__setattr__(self, "ordinal", ordinal)
+        # Every lazy op looks its device up in a dict: the hash is computed once.
+        object.__setattr__(self, "_hash", hash((kind, ordinal, backend)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple:
+        return Device, (self.kind, self.ordinal, self.backend)  # the hash is made again where it loads
 
     @property
     def is_lazy(self) -> bool:
