@@ -34,17 +34,21 @@ class Adam(Optimizer):
 
     def update(self, param: Tensor, grad: Tensor, slots: Slots) -> tuple[Tensor, Slots]:
         b1, b2 = self.betas
+
+        def c(value: float) -> Tensor:
+            return self.constant(value, param)
+
         if self.weight_decay and not self.decoupled:
-            grad = grad + param * self.weight_decay
-        m = slots["m"] * b1 + grad * (1 - b1)
-        v = slots["v"] * b2 + grad * grad * (1 - b2)
+            grad = grad + param * c(self.weight_decay)
+        m = slots["m"] * c(b1) + grad * c(1 - b1)
+        v = slots["v"] * c(b2) + grad * grad * c(1 - b2)
         # The step count is a tensor slot, so the bias corrections are computed in the graph:
         # a traced or jitted step is the same computation every time.
-        step = slots["step"] + 1.0
-        step_size = self.lr / (1.0 - power(b1, step))
-        denominator = sqrt(v) / sqrt(1.0 - power(b2, step)) + self.eps
+        step = slots["step"] + c(1.0)
+        step_size = c(self.lr) / (c(1.0) - power(c(b1), step))
+        denominator = sqrt(v) / sqrt(c(1.0) - power(c(b2), step)) + c(self.eps)
         if self.weight_decay and self.decoupled:
-            param = param * (1 - self.lr * self.weight_decay)
+            param = param * c(1 - self.lr * self.weight_decay)
         return param - m / denominator * step_size, {"m": m, "v": v, "step": step}
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from braze.autodiff import no_grad
 from braze.lazy import barrier
+from braze.ops import full
 from braze.runtime.device import Device, as_device
 from braze.tensor import Tensor
 
@@ -33,6 +34,7 @@ class Optimizer:
         self.params: list[Tensor] = []
         self.state: list[Slots | None] = []
         self.steps = 0
+        self._constants: dict[tuple, Tensor] = {}  # this step's, by (value, dtype, device)
         if params is not None:
             self.bind(params)
 
@@ -54,6 +56,16 @@ class Optimizer:
     def update(self, param: Tensor, grad: Tensor, slots: Slots) -> tuple[Tensor, Slots]:
         raise NotImplementedError
 
+    def constant(self, value: float, like: Tensor) -> Tensor:
+        """``value`` as a 0-d tensor of ``like``'s dtype and device, made once per ``step()``
+        for all the parameters (updates multiply by it as by a number): on a lazy device one
+        constant for the step, not one per parameter."""
+        key = (value, like.dtype, like.device)
+        found = self._constants.get(key)
+        if found is None:
+            found = self._constants[key] = full((), value, like.dtype, like.device)
+        return found
+
     def zero_grad(self) -> None:
         for p in self.params:
             p.grad = None
@@ -64,6 +76,7 @@ class Optimizer:
         if not self.params:
             raise RuntimeError(f"{type(self).__name__}: no parameters; pass them or a model to the optimizer")
         self.steps += 1
+        self._constants.clear()
         with no_grad():
             for i, p in enumerate(self.params):
                 if p.grad is None:
@@ -88,6 +101,7 @@ class Optimizer:
         params, grads = list(params), list(grads)
         state = state if state is not None else [self.init_slots(p) for p in params]
         new_params, new_state = [], []
+        self._constants.clear()
         with no_grad():
             for p, g, slots in zip(params, grads, state, strict=True):
                 new_p, new_slots = self.update(p.detach(), g, slots)

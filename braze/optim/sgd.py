@@ -28,10 +28,12 @@ class SGD(Optimizer):
         return {"momentum": zeros_data(param)} if self.momentum else {}
 
     def update(self, param: Tensor, grad: Tensor, slots: Slots) -> tuple[Tensor, Slots]:
+        lr = self.constant(self.lr, param)
         if self.weight_decay:
-            grad = grad + param * self.weight_decay
+            grad = grad + param * self.constant(self.weight_decay, param)
         if not self.momentum:
-            return param - grad * self.lr, {}
-        velocity = slots["momentum"] * self.momentum + grad
-        direction = grad + velocity * self.momentum if self.nesterov else velocity
-        return param - direction * self.lr, {"momentum": velocity}
+            return param - grad * lr, {}
+        momentum = self.constant(self.momentum, param)
+        velocity = slots["momentum"] * momentum + grad
+        direction = grad + velocity * momentum if self.nesterov else velocity
+        return param - direction * lr, {"momentum": velocity}
