@@ -12,8 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from braze.autodiff import no_grad
 from braze.distributed.collectives import all_reduce, broadcast
+from braze.ops import zeros_like
 from braze.optim.optimizer import Optimizer
 from braze.tensor import Tensor
 
@@ -37,10 +40,18 @@ class DistributedOptimizer:
         self.optimizer.zero_grad()
 
     def average_gradients(self) -> None:
-        """Replace each parameter's gradient by its mean over the ranks."""
+        """Replace each parameter's gradient by its mean over the ranks.
+
+        A parameter without a gradient on some rank (a branch that rank's batch did not
+        take) has a zero gradient there, since that rank's loss does not depend on it; one
+        without a gradient on every rank keeps none, as in one process. Every rank reduces
+        the same list, so no gradient is ever averaged with another parameter's."""
+        params = self.optimizer.params
+        holders = all_reduce(np.array([p.grad is not None for p in params], np.int64), op="sum")
         with no_grad():
-            owners = [p for p in self.optimizer.params if p.grad is not None]
-            for p, mean in zip(owners, all_reduce([p.grad for p in owners], op="mean"), strict=True):
+            owned = [p for p, n in zip(params, holders, strict=True) if n]
+            grads = [zeros_like(p) if p.grad is None else p.grad for p in owned]
+            for p, mean in zip(owned, all_reduce(grads, op="mean"), strict=True):
                 p.grad = mean
 
     def step(self) -> None:

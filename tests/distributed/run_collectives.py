@@ -99,6 +99,19 @@ optimizer.step()
 assert optimizer.optimizer.lr == 0.25
 np.testing.assert_allclose(p.numpy(), -0.25 * g[:, 0, :3].mean(0), rtol=1e-6, err_msg="SGD step with lr 0.25")
 
+# Parameters with gradients on some ranks only (a branch each rank's batch took): each
+# gradient is averaged with the others' zeros, never with another parameter's gradient;
+# a parameter no rank used keeps no gradient.
+a, b, unused = (braze.tensor(np.zeros(3, np.float32), requires_grad=True) for _ in range(3))
+optimizer = dist.DistributedOptimizer(SGD([a, b, unused], lr=1.0))
+g = inputs(31)
+((a, b)[rank % 2] * braze.tensor(g[rank, 0, :3])).sum().backward()
+optimizer.average_gradients()
+for k, param in enumerate((a, b)):
+    users = [r for r in range(size) if r % 2 == k]
+    np.testing.assert_allclose(param.grad.numpy(), g[users, 0, :3].sum(0) / size, rtol=1e-6, err_msg=f"param {k}")
+assert unused.grad is None
+
 # Sharding: disjoint shares of equal length that together are the epoch.
 loader = DataLoader(np.arange(11), batch_size=2, shuffle=True, seed=3, shard=True, prefetch=0)
 mine = np.concatenate([b for (b,) in loader])
