@@ -31,7 +31,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-STEPS = {"lenet": 20, "cnn": 5}
+# Timed steps per mode (medians): a LeNet step takes milliseconds, so 100 of them, for a
+# median that one noisy scheduler slice does not move.
+STEPS = {"lenet": 100, "cnn": 5}
 MODES = {"cpu": ("eager", "lazy", "jit"), "gpu": ("eager", "lazy")}  # @jit compiles for the CPU only so far
 PEERS = {"cpu": "torch,jax,tf", "gpu": "torch-cuda"}
 
