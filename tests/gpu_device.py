@@ -7,13 +7,18 @@ its runtime is not installed."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
+from braze import lazy
 from braze.backends import gpu
 from braze.backends.gpu import cuda
+from braze.backends.gpu import eager as gpu_eager
 from braze.backends.gpu.target import H200
 from braze.ir.graph import Graph
+from braze.runtime.cache import ExecutableCache
 
 os.environ.setdefault("BRAZE_GPU_ALLOW_CPU", "1")
 
@@ -29,3 +34,21 @@ def compiles_for_h200(graphs: list[Graph]) -> None:
         pytest.skip("NVRTC is not installed (pip install braze[cuda])")
     _, source = gpu.render(graphs, H200)
     assert cuda.compile_cubin(source, H200.arch)
+
+
+@contextmanager
+def recording_gpu_graphs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Graph]]:
+    """Every graph compiled for the GPU backend inside the block (eager single-op kernels
+    and lazy traces alike go through ``gpu.compile_graphs``), with empty in-process caches
+    so that kernels compiled by earlier tests are generated, and recorded, again."""
+    recorded: list[Graph] = []
+    compile_graphs = gpu.compile_graphs
+
+    def recording(graphs: list[Graph], *args: object, **kwargs: object) -> list:
+        recorded.extend(graphs)
+        return compile_graphs(graphs, *args, **kwargs)
+
+    monkeypatch.setattr(gpu, "compile_graphs", recording)
+    monkeypatch.setattr(gpu_eager, "_KERNELS", {})
+    monkeypatch.setattr(lazy.EXECUTOR, "cache", ExecutableCache())
+    yield recorded

@@ -1,6 +1,7 @@
 """``braze train lenet --device gpu``: SGD steps of LeNet on MNIST through the GPU backend
 (without a GPU, the OpenCL kernels on a CPU OpenCL device) end with the parameters and the
-statistics that the same steps give on the CPU, where every op is NumPy's."""
+statistics that the same steps give on the CPU, where every op is NumPy's. Every kernel
+those steps generate is also compiled as CUDA C by NVRTC for sm_90."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import re
 from pathlib import Path
 
 import numpy as np
-from gpu_device import requires_gpu_runtime
+from gpu_device import compiles_for_h200, recording_gpu_graphs, requires_gpu_runtime
 
 from braze.bench.lenet import train_lenet
 from braze.cli import main
@@ -24,12 +25,15 @@ MNIST_DIR = Path(__file__).resolve().parents[2] / "data" / "mnist"
 BATCH, STEPS, SEED = 2, 2, 1
 
 
-def test_braze_train_lenet_on_gpu_matches_the_cpu(tmp_path, capsys):
+def test_braze_train_lenet_on_gpu_matches_the_cpu(tmp_path, capsys, monkeypatch):
     saved = tmp_path / "gpu.npz"
     command = ["train", "lenet", "--device", "gpu", "--epochs", "1", "--batch-size", str(BATCH)]
     command += ["--steps-per-epoch", str(STEPS), "--eval-steps", "1", "--seed", str(SEED)]
     launched = metrics.counter("TransferToDevice")
-    assert main([*command, "--data", str(MNIST_DIR), "--save", str(saved)]) == 0
+    with recording_gpu_graphs(monkeypatch) as compiled:
+        assert main([*command, "--data", str(MNIST_DIR), "--save", str(saved)]) == 0
+    assert len(compiled) > 10  # LeNet's forward, backward and update ops, at least
+    compiles_for_h200(compiled)
     printed = capsys.readouterr().out
     assert "Device: Device(kind: .GPU" in printed, printed
     assert metrics.counter("TransferToDevice") > launched  # the GPU backend ran it, not a fallback
