@@ -13,7 +13,7 @@ and writes the rows as
 JSON. ``--busy N`` runs everything beside N processes spinning on a core, as on a shared
 machine.
 
-``--device gpu`` measures braze's GPU backend (eager, lazy) beside PyTorch eager and
+``--device gpu`` measures braze's GPU backend (eager, lazy, jit) beside PyTorch eager and
 ``torch.compile`` on the same GPU (``torch-cuda``). Without a GPU it says so and measures
 nothing, unless ``BRAZE_GPU_ALLOW_CPU=1`` lets a CPU OpenCL device stand in (its rows are
 labelled: they are no GPU number); ``--batch-size`` then keeps a simulated step short.
@@ -34,7 +34,7 @@ sys.path.insert(0, str(HERE))
 # Timed steps per mode (medians): a LeNet step takes milliseconds, so 100 of them, for a
 # median that one noisy scheduler slice does not move.
 STEPS = {"lenet": 100, "cnn": 5}
-MODES = {"cpu": ("eager", "lazy", "jit"), "gpu": ("eager", "lazy")}  # @jit compiles for the CPU only so far
+MODES = {"cpu": ("eager", "lazy", "jit"), "gpu": ("eager", "lazy", "jit")}
 PEERS = {"cpu": "torch,jax,tf", "gpu": "torch-cuda"}
 
 

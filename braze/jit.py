@@ -156,6 +156,9 @@ class JittedFunction:
         return compiled.rebuild([Tensor.from_numpy(outputs[k], device) for k in compiled.result_slots])
 
     def _trace_and_run(self, args: tuple, kwargs: dict, tensors: list[tuple[str, Tensor]], signature: tuple) -> Any:
+        # The trace is recorded on the lazy CPU device whatever the tensors' device (recording
+        # is device-independent); the executable is built for the device they live on.
+        target = "gpu" if any(t.device.kind == "GPU" for _, t in tensors) else lazy.backend_name()
         device: Device = LAZY_CPU
         saved = []
         for _, t in tensors:
@@ -190,7 +193,7 @@ class JittedFunction:
                 input_leaves[id(leaf)]: j for j, leaf in enumerate(trace.leaves) if id(leaf) in input_leaves
             }
             graph = self._donating(trace.graph, state_slots, tensors, parameter_of)
-            executable = lazy.compile_for_target(graph, lazy.backend_name())
+            executable = lazy.compile_for_target(graph, target)
             self.compiles += 1
             inputs = [
                 ("state", input_leaves[id(leaf)]) if id(leaf) in input_leaves else ("captured", array)
