@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import ctypes
 import functools
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from braze.backends.cpu.diskcache import DiskCache, digest
+from braze.backends.cpu.diskcache import DiskCache
+from braze.backends.gpu.binaries import cached_binary
 from braze.backends.gpu.dialect import CUDA
 from braze.backends.gpu.target import DeviceInfo, GpuError, out_of_memory
 from braze.ir.primitive import Aval
@@ -66,6 +66,12 @@ def compile_cubin(source: str, arch: str, name: str = "braze.cu") -> bytes:
         return cubin
     finally:
         nvrtc.nvrtcDestroyProgram(program)
+
+
+def cubin(source: str, device: DeviceInfo, cache: DiskCache) -> bytes:
+    """``source`` compiled for ``device`` by NVRTC, or its cubin from the persistent cache
+    (no GPU needed: NVRTC runs on the CPU)."""
+    return cached_binary(cache, source, (device.identity(), "cubin"), lambda s: compile_cubin(s, device.arch))
 
 
 def _check(status: Any, what: str) -> None:
@@ -157,20 +163,7 @@ class CudaRuntime:
     # Kernels ----------------------------------------------------------------------------
 
     def load(self, source: str, names: list[str], cache: DiskCache) -> dict[str, Any]:
-        key = digest(source, self.info.identity(), "cubin")
-
-        def build(folder: Path) -> Path:
-            try:
-                cubin = compile_cubin(source, self.info.arch)
-            except GpuError as error:
-                kept = cache.keep_failed_source(key, source)
-                raise GpuError(f"{error}\n(the source is {kept})") from None
-            path = folder / "module.cubin"
-            path.write_bytes(cubin)
-            return path
-
-        path, _ = cache.get_or_build(key, build)
-        status, module = self.driver.cuModuleLoadData(path.read_bytes())
+        status, module = self.driver.cuModuleLoadData(cubin(source, self.info, cache))
         _check(status, "cuModuleLoadData")
         self.modules.append(module)
         functions = {}

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import functools
 import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from braze.backends.cpu.diskcache import DiskCache, digest
+from braze.backends.cpu.diskcache import DiskCache
+from braze.backends.gpu.binaries import cached_binary
 from braze.backends.gpu.dialect import OPENCL
 from braze.backends.gpu.target import DeviceInfo, GpuError, out_of_memory
 from braze.ir.primitive import Aval
@@ -135,22 +135,17 @@ class OpenCLRuntime:
 
     def load(self, source: str, names: list[str], cache: DiskCache) -> dict[str, Any]:
         """Build ``source`` (or load its binary from the cache) and return its kernels."""
-        key = digest(source, self.info.identity(), " ".join(self.options))
-
-        def build(folder: Path) -> Path:
-            try:
-                program = self.cl.Program(self.context, source).build(options=self.options)
-            except self.cl.RuntimeError as error:
-                kept = cache.keep_failed_source(key, source)
-                raise GpuError(f"the OpenCL compiler rejected the kernels in {kept}:\n{error}") from None
-            (binary,) = program.get_info(self.cl.program_info.BINARIES)
-            path = folder / "program.bin"
-            path.write_bytes(binary)
-            return path
-
-        path, _ = cache.get_or_build(key, build)
-        program = self.cl.Program(self.context, [self.device], [path.read_bytes()]).build()
+        binary = cached_binary(cache, source, (self.info.identity(), " ".join(self.options)), self._compile)
+        program = self.cl.Program(self.context, [self.device], [binary]).build()
         return {name: getattr(program, name) for name in names}
+
+    def _compile(self, source: str) -> bytes:
+        try:
+            program = self.cl.Program(self.context, source).build(options=self.options)
+        except self.cl.RuntimeError as error:
+            raise GpuError(f"the OpenCL compiler rejected the kernels:\n{error}") from None
+        (binary,) = program.get_info(self.cl.program_info.BINARIES)
+        return binary
 
     def launch(self, kernel: Any, groups: int, local: int, buffers: list[Any]) -> None:
         kernel.set_args(*buffers)

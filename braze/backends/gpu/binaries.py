@@ -1,0 +1,40 @@
+"""Compiled GPU modules in the persistent kernel cache, with the CPU cache's safety rules
+(private folder, owner and checksum checked before a binary is loaded).
+
+A binary is keyed by its source and by the device and compiler it was built for (the
+runtime, the device's name and architecture, the compiler's version and flags), so a cubin
+for sm_90 or one NVRTC version is never loaded for another. A source that does not compile
+is kept in the cache's ``failed`` folder and the error names it beside the compiler's log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from braze.backends.cpu.diskcache import DiskCache, digest
+from braze.backends.gpu.target import GpuError
+from braze.runtime import metrics
+
+
+def cached_binary(
+    cache: DiskCache, source: str, built_for: Sequence[str], compile_source: Callable[[str], bytes]
+) -> bytes:
+    """The binary of ``source`` built for ``built_for`` (what identifies the device and the
+    compiler), from ``cache`` or from ``compile_source``, which raises a GpuError holding
+    the compiler's log when the source does not compile."""
+    key = digest(source, *built_for)
+
+    def build(folder: Path) -> Path:
+        try:
+            binary = compile_source(source)
+        except GpuError as error:
+            kept = cache.keep_failed_source(key, source)
+            raise GpuError(f"{error}\n(the source is {kept})") from None
+        path = folder / "module.bin"
+        path.write_bytes(binary)
+        return path
+
+    path, hit = cache.get_or_build(key, build)
+    metrics.count("DiskCacheHit" if hit else "DiskCacheMiss")
+    return path.read_bytes()
