@@ -8,11 +8,13 @@ one launch of ``groups`` work-groups of ``local_size`` work-items:
   work-item);
 - a reduction phase (a result that is a reduce_sum or reduce_max) gives each output element
   to one work-group: its work-items stride over the reduced elements, then combine their
-  partial results in a tree through work-group-local memory.
+  partial results in a tree through work-group-local memory;
+- a contraction phase (a dot_general with a matrix of outputs, or its epilogue) gives each
+  work-group a tile of outputs, computed from operand tiles in local memory (tiled.py).
 
 Phases write distinct results from the kernel's inputs only, so they need no
 synchronization between them; a reduction's barriers sit in a loop whose trip count is the
-same for every work-item of a group.
+same for every work-item of a group, as a contraction's do.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from braze.backends.cpu.elemental import Index, c_type
 from braze.backends.gpu.dialect import Dialect
 from braze.backends.gpu.elemental import GpuEmitter, combine, identity
+from braze.backends.gpu.tiled import TiledDot, tiled_contraction
 from braze.ir.graph import Graph, Node
 
 REDUCTIONS = {"reduce_sum": "sum", "reduce_max": "max"}
@@ -35,6 +38,7 @@ class LaunchShape:
 
     local_size: int  # work-items per group: a power of two, a whole number of warps
     max_groups: int  # enough groups to fill every compute unit a few times over
+    local_memory: int  # bytes of work-group-local memory
 
 
 @dataclass
@@ -99,8 +103,13 @@ class KernelWriter:
             if where is None:
                 continue
             out = self.pointer(f"out{k}", c_type(result.dtype), where, False)
+            dot = tiled_contraction(result)
             if result.op in REDUCTIONS and _reduced_count(result) > 1:
                 groups = max(groups, self._reduction(emitter, result, out, k))
+            elif dot is not None:
+                phase = TiledDot(self.dialect, size, self.launch.local_memory, dot, result, out, k)
+                self.declarations[:0] = phase.locals
+                groups = max(groups, phase.write(emitter))
             else:
                 groups = max(groups, self._elementwise(emitter, result, out))
         body = "\n".join(self.declarations + emitter.lines)

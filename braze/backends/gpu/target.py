@@ -35,7 +35,7 @@ class DeviceInfo:
         local = 1
         while local * 2 <= min(self.max_group, WARPS_PER_GROUP * self.warp):
             local *= 2
-        return LaunchShape(local, max(1, self.compute_units * GROUPS_PER_UNIT))
+        return LaunchShape(local, max(1, self.compute_units * GROUPS_PER_UNIT), self.local_memory)
 
     def identity(self) -> str:
         """What a cached binary was built for: it is never loaded for another."""
