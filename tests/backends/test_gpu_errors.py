@@ -128,7 +128,8 @@ def test_a_kernel_that_does_not_compile_names_its_source_and_the_compilers_log(t
     with pytest.raises(BrazeError) as raised:
         runtime.load(source, ["broken"], DiskCache(tmp_path))
     assert "undefined_name" in str(raised.value).split("(the source is")[0]  # the compiler's log
-    assert _kept_source(raised.value).read_text() == source
+    kept = _kept_source(raised.value)
+    assert kept.read_text() == source and kept.suffix == {"opencl": ".cl", "cuda": ".cu"}[runtime.info.runtime]
 
 
 def test_a_cuda_kernel_that_does_not_compile_names_its_source_and_nvrtcs_log(tmp_path):
@@ -138,7 +139,8 @@ def test_a_cuda_kernel_that_does_not_compile_names_its_source_and_nvrtcs_log(tmp
         cuda.cubin(BROKEN["cuda"], H200, DiskCache(tmp_path))
     log = str(raised.value).split("(the source is")[0]
     assert "NVRTC could not compile" in log and 'identifier "undefined_name" is undefined' in log
-    assert _kept_source(raised.value).read_text() == BROKEN["cuda"]
+    kept = _kept_source(raised.value)
+    assert kept.read_text() == BROKEN["cuda"] and kept.suffix == ".cu"
 
 
 def test_cubins_are_cached_by_source_compiler_and_architecture(tmp_path, monkeypatch):

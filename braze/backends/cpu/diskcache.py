@@ -111,11 +111,12 @@ class DiskCache:
             built = build(Path(folder))
             return self.store(key, built), False
 
-    def keep_failed_source(self, key: str, source: str) -> Path:
-        """Save the source of a failed build where the error message can point to it."""
+    def keep_failed_source(self, key: str, source: str, suffix: str = ".c") -> Path:
+        """Save the source of a failed build where the error message can point to it
+        (``suffix``: the source language's, ``.cu`` or ``.cl`` for GPU kernels)."""
         folder = self._folder() / "failed"
         folder.mkdir(exist_ok=True, mode=0o700)
-        path = folder / f"{key[:16]}.c"
+        path = folder / f"{key[:16]}{suffix}"
         write_atomically(path, source.encode(), 0o600)
         return path
 

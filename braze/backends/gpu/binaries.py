@@ -18,18 +18,19 @@ from braze.runtime import metrics
 
 
 def cached_binary(
-    cache: DiskCache, source: str, built_for: Sequence[str], compile_source: Callable[[str], bytes]
+    cache: DiskCache, source: str, built_for: Sequence[str], compile_source: Callable[[str], bytes], suffix: str
 ) -> bytes:
     """The binary of ``source`` built for ``built_for`` (what identifies the device and the
     compiler), from ``cache`` or from ``compile_source``, which raises a GpuError holding
-    the compiler's log when the source does not compile."""
+    the compiler's log when the source does not compile (the source is then kept, named
+    with ``suffix``, ``.cu`` or ``.cl``)."""
     key = digest(source, *built_for)
 
     def build(folder: Path) -> Path:
         try:
             binary = compile_source(source)
         except GpuError as error:
-            kept = cache.keep_failed_source(key, source)
+            kept = cache.keep_failed_source(key, source, suffix)
             raise GpuError(f"{error}\n(the source is {kept})") from None
         path = folder / "module.bin"
         path.write_bytes(binary)

@@ -71,7 +71,7 @@ def compile_cubin(source: str, arch: str, name: str = "braze.cu") -> bytes:
 def cubin(source: str, device: DeviceInfo, cache: DiskCache) -> bytes:
     """``source`` compiled for ``device`` by NVRTC, or its cubin from the persistent cache
     (no GPU needed: NVRTC runs on the CPU)."""
-    return cached_binary(cache, source, (device.identity(), "cubin"), lambda s: compile_cubin(s, device.arch))
+    return cached_binary(cache, source, (device.identity(), "cubin"), lambda s: compile_cubin(s, device.arch), ".cu")
 
 
 def _check(status: Any, what: str) -> None:

@@ -135,7 +135,7 @@ class OpenCLRuntime:
 
     def load(self, source: str, names: list[str], cache: DiskCache) -> dict[str, Any]:
         """Build ``source`` (or load its binary from the cache) and return its kernels."""
-        binary = cached_binary(cache, source, (self.info.identity(), " ".join(self.options)), self._compile)
+        binary = cached_binary(cache, source, (self.info.identity(), " ".join(self.options)), self._compile, ".cl")
         program = self.cl.Program(self.context, [self.device], [binary]).build()
         return {name: getattr(program, name) for name in names}
 
