@@ -383,11 +383,19 @@ class LazyExecutor:
 
     def barrier(self, device: Device) -> None:
         roots = self.pending_roots(device)
-        self._live.pop(device, None)
+        live = self._live.pop(device, None)
         if not roots:
             return
         metrics.count("Barrier")
-        results = self.run(roots, donate=True, gpu=device.kind == "GPU")
+        try:
+            results = self.run(roots, donate=True, gpu=device.kind == "GPU")
+        except BaseException:
+            # Failed before the executable ran (out of memory, a compile error, Ctrl-C): the step's
+            # tensors stay pending, so the next barrier runs them again.
+            if live is not None:
+                for tensor in live.tensors():
+                    self.track(tensor)
+            raise
         for root, result in zip(roots, results, strict=True):
             root.materialize(result)
 

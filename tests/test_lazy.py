@@ -189,6 +189,28 @@ def test_barrier_turns_pending_tensors_into_device_data():
     assert not y._value.pending and y.tolist() == [2.0, 2.0]
 
 
+def test_a_barrier_that_fails_leaves_the_step_pending_for_the_next(monkeypatch):
+    x = braze.tensor(np.arange(3, dtype=np.float32), device=LAZY)
+    w = braze.tensor(np.ones(3, np.float32), device=LAZY)
+    w -= x * 0.5  # an in-place update, as an optimizer's
+    compile_for_target = lazy.compile_for_target
+    failures = []
+
+    def failing_once(graph, target):
+        if not failures:
+            failures.append(target)
+            raise MemoryError("no memory for the step")
+        return compile_for_target(graph, target)
+
+    monkeypatch.setattr(lazy, "compile_for_target", failing_once)
+    with pytest.raises(MemoryError):
+        braze.barrier()
+    assert w._value.pending
+    braze.barrier()  # runs the same step again
+    assert not w._value.pending and failures
+    np.testing.assert_array_equal(w.numpy(), 1 - 0.5 * np.arange(3, dtype=np.float32))
+
+
 def test_cache_evicts_the_least_recently_used_graph():
     cache = ExecutableCache(max_size=2)
 
