@@ -6,20 +6,12 @@ kernels, tiled for an H200, compile as CUDA C for sm_90."""
 
 from __future__ import annotations
 
-import dataclasses
-import re
-
 import numpy as np
 import pytest
-from gpu_device import compiles_for_h200, requires_gpu_runtime
+from gpu_device import assert_tiled_kernels_match_reference, requires_gpu_runtime
 
-from braze.backends import gpu
-from braze.backends.cpu.diskcache import DiskCache
 from braze.backends.gpu.target import H200
 from braze.backends.gpu.tiled import dot_tiles
-from braze.backends.reference.interpreter import evaluate
-from braze.ir.text import parse_graph
-from braze.passes import pipeline
 
 pytestmark = requires_gpu_runtime
 RNG = np.random.default_rng(13)
@@ -72,22 +64,9 @@ def _graphs(dtype: str) -> list[tuple[str, list[tuple[int, ...]]]]:
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("warp", [1, 8], ids=["group4", "group32"])
 def test_tiled_contractions_match_the_reference(dtype, warp, monkeypatch, tmp_path):
-    runtime = gpu.runtime()
     # The simulator reports a warp of 1 (4 work-items a group, 2 x 2 tiles); a warp of 8
     # gives 32 work-items and 8 x 8 tiles, two outputs per work-item.
-    monkeypatch.setattr(runtime, "info", dataclasses.replace(runtime.info, warp=warp))
-    cases = _graphs(dtype)
-    graphs = [pipeline.run(parse_graph(text), verify=True)[0] for text, _ in cases]
-    _, source = gpu.render(graphs, runtime.info)
-    tiled = re.findall(r"__local \w+ xtile\d+\[", source)
-    assert len(tiled) == len(graphs) == source.count("__kernel")  # each graph one tiled kernel
-    executables = gpu.compile_graphs(graphs, DiskCache(tmp_path))
-    for (text, shapes), executable in zip(cases, executables, strict=True):
-        arrays = [RNG.standard_normal(s).astype(dtype) for s in shapes]
-        (got,) = executable(arrays)
-        (want,) = evaluate(parse_graph(text), arrays)
-        np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == "float32" else 1e-12, atol=1e-5, err_msg=text)
-    compiles_for_h200(graphs)
+    assert_tiled_kernels_match_reference(_graphs(dtype), dtype, warp, monkeypatch, tmp_path, RNG)
 
 
 def test_tiles_come_from_the_work_group_size_and_local_memory():

@@ -9,8 +9,9 @@ one launch of ``groups`` work-groups of ``local_size`` work-items:
 - a reduction phase (a result that is a reduce_sum or reduce_max) gives each output element
   to one work-group: its work-items stride over the reduced elements, then combine their
   partial results in a tree through work-group-local memory;
-- a contraction phase (a dot_general with a matrix of outputs, or its epilogue) gives each
-  work-group a tile of outputs, computed from operand tiles in local memory (tiled.py).
+- a contraction phase (a dot_general or a convolution with a matrix of outputs, or its
+  epilogue) gives each work-group a tile of outputs, computed from operand tiles in local
+  memory (tiled.py, tiled_conv.py).
 
 Phases write distinct results from the kernel's inputs only, so they need no
 synchronization between them; a reduction's barriers sit in a loop whose trip count is the
@@ -26,7 +27,8 @@ from dataclasses import dataclass
 from braze.backends.cpu.elemental import Index, c_type
 from braze.backends.gpu.dialect import Dialect
 from braze.backends.gpu.elemental import GpuEmitter, combine, identity
-from braze.backends.gpu.tiled import TiledDot, tiled_contraction
+from braze.backends.gpu.tiled import TiledDot, TiledProduct, is_tiled, tiled_root
+from braze.backends.gpu.tiled_conv import TiledConv, is_tiled_conv
 from braze.ir.graph import Graph, Node
 
 REDUCTIONS = {"reduce_sum": "sum", "reduce_max": "max"}
@@ -103,11 +105,12 @@ class KernelWriter:
             if where is None:
                 continue
             out = self.pointer(f"out{k}", c_type(result.dtype), where, False)
-            dot = tiled_contraction(result)
+            product = tiled_root(result, lambda n: is_tiled(n) or is_tiled_conv(n))
             if result.op in REDUCTIONS and _reduced_count(result) > 1:
                 groups = max(groups, self._reduction(emitter, result, out, k))
-            elif dot is not None:
-                phase = TiledDot(self.dialect, size, self.launch.local_memory, dot, result, out, k)
+            elif product is not None:
+                tiled: type[TiledProduct] = TiledDot if product.op == "dot_general" else TiledConv
+                phase = tiled(self.dialect, size, self.launch.local_memory, product, result, out, k)
                 self.declarations[:0] = phase.locals
                 groups = max(groups, phase.write(emitter))
             else:

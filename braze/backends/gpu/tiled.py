@@ -1,5 +1,6 @@
 """A kernel phase for a contraction root: dot_general, with its fused epilogue, as tiles
-through work-group-local memory.
+through work-group-local memory (and the tiled product that convolutions share,
+tiled_conv.py).
 
 Each work-group computes ``T x T`` outputs of one batch element at a time. For every slice
 of ``TK`` contracted elements its work-items copy the two operand tiles (everything fused
@@ -13,11 +14,12 @@ device's local memory (``dot_tiles``).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from braze.backends.cpu.elemental import Index, c_literal, c_type
 from braze.backends.gpu.dialect import Dialect
-from braze.backends.gpu.elemental import GpuEmitter
+from braze.backends.gpu.elemental import GpuEmitter, all_of
 from braze.ir.graph import Graph, Node
 from braze.ir.prims.linalg import free_dims
 from braze.passes.patterns import ELEMENTWISE
@@ -52,59 +54,78 @@ def is_tiled(node: Node) -> bool:
     return math.prod(x.shape[d] for d in lf) > 1 and math.prod(y.shape[d] for d in rf) > 1
 
 
-def tiled_contraction(result: Node) -> Node | None:
-    """The dot_general that ``result`` is, or applies an elementwise epilogue to (fusion's
-    output kernels: bias, activation), when it is tiled and read at no other position than
-    the one being stored."""
-    chain: dict[int, Node] = {}  # the elementwise ops of result's shape between it and the dot
-    dots: dict[int, Node] = {}
+def tiled_root(result: Node, applies: Callable[[Node], bool]) -> Node | None:
+    """The product (``applies``: a node that is one, tiled) that ``result`` is, or applies
+    an elementwise epilogue to (fusion's output kernels: bias, activation), when it is read
+    at no other position than the one being stored."""
+    chain: dict[int, Node] = {}  # the elementwise ops of result's shape between it and the product
+    roots: dict[int, Node] = {}
     stack = [result]
     while stack:
         node = stack.pop()
-        if id(node) in chain or id(node) in dots:
+        if id(node) in chain or id(node) in roots:
             continue
-        if node.op == "dot_general" and node.aval.shape == result.aval.shape:
-            dots[id(node)] = node
-        elif node.op in ELEMENTWISE and node.aval.shape == result.aval.shape:
+        if node.aval.shape != result.aval.shape:
+            continue
+        if node.op in TILED_OPS:
+            roots[id(node)] = node
+        elif node.op in ELEMENTWISE:
             chain[id(node)] = node
             stack.extend(node.inputs)
-    if len(dots) != 1:
+    if len(roots) != 1:
         return None
-    (dot,) = dots.values()
-    readers = [n for n in Graph((), (result,)).nodes() if any(i is dot for i in n.inputs)]
-    return dot if is_tiled(dot) and all(id(n) in chain for n in readers) else None
+    (root,) = roots.values()
+    readers = [n for n in Graph((), (result,)).nodes() if any(i is root for i in n.inputs)]
+    return root if applies(root) and all(id(n) in chain for n in readers) else None
 
 
-class TiledDot:
-    """The phase storing ``result`` into ``out``: ``node``, a dot_general, and the epilogue
-    ``result`` applies to it (``node`` itself without one); ``write`` emits it and returns
-    the work-groups it can use, ``locals`` are the local arrays it declares."""
+# What a tiled product can be: kernels.py maps each to its phase.
+TILED_OPS = frozenset({"dot_general", "conv", "conv_grad_filter", "conv_grad_input"})
+
+
+class TiledProduct:
+    """The phase storing ``result`` into ``out``: ``node``, a product of two operands seen
+    as ``batch`` matrix products of an m x k by a k x n matrix whose outputs lie row-major
+    in ``node`` (``shape``), and the epilogue ``result`` applies to it (``node`` itself
+    without one); ``write`` emits it and returns the work-groups it can use, ``locals`` are
+    the local arrays it declares. A subclass says where an operand element of the matrices
+    is (``operand``)."""
+
+    # Whether an x-matrix element that ``operand`` finds outside its array adds nothing to
+    # the sum (not a zero times y: 0 * inf is NaN), as for conv_grad_input's taps that do
+    # not reach an output of the forward conv.
+    skips_outside = False
 
     def __init__(
         self, dialect: Dialect, local_size: int, local_memory: int, node: Node, result: Node, out: str, k: int
     ) -> None:
         self.dialect, self.size, self.node, self.result, self.out = dialect, local_size, node, result, out
         x, y = node.inputs
-        self.lc, self.rc = node.attr("lhs_contracting"), node.attr("rhs_contracting")
-        self.lb, self.rb = node.attr("lhs_batch"), node.attr("rhs_batch")
-        self.lf, self.rf = free_dims(x.aval.ndim, self.lc, self.lb), free_dims(y.aval.ndim, self.rc, self.rb)
-        self.batch = tuple(x.shape[d] for d in self.lb)
-        self.m_shape = tuple(x.shape[d] for d in self.lf)
-        self.n_shape = tuple(y.shape[d] for d in self.rf)
-        self.k_shape = tuple(x.shape[d] for d in self.lc)
         self.tiles = dot_tiles(local_size, local_memory, max(x.dtype.itemsize, y.dtype.itemsize))
         t = self.tiles
-        self.x_tile, self.y_tile = f"xtile{k}", f"ytile{k}"
+        self.x_tile, self.y_tile, self.mask = f"xtile{k}", f"ytile{k}", f"inside{k}"
         self.locals = [
             f"  {dialect.local} {c_type(x.dtype)} {self.x_tile}[{t.rows * t.depth}];",
             f"  {dialect.local} {c_type(y.dtype)} {self.y_tile}[{t.depth * t.rows}];",
         ]
+        if self.skips_outside:
+            self.locals.append(f"  {dialect.local} char {self.mask}[{t.rows * t.depth}];")
+
+    def shape(self) -> tuple[int, int, int, int]:
+        """(batch, m, n, k)."""
+        raise NotImplementedError
+
+    def operand(self, emitter: GpuEmitter, side: int, batch: str, free: str, k: str) -> tuple[Index, list[str]]:
+        """Where operand ``side``'s matrix element at batch ``batch``, free position
+        ``free`` (a row of x, a column of y) and contracted position ``k`` is, and the
+        conditions under which it is inside the operand (a zero outside)."""
+        raise NotImplementedError
 
     def write(self, emitter: GpuEmitter) -> int:
-        m, n, k = math.prod(self.m_shape), math.prod(self.n_shape), math.prod(self.k_shape)
+        batches, m, n, k = self.shape()
         t, size, barrier = self.tiles, self.size, self.dialect.barrier
         tiles_m, tiles_n = -(-m // t.rows), -(-n // t.rows)
-        count = math.prod(self.batch) * tiles_m * tiles_n
+        count = batches * tiles_m * tiles_n
         tile = emitter.fresh("tile")
         emitter.emit(f"for (int64_t {tile} = gid; {tile} < {count}; {tile} += ngroups) {{")
         emitter.push()
@@ -122,7 +143,10 @@ class TiledDot:
             row, col = f"((lid + {j * size}) / {t.rows})", f"((lid + {j * size}) % {t.rows})"
             kk = emitter.fresh("kk")
             x_at, y_at = f"{self.x_tile}[{row} * {t.depth} + {kk}]", f"{self.y_tile}[{kk} * {t.rows} + {col}]"
-            emitter.emit(f"for (int64_t {kk} = 0; {kk} < {t.depth}; ++{kk}) {acc} += {x_at} * {y_at};")
+            add = f"{acc} += {x_at} * {y_at};"
+            if self.skips_outside:
+                add = f"if ({self.mask}[{row} * {t.depth} + {kk}]) {add}"
+            emitter.emit(f"for (int64_t {kk} = 0; {kk} < {t.depth}; ++{kk}) {add}")
         emitter.emit(barrier)  # the tiles are loaded again for the next slice
         emitter.pop()
         emitter.emit("}")
@@ -156,15 +180,45 @@ class TiledDot:
         free_at = emitter.let("int64_t", position, "fr")
         k_at = emitter.let("int64_t", slice_at, "ct")
         value = emitter.accumulator(operand.dtype, c_literal(0, operand.dtype))
-        emitter.guarded([f"{free_at} < {free_count}", f"{k_at} < {k_count}"])
-        dims = [""] * operand.aval.ndim
-        batch_dims, kept_dims, k_dims = (self.lb, self.lf, self.lc) if side == 0 else (self.rb, self.rf, self.rc)
-        shapes = (self.batch, self.m_shape if side == 0 else self.n_shape, self.k_shape)
-        for where, shape, at in zip((batch_dims, kept_dims, k_dims), shapes, (batch, free_at, k_at), strict=True):
-            for d, coordinate in zip(where, emitter.dims(Index(shape, None, at)), strict=True):
-                dims[d] = coordinate
-        emitter.emit(f"{value} = {emitter.value(operand, Index(operand.shape, tuple(dims)))};")
+        index, inside = self.operand(emitter, side, batch, free_at, k_at)
+        conditions = [f"{free_at} < {free_count}", f"{k_at} < {k_count}", *inside]
+        if self.skips_outside and side == 0:
+            emitter.emit(f"{self.mask}[{e}] = {all_of(conditions)};")
+        emitter.guarded(conditions)
+        emitter.emit(f"{value} = {emitter.value(operand, index)};")
         emitter.close()
         emitter.emit(f"{(self.x_tile, self.y_tile)[side]}[{e}] = {value};")
         emitter.pop()
         emitter.emit("}")
+
+
+class TiledDot(TiledProduct):
+    """dot_general: the batch, free and contracted dimensions of each operand, each group
+    flattened row-major."""
+
+    def __init__(
+        self, dialect: Dialect, local_size: int, local_memory: int, node: Node, result: Node, out: str, k: int
+    ) -> None:
+        super().__init__(dialect, local_size, local_memory, node, result, out, k)
+        x, y = node.inputs
+        self.lc, self.rc = node.attr("lhs_contracting"), node.attr("rhs_contracting")
+        self.lb, self.rb = node.attr("lhs_batch"), node.attr("rhs_batch")
+        self.lf, self.rf = free_dims(x.aval.ndim, self.lc, self.lb), free_dims(y.aval.ndim, self.rc, self.rb)
+        self.batch = tuple(x.shape[d] for d in self.lb)
+        self.m_shape = tuple(x.shape[d] for d in self.lf)
+        self.n_shape = tuple(y.shape[d] for d in self.rf)
+        self.k_shape = tuple(x.shape[d] for d in self.lc)
+
+    def shape(self) -> tuple[int, int, int, int]:
+        sizes = (self.batch, self.m_shape, self.n_shape, self.k_shape)
+        return tuple(math.prod(s) for s in sizes)  # type: ignore[return-value]
+
+    def operand(self, emitter: GpuEmitter, side: int, batch: str, free: str, k: str) -> tuple[Index, list[str]]:
+        operand = self.node.inputs[side]
+        dims = [""] * operand.aval.ndim
+        batch_dims, kept_dims, k_dims = (self.lb, self.lf, self.lc) if side == 0 else (self.rb, self.rf, self.rc)
+        shapes = (self.batch, self.m_shape if side == 0 else self.n_shape, self.k_shape)
+        for where, shape, at in zip((batch_dims, kept_dims, k_dims), shapes, (batch, free, k), strict=True):
+            for d, coordinate in zip(where, emitter.dims(Index(shape, None, at)), strict=True):
+                dims[d] = coordinate
+        return Index(operand.shape, tuple(dims)), []
