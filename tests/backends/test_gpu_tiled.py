@@ -76,3 +76,9 @@ def test_tiles_come_from_the_work_group_size_and_local_memory():
     assert dot_tiles(256, 48 * 1024, 8).rows == 16 and dot_tiles(256, 48 * 1024, 8).per_item == 1
     small = dot_tiles(256, 1024, 8)  # two 16 x TK tiles in half of 1 KiB: TK = 2
     assert small.depth == 2 and 2 * small.rows * small.depth * 8 <= 512
+    # Six columns (a conv's output channels): 8 columns of 32 rows, no wider than needed,
+    # still two outputs per work-item, the two tiles in half of the local memory.
+    narrow = dot_tiles(128, 48 * 1024, 4, columns=6)
+    assert (narrow.rows, narrow.cols, narrow.per_item) == (32, 8, 2)
+    assert (32 + 8) * narrow.depth * 4 <= 24 * 1024
+    assert dot_tiles(128, 48 * 1024, 4, columns=100) == dot_tiles(128, 48 * 1024, 4)

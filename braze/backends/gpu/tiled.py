@@ -2,7 +2,8 @@
 through work-group-local memory (and the tiled product that convolutions share,
 tiled_conv.py).
 
-Each work-group computes ``T x T`` outputs of one batch element at a time. For every slice
+Each work-group computes a tile of ``T x T`` outputs (fewer columns and more rows where
+the product has fewer than T columns) of one batch element at a time. For every slice
 of ``TK`` contracted elements its work-items copy the two operand tiles (everything fused
 into an operand computed once per element, not once per output that reads it) into local
 memory, wait at a barrier, and each accumulates its outputs from the tiles; positions past
@@ -27,20 +28,25 @@ from braze.passes.patterns import ELEMENTWISE
 
 @dataclass(frozen=True)
 class DotTiles:
-    rows: int  # T: the output tile is T x T
+    rows: int  # the output tile is rows x cols
+    cols: int
     depth: int  # TK: contracted elements per pair of operand tiles
-    per_item: int  # outputs each work-item accumulates: T * T / local size
+    per_item: int  # outputs each work-item accumulates: rows * cols / local size
 
 
-def dot_tiles(local_size: int, local_memory: int, itemsize: int) -> DotTiles:
+def dot_tiles(local_size: int, local_memory: int, itemsize: int, columns: int | None = None) -> DotTiles:
     """The tile for ``local_size`` work-items: T x T = local_size or twice it (each
-    work-item one or two outputs), TK = T halved until both operand tiles fit in half of
-    ``local_memory`` (the other half left to the kernel's other phases)."""
-    rows = 1 << math.ceil(math.log2(local_size) / 2)
-    depth = rows
-    while depth > 1 and 2 * rows * depth * itemsize > local_memory // 2:
+    work-item one or two outputs), or as many outputs in fewer columns and more rows where
+    the product has fewer than T ``columns`` (a convolution's few output channels: square
+    tiles would leave most of their columns idle); TK = T halved until both operand tiles
+    fit in half of ``local_memory`` (the other half left to the kernel's other phases)."""
+    side = 1 << math.ceil(math.log2(local_size) / 2)
+    cols = side if columns is None else min(side, 1 << math.ceil(math.log2(max(columns, 1))))
+    rows = side * side // cols
+    depth = side
+    while depth > 1 and (rows + cols) * depth * itemsize > local_memory // 2:
         depth //= 2
-    return DotTiles(rows, depth, rows * rows // local_size)
+    return DotTiles(rows, cols, depth, rows * cols // local_size)
 
 
 def is_tiled(node: Node) -> bool:
@@ -101,12 +107,13 @@ class TiledProduct:
     ) -> None:
         self.dialect, self.size, self.node, self.result, self.out = dialect, local_size, node, result, out
         x, y = node.inputs
-        self.tiles = dot_tiles(local_size, local_memory, max(x.dtype.itemsize, y.dtype.itemsize))
+        _, _, columns, _ = self.shape()
+        self.tiles = dot_tiles(local_size, local_memory, max(x.dtype.itemsize, y.dtype.itemsize), columns)
         t = self.tiles
         self.x_tile, self.y_tile, self.mask = f"xtile{k}", f"ytile{k}", f"inside{k}"
         self.locals = [
             f"  {dialect.local} {c_type(x.dtype)} {self.x_tile}[{t.rows * t.depth}];",
-            f"  {dialect.local} {c_type(y.dtype)} {self.y_tile}[{t.depth * t.rows}];",
+            f"  {dialect.local} {c_type(y.dtype)} {self.y_tile}[{t.depth * t.cols}];",
         ]
         if self.skips_outside:
             self.locals.append(f"  {dialect.local} char {self.mask}[{t.rows * t.depth}];")
@@ -124,25 +131,25 @@ class TiledProduct:
     def write(self, emitter: GpuEmitter) -> int:
         batches, m, n, k = self.shape()
         t, size, barrier = self.tiles, self.size, self.dialect.barrier
-        tiles_m, tiles_n = -(-m // t.rows), -(-n // t.rows)
+        tiles_m, tiles_n = -(-m // t.rows), -(-n // t.cols)
         count = batches * tiles_m * tiles_n
         tile = emitter.fresh("tile")
         emitter.emit(f"for (int64_t {tile} = gid; {tile} < {count}; {tile} += ngroups) {{")
         emitter.push()
         batch = emitter.let("int64_t", f"{tile} / {tiles_m * tiles_n}", "bat")
         m0 = emitter.let("int64_t", f"{tile} / {tiles_n} % {tiles_m} * {t.rows}", "row")
-        n0 = emitter.let("int64_t", f"{tile} % {tiles_n} * {t.rows}", "col")
+        n0 = emitter.let("int64_t", f"{tile} % {tiles_n} * {t.cols}", "col")
         accs = [emitter.accumulator(self.node.dtype, c_literal(0, self.node.dtype)) for _ in range(t.per_item)]
         k0 = emitter.fresh("kslice")
         emitter.emit(f"for (int64_t {k0} = 0; {k0} < {k}; {k0} += {t.depth}) {{")
         emitter.push()
         self._load(emitter, 0, batch, (m0, t.depth, m), (k0, k))
-        self._load(emitter, 1, batch, (n0, t.rows, n), (k0, k))
+        self._load(emitter, 1, batch, (n0, t.cols, n), (k0, k))
         emitter.emit(barrier)
         for j, acc in enumerate(accs):
-            row, col = f"((lid + {j * size}) / {t.rows})", f"((lid + {j * size}) % {t.rows})"
+            row, col = f"((lid + {j * size}) / {t.cols})", f"((lid + {j * size}) % {t.cols})"
             kk = emitter.fresh("kk")
-            x_at, y_at = f"{self.x_tile}[{row} * {t.depth} + {kk}]", f"{self.y_tile}[{kk} * {t.rows} + {col}]"
+            x_at, y_at = f"{self.x_tile}[{row} * {t.depth} + {kk}]", f"{self.y_tile}[{kk} * {t.cols} + {col}]"
             add = f"{acc} += {x_at} * {y_at};"
             if self.skips_outside:
                 add = f"if ({self.mask}[{row} * {t.depth} + {kk}]) {add}"
@@ -151,7 +158,7 @@ class TiledProduct:
         emitter.pop()
         emitter.emit("}")
         for j, acc in enumerate(accs):
-            row, col = f"({m0} + (lid + {j * size}) / {t.rows})", f"({n0} + (lid + {j * size}) % {t.rows})"
+            row, col = f"({m0} + (lid + {j * size}) / {t.cols})", f"({n0} + (lid + {j * size}) % {t.cols})"
             emitter.guarded([f"{row} < {m}", f"{col} < {n}"])
             position = emitter.let("int64_t", f"({batch} * {m} + {row}) * {n} + {col}", "at")
             emitter.overrides[id(self.node)] = lambda _index, acc=acc: acc  # read where it is stored
@@ -165,13 +172,14 @@ class TiledProduct:
 
     def _load(self, emitter: GpuEmitter, side: int, batch: str, free: tuple, contracted: tuple) -> None:
         """Copy operand ``side``'s tile for this slice into local memory: the x tile is
-        T rows (free positions from ``start``) of TK contracted elements, the y tile TK
-        rows of T free positions; past an edge, zeros."""
+        ``rows`` free positions from ``start`` of TK contracted elements each, the y tile
+        TK rows of ``cols`` free positions; past an edge, zeros."""
         (start, width, free_count), (k0, k_count) = free, contracted
         operand = self.node.inputs[side]
         t = self.tiles
         e = emitter.fresh("e")
-        emitter.emit(f"for (int64_t {e} = lid; {e} < {t.rows * t.depth}; {e} += {self.size}) {{")
+        elements = (t.rows if side == 0 else t.cols) * t.depth
+        emitter.emit(f"for (int64_t {e} = lid; {e} < {elements}; {e} += {self.size}) {{")
         emitter.push()
         if side == 0:  # [free][contracted]
             position, slice_at = f"({start} + {e} / {width})", f"({k0} + {e} % {width})"
@@ -199,7 +207,6 @@ class TiledDot(TiledProduct):
     def __init__(
         self, dialect: Dialect, local_size: int, local_memory: int, node: Node, result: Node, out: str, k: int
     ) -> None:
-        super().__init__(dialect, local_size, local_memory, node, result, out, k)
         x, y = node.inputs
         self.lc, self.rc = node.attr("lhs_contracting"), node.attr("rhs_contracting")
         self.lb, self.rb = node.attr("lhs_batch"), node.attr("rhs_batch")
@@ -208,6 +215,7 @@ class TiledDot(TiledProduct):
         self.m_shape = tuple(x.shape[d] for d in self.lf)
         self.n_shape = tuple(y.shape[d] for d in self.rf)
         self.k_shape = tuple(x.shape[d] for d in self.lc)
+        super().__init__(dialect, local_size, local_memory, node, result, out, k)  # after: it asks shape()
 
     def shape(self) -> tuple[int, int, int, int]:
         sizes = (self.batch, self.m_shape, self.n_shape, self.k_shape)
