@@ -84,8 +84,11 @@ def test_lenet_trained_on_native_code_matches_eager(mnist_batches, monkeypatch, 
     eager = lenet_steps(braze.CPU, mnist_batches)
     native = lenet_steps(LAZY, mnist_batches)
     for p, q in zip(eager.parameters(), native.parameters(), strict=True):
-        # float32 sums in another order: differences grow a little over 20 steps of SGD.
-        np.testing.assert_allclose(q.numpy(), p.numpy(), rtol=1e-4, atol=1e-4)
+        # float32 sums in another order (a bias gradient in blocks of vectors, with double
+        # partial sums, where NumPy adds row after row in float32): one step's gradients
+        # agree to about 1e-7, and the trajectories part by a few 1e-4 over 20 steps of SGD.
+        # A wrong gradient parts them by 1e-2 and more.
+        np.testing.assert_allclose(q.numpy(), p.numpy(), rtol=1e-3, atol=1e-3)
     assert metrics.counter("Compile") == 1 and metrics.counter("DiskCacheMiss") == 1
 
 

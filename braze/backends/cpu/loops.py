@@ -270,7 +270,7 @@ def _periodic(em: Emitter, computation: Graph, root: Node, axes: set[int]) -> bo
         return False
     if axes != set(range(len(shape) - 1)):
         return False
-    period = math.lcm(shape[-1], em.target.lanes(root.dtype.itemsize))
+    period = math.lcm(shape[-1], em.target.lanes(8))
     return period <= _PERIODIC_MAX and math.prod(shape) >= 4 * period
 
 
@@ -282,11 +282,11 @@ def _periodic_sum(em: Emitter, root: Node, target: str, element: Callable[[Index
     a time, on one thread (0.3 ms for LeNet's first bias gradient)."""
     shape = root.inputs[0].shape
     kept, total = shape[-1], math.prod(shape)
-    period = math.lcm(kept, em.target.lanes(root.dtype.itemsize))
+    period = math.lcm(kept, em.target.lanes(8))
     full = total - total % period
     em.emit("{")
     em.push()
-    em.emit(f"{c_type(root.dtype)} acc[{period}];")
+    em.emit(f"double acc[{period}];")  # as every float sum: long runs of float adds drift
     em.emit(f"for (int64_t j = 0; j < {period}; j++) acc[j] = 0;")
     pragma = parallel_pragma(total, full // period)
     if pragma:
@@ -307,6 +307,6 @@ def _periodic_sum(em: Emitter, root: Node, target: str, element: Callable[[Index
         em.emit(f"acc[l - {full}] += {element(Index(shape, None, 'l'))};")
         em.pop()
         em.emit("}")
-    em.emit(f"for (int64_t j = 0; j < {period}; j++) {target}[j % {kept}] += acc[j];")
+    em.emit(f"for (int64_t j = 0; j < {period}; j++) {target}[j % {kept}] += ({c_type(root.dtype)})acc[j];")
     em.pop()
     em.emit("}")
