@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from types import TracebackType
 
 from braze.backends.cpu.target import available_cores
@@ -46,16 +47,26 @@ def init() -> MpiTransport:
     return world
 
 
+# How long a failing rank waits, once its error is written, before ending the job: the
+# launcher forwards each rank's output asynchronously and drops what is in flight at abort.
+_FORWARDING_SECONDS = 0.2
+
+
 def _abort_on_error(world: MpiTransport) -> None:
     """An uncaught exception on any rank ends the job (mpi4py would leave the others waiting)."""
     previous = sys.excepthook
 
     def hook(kind: type[BaseException], error: BaseException, traceback: TracebackType | None) -> None:
-        previous(kind, error, traceback)
-        sys.stderr.write(
-            f"braze.distributed: rank {world.rank} of {world.size} failed ({kind.__name__}: {error}); ending the job\n"
-        )
+        # The line naming the rank goes first, in one write: MPI_Abort tears the job down
+        # while the launcher may still be forwarding this rank's output, and under load a
+        # traceback written first was cut short, with the line after it lost.
+        failed = f"rank {world.rank} of {world.size} failed ({kind.__name__}: {error})"
+        line = f"braze.distributed: {failed}; ending the job\n"
         sys.stderr.flush()
+        os.write(2, line.encode(errors="replace"))
+        previous(kind, error, traceback)
+        sys.stderr.flush()
+        time.sleep(_FORWARDING_SECONDS)
         world.comm.Abort(1)
 
     sys.excepthook = hook
