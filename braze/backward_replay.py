@@ -46,6 +46,7 @@ class Program:
 
 _UNRECORDABLE = Program([], [], [])
 _PROGRAMS: OrderedDict[tuple, Program] = OrderedDict()
+_RECORDING = threading.Lock()
 
 
 def _structure(order: list[GradNode], seed: Tensor) -> tuple[tuple, list, list[Tensor]] | None:
@@ -105,7 +106,13 @@ def cotangents(
     except TypeError:  # an unhashable attribute value: never recorded
         return walk(None)
     if program is None:
-        program, result = _record(slots, leaves, walk)
+        # Recording swaps the process-wide binder: one thread at a time (another runs the rules).
+        if not _RECORDING.acquire(blocking=False):
+            return walk(None)
+        try:
+            program, result = _record(slots, leaves, walk)
+        finally:
+            _RECORDING.release()
         _PROGRAMS[key] = program
         if len(_PROGRAMS) > _MAX_PROGRAMS:
             _PROGRAMS.popitem(last=False)

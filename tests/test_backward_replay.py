@@ -112,3 +112,17 @@ def test_retain_graph_keeps_values_for_a_second_replayed_backward():
         loss.backward()
         np.testing.assert_allclose(x.grad.numpy(), 2 * 3 * x.numpy() ** 2)
     assert metrics.counter("BackwardReplay") == 3
+
+
+def test_while_another_thread_records_a_backward_runs_the_rules():
+    from braze.ir import primitive
+    from braze.tensor import bind
+
+    with backward_replay._RECORDING:  # as if another thread were recording
+        x = _lazy(np.array([1.0, 2.0], np.float32))
+        (x * x).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0])
+        assert primitive.current_binder() is bind and not backward_replay._PROGRAMS
+    x = _lazy(np.array([3.0], np.float32))
+    (x * x).sum().backward()
+    assert len(backward_replay._PROGRAMS) == 1 and primitive.current_binder() is bind
