@@ -37,6 +37,7 @@ from braze.backends.cpu.emit import ConstantPool, KernelSource, ModulePlan, emit
 from braze.backends.cpu.executable import aligned_zeros, openmp_defaults
 from braze.ir.graph import Graph, Node
 from braze.passes.buffers import schedule
+from braze.passes.patterns import CONTRACTIONS
 from braze.runtime import metrics
 
 Tuning = dict[str, int]
@@ -73,6 +74,8 @@ def menus(graph: Graph, compiler: Compiler) -> list[tuple[int, Node, str, dict[s
     for t, kernel in enumerate(schedule(graph)):
         if kernel.attr("kind") == "collective":
             continue
+        if not any(n.op in CONTRACTIONS for n in kernel.attr("computation").nodes()):
+            continue  # only contraction emitters offer choices: no need to emit the others twice
         pool = ConstantPool("braze_tune")
         source = emit_kernel("braze_tune", kernel, pool, False, compiler.target)
         if source.menu:
