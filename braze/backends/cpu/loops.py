@@ -214,8 +214,9 @@ def emit_reduction_kernel(em: Emitter, computation: Graph, outputs: list[str], r
             em.emit(f"{outputs[k]}[{em.linear(index)}] = {em.value(computation.outputs[k], index)};")
         return em.value(source, index)
 
-    if _periodic(em, computation, root, axes):
-        _periodic_sum(em, root, target, element)
+    period = _period(em, computation, root, axes)
+    if period:
+        _periodic_sum(em, root, target, element, period)
         return
     names = tuple(f"i{d}" for d in range(len(shape)))
     kept = [d for d in range(len(shape)) if d not in axes]
@@ -261,20 +262,20 @@ def emit_reduction_kernel(em: Emitter, computation: Graph, outputs: list[str], r
 _PERIODIC_MAX = 256
 
 
-def _periodic(em: Emitter, computation: Graph, root: Node, axes: set[int]) -> bool:
-    """A float sum over every axis but the last (a bias gradient, NHWC), whose producers
-    read their inputs at the element itself: summed as a flat array whose values repeat
-    the kept axis with its period."""
+def _period(em: Emitter, computation: Graph, root: Node, axes: set[int]) -> int | None:
+    """For a float sum over every axis but the last (a bias gradient, NHWC) whose producers
+    read their inputs at the element itself, summed as a flat array whose values repeat the
+    kept axis: its period in whole (double) vectors; None for any other reduction."""
     shape = root.inputs[0].shape
     if root.op != "reduce_sum" or not root.dtype.is_float or len(shape) < 2 or needs_dims(computation):
-        return False
+        return None
     if axes != set(range(len(shape) - 1)):
-        return False
+        return None
     period = math.lcm(shape[-1], em.target.lanes(8))
-    return period <= _PERIODIC_MAX and math.prod(shape) >= 4 * period
+    return period if period <= _PERIODIC_MAX and math.prod(shape) >= 4 * period else None
 
 
-def _periodic_sum(em: Emitter, root: Node, target: str, element: Callable[[Index], str]) -> None:
+def _periodic_sum(em: Emitter, root: Node, target: str, element: Callable[[Index], str], period: int) -> None:
     """``target[c] = sum of a flat array at c, c + C, c + 2C, ...``: the array is summed in
     blocks of P = lcm(C, lanes) elements into P accumulators (whole vectors, so the loop
     vectorizes; threads sum their blocks into private copies), folded into C at the end.
@@ -282,7 +283,6 @@ def _periodic_sum(em: Emitter, root: Node, target: str, element: Callable[[Index
     a time, on one thread (0.3 ms for LeNet's first bias gradient)."""
     shape = root.inputs[0].shape
     kept, total = shape[-1], math.prod(shape)
-    period = math.lcm(kept, em.target.lanes(8))
     full = total - total % period
     em.emit("{")
     em.push()
