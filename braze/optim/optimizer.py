@@ -10,7 +10,8 @@ update them in place); ``apply()`` is the functional form.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -59,12 +60,20 @@ class Optimizer:
     def constant(self, value: float, like: Tensor) -> Tensor:
         """``value`` as a 0-d tensor of ``like``'s dtype and device, made once per ``step()``
         for all the parameters (updates multiply by it as by a number): on a lazy device one
-        constant for the step, not one per parameter."""
+        constant for the step, not one per parameter. Forgotten when the updates are made,
+        so that a lazy step's barrier never computes them as results."""
         key = (value, like.dtype, like.device)
         found = self._constants.get(key)
         if found is None:
             found = self._constants[key] = full((), value, like.dtype, like.device)
         return found
+
+    @contextlib.contextmanager
+    def _step_constants(self) -> Iterator[None]:
+        try:
+            yield
+        finally:
+            self._constants.clear()
 
     def zero_grad(self) -> None:
         for p in self.params:
@@ -76,8 +85,7 @@ class Optimizer:
         if not self.params:
             raise RuntimeError(f"{type(self).__name__}: no parameters; pass them or a model to the optimizer")
         self.steps += 1
-        self._constants.clear()
-        with no_grad():
+        with no_grad(), self._step_constants():
             for i, p in enumerate(self.params):
                 if p.grad is None:
                     continue
@@ -101,8 +109,7 @@ class Optimizer:
         params, grads = list(params), list(grads)
         state = state if state is not None else [self.init_slots(p) for p in params]
         new_params, new_state = [], []
-        self._constants.clear()
-        with no_grad():
+        with no_grad(), self._step_constants():
             for p, g, slots in zip(params, grads, state, strict=True):
                 new_p, new_slots = self.update(p.detach(), g, slots)
                 new_params.append(new_p)
