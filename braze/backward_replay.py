@@ -79,16 +79,13 @@ def _structure(order: list[GradNode], seed: Tensor) -> tuple[tuple, list, list[T
                     k = leaf_of[id(parent)] = len(leaves)
                     leaves.append(parent)
                 parents.append(-1 - k)
-        entries.append(
-            (
-                node.primitive,
-                tuple(node.attrs.items()),
-                tuple(node.in_avals),
-                node.out_aval,
-                tuple(codes),
-                tuple(parents),
-            )
+        signature = getattr(node.out_value, "signature", None)
+        what = (
+            signature  # names the primitive, its attributes and input types, as the next three would
+            if signature is not None
+            else (node.primitive, tuple(node.attrs.items()), tuple(node.in_avals), node.out_aval)
         )
+        entries.append((what, tuple(codes), tuple(parents)))
     return tuple(entries), slots, leaves
 
 

@@ -381,7 +381,7 @@ class Tensor:
         """Replace this tensor's value in place (the meaning of ``+=`` and of optimizer steps)."""
         if self.requires_grad and GRAD_MODE.enabled:
             raise RuntimeError("in-place update of a tensor that requires grad: wrap it in `with braze.no_grad():`")
-        if other.shape != self.shape or other.dtype != self.dtype or other.device != self.device:
+        if other._aval != self._aval or (other.device is not self.device and other.device != self.device):
             raise ValueError(
                 f"in-place update must keep shape, dtype and device: {self.dtype.name}{self.shape} on "
                 f"{self.device!r} cannot take {other.dtype.name}{other.shape} on {other.device!r}"

@@ -92,10 +92,14 @@ def astype(x: Tensor, dtype: Any) -> Tensor:
 def broadcast_to(x: Tensor, shape: Sequence[int], op: str = "broadcast_to") -> Tensor:
     """Broadcast with NumPy's rules (align trailing dimensions)."""
     if type(shape) is tuple:
-        if shape == x._aval.shape:
+        own = x._aval.shape
+        if shape == own:
             return x
-        if not x._aval.shape:  # a scalar (every number in an expression) fits any shape
-            return structural.broadcast_in_dim.bind(x, shape=shape, broadcast_dimensions=())
+        offset = len(shape) - len(own)
+        if offset > 0 and shape[offset:] == own:  # new leading axes only: a scalar, a bias
+            return structural.broadcast_in_dim.bind(
+                x, shape=shape, broadcast_dimensions=tuple(range(offset, len(shape)))
+            )
     shape = tuple(int(s) for s in shape)
     if x.shape == shape:
         return x
@@ -145,8 +149,14 @@ def operands(op: str, *values: Any) -> list[Tensor]:
         x, y = values
         if isinstance(x, Tensor):
             if isinstance(y, Tensor):
-                if x._aval == y._aval and x.device is y.device:
-                    return [x, y]
+                if x.device is y.device and x._aval.dtype is y._aval.dtype:
+                    xs, ys = x._aval.shape, y._aval.shape
+                    if xs == ys:
+                        return [x, y]
+                    if xs[len(xs) - len(ys) :] == ys:  # y only gains leading axes (a bias, a 0-d factor)
+                        return [x, broadcast_to(y, xs, op)]
+                    if ys[len(ys) - len(xs) :] == xs:
+                        return [broadcast_to(x, ys, op), y]
                 check_compatible(op, values)
                 return _broadcast_all(op, [x, y])
             if is_number(y) and weak_result_dtype(x.dtype, y) is x.dtype:

@@ -98,17 +98,29 @@ def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
     return out if keepdims else structural.reshape.bind(out, new_sizes=_drop(out.shape, axes))
 
 
+def _spread(reduced: Tensor, like: Tensor, axes: tuple[int, ...]) -> Tensor:
+    """A reduction's result repeated along the reduced ``axes`` to ``like``'s shape."""
+    kept = tuple([d for d in range(like.ndim) if d not in axes])
+    return structural.broadcast_in_dim.bind(reduced, shape=like.shape, broadcast_dimensions=kept)
+
+
+def _shifted(op: str, x: Any, axis: int) -> tuple[Tensor, tuple[int, ...]]:
+    """``x`` minus its maximum along ``axis`` (a constant for the gradient), and the axes."""
+    x = _float(op, x)
+    axes = normalize_axes(op, axis, x.ndim)
+    _require_nonempty(op, x, axes)
+    return x - _spread(reductions.reduce_max.bind(x.detach(), axes=axes), x, axes), axes
+
+
 def softmax(x: Any, axis: int = -1) -> Tensor:
-    x = _float("softmax", x)
-    shifted = x - max(x, axis, keepdims=True).detach()
+    shifted, axes = _shifted("softmax", x, axis)
     e = _exp(shifted)
-    return e / sum(e, axis, keepdims=True)
+    return e / _spread(reductions.reduce_sum.bind(e, axes=axes), e, axes)
 
 
 def log_softmax(x: Any, axis: int = -1) -> Tensor:
-    x = _float("log_softmax", x)
-    shifted = x - max(x, axis, keepdims=True).detach()
-    return shifted - _log(sum(_exp(shifted), axis, keepdims=True))
+    shifted, axes = _shifted("log_softmax", x, axis)
+    return shifted - _spread(_log(reductions.reduce_sum.bind(_exp(shifted), axes=axes)), shifted, axes)
 
 
 def _drop(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
