@@ -73,6 +73,19 @@ def _write_atomically(target: Path, write: Callable[[BinaryIO], None]) -> None:
         if os.path.exists(temp):
             os.unlink(temp)
         raise
+    _sync_folder(target.parent)
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make the rename durable: until the folder's new entry reaches the disk, a power cut
+    can leave the folder naming the old checkpoint, or none (POSIX; elsewhere a no-op)."""
+    if os.name != "posix":
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def write_npz(handle: BinaryIO, state: dict[str, np.ndarray]) -> None:

@@ -236,3 +236,22 @@ def test_a_malformed_header_entry_is_a_checkpoint_error_naming_the_file(tmp_path
     path.write_bytes(len(header).to_bytes(8, "little") + header + bytes(8))
     with pytest.raises(CheckpointError, match=r"bad.safetensors: not a checkpoint: bad safetensors entry for x"):
         read_checkpoint(path)
+
+
+@pytest.mark.skipif(os.name != "posix" or not os.path.isdir("/proc/self/fd"), reason="needs POSIX and /proc")
+def test_the_file_and_then_its_folder_reach_the_disk(tmp_path, monkeypatch):
+    """The rename that publishes a checkpoint is durable only once its folder is synced:
+    the file's bytes first, then the folder holding its new name."""
+    synced = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    path = tmp_path / "models" / "lenet.safetensors"
+    LeNet(seed=0).save(path)
+    assert len(synced) == 2
+    assert os.path.dirname(synced[0]) == str(path.parent)  # the temporary file, before its rename
+    assert synced[1] == str(path.parent)
