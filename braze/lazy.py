@@ -349,15 +349,22 @@ class LazyExecutor:
         return Expr(primitive, tuple(values), attrs, aval, signature)
 
     def from_numpy(self, array: np.ndarray, device: Device) -> Expr:
-        metrics.count("TransferToDevice")
-        return Expr(None, (), {}, _aval_of(array), None, data=np.require(array, requirements="C"))
+        if device.kind == "GPU":  # the data lives on the device from here on (the upload is counted)
+            data: Any = gpu.DeviceArray.from_numpy(gpu.runtime(), array)
+        else:
+            metrics.count("TransferToDevice")
+            data = np.require(array, requirements="C")
+        return Expr(None, (), {}, _aval_of(array), None, data=data)
 
     def to_numpy(self, expr: Expr) -> np.ndarray:
-        metrics.count("TransferFromDevice")
-        if expr.data is not None:
-            return expr.data
-        if expr.read_value is None:
-            (expr.read_value,) = self.run([expr], gpu=expr in self._on_gpu)
+        on_gpu = isinstance(expr.data, gpu.DeviceArray) or (expr.data is None and expr in self._on_gpu)
+        if not on_gpu:
+            metrics.count("TransferFromDevice")
+            if expr.data is not None:
+                return expr.data
+        if expr.read_value is None:  # computed once; device data never changes, so one download serves every read
+            value = expr.data if expr.data is not None else self.run([expr], on_gpu=on_gpu)[0]
+            expr.read_value = value.numpy() if on_gpu else value  # a download counts itself
         return expr.read_value
 
     def track(self, tensor: Tensor, previous: Expr | None = None) -> None:
@@ -388,7 +395,7 @@ class LazyExecutor:
             return
         metrics.count("Barrier")
         try:
-            results = self.run(roots, donate=True, gpu=device.kind == "GPU")
+            results = self.run(roots, donate=True, on_gpu=device.kind == "GPU")
         except BaseException:
             # Failed before the executable ran (out of memory, a compile error, Ctrl-C): the step's
             # tensors stay pending, so the next barrier runs them again.
@@ -399,25 +406,33 @@ class LazyExecutor:
         for root, result in zip(roots, results, strict=True):
             root.materialize(result)
 
-    def run(self, roots: Sequence[Expr], donate: bool = False, gpu: bool = False) -> list[np.ndarray]:
-        """Compile (or find) and execute the graph computing ``roots`` (on the GPU backend
-        with ``gpu``); with ``donate``, outputs that replace dead device data are written
-        into its buffers."""
+    def run(self, roots: Sequence[Expr], donate: bool = False, on_gpu: bool = False) -> list[Any]:
+        """Compile (or find) and execute the graph computing ``roots``: NumPy arrays, or with
+        ``on_gpu`` device arrays computed by the GPU backend; with ``donate``, outputs that
+        replace dead device data are written into its buffers."""
         with metrics.timed("TraceTime"):
             trace = Trace(roots)
-            donated = donations(roots, trace) if donate else {}
+            # On the GPU every result gets a new device buffer: nothing is donated.
+            donated = donations(roots, trace) if donate and not on_gpu else {}
             graph = self.traces.graph(trace, donated)
             args = trace.args
             del trace
         if donated:
             metrics.count("DonatedBuffers", len(donated))
         metrics.record("GraphNodes", len(graph.nodes()))
-        target = "gpu" if gpu else backend_name()
+        target = "gpu" if on_gpu else backend_name()
         executable, hit = self.cache.get_or_compile(graph, target, lambda g: compile_for_target(g, target))
         if not hit:
             self.explainer.note_compile(call_site(), graph)  # the stack still holds the user's frame
         with metrics.timed("ExecuteTime"):
-            results = executable(args)
+            if on_gpu:  # device data in and out; only the step's new scalars (a learning rate) are uploaded
+                runtime = gpu.runtime()
+                device_args = [
+                    a if isinstance(a, gpu.DeviceArray) else gpu.DeviceArray.from_numpy(runtime, a) for a in args
+                ]
+                results = executable.run(device_args)
+            else:
+                results = executable(args)
         metrics.count("Execute")
         return results
 
