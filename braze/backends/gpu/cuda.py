@@ -17,6 +17,7 @@ import numpy as np
 from braze.backends.cpu.diskcache import DiskCache
 from braze.backends.gpu.binaries import cached_binary
 from braze.backends.gpu.dialect import CUDA
+from braze.backends.gpu.memory import BufferPool
 from braze.backends.gpu.target import DeviceInfo, GpuError, out_of_memory
 from braze.ir.primitive import Aval
 
@@ -105,6 +106,7 @@ class CudaRuntime:
         _check(status, "cuDevicePrimaryCtxRetain")
         _check(driver.cuCtxSetCurrent(self.context)[0], "cuCtxSetCurrent")
         self.modules: list[Any] = []  # kept loaded while this runtime lives
+        self.pool = BufferPool(self._create, driver.cuMemFree)
         status, self.stream = driver.cuStreamCreate(0)
         _check(status, "cuStreamCreate")
         kind = driver.CUdevice_attribute
@@ -133,15 +135,21 @@ class CudaRuntime:
     # Memory -------------------------------------------------------------------------------
 
     def allocate(self, nbytes: int) -> Any:
-        status, pointer = self.driver.cuMemAlloc(max(nbytes, 1))
-        if status == self.driver.CUresult.CUDA_ERROR_OUT_OF_MEMORY:
+        pointer = self.pool.allocate(nbytes)
+        if pointer is None:
             _, free, _ = self.driver.cuMemGetInfo()
             raise out_of_memory(nbytes, int(free), self.info.name)
-        _check(status, "cuMemAlloc")
         return pointer
 
     def release(self, pointer: Any) -> None:
-        self.driver.cuMemFree(pointer)
+        self.pool.release(pointer)
+
+    def _create(self, size: int) -> Any | None:
+        status, pointer = self.driver.cuMemAlloc(size)
+        if status == self.driver.CUresult.CUDA_ERROR_OUT_OF_MEMORY:
+            return None
+        _check(status, "cuMemAlloc")
+        return pointer
 
     def upload(self, pointer: Any, array: np.ndarray) -> None:
         array = np.ascontiguousarray(array)

@@ -12,6 +12,7 @@ import numpy as np
 from braze.backends.cpu.diskcache import DiskCache
 from braze.backends.gpu.binaries import cached_binary
 from braze.backends.gpu.dialect import OPENCL
+from braze.backends.gpu.memory import BufferPool
 from braze.backends.gpu.target import DeviceInfo, GpuError, out_of_memory
 from braze.ir.primitive import Aval
 
@@ -94,7 +95,7 @@ class OpenCLRuntime:
             global_memory=int(device.global_mem_size),
             is_gpu=is_gpu(device),
         )
-        self.used = 0
+        self.pool = BufferPool(self._create, lambda buffer: buffer.release())
         # Oclgrind 21.10 interprets LLVM IR but not the integer intrinsics (llvm.abs,
         # llvm.smax...) that clang's optimizer turns selects into.
         self.options = ["-cl-std=CL1.2"] + ["-cl-opt-disable"] * ("Oclgrind" in device.platform.name)
@@ -102,20 +103,21 @@ class OpenCLRuntime:
     # Memory -------------------------------------------------------------------------------
 
     def allocate(self, nbytes: int) -> Any:
-        size = max(nbytes, 1)
-        free = self.info.global_memory - self.used
-        if size > free or size > self.device.max_mem_alloc_size:
-            raise out_of_memory(nbytes, free, self.info.name)
-        try:
-            buffer = self.cl.Buffer(self.context, self.cl.mem_flags.READ_WRITE, size)
-        except self.cl.MemoryError:
-            raise out_of_memory(nbytes, free, self.info.name) from None
-        self.used += size
+        buffer = self.pool.allocate(nbytes)
+        if buffer is None:
+            raise out_of_memory(nbytes, self.info.global_memory - self.pool.held, self.info.name)
         return buffer
 
     def release(self, buffer: Any) -> None:
-        self.used -= buffer.size
-        buffer.release()
+        self.pool.release(buffer)
+
+    def _create(self, size: int) -> Any | None:
+        if size > self.info.global_memory - self.pool.held or size > self.device.max_mem_alloc_size:
+            return None
+        try:
+            return self.cl.Buffer(self.context, self.cl.mem_flags.READ_WRITE, size)
+        except self.cl.MemoryError:
+            return None
 
     def upload(self, buffer: Any, array: np.ndarray) -> None:
         if array.nbytes:
