@@ -3,9 +3,10 @@
 Both directions share memory: ``braze.from_dlpack(x)`` wraps the producer's buffer in an
 eager CPU tensor, and ``torch.from_dlpack(t)`` (or ``np.from_dlpack``, ``jax.dlpack``)
 reads a braze tensor's buffer without a copy, so a write through the other library is seen
-by braze. braze's own in-place updates (``assign``, ``+=``, optimizer steps) give a tensor
-a new buffer rather than writing into the old one, as gradients recorded earlier keep the
-old values; a buffer shared by export keeps the value it had.
+by braze (a GPU tensor's value is downloaded first: the other library shares that copy).
+braze's own in-place updates (``assign``, ``+=``, optimizer steps) give a tensor a new
+buffer rather than writing into the old one, as gradients recorded earlier keep the old
+values; a buffer shared by export keeps the value it had.
 """
 
 from __future__ import annotations
@@ -40,5 +41,6 @@ def from_dlpack(x: Any) -> Tensor:
 
 def exported_array(tensor: Tensor) -> np.ndarray:
     """The NumPy array holding ``tensor``'s value, a lazy tensor's materialized first: the
-    buffer itself (not the read-only view ``numpy()`` returns), for DLPack to share."""
+    buffer itself (not the read-only view ``numpy()`` returns), for DLPack to share; for a
+    GPU tensor, a downloaded copy."""
     return executor_for(tensor.device).to_numpy(tensor._value)

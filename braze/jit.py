@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 
 from braze import lazy
+from braze.backends import gpu
+from braze.backends.gpu import eager as gpu_eager
 from braze.ir.graph import Graph
 from braze.runtime import metrics
 from braze.runtime.device import LAZY_CPU, Device
@@ -79,6 +81,9 @@ class Compiled:
     rebuild: Callable[[list[Tensor]], Any]
     state_slots: list[tuple[int, int]] = field(default_factory=list)  # (tensor position, output position)
     grad_slots: list[tuple[int, int]] = field(default_factory=list)
+    # Every tensor is an eager GPU tensor: the executable runs on their device arrays and
+    # its outputs become their values, so a call copies nothing between host and device.
+    on_device: bool = False
 
 
 class JittedFunction:
@@ -139,26 +144,32 @@ class JittedFunction:
     def _run(self, compiled: Compiled, tensors: list[Tensor]) -> Any:
         return self._finish(compiled, tensors, self._execute(compiled, tensors))
 
-    def _execute(self, compiled: Compiled, tensors: list[Tensor]) -> list[np.ndarray]:
-        arrays = [_host_array(tensors[slot]) if kind == "state" else slot for kind, slot in compiled.inputs]
+    def _execute(self, compiled: Compiled, tensors: list[Tensor]) -> list[Any]:
+        if compiled.on_device:
+            arrays = [tensors[slot]._value if kind == "state" else slot for kind, slot in compiled.inputs]
+            run = compiled.executable.run
+        else:
+            arrays = [_host_array(tensors[slot]) if kind == "state" else slot for kind, slot in compiled.inputs]
+            run = compiled.executable
         with metrics.timed("ExecuteTime"):
-            outputs = compiled.executable(arrays)
+            outputs = run(arrays)
         metrics.count("Execute")
         return outputs
 
-    def _finish(self, compiled: Compiled, tensors: list[Tensor], outputs: list[np.ndarray]) -> Any:
+    def _finish(self, compiled: Compiled, tensors: list[Tensor], outputs: list[Any]) -> Any:
         for position, output in compiled.state_slots:
             _write(tensors[position], outputs[output])
         for position, output in compiled.grad_slots:
             t = tensors[position]
-            t.grad = Tensor.from_numpy(outputs[output], t.device)
+            t.grad = _tensor(outputs[output], t.device)
         device = tensors[0].device if tensors else _eager_of(LAZY_CPU)
-        return compiled.rebuild([Tensor.from_numpy(outputs[k], device) for k in compiled.result_slots])
+        return compiled.rebuild([_tensor(outputs[k], device) for k in compiled.result_slots])
 
     def _trace_and_run(self, args: tuple, kwargs: dict, tensors: list[tuple[str, Tensor]], signature: tuple) -> Any:
         # The trace is recorded on the lazy CPU device whatever the tensors' device (recording
         # is device-independent); the executable is built for the device they live on.
         target = "gpu" if any(t.device.kind == "GPU" for _, t in tensors) else lazy.backend_name()
+        on_device = target == "gpu" and all(t.device.kind == "GPU" and not t.device.is_lazy for _, t in tensors)
         device: Device = LAZY_CPU
         saved = []
         for _, t in tensors:
@@ -199,11 +210,15 @@ class JittedFunction:
                 ("state", input_leaves[id(leaf)]) if id(leaf) in input_leaves else ("captured", array)
                 for leaf, array in zip(trace.leaves, trace.args, strict=True)
             ]
+            if on_device:  # captured values never change: uploaded once, here
+                inputs = [(kind, gpu_eager.upload(slot) if kind == "captured" else slot) for kind, slot in inputs]
         finally:
             lazy.EXECUTOR._live.pop(device, None)
             for t, value, original_device, grad, node in saved:
                 t._value, t.device, t.grad, t._grad_node = value, original_device, grad, node
-        compiled = Compiled(executable, inputs, list(range(len(result_tensors))), rebuild, state_slots, grad_slots)
+        compiled = Compiled(
+            executable, inputs, list(range(len(result_tensors))), rebuild, state_slots, grad_slots, on_device
+        )
         plain = [t for _, t in tensors]
         outputs = self._execute(compiled, plain)
         home = plain[0].device if plain else _eager_of(LAZY_CPU)
@@ -228,8 +243,19 @@ class JittedFunction:
         return Graph(graph.params, graph.outputs, donated) if donated else graph
 
 
-def _write(t: Tensor, array: np.ndarray) -> None:
-    t._value = executor_for(t.device).from_numpy(array, t.device)
+def _write(t: Tensor, output: Any) -> None:
+    """Make an executable's output ``t``'s value: a device array as it is (the call ran on
+    the device), a NumPy array through ``t``'s executor."""
+    if isinstance(output, gpu.DeviceArray):
+        t._value = output
+    else:
+        t._value = executor_for(t.device).from_numpy(output, t.device)
+
+
+def _tensor(output: Any, device: Device) -> Tensor:
+    if isinstance(output, gpu.DeviceArray):
+        return Tensor._make(output, output.aval, device)
+    return Tensor.from_numpy(output, device)
 
 
 def _eager_of(device: Device) -> Device:

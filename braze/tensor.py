@@ -1,10 +1,11 @@
 """The user-facing Tensor and the one function every op goes through: ``bind``.
 
-A Tensor holds a backend value (a NumPy array on the eager CPU, a pending trace node on a
-lazy device), its abstract value (shape and dtype), its device and, when it takes part in a
-gradient computation, the ``GradNode`` that produced it. ``bind`` checks the op with the
-primitive's shape rule (so errors are raised where the user wrote the op, in both modes),
-asks the device's executor for the result, and records the gradient edge.
+A Tensor holds a backend value (a NumPy array on the eager CPU, a device array on an eager
+GPU, a pending trace node on a lazy device), its abstract value (shape and dtype), its
+device and, when it takes part in a gradient computation, the ``GradNode`` that produced
+it. ``bind`` checks the op with the primitive's shape rule (so errors are raised where the
+user wrote the op, in both modes), asks the device's executor for the result, and records
+the gradient edge.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from braze.backends.gpu import DeviceArray
 from braze.backends.gpu import eager as gpu_eager
 from braze.backends.reference import apply_primitive
 from braze.ir.dtypes import DType
@@ -62,20 +64,26 @@ _HOST_ONLY = frozenset({"constant", "all_reduce"})
 
 
 class EagerExecutor:
-    """Runs every primitive at once: with its NumPy twin, or on a GPU device as a single-op
-    GPU kernel."""
+    """Runs every primitive at once: with its NumPy twin on NumPy arrays, or on a GPU device
+    as a single-op GPU kernel on device arrays, which are copied to the host only when read."""
 
     def apply(
         self, primitive: Primitive, values: list, attrs: dict, aval: Aval, device: Device, signature: int | None
-    ) -> np.ndarray:
-        if device.kind == "GPU" and primitive.name not in _HOST_ONLY:
+    ) -> Any:
+        if device.kind == "GPU":
+            if primitive.name in _HOST_ONLY:
+                return gpu_eager.apply_on_host(primitive, values, attrs, aval)
             return gpu_eager.apply(primitive.name, values, attrs, aval)
         return apply_primitive(primitive, values, attrs, aval)
 
-    def from_numpy(self, array: np.ndarray, device: Device) -> np.ndarray:
+    def from_numpy(self, array: np.ndarray, device: Device) -> Any:
+        if device.kind == "GPU":
+            return gpu_eager.upload(array)
         return array
 
-    def to_numpy(self, value: np.ndarray) -> np.ndarray:
+    def to_numpy(self, value: Any) -> np.ndarray:
+        if isinstance(value, DeviceArray):
+            return value.numpy()
         return value
 
     def track(self, tensor: Tensor, previous: Any = None) -> None:
@@ -280,7 +288,8 @@ class Tensor:
         self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: Any = None
     ) -> Any:
         """Share this tensor's buffer through DLPack (``torch.from_dlpack(t)``); a lazy
-        tensor is materialized first."""
+        tensor is materialized first, and a GPU tensor's value is downloaded (the consumer
+        shares that copy, not the device buffer)."""
         from braze.interop import exported_array
 
         return exported_array(self).__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
@@ -288,7 +297,7 @@ class Tensor:
     def __dlpack_device__(self) -> tuple[int, int]:
         from braze.interop import KDL_CPU
 
-        return (KDL_CPU, 0)  # values between ops live in host memory, a GPU device's too (for now)
+        return (KDL_CPU, 0)  # a GPU tensor is shared as a host copy of its value
 
     def __bool__(self) -> bool:
         return bool(self.item())

@@ -33,7 +33,7 @@ class DeviceArray:
 
     @staticmethod
     def from_numpy(runtime: Any, array: np.ndarray) -> DeviceArray:
-        array = np.ascontiguousarray(array)
+        array = np.require(array, requirements="C")  # ascontiguousarray would make a 0-d array 1-d
         result = DeviceArray(runtime, Aval(tuple(array.shape), as_dtype(array.dtype)))
         runtime.upload(result.buffer, array)
         metrics.count("TransferToDevice")
