@@ -68,21 +68,32 @@ def _chain() -> tuple[braze.Tensor, braze.Tensor, braze.Tensor]:
 
 
 def test_eager_gpu_values_stay_on_the_device_until_read():
-    _chain()  # compiles every kernel first: a kernel's own constants are uploaded with it
+    _chain()  # compiles every kernel first, and uploads the 0-d constants the ops make
     before = _transfers()
     loss, x, w = _chain()
-    # Uploads: x and w (host data), and the two 0-d constants the ops make, the scalar 0.5
-    # and backward's seed, ones(()); the VJPs of mul, add, sum, exp and matmul make none.
+    # Uploads: x and w (host data) only; the two 0-d constants the ops make, the scalar 0.5
+    # and backward's seed, ones(()), were uploaded by the first chain and are shared (the
+    # VJPs of mul, add, sum, exp and matmul make none).
     # Downloads: none, so every result so far, the gradients among them, is a device array.
-    assert _copied_since(before) == (4, 0)
+    assert _copied_since(before) == (2, 0)
     h = np.exp(X @ W)
     np.testing.assert_allclose(loss.item(), 0.5 * (h * h).sum() + X.sum(), rtol=1e-5)
-    assert _copied_since(before) == (4, 1)
+    assert _copied_since(before) == (2, 1)
     np.testing.assert_allclose(x.grad.numpy(), (h * h) @ W.T + 1, rtol=1e-5)
     np.testing.assert_allclose(w.grad.numpy(), X.T @ (h * h), rtol=1e-5)
-    assert _copied_since(before) == (4, 3)
+    assert _copied_since(before) == (2, 3)
     str(w.grad)  # printing is a read too, and no host copy was kept from the last one
-    assert _copied_since(before) == (4, 4)
+    assert _copied_since(before) == (2, 4)
+
+
+def test_a_python_scalar_is_uploaded_once_however_many_ops_use_it():
+    x = braze.tensor(X, device="gpu")
+    before = _transfers()
+    y = x * 0.375 + 0.375  # a number no other test uses
+    assert _copied_since(before) == (1, 0)
+    z = (y - 0.375) * 0.375
+    assert _copied_since(before) == (1, 0)
+    np.testing.assert_allclose(z.numpy(), (X * 0.375 + 0.375 - 0.375) * 0.375, rtol=1e-6)
 
 
 def test_to_copies_once_each_way_between_cpu_and_gpu():

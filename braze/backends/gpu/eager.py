@@ -18,7 +18,7 @@ from braze.backends.gpu.executable import DeviceArray, GpuExecutable
 from braze.backends.gpu.module import as_computation
 from braze.backends.reference import apply_primitive
 from braze.ir.graph import Node, freeze, parameter
-from braze.ir.primitive import Aval, Primitive
+from braze.ir.primitive import Aval, Literal, Primitive
 from braze.runtime import metrics
 
 _KERNELS: dict[tuple, GpuExecutable] = {}
@@ -37,12 +37,30 @@ def apply(name: str, arrays: Sequence[DeviceArray], attrs: dict[str, Any], aval:
     return result
 
 
+# Device copies of the 0-d literals eager ops have used (the op library shares one Literal
+# per number): an expression's Python scalars are uploaded once, not at every op, and on
+# CUDA every upload waits for the stream. Device values are never written in place, so
+# every tensor holding a literal may share its copy.
+_SCALARS: dict[Literal, DeviceArray] = {}
+_SCALARS_MAX = 1024
+
+
 def apply_on_host(
     primitive: Primitive, arrays: Sequence[DeviceArray], attrs: dict[str, Any], aval: Aval
 ) -> DeviceArray:
     """A primitive that has no kernel (a literal, a collective over the host transport):
-    its operands are downloaded, it runs with its NumPy twin, and the result is uploaded."""
-    return upload(apply_primitive(primitive, [a.numpy() for a in arrays], attrs, aval))
+    its operands are downloaded, it runs with its NumPy twin, and the result is uploaded
+    (a 0-d literal once)."""
+    literal = attrs.get("value") if primitive.name == "constant" and not aval.shape else None
+    found = _SCALARS.get(literal) if literal is not None else None
+    if found is not None:
+        return found
+    result = upload(apply_primitive(primitive, [a.numpy() for a in arrays], attrs, aval))
+    if literal is not None:
+        if len(_SCALARS) >= _SCALARS_MAX:
+            _SCALARS.clear()
+        _SCALARS[literal] = result
+    return result
 
 
 def upload(array: np.ndarray) -> DeviceArray:
