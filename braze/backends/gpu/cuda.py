@@ -180,8 +180,12 @@ class CudaRuntime:
             _check(status, f"cuModuleGetFunction({name})")
         return functions
 
-    def launch(self, function: Any, groups: int, local: int, buffers: list[Any]) -> None:
-        arguments = (tuple(int(b) for b in buffers), tuple(ctypes.c_void_p for _ in buffers))
+    def arguments(self, buffers: list[Any]) -> Any:
+        """``buffers`` as the kernel arguments of ``launch``: made once for a step's launches,
+        which all take the same buffers."""
+        return (tuple([int(b) for b in buffers]), (ctypes.c_void_p,) * len(buffers))
+
+    def launch(self, function: Any, groups: int, local: int, arguments: Any) -> None:
         status = self.driver.cuLaunchKernel(function, groups, 1, 1, local, 1, 1, 0, self.stream, arguments, 0)[0]
         _check(status, "cuLaunchKernel")
 

@@ -68,8 +68,9 @@ class GpuExecutable:
         """Launch every kernel over device inputs; the results stay on the device."""
         results = [DeviceArray(self.runtime, node.aval) for node in self.plan.results]
         buffers = [self.arena.buffer] + [a.buffer for a in (*inputs, *results, *self.constants)]
+        arguments = self.runtime.arguments(buffers)
         for kernel, groups, local in self.launches:
-            self.runtime.launch(kernel, groups, local, buffers)
+            self.runtime.launch(kernel, groups, local, arguments)
         outputs = []
         for kind, what in self.plan.outputs:
             if kind == "result":

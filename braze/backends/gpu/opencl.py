@@ -149,8 +149,12 @@ class OpenCLRuntime:
         (binary,) = program.get_info(self.cl.program_info.BINARIES)
         return binary
 
-    def launch(self, kernel: Any, groups: int, local: int, buffers: list[Any]) -> None:
-        kernel.set_args(*buffers)
+    def arguments(self, buffers: list[Any]) -> Any:
+        """``buffers`` as the kernel arguments of ``launch``."""
+        return buffers
+
+    def launch(self, kernel: Any, groups: int, local: int, arguments: Any) -> None:
+        kernel.set_args(*arguments)
         self.cl.enqueue_nd_range_kernel(self.queue, kernel, (groups * local,), (local,))
 
     def synchronize(self) -> None:
