@@ -42,5 +42,7 @@ def from_dlpack(x: Any) -> Tensor:
 def exported_array(tensor: Tensor) -> np.ndarray:
     """The NumPy array holding ``tensor``'s value, a lazy tensor's materialized first: the
     buffer itself (not the read-only view ``numpy()`` returns), for DLPack to share; for a
-    GPU tensor, a downloaded copy."""
-    return executor_for(tensor.device).to_numpy(tensor._value)
+    GPU tensor, a copy of its own (a lazy GPU tensor's download serves later reads, so the
+    other library must not write into it)."""
+    array = executor_for(tensor.device).to_numpy(tensor._value)
+    return np.array(array) if tensor.device.kind == "GPU" else array

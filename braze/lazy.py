@@ -365,6 +365,8 @@ class LazyExecutor:
         if expr.read_value is None:  # computed once; device data never changes, so one download serves every read
             value = expr.data if expr.data is not None else self.run([expr], on_gpu=on_gpu)[0]
             expr.read_value = value.numpy() if on_gpu else value  # a download counts itself
+            if on_gpu:  # shared by every later read: nobody may write into it
+                expr.read_value.flags.writeable = False
         return expr.read_value
 
     def track(self, tensor: Tensor, previous: Expr | None = None) -> None:

@@ -97,3 +97,12 @@ def test_move_keeps_identity_value_and_drops_the_old_devices_gradient():
     x.move_(braze.CPU)
     assert x.device == braze.CPU
     np.testing.assert_array_equal(x.numpy(), [1.0, -2.0, 3.0])
+
+
+@pytest.mark.parametrize("device", [braze.CPU, braze.LAZY_CPU])
+def test_broadcast_sizes_given_as_floats_or_numpy_ints_become_ints(device):
+    x = braze.tensor(np.arange(3, dtype=np.float32), device=device)
+    for shape in [(2.0, 3), (np.int64(2), 3), (np.int32(2), np.int64(3))]:
+        y = braze.ops.broadcast_to(x, shape)
+        assert y.shape == (2, 3) and all(type(s) is int for s in y.shape), shape
+        np.testing.assert_array_equal(y.numpy(), np.broadcast_to(np.arange(3, dtype=np.float32), (2, 3)))

@@ -11,6 +11,7 @@ little-endian header size N, N bytes of JSON ``{name: {"dtype", "shape", "data_o
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -78,12 +79,17 @@ def _write_atomically(target: Path, write: Callable[[BinaryIO], None]) -> None:
 
 def _sync_folder(folder: Path) -> None:
     """Make the rename durable: until the folder's new entry reaches the disk, a power cut
-    can leave the folder naming the old checkpoint, or none (POSIX; elsewhere a no-op)."""
+    can leave the folder naming the old checkpoint, or none (POSIX; elsewhere a no-op).
+    Filesystems that cannot sync a folder (some network and FUSE mounts) refuse it: the
+    checkpoint is written all the same, so the refusal is not an error."""
     if os.name != "posix":
         return
     fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(fd)
+    except OSError as error:
+        if error.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
+            raise
     finally:
         os.close(fd)
 

@@ -96,7 +96,8 @@ def broadcast_to(x: Tensor, shape: Sequence[int], op: str = "broadcast_to") -> T
         if shape == own:
             return x
         offset = len(shape) - len(own)
-        if offset > 0 and shape[offset:] == own:  # new leading axes only: a scalar, a bias
+        # New leading axes only (a scalar, a bias), given as ints (any other size is normalized below).
+        if offset > 0 and shape[offset:] == own and all([type(s) is int and s >= 0 for s in shape[:offset]]):
             return structural.broadcast_in_dim.bind(
                 x, shape=shape, broadcast_dimensions=tuple(range(offset, len(shape)))
             )

@@ -5,6 +5,8 @@ in when a tensor is made from it, and a value is copied out only when it is read
 
 from __future__ import annotations
 
+import copy
+import pickle
 from types import SimpleNamespace
 
 import numpy as np
@@ -171,3 +173,21 @@ def test_a_device_that_reports_every_type_is_no_gpu():
     assert opencl.is_gpu(SimpleNamespace(type=types.GPU))
     assert not opencl.is_gpu(SimpleNamespace(type=types.ALL))
     assert not opencl.is_gpu(SimpleNamespace(type=types.CPU))
+
+
+def test_a_gpu_model_deep_copies_and_pickles_through_the_host():
+    """A copy owns device buffers of its own: training it leaves the original as it was."""
+    for device in ("gpu", "gpu:lazy"):
+        model = nn.Linear(4, 2).to(device)
+        before = model.state_dict()
+        twin = copy.deepcopy(model)
+        optimizer = optim.SGD(twin.parameters(), lr=0.5)
+        x = braze.tensor(X, device=device)
+        twin(x).sum().backward()
+        optimizer.step()
+        for name, value in model.state_dict().items():
+            np.testing.assert_array_equal(value, before[name], err_msg=f"{device} {name}")
+        assert any(not np.array_equal(twin.state_dict()[n], before[n]) for n in before), device
+        restored = pickle.loads(pickle.dumps(model.kernel))
+        assert restored.device == model.kernel.device
+        np.testing.assert_array_equal(restored.numpy(), before["kernel"])

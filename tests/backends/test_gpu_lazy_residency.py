@@ -57,3 +57,15 @@ def test_a_lazy_gpu_step_moves_only_its_scalars_and_what_is_read():
     expected = _train("cpu", 4)
     for got, want in zip(model.parameters(), expected.parameters(), strict=True):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_an_array_handed_to_another_library_is_its_own_copy():
+    """A lazy GPU value's download serves every later read: what DLPack hands over must be
+    a copy, so a write through the other library changes neither."""
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = braze.tensor(x, device="gpu:lazy")
+    assert not t.numpy().flags.writeable
+    shared = np.from_dlpack(t)
+    shared += 1
+    np.testing.assert_array_equal(t.numpy(), x)
+    np.testing.assert_array_equal((t * 1.0).numpy(), x)

@@ -3,6 +3,7 @@ LeNet files read by braze (outputs compared with PyTorch's on the same images)."
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -255,3 +256,22 @@ def test_the_file_and_then_its_folder_reach_the_disk(tmp_path, monkeypatch):
     assert len(synced) == 2
     assert os.path.dirname(synced[0]) == str(path.parent)  # the temporary file, before its rename
     assert synced[1] == str(path.parent)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="folders are synced on POSIX only")
+def test_a_folder_that_cannot_be_synced_still_gets_the_checkpoint(tmp_path, monkeypatch):
+    """Some network and FUSE filesystems refuse fsync on a folder (EINVAL): the file is
+    already in place by then, so the save succeeds."""
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "Invalid argument")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    model = LeNet(seed=0)
+    model.save(tmp_path / "lenet.npz")
+    copy = LeNet(seed=1)
+    copy.load(tmp_path / "lenet.npz")
+    _assert_same_state(copy.state_dict(), model.state_dict())

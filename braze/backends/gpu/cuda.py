@@ -106,7 +106,6 @@ class CudaRuntime:
         _check(status, "cuDevicePrimaryCtxRetain")
         _check(driver.cuCtxSetCurrent(self.context)[0], "cuCtxSetCurrent")
         self.modules: list[Any] = []  # kept loaded while this runtime lives
-        self.pool = BufferPool(self._create, driver.cuMemFree)
         status, self.stream = driver.cuStreamCreate(0)
         _check(status, "cuStreamCreate")
         kind = driver.CUdevice_attribute
@@ -131,6 +130,7 @@ class CudaRuntime:
             compute_units=attribute("CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT"),
             global_memory=int(total),
         )
+        self.pool = BufferPool(self._create, driver.cuMemFree, limit=self.info.global_memory // 4)
 
     # Memory -------------------------------------------------------------------------------
 

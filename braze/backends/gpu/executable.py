@@ -43,6 +43,12 @@ class DeviceArray:
         metrics.count("TransferFromDevice")
         return self.runtime.download(self.buffer, self.aval)
 
+    def __reduce__(self) -> tuple:
+        """Copied (``copy.deepcopy`` of a model) or pickled through the host: the copy gets a
+        buffer of its own on this process's GPU runtime (two owners of one buffer would
+        release it twice)."""
+        return _uploaded, (self.numpy(),)
+
     @property
     def shape(self) -> tuple[int, ...]:
         return self.aval.shape
@@ -51,6 +57,12 @@ class DeviceArray:
         buffer, self.buffer = getattr(self, "buffer", None), None
         if buffer is not None:
             self.runtime.release(buffer)
+
+
+def _uploaded(array: np.ndarray) -> DeviceArray:
+    from braze.backends import gpu
+
+    return DeviceArray.from_numpy(gpu.runtime(), array)
 
 
 class GpuExecutable:
@@ -91,7 +103,9 @@ class GpuExecutable:
         results = [r.numpy() for r in self.run(inputs)]
         for output, param in self.graph.donated.items():
             # Input/output aliasing, as the other backends give it: the result lives on in
-            # the donated argument's array.
-            np.copyto(args[param], results[output])
-            results[output] = args[param]
+            # the donated argument's array (unless that array is a read-only host copy of
+            # device data, which must keep the value it was read with).
+            if args[param].flags.writeable:
+                np.copyto(args[param], results[output])
+                results[output] = args[param]
         return results

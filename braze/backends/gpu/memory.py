@@ -8,11 +8,15 @@ the host. Every runtime's work runs on one in-order queue (one CUDA stream, one 
 command queue), so a buffer freed by the host may be handed to a later kernel at once: the
 queue finishes the earlier readers first. Sizes are rounded up to a class, so a buffer
 serves any request of its class; an allocation the device refuses empties the pool and is
-tried once more before it is an out-of-memory error.
+tried once more before it is an out-of-memory error. At most a quarter of the device's
+memory is kept: a workload whose shapes keep changing would otherwise keep every size it
+ever used.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -32,10 +36,19 @@ def size_class(nbytes: int) -> int:
 class BufferPool:
     """Device buffers by size class: ``allocate`` reuses a freed one or asks ``create``
     (which returns None when the device has no room); ``release`` keeps the buffer for
-    reuse. ``held`` is the bytes of every buffer the pool made, in use or kept."""
+    reuse, up to ``limit`` bytes kept (past it, freed buffers go back to the driver).
+    ``held`` is the bytes of every buffer the pool made, in use or kept.
 
-    def __init__(self, create: Callable[[int], Any | None], destroy: Callable[[Any], None]) -> None:
-        self._create, self._destroy = create, destroy
+    ``release`` runs from ``__del__``, so from any thread and in the middle of the pool's
+    own work (a garbage collection inside a driver call): it only appends to a queue,
+    which the other methods empty under the lock; nothing else waits on the lock from
+    inside it, so it never deadlocks.
+    """
+
+    def __init__(self, create: Callable[[int], Any | None], destroy: Callable[[Any], None], limit: int) -> None:
+        self._create, self._destroy, self.limit = create, destroy, limit
+        self._lock = threading.Lock()
+        self._released: deque[Any] = deque()
         self._free: dict[int, list[Any]] = {}
         self._sizes: dict[int, int] = {}  # the size class of every buffer made, by id
         self.held = 0
@@ -45,33 +58,50 @@ class BufferPool:
         """A buffer of at least ``nbytes``, or None when the device has no room for it even
         with every kept buffer given back."""
         size = size_class(nbytes)
-        kept = self._free.get(size)
-        if kept:
-            self.kept -= size
-            metrics.count("DeviceBufferReused")
-            return kept.pop()
-        buffer = self._create(size)
-        if buffer is None and self.kept:
-            self.trim()
+        with self._lock:
+            self._take_released()
+            kept = self._free.get(size)
+            if kept:
+                self.kept -= size
+                metrics.count("DeviceBufferReused")
+                return kept.pop()
             buffer = self._create(size)
-        if buffer is None:
-            return None
-        metrics.count("DeviceAllocation")
-        self._sizes[id(buffer)] = size
-        self.held += size
-        return buffer
+            if buffer is None and self.kept:
+                self._trim()
+                buffer = self._create(size)
+            if buffer is None:
+                return None
+            metrics.count("DeviceAllocation")
+            self._sizes[id(buffer)] = size
+            self.held += size
+            return buffer
 
     def release(self, buffer: Any) -> None:
-        size = self._sizes[id(buffer)]
-        self._free.setdefault(size, []).append(buffer)
-        self.kept += size
+        self._released.append(buffer)
 
     def trim(self) -> None:
         """Give every kept buffer back to the driver."""
-        for buffers in self._free.values():
+        with self._lock:
+            self._take_released()
+            self._trim()
+
+    def _take_released(self) -> None:
+        while self._released:
+            buffer = self._released.popleft()
+            size = self._sizes[id(buffer)]
+            if self.kept + size > self.limit:
+                self._give_back(buffer)
+            else:
+                self._free.setdefault(size, []).append(buffer)
+                self.kept += size
+
+    def _trim(self) -> None:
+        free, self._free = self._free, {}  # taken first: a release during a driver call cannot reach it
+        for buffers in free.values():
             for buffer in buffers:
-                del self._sizes[id(buffer)]
-                self._destroy(buffer)
-        self.held -= self.kept
-        self.kept = 0
-        self._free.clear()
+                self.kept -= self._sizes[id(buffer)]
+                self._give_back(buffer)
+
+    def _give_back(self, buffer: Any) -> None:
+        self.held -= self._sizes.pop(id(buffer))
+        self._destroy(buffer)

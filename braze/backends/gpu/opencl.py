@@ -95,7 +95,7 @@ class OpenCLRuntime:
             global_memory=int(device.global_mem_size),
             is_gpu=is_gpu(device),
         )
-        self.pool = BufferPool(self._create, lambda buffer: buffer.release())
+        self.pool = BufferPool(self._create, lambda buffer: buffer.release(), limit=self.info.global_memory // 4)
         # Oclgrind 21.10 interprets LLVM IR but not the integer intrinsics (llvm.abs,
         # llvm.smax...) that clang's optimizer turns selects into.
         self.options = ["-cl-std=CL1.2"] + ["-cl-opt-disable"] * ("Oclgrind" in device.platform.name)
