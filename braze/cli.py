@@ -90,13 +90,11 @@ def output_file(text: str) -> str:
 def _train(args: argparse.Namespace) -> int:
     device = args.device
     report = print
+    batch = args.batch_size or (128 if args.model == "lenet" else 64)
     if args.distributed:
-        if args.model != "lenet":
-            raise SystemExit(f"braze train: --distributed trains lenet; {args.model} is not data-parallel yet")
         from braze import distributed
 
         distributed.init()  # before the first compiled step: it sets each rank's OpenMP threads
-        batch = args.batch_size or 128
         if batch % distributed.size():
             raise SystemExit(f"braze train: --batch-size {batch} does not split over {distributed.size()} processes")
         if distributed.rank() != 0:
@@ -111,7 +109,7 @@ def _train(args: argparse.Namespace) -> int:
         model, _ = train_lenet(
             device,
             epochs=args.epochs,
-            batch_size=args.batch_size or 128,
+            batch_size=batch,
             lr=args.lr or 0.1,
             data=args.data,
             seed=args.seed,
@@ -126,12 +124,14 @@ def _train(args: argparse.Namespace) -> int:
         model, _ = train_cnn(
             device,
             epochs=args.epochs,
-            batch_size=args.batch_size or 64,
+            batch_size=batch,
             lr=args.lr or 1e-3,
             data=args.data,
             seed=args.seed,
             steps_per_epoch=args.steps_per_epoch,
             eval_steps=args.eval_steps,
+            report=report,
+            distributed=args.distributed,
         )
     if args.save and report is print:  # one checkpoint per job: rank 0's (the ranks' parameters are equal)
         model.save(args.save)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from braze.data import Augment, DataError, ImageFolder, make_two_class_folder
+from braze.distributed import DistributedOptimizer, rank, size
 from braze.models import XlaArticleCNN
 from braze.nn import History, binary_cross_entropy
 from braze.optim import Adam
@@ -42,20 +43,36 @@ def train_cnn(
     image_size: int = IMAGE_SIZE,
     report: Callable[[str], None] = print,
     eval_steps: int | None = None,
+    distributed: bool = False,
 ) -> tuple[object, History]:
+    """Train the CNN with Keras-style ``fit``; return the model and its :class:`History`.
+
+    ``distributed``: one rank of a data-parallel job (``braze.distributed.init()`` done).
+    The job trains as one process would, on the same (augmented) batches of
+    ``batch_size``: each rank takes its share of every batch, gradients are averaged over
+    the ranks and the epoch's statistics summed, so every rank's History holds the job's;
+    rank 0 alone prints the epochs."""
+    ranks = size() if distributed else 1
     train_dir, validation_dir = image_folders(data, image_size)
-    size = (image_size, image_size)
+    shape = (image_size, image_size)
     augment = Augment(shear_range=0.2, zoom_range=0.2, horizontal_flip=True, seed=seed)
+    share = batch_size // ranks
     train = ImageFolder(
-        train_dir, size, "binary", batch_size, shuffle=True, seed=seed, augment=augment, rescale=1 / 255
+        train_dir, shape, "binary", share, shuffle=True, seed=seed, augment=augment, rescale=1 / 255, shard=distributed
     )
-    validation = ImageFolder(validation_dir, size, "binary", batch_size, shuffle=False, rescale=1 / 255)
+    validation = ImageFolder(validation_dir, shape, "binary", share, shuffle=False, rescale=1 / 255, shard=distributed)
     model = XlaArticleCNN(image_size, seed=seed).to(device)
-    model.compile(loss=binary_cross_entropy, optimizer=Adam(lr=lr, eps=1e-7), metrics=["accuracy"])
+    optimizer = Adam(lr=lr, eps=1e-7)
+    model.compile(
+        loss=binary_cross_entropy,
+        optimizer=DistributedOptimizer(optimizer) if distributed else optimizer,
+        metrics=["accuracy"],
+    )
     report(f"Training the XLA article's CNN on {train.samples} images ({validation.samples} for validation)")
     history = model.fit(
         train,
         epochs=epochs,
+        verbose=int(not distributed or rank() == 0),
         validation_data=validation,
         steps_per_epoch=steps_per_epoch or max(train.samples // batch_size, 1),
         # every image (the last batch smaller) unless eval_steps cuts it short

@@ -9,7 +9,6 @@ is decoded, so ``import braze.data`` works without it.
 
 from __future__ import annotations
 
-import math
 import os
 import struct
 from collections.abc import Iterator
@@ -18,8 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from braze.data.augment import Augment
+from braze.data.augment import Augment, apply_transform
 from braze.data.errors import DataError
+from braze.runtime.collectives import rank_and_size
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".gif")
 CLASS_MODES = ("binary", "categorical", "sparse")
@@ -91,6 +91,18 @@ class ImageFolder:
     ``[B, n_classes]``, ``sparse`` int32 ``[B]``. With ``cache`` each image is decoded
     and resized once and kept in memory as uint8, so later epochs skip the decoding.
     Images are resized with ``interpolation`` (bilinear here; Keras's default is nearest).
+
+    ``shard=True`` (data-parallel training, after ``braze.distributed.init()``): the job's
+    batches are those of one process with ``batch_size`` x N images, and rank r of N takes
+    their rows r, r + N, r + 2N, ..., augmented as one process would augment them (every
+    rank draws every row's transform from ``augment``'s generator and applies its own), so
+    ``seed`` and ``augment``'s seed must be the same on every rank. Each image is in one
+    rank's share, counted once when the ranks' statistics are summed. ``samples`` is still
+    the folder's number of images; ``len()`` counts this rank's batches: those in which it
+    has rows, so the last ranks have one batch fewer when the last batch has fewer rows
+    than ranks. A last, partial batch is split unevenly, so a training step on it is not
+    one process's: train data-parallel on whole batches (``samples // (batch_size * N)``
+    steps per epoch), which every rank has.
     """
 
     def __init__(
@@ -106,6 +118,7 @@ class ImageFolder:
         color_mode: str = "rgb",
         cache: bool = True,
         interpolation: str = "bilinear",
+        shard: bool = False,
     ) -> None:
         if class_mode not in CLASS_MODES:
             raise DataError(f"class_mode must be one of {CLASS_MODES}, got {class_mode!r}")
@@ -145,17 +158,27 @@ class ImageFolder:
         self.shuffle = shuffle
         self.augment = augment
         self.rescale = rescale
+        if shard and shuffle and seed is None:
+            raise DataError("shard=True with shuffle=True needs a seed, the same on every rank")
+        self.rank, self.ranks = rank_and_size() if shard else (0, 1)
         self._rng = np.random.default_rng(seed)
         self._cache: dict[int, np.ndarray] | None = {} if cache else None
 
     def __len__(self) -> int:
-        """Batches per epoch, counting a final partial batch (as Keras does)."""
-        return math.ceil(self.samples / self.batch_size)
+        """Batches per epoch (on this rank, when sharded), counting a final partial batch
+        (as Keras does) when it has rows for this rank."""
+        job_batch = self.batch_size * self.ranks
+        whole, rest = divmod(self.samples, job_batch)
+        return whole + (rest > self.rank)
 
     def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         order = self._rng.permutation(self.samples) if self.shuffle else np.arange(self.samples)
-        for start in range(0, self.samples, self.batch_size):
-            yield self._batch(order[start : start + self.batch_size])
+        job_batch = self.batch_size * self.ranks
+        for start in range(0, self.samples, job_batch):
+            # Made even when it has no rows for this rank, to draw its rows' transforms.
+            images, labels = self._batch(order[start : start + job_batch])
+            if len(labels):
+                yield images, labels
 
     def _decode(self, index: int) -> np.ndarray:
         """Read, convert and resize one image to uint8 ``[H, W, C]``."""
@@ -169,14 +192,20 @@ class ImageFolder:
             self._cache[index] = self._decode(index)
         return self._cache[index]
 
-    def _batch(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        images = np.empty((len(indices), *self.image_shape), dtype=np.float32)
-        for k, index in enumerate(indices):
+    def _batch(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """This rank's share of the job's batch of images ``rows``, decoded and augmented."""
+        mine = rows[self.rank :: self.ranks]
+        images = np.empty((len(mine), *self.image_shape), dtype=np.float32)
+        for position, index in enumerate(rows):
+            # Every row's transform is drawn, so each rank's generator stays in step with one process's.
+            transform = self.augment.random_params() if self.augment is not None else None
+            if position % self.ranks != self.rank:
+                continue
             image = self._image(int(index))
-            images[k] = self.augment(image) if self.augment is not None else image
+            images[position // self.ranks] = image if transform is None else apply_transform(image, **transform)
         if self.rescale is not None:
             images *= np.float32(self.rescale)
-        return images, self._encode(self.classes[indices])
+        return images, self._encode(self.classes[mine])
 
     def _encode(self, labels: np.ndarray) -> np.ndarray:
         if self.class_mode == "binary":

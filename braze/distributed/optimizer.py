@@ -1,11 +1,13 @@
 """Data parallelism as an optimizer wrapper (Horovod's ``DistributedOptimizer``).
 
 Every rank holds the whole model and trains on its own part of each batch. Wrapping the
-optimizer starts every rank from rank 0's parameters, and makes each ``step()`` replace
-every gradient by its mean over the ranks before the update, so the ranks' parameters
-stay equal, step after step, to those of one process training on the whole batch. The
+optimizer (or binding the wrapper, as Keras's ``compile`` does with an unbound one) starts
+every rank from rank 0's parameters, and makes each ``step()`` replace every gradient by
+its mean over the ranks before the update, so the ranks' parameters stay equal, step
+after step, to those of one process training on the whole batch. The
 means are ``all_reduce`` nodes in the traced step on a lazy device or under ``braze.jit``,
-where the compiler combines them into a few large all-reduces.
+where the compiler combines them into a few large all-reduces. Keras-style ``fit`` and
+``evaluate`` sum their epoch's statistics over the ranks with ``reduce_statistics``.
 """
 
 from __future__ import annotations
@@ -16,21 +18,31 @@ import numpy as np
 
 from braze.autodiff import no_grad
 from braze.distributed.collectives import all_reduce, broadcast
+from braze.distributed.metrics import all_reduce_statistics
+from braze.nn import Statistics
 from braze.ops import zeros_like
 from braze.optim.optimizer import Optimizer
 from braze.tensor import Tensor
 
 
 class DistributedOptimizer:
-    """``optimizer`` (bound to its parameters) with gradients averaged over the ranks."""
+    """``optimizer`` with gradients averaged over the ranks; an optimizer not bound to its
+    parameters yet is bound by :meth:`bind` (``model.compile(optimizer=...)`` calls it)."""
 
     def __init__(self, optimizer: Optimizer, root: int = 0) -> None:
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"DistributedOptimizer wraps a braze optimizer, got {type(optimizer).__name__}")
-        if not optimizer.params:
-            raise ValueError("DistributedOptimizer: bind the optimizer to its parameters (or a model) first")
+        self.root = root  # before ``optimizer``: later attributes are the wrapped optimizer's
         self.optimizer = optimizer
-        broadcast(optimizer.params, root)
+        if optimizer.params:
+            broadcast(optimizer.params, root)
+
+    def bind(self, params: Any) -> DistributedOptimizer:
+        """Bind the wrapped optimizer to ``params`` (a Module or tensors), which then start
+        from the root's values on every rank."""
+        self.optimizer.bind(params)
+        broadcast(self.optimizer.params, self.root)
+        return self
 
     @property
     def params(self) -> list[Tensor]:
@@ -57,6 +69,11 @@ class DistributedOptimizer:
     def step(self) -> None:
         self.average_gradients()
         self.optimizer.step()
+
+    def reduce_statistics(self, stats: Statistics) -> Statistics:
+        """Sum ``stats`` (this rank's share of an epoch) over the ranks: what the Keras
+        trainer calls, every rank at once, before it computes an epoch's logs."""
+        return all_reduce_statistics(stats)
 
     def __getattr__(self, name: str) -> Any:
         # Everything else (learning rate, slots, state) is the wrapped optimizer's.

@@ -55,7 +55,10 @@ class KerasMethods:
     ) -> History:
         """Train on arrays ``x``, ``y`` (or an ``(x, y)`` pair, or a loader or iterable of
         ``(x, y)`` batches) for ``epochs`` epochs and return the :class:`History`; see
-        :mod:`braze.nn.adapters` for what each kind of data means for the other arguments."""
+        :mod:`braze.nn.adapters` for what each kind of data means for the other arguments.
+        Compiled with a ``braze.distributed.DistributedOptimizer``, each rank fits its shard
+        and the epoch's statistics are summed over the ranks, so every rank's History holds
+        the job's."""
         trainer = self._compiled()
         train, validation = adapters.training_batches(x, y, batch_size, shuffle, validation_split, validation_data)
         history = History()

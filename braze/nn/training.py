@@ -144,6 +144,14 @@ class Trainer:
         device = self._device()
         return ops.tensor(adapters.as_input(x), device=device), ops.tensor(y, device=device)
 
+    def _job_statistics(self, stats: Statistics) -> Statistics:
+        """The job's statistics: with a data-parallel optimizer (one that has
+        ``reduce_statistics``, as ``braze.distributed.DistributedOptimizer`` does) this rank's
+        share summed over the ranks, so every rank logs the whole epoch. Every rank calls
+        this, batches or not, since the sum is a collective."""
+        reduce = getattr(self.optimizer, "reduce_statistics", None)
+        return stats if reduce is None else reduce(stats)
+
     def train_step(self, x: Any, y: Any, stats: Statistics) -> None:
         x, y = self._tensors(x, y)
         step = self._compiled_step or self._step
@@ -175,6 +183,7 @@ class Trainer:
             hooks.call("on_train_batch_end", batch, {"batch": batch, "size": len(x)})
             bar.update()
         bar.close()
+        stats = self._job_statistics(stats)
         return epoch_logs(stats, self.metrics) if stats.batches else None
 
     def evaluate(
@@ -188,6 +197,7 @@ class Trainer:
                 hooks.call("on_test_batch_begin", batch, {"batch": batch})
                 self.eval_step(x, y, stats)
                 hooks.call("on_test_batch_end", batch, {"batch": batch, "size": len(x)})
+        stats = self._job_statistics(stats)
         if not stats.batches:
             raise ValueError(f"{data.caller}: the data yielded no batches")
         logs = epoch_logs(stats, self.metrics)

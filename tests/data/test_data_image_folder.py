@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from braze.data import Augment, DataError, ImageFolder
+from braze.data import Augment, DataError, ImageFolder, make_two_class_folder
 
 
 def solid(path, colour, size=(8, 6)):
@@ -131,6 +131,32 @@ def test_grayscale_and_augment(folder):
     )
     for images, _ in data:
         assert images.shape[1:] == (6, 5, 1) and images.dtype == np.float32
+
+
+def test_shards_of_ranks_are_the_rows_of_each_one_process_batch(monkeypatch, tmp_path):
+    """Rank r of 3 (the job's rank and size as init() leaves them) gets rows r, r+3, ... of
+    each one-process batch of 3x the size, augmented alike, over two shuffled epochs; the
+    last batch of 1 image is rank 0's alone, so the others have one batch fewer."""
+    train, _ = make_two_class_folder(tmp_path, n_train=7, n_val=2, size=(8, 8))
+
+    def folder(batch_size, shard=False):
+        augment = Augment(shear_range=20, zoom_range=0.2, horizontal_flip=True, seed=1)
+        return ImageFolder(train, (8, 8), "sparse", batch_size, seed=3, augment=augment, shard=shard)
+
+    one_process = folder(6)
+    whole = [batch for _ in range(2) for batch in one_process]
+    for rank in range(3):
+        monkeypatch.setattr("braze.data.image_folder.rank_and_size", lambda rank=rank: (rank, 3))
+        shard = folder(2, shard=True)
+        assert len(shard) == (2 if rank == 0 else 1) and shard.samples == 7
+        mine = [batch for _ in range(2) for batch in shard]
+        expected = [(images[rank::3], labels[rank::3]) for images, labels in whole if len(labels) > rank]
+        assert len(mine) == len(expected) == 2 * len(shard)
+        for (images, labels), (want_images, want_labels) in zip(mine, expected, strict=True):
+            np.testing.assert_array_equal(images, want_images)
+            np.testing.assert_array_equal(labels, want_labels)
+    with pytest.raises(DataError, match="needs a seed"):
+        ImageFolder(train, (8, 8), shard=True)
 
 
 def test_corrupt_image_is_named(folder):

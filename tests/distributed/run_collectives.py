@@ -99,6 +99,13 @@ optimizer.step()
 assert optimizer.optimizer.lr == 0.25
 np.testing.assert_allclose(p.numpy(), -0.25 * g[:, 0, :3].mean(0), rtol=1e-6, err_msg="SGD step with lr 0.25")
 
+# An unbound optimizer, wrapped and then bound as compile(optimizer=...) binds it: rank 0's
+# parameters everywhere, and the wrapper is what binding returns.
+p = braze.tensor(np.full(3, rank, np.float32), requires_grad=True)
+optimizer = dist.DistributedOptimizer(SGD(lr=1.0))
+assert optimizer.bind([p]) is optimizer and optimizer.params == [p]
+assert p.numpy().tolist() == [0.0] * 3, p
+
 # Parameters with gradients on some ranks only (a branch each rank's batch took): each
 # gradient is averaged with the others' zeros, never with another parameter's gradient;
 # a parameter no rank used keeps no gradient.

@@ -1,0 +1,32 @@
+"""Keras-style ``fit`` data-parallel across 2 MPI ranks: ``train_cnn`` (augmentation, Adam)
+on 2 ranks x batch 4 ends 2 epochs with the parameters of 1 process x batch 8, and every
+rank's History holds the whole job's epochs, as one process's does."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from cnn_fit import image_folder, train
+from mpi import run
+
+
+def test_two_ranks_fit_the_cnn_as_one_process_with_twice_the_batch(tmp_path):
+    data = image_folder(tmp_path / "images")
+    done, _ = run(2, "run_cnn.py", str(data), str(tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    # Rank 0 alone prints the epochs.
+    assert done.stdout.count("Epoch 1/2 - ") == 1 and done.stdout.count("Epoch 2/2 - ") == 1, done.stdout
+    expected, history = train(data)
+    for rank in range(2):
+        logs = json.loads((tmp_path / f"history-{rank}.json").read_text())
+        # Summed over the ranks, the statistics are the whole epoch's: 16 training images, and
+        # 9 validation images of which rank 0 has 5 and rank 1 has 4.
+        for name in ("loss", "accuracy", "val_loss", "val_accuracy"):
+            np.testing.assert_allclose(logs[name], history[name], rtol=1e-5, err_msg=f"rank {rank} {name}")
+        params = dict(np.load(tmp_path / f"params-{rank}.npz"))
+        for name, value in expected.items():
+            # The ranks' mean of two means of 4 rounds unlike one mean of 8, and Adam divides each
+            # gradient by its root mean square, so a near-zero gradient's rounding moves its
+            # parameter by up to ~1e-6 of the 1e-3 steps: atol covers that, rtol the rest.
+            np.testing.assert_allclose(params[name], value, rtol=1e-5, atol=1e-6, err_msg=f"rank {rank} {name}")
