@@ -155,6 +155,10 @@ def graphs(draw) -> Graph:
             scattered = make("select_and_scatter_add", (make("exp", (pooled,)), image), **tiles)
             mask = make(draw(st.sampled_from(UNARY)), (image,))
             node = make(draw(st.sampled_from(BINARY)), (scattered, mask))
+            if draw(st.booleans()):  # its bias gradient, which joins the kernel too, read with it
+                summed = make("reduce_sum", (node,), axes=(0, 1, 2))
+                spread = make("broadcast_in_dim", (summed,), shape=node.shape, broadcast_dimensions=(3,))
+                node = make("add", (node, spread))
         elif kind == "window" and len(shape) >= 2 and min(shape[-2:]) >= 2:
             window = (1,) * (len(shape) - 2) + (2, 2)
             node = make(

@@ -100,6 +100,10 @@ def plan_fusion(graph: Graph) -> Plan:
                 group.add(user)
                 owner[id(user)] = group
                 current = user
+            summed = policy.epilogue_sum(node, current, users[id(current)])
+            if summed is not None:  # a second result of the kernel, summed as it stores
+                group.add(summed)
+                owner[id(summed)] = group
 
     for node in reversed(nodes):
         if node.op == "parameter" or id(node) in owner:

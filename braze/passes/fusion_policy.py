@@ -125,6 +125,24 @@ def epilogue(
     return user, YES
 
 
+def epilogue_sum(root: Node, last: Node, users: list[Node]) -> Node | None:
+    """A bias gradient that may join a pooling-gradient kernel: the float sum, over every
+    axis but the last, of its epilogue's result ``last`` (``root`` itself when it has none).
+    The kernel adds each element into per-channel sums as it stores it, which spares a
+    pass over a tensor the size of the pooled input (350 MB for the XLA article's CNN)."""
+    if root.op != "select_and_scatter_add" or not scatters_once(root):
+        return None
+    for user in users:
+        if (
+            user.op == "reduce_sum"
+            and user.inputs[0] is last
+            and user.dtype.is_float
+            and tuple(user.attr("axes")) == tuple(range(len(last.shape) - 1))
+        ):
+            return user
+    return None
+
+
 def siblings(first_shape: tuple[int, ...], second_shape: tuple[int, ...], connected: bool) -> Decision:
     if first_shape != second_shape:
         return no(f"sibling kernels of shapes {first_shape} and {second_shape} do not share a loop")

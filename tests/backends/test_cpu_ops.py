@@ -95,3 +95,34 @@ def test_results_written_past_the_cache_match_the_reference(height, monkeypatch,
     graph, _ = pipeline.run(trace.graph, verify=True)
     native = cpu.compile_graph(graph, cpu.DiskCache(tmp_path))(trace.args)
     _assert_matches(native, evaluate(trace.graph, trace.args), "float32")
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["stored", "streamed"])
+@pytest.mark.parametrize("channels", [16, 5])
+def test_a_pooling_gradient_sums_the_bias_gradient_in_its_kernel(streamed, channels, monkeypatch, tmp_path):
+    """A conv layer's bias gradient (the sum over every axis but the channels of the pooling
+    gradient's relu-masked result) is a second result of the pooling gradient's kernel, with
+    per-thread double sums, and matches the reference with every kernel parallel."""
+    if streamed:
+        monkeypatch.setattr(loops, "STREAM_CACHE_MULTIPLE", 0)
+    monkeypatch.setattr(loops, "PARALLEL_MIN_ELEMENTS", 0)
+    rng = np.random.default_rng(channels)
+    x = rng.uniform(-1, 1, (3, 10, 12, 3)).astype(np.float32)
+    w = rng.uniform(-1, 1, (3, 3, 3, channels)).astype(np.float32)
+    b = rng.uniform(-1, 1, (channels,)).astype(np.float32)
+
+    def pooled_loss(x, w, b):
+        return (braze.max_pool2d(braze.relu(braze.conv2d(x, w) + b), 2) ** 2).sum()
+
+    tensors = [braze.tensor(a, device=braze.LAZY_CPU, requires_grad=True) for a in (x, w, b)]
+    loss = pooled_loss(*tensors)
+    loss.backward()
+    trace = build_graph([loss._value, *(t.grad._value for t in tensors)])
+    EXECUTOR._live.clear()
+    graph, _ = pipeline.run(trace.graph, verify=True)
+    kernels = [n.attr("computation") for n in graph.nodes() if n.op == "fusion"]
+    assert any(
+        {"select_and_scatter_add", "reduce_sum"} <= {m.op for m in k.nodes()} and len(k.outputs) == 2 for k in kernels
+    )
+    native = cpu.compile_graph(graph, cpu.DiskCache(tmp_path))(trace.args)
+    _assert_matches(native, evaluate(trace.graph, trace.args), "float32")

@@ -142,7 +142,9 @@ def _tiled_select_and_scatter(
     """Each window's cotangent goes to its first maximum, and every other element of the
     window gets 0: one pass that writes each output element once (through the fused
     epilogue, when windows cover the operand exactly), branch-free over the contiguous
-    channels so it vectorizes; rows and columns no window covers get zeros."""
+    channels so it vectorizes; rows and columns no window covers get zeros. A fused bias
+    gradient (a sum over every axis but the channels) adds up each stored element in
+    per-channel double sums, one copy per thread."""
     _, kh, kw, _ = root.attr("window_dimensions")
     n, h, w, c = root.shape
     oh, ow = h // kh, w // kw
@@ -152,17 +154,23 @@ def _tiled_select_and_scatter(
         open_loop(em, "bn", n)
         em.emit(f"memset({out} + (bn * {h} + {oh * kh}) * {w * c}, 0, sizeof({t}) * {h % kh * w * c});")
         close_loops(em, 1)
-    epilogue = len(computation.outputs) != 1 or computation.outputs[0] is not root
+    summed = next((r for r in computation.outputs if r.op == "reduce_sum"), None)
+    stored = [r for r in computation.outputs if r is not summed]
+    epilogue = len(stored) != 1 or stored[0] is not root
     assert not epilogue or scatters_once(root), "an epilogue needs windows that cover the operand"
-    result = computation.outputs[-1]
+    result = stored[-1] if stored else None
     streamed = (
-        len(computation.outputs) == 1
+        len(stored) == 1
         and result.dtype.c_type == "float"
         and c % em.target.lanes(4) == 0
         and kh * kw * c * 4 <= 64 << 10  # the staged window, on the stack
         and loops.streams(em, result.aval.size * 4)
     )
     pragma = parallel_pragma(root.aval.size, n * oh)
+    if summed is not None:
+        em.emit(f"double bias[{c}];")
+        em.emit("memset(bias, 0, sizeof(bias));")
+        pragma = pragma and f"{pragma} reduction(+:bias[:{c}])"
     open_parallel(em, pragma, fenced=streamed)
     open_loop(em, "bn", n)
     open_loop(em, "wy", oh)
@@ -183,23 +191,30 @@ def _tiled_select_and_scatter(
         em.emit(f"top = {_pick(f'take{i}', f'tap{i}', 'top', root.dtype)};")
     for i, offset in enumerate(offsets):
         selected = _pick(f"best == {i}", "gv", f"({t})0", root.dtype)
-        dims = ("bn", f"(wy * {kh} + {i // kw})", f"(wx * {kw} + {i % kw})", "ch")
+        index = Index(root.shape, ("bn", f"(wy * {kh} + {i // kw})", f"(wx * {kw} + {i % kw})", "ch"))
+        em.overrides[id(root)] = lambda _index, selected=selected: selected
+        if summed is not None:
+            em.emit(f"bias[ch] += {em.value(summed.inputs[0], index)};")
         if streamed:
-            em.overrides[id(root)] = lambda _index, selected=selected: selected
-            em.emit(f"staged[{i}][ch] = {em.value(result, Index(root.shape, dims))};")
+            em.emit(f"staged[{i}][ch] = {em.value(result, index)};")
         elif epilogue:
-            store_results(em, computation, outputs, root, Index(root.shape, dims), selected)
+            for k, r in enumerate(computation.outputs):
+                if r is not summed:
+                    em.emit(f"{outputs[k]}[{em.linear(index)}] = {em.value(r, index)};")
         else:
             em.emit(f"{out}[at + {offset} + ch] = {selected};")
     close_loops(em, 1)
     for i, offset in enumerate(offsets if streamed else []):
-        em.emit(f"braze_stream({outputs[0]} + at + {offset}, staged[{i}], {c});")
+        em.emit(f"braze_stream({outputs[computation.outputs.index(result)]} + at + {offset}, staged[{i}], {c});")
     close_loops(em, 1)
     row = f"{out} + (bn * {h} + wy * {kh}"
     for a in range(kh if w % kw else 0):
         em.emit(f"memset({row} + {a}) * {w * c} + {ow * kw * c}, 0, sizeof({t}) * {w % kw * c});")
     close_loops(em, 2)
     close_parallel(em, fenced=streamed)
+    if summed is not None:
+        total = outputs[computation.outputs.index(summed)]
+        em.emit(f"for (int64_t ch = 0; ch < {c}; ch++) {total}[ch] = ({c_type(summed.dtype)})bias[ch];")
 
 
 def emit_select_and_scatter(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
