@@ -189,12 +189,13 @@ def _tiled_select_and_scatter(
         em.emit(f"const int take{i} = {_better(f'tap{i}', 'top', root.dtype)};")
         em.emit(f"best = take{i} ? {i} : best;")
         em.emit(f"top = {_pick(f'take{i}', f'tap{i}', 'top', root.dtype)};")
+    window_values = []
     for i, offset in enumerate(offsets):
         selected = _pick(f"best == {i}", "gv", f"({t})0", root.dtype)
         index = Index(root.shape, ("bn", f"(wy * {kh} + {i // kw})", f"(wx * {kw} + {i % kw})", "ch"))
         em.overrides[id(root)] = lambda _index, selected=selected: selected
         if summed is not None:
-            em.emit(f"bias[ch] += {em.value(summed.inputs[0], index)};")
+            window_values.append(em.value(summed.inputs[0], index))
         if streamed:
             em.emit(f"staged[{i}][ch] = {em.value(result, index)};")
         elif epilogue:
@@ -203,6 +204,8 @@ def _tiled_select_and_scatter(
                     em.emit(f"{outputs[k]}[{em.linear(index)}] = {em.value(r, index)};")
         else:
             em.emit(f"{out}[at + {offset} + ch] = {selected};")
+    if summed is not None:  # the window's few values added in its type, the running sums in double
+        em.emit(f"bias[ch] += {' + '.join(window_values)};")
     close_loops(em, 1)
     for i, offset in enumerate(offsets if streamed else []):
         em.emit(f"braze_stream({outputs[computation.outputs.index(result)]} + at + {offset}, staged[{i}], {c});")
