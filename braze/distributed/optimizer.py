@@ -70,6 +70,13 @@ class DistributedOptimizer:
         self.average_gradients()
         self.optimizer.step()
 
+    def agree_steps(self, steps: int) -> int:
+        """The training steps every rank takes this epoch: the fewest any rank has. A step
+        averages gradients over all ranks, so one rank stepping alone would wait forever;
+        ranks differ when a sharded last batch has fewer rows than there are ranks, and
+        that batch is then left out (the Keras trainer calls this, every rank at once)."""
+        return -int(all_reduce(-int(steps), "max"))
+
     def reduce_statistics(self, stats: Statistics) -> Statistics:
         """Sum ``stats`` (this rank's share of an epoch) over the ranks: what the Keras
         trainer calls, every rank at once, before it computes an epoch's logs."""

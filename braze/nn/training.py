@@ -112,6 +112,11 @@ class Trainer:
 
         self.model = model
         self.loss_fn = get_loss(loss)
+        if not model.parameters():
+            raise ValueError(
+                f"compile: {type(model).__name__} has no parameters yet: give its first layer an input_shape "
+                "(Keras's input_shape=...) or call it on a batch first"
+            )
         self.optimizer = get_optimizer(optimizer, model)
         metrics = [metrics] if isinstance(metrics, str) else list(metrics or ())
         unknown = [m for m in metrics if m not in ("accuracy", "acc")]
@@ -175,6 +180,9 @@ class Trainer:
         """One epoch of training steps; the epoch's logs, read once it is over, or None when
         the data had no batch left (a generator that ran out)."""
         stats = Statistics(self._device())
+        agree = getattr(self.optimizer, "agree_steps", None)  # data-parallel: every rank steps as often
+        if agree is not None:
+            steps = agree(steps or len(train))
         self.model.train()
         bar = ProgressBar(steps or len(train), title)
         for batch, (x, y) in enumerate(train.epoch(steps)):

@@ -10,6 +10,8 @@ import numpy as np
 from cnn_fit import image_folder, train
 from mpi import run
 
+from braze.data import make_two_class_folder
+
 
 def test_two_ranks_fit_the_cnn_as_one_process_with_twice_the_batch(tmp_path):
     data = image_folder(tmp_path / "images")
@@ -30,3 +32,13 @@ def test_two_ranks_fit_the_cnn_as_one_process_with_twice_the_batch(tmp_path):
             # gradient by its root mean square, so a near-zero gradient's rounding moves its
             # parameter by up to ~1e-6 of the 1e-3 steps: atol covers that, rtol the rest.
             np.testing.assert_allclose(params[name], value, rtol=1e-5, atol=1e-6, err_msg=f"rank {rank} {name}")
+
+
+def test_ranks_with_a_batch_more_or_less_take_the_same_steps(tmp_path):
+    """9 images in batches of 2 x 4: the last batch's one image is rank 0's alone. Each step
+    averages gradients over both ranks, so rank 0 stepping on it alone would wait forever:
+    both ranks take the one step they share."""
+    train, _ = make_two_class_folder(tmp_path / "images", 9, 2, size=(8, 8))
+    done, _ = run(2, "run_uneven_fit.py", str(train), timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "rank 0: 2 batches, 1 steps" in done.stdout and "rank 1: 1 batches, 1 steps" in done.stdout, done.stdout

@@ -134,6 +134,11 @@ def test_summary_of_a_model_not_built_yet_says_so():
         Sequential(Dense(2)).summary()
 
 
+def test_compiling_a_model_not_built_yet_says_how_to_build_it():
+    with pytest.raises(ValueError, match="compile: Sequential has no parameters yet: give its first layer an input"):
+        Sequential(Flatten(), Dense(1)).compile(loss="binary_crossentropy", optimizer="sgd")
+
+
 def test_sequential_add_builds_each_layer_so_compile_sees_every_parameter():
     model = Sequential()
     model.add(Conv2D(4, (3, 3), activation="relu", input_shape=(8, 8, 3)))
