@@ -70,6 +70,12 @@ class DistributedOptimizer:
         self.average_gradients()
         self.optimizer.step()
 
+    def to(self, device: Any) -> DistributedOptimizer:
+        """Move the wrapped optimizer's slots; the wrapper itself is returned, as from
+        ``Optimizer.to``, so ``opt = opt.to(device)`` keeps averaging gradients."""
+        self.optimizer.to(device)
+        return self
+
     def agree_steps(self, steps: int) -> int:
         """The training steps every rank takes this epoch: the fewest any rank has. A step
         averages gradients over all ranks, so one rank stepping alone would wait forever;

@@ -105,6 +105,8 @@ p = braze.tensor(np.full(3, rank, np.float32), requires_grad=True)
 optimizer = dist.DistributedOptimizer(SGD(lr=1.0))
 assert optimizer.bind([p]) is optimizer and optimizer.params == [p]
 assert p.numpy().tolist() == [0.0] * 3, p
+# Moving it keeps the wrapper (it once returned the wrapped optimizer, which averages nothing).
+assert optimizer.to(braze.LAZY_CPU) is optimizer
 
 # Parameters with gradients on some ranks only (a branch each rank's batch took): each
 # gradient is averaged with the others' zeros, never with another parameter's gradient;
