@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from braze.data import Augment, DataError, ImageFolder, make_two_class_folder
-from braze.distributed import DistributedOptimizer, rank, size
+from braze.distributed import DistributedOptimizer, all_reduce, rank, size
 from braze.models import XlaArticleCNN
 from braze.nn import History, binary_cross_entropy
 from braze.optim import Adam
@@ -53,7 +53,11 @@ def train_cnn(
     the ranks and the epoch's statistics summed, so every rank's History holds the job's;
     rank 0 alone prints the epochs."""
     ranks = size() if distributed else 1
+    if distributed and data is None and rank() != 0:
+        all_reduce(0)  # the generated folder is rank 0's to write: the others wait, then find it made
     train_dir, validation_dir = image_folders(data, image_size)
+    if distributed and data is None and rank() == 0:
+        all_reduce(0)
     shape = (image_size, image_size)
     augment = Augment(shear_range=0.2, zoom_range=0.2, horizontal_flip=True, seed=seed)
     share = batch_size // ranks

@@ -83,6 +83,11 @@ class DistributedOptimizer:
         that batch is then left out (the Keras trainer calls this, every rank at once)."""
         return -int(all_reduce(-int(steps), "max"))
 
+    def any_rank(self, flag: bool) -> bool:
+        """Whether ``flag`` holds on any rank (``fit`` asks after each epoch whether a callback
+        stopped training: a rank stopping alone would leave the others waiting)."""
+        return bool(all_reduce(int(bool(flag)), "max"))
+
     def reduce_statistics(self, stats: Statistics) -> Statistics:
         """Sum ``stats`` (this rank's share of an epoch) over the ranks: what the Keras
         trainer calls, every rank at once, before it computes an epoch's logs."""

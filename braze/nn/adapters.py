@@ -42,7 +42,12 @@ class Batches:
         self.one_shot = isinstance(source, Iterator)
 
     def __len__(self) -> int:
-        return len(self.source) if hasattr(self.source, "__len__") else 0
+        return len(self.source) if self.sized else 0
+
+    @property
+    def sized(self) -> bool:
+        """Whether the source knows its number of batches (a generator does not)."""
+        return hasattr(self.source, "__len__")
 
     def epoch(self, steps: int | None = None) -> Iterator[Any]:
         if steps is not None and steps < 1:

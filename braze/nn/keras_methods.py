@@ -79,12 +79,16 @@ class KerasMethods:
                 )
                 break
             if validation is not None:
-                logs.update(trainer.evaluate(validation, validation_steps, hooks, prefix="val_"))
+                logs.update(trainer.evaluate(validation, validation_steps, hooks, prefix="val_", over_ranks=True))
             logs["seconds"] = time.perf_counter() - start
             if verbose:
                 print(f"Epoch {epoch + 1}/{epochs} - {log_line(logs)} - {logs['seconds']:.1f} s", flush=True)
             hooks.call("on_epoch_end", epoch, logs)
-            if self.stop_training:
+            stop = self.stop_training
+            agree = getattr(trainer.optimizer, "any_rank", None)
+            if agree is not None:  # data-parallel: a rank stopping alone would leave the others waiting
+                stop = agree(stop)
+            if stop:
                 break
         hooks.call("on_train_end", {})
         return history

@@ -180,9 +180,18 @@ class Trainer:
         """One epoch of training steps; the epoch's logs, read once it is over, or None when
         the data had no batch left (a generator that ran out)."""
         stats = Statistics(self._device())
-        agree = getattr(self.optimizer, "agree_steps", None)  # data-parallel: every rank steps as often
-        if agree is not None:
-            steps = agree(steps or len(train))
+        agree = getattr(self.optimizer, "agree_steps", None)
+        if agree is not None:  # data-parallel: every step is a collective, so every rank takes as many
+            if not train.sized and steps is None:
+                raise ValueError(
+                    f"{train.caller}: data-parallel training on data without a length (a generator) needs "
+                    "steps_per_epoch, so that every rank takes as many steps"
+                )
+            if train.sized:
+                steps = len(train) if steps is None else min(steps, len(train))
+            steps = agree(steps)
+            if steps == 0:  # some rank has no batch this epoch: none steps
+                return None
         self.model.train()
         bar = ProgressBar(steps or len(train), title)
         for batch, (x, y) in enumerate(train.epoch(steps)):
@@ -195,9 +204,17 @@ class Trainer:
         return epoch_logs(stats, self.metrics) if stats.batches else None
 
     def evaluate(
-        self, data: adapters.Batches, steps: int | None, hooks: CallbackList, prefix: str = ""
+        self,
+        data: adapters.Batches,
+        steps: int | None,
+        hooks: CallbackList,
+        prefix: str = "",
+        over_ranks: bool = False,
     ) -> dict[str, float]:
-        """The loss (and metrics) over ``steps`` batches of ``data``, names prefixed by ``prefix``."""
+        """The loss (and metrics) over ``steps`` batches of ``data``, names prefixed by
+        ``prefix``; ``over_ranks`` (``fit``'s validation, which every rank runs): summed
+        over a data-parallel job's ranks. A plain ``evaluate`` is this rank's alone, so that
+        one rank may evaluate without the others."""
         stats = Statistics(self._device())
         hooks.call("on_test_begin", {})
         with evaluating(self.model):
@@ -205,7 +222,8 @@ class Trainer:
                 hooks.call("on_test_batch_begin", batch, {"batch": batch})
                 self.eval_step(x, y, stats)
                 hooks.call("on_test_batch_end", batch, {"batch": batch, "size": len(x)})
-        stats = self._job_statistics(stats)
+        if over_ranks:
+            stats = self._job_statistics(stats)
         if not stats.batches:
             raise ValueError(f"{data.caller}: the data yielded no batches")
         logs = epoch_logs(stats, self.metrics)

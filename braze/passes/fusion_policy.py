@@ -24,6 +24,7 @@ from braze.passes.patterns import (
 )
 
 MAX_FUSED_OPS = 96
+MAX_SUMMED_CHANNELS = 4096  # a pooling-gradient kernel's per-thread sums live on each thread's stack
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,7 @@ def epilogue_sum(root: Node, last: Node, users: list[Node]) -> Node | None:
     axis but the last, of its epilogue's result ``last`` (``root`` itself when it has none).
     The kernel adds each element into per-channel sums as it stores it, which spares a
     pass over a tensor the size of the pooled input (350 MB for the XLA article's CNN)."""
-    if root.op != "select_and_scatter_add" or not scatters_once(root):
+    if root.op != "select_and_scatter_add" or not scatters_once(root) or last.shape[-1] > MAX_SUMMED_CHANNELS:
         return None
     for user in users:
         if (

@@ -34,11 +34,18 @@ def test_two_ranks_fit_the_cnn_as_one_process_with_twice_the_batch(tmp_path):
             np.testing.assert_allclose(params[name], value, rtol=1e-5, atol=1e-6, err_msg=f"rank {rank} {name}")
 
 
-def test_ranks_with_a_batch_more_or_less_take_the_same_steps(tmp_path):
+def test_ranks_with_a_batch_more_or_less_take_the_same_steps_and_stop_together(tmp_path):
     """9 images in batches of 2 x 4: the last batch's one image is rank 0's alone. Each step
     averages gradients over both ranks, so rank 0 stepping on it alone would wait forever:
-    both ranks take the one step they share."""
+    both ranks take the one step they share, with or without steps_per_epoch. Data without
+    a length needs steps_per_epoch; rank 0 may evaluate on its own; a callback stopping
+    rank 0 alone stops both."""
     train, _ = make_two_class_folder(tmp_path / "images", 9, 2, size=(8, 8))
     done, _ = run(2, "run_uneven_fit.py", str(train), timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "rank 0: 2 batches, 1 steps" in done.stdout and "rank 1: 1 batches, 1 steps" in done.stdout, done.stdout
+    for steps in ("None", "2"):
+        assert f"rank 0: 2 batches, steps_per_epoch {steps}: 1 steps" in done.stdout, done.stdout
+        assert f"rank 1: 1 batches, steps_per_epoch {steps}: 1 steps" in done.stdout, done.stdout
+    assert done.stdout.count("needs steps_per_epoch, so that every rank takes as many steps") == 2, done.stdout
+    assert "rank 0 evaluated alone: " in done.stdout, done.stdout
+    assert "rank 0: 1 epochs" in done.stdout and "rank 1: 1 epochs" in done.stdout, done.stdout
