@@ -62,3 +62,27 @@ def test_a_convolution_tap_in_the_padding_multiplies_zero_by_the_other_operand(f
     for value, want in zip(got, expected, strict=True):
         assert np.isnan(want).any() and not np.isnan(want).all()  # the case this test is about
         np.testing.assert_allclose(value, want, rtol=1e-6, equal_nan=True)
+
+
+def test_a_fused_bias_sum_reads_the_gradient_it_sums_in_a_kernel_after_it(tmp_path):
+    """The pooling gradient's fusion holds its bias sum; on the GPU the sum is a kernel of
+    its own over the stored gradient (in one kernel every work-group would recompute the
+    whole pooling gradient per summed element), and both agree with the reference."""
+    pool = "padding=((0, 0), (0, 0), (0, 0), (0, 0)), window_dimensions=(1, 2, 2, 1), window_strides=(1, 2, 2, 1)"
+    graph = parse_graph(
+        "graph(%0: f32[2,2,3,5], %1: f32[2,4,6,5]) {\n"
+        f"  %2 = select_and_scatter_add(%0, %1) {{{pool}}} : f32[2,4,6,5]\n"
+        "  %3 = sign(%1) : f32[2,4,6,5]\n"
+        "  %4 = mul(%2, %3) : f32[2,4,6,5]\n"
+        "  %5 = reduce_sum(%4) {axes=(0, 1, 2)} : f32[5]\n"
+        "  return (%4, %5)\n}"
+    )
+    optimized, _ = pipeline.run(graph, verify=True)
+    assert sum(1 for n in optimized.nodes() if n.op == "fusion") == 1  # one fusion...
+    executable = gpu.compile_graph(optimized, DiskCache(tmp_path))
+    assert len(executable.launches) == 2  # ...two kernels
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(p.aval.shape).astype(np.float32) for p in graph.params]
+    for value, want in zip(executable(args), evaluate(graph, args), strict=True):
+        np.testing.assert_allclose(value, want, rtol=1e-5, atol=1e-6)
+    compiles_for_h200([optimized])

@@ -18,6 +18,7 @@ from braze.backends.gpu.dialect import Dialect
 from braze.backends.gpu.kernels import Kernel, KernelWriter, LaunchShape
 from braze.ir.graph import Graph, Node, parameter
 from braze.passes.buffers import BufferAssignment, assign, schedule
+from braze.passes.patterns import REDUCTIONS
 
 
 @dataclass
@@ -73,6 +74,36 @@ class _Locations:
         return f"(arena + {self.buffers.offsets[id(node)]})"
 
 
+def _reductions_apart(
+    computation: Graph, operands: list[str], results: list[str | None]
+) -> list[tuple[Graph, list[str], list[str | None]]]:
+    """The kernels of one fusion: itself, less any reduction of another of its stored
+    results (a bias gradient beside the gradient it sums), which becomes a kernel of its own
+    reading that result's buffer, launched after it. In the same kernel each work-group
+    would compute the reduced values again, the whole fused producer per element, since a
+    kernel's work-groups cannot wait for each other's stores."""
+    position = {id(o): k for k, o in enumerate(computation.outputs)}
+    apart = [
+        k
+        for k, o in enumerate(computation.outputs)
+        if o.op in REDUCTIONS
+        and results[k] is not None
+        and id(o.inputs[0]) in position
+        and results[position[id(o.inputs[0])]] is not None
+    ]
+    if not apart:
+        return [(computation, operands, results)]
+    kept = [k for k in range(len(computation.outputs)) if k not in apart]
+    fused = Graph(computation.params, tuple(computation.outputs[k] for k in kept))
+    jobs = [(fused, operands, [results[k] for k in kept])]
+    for k in apart:
+        reduction = computation.outputs[k]
+        source = parameter(0, reduction.inputs[0].aval)
+        alone = Graph((source,), (Node.make(reduction.op, (source,), reduction.attrs, reduction.aval),))
+        jobs.append((alone, [results[position[id(reduction.inputs[0])]]], [results[k]]))
+    return jobs
+
+
 def plan_module(graph: Graph, dialect: Dialect, launch: LaunchShape, prefix: str) -> ModulePlan:
     """The kernels of an optimized graph (every op in a fusion, or run as one on its own)."""
     buffers = graph.annotations.get("buffers") or assign(graph)
@@ -89,7 +120,7 @@ def plan_module(graph: Graph, dialect: Dialect, launch: LaunchShape, prefix: str
             results = [where.of(produced[k]) if k in produced else None for k in range(len(computation.outputs))]
         else:
             results = [where.of(node)]
-        jobs.append((computation, [where.of(i) for i in node.inputs], results))
+        jobs += _reductions_apart(computation, [where.of(i) for i in node.inputs], results)
     kernels = [
         KernelWriter(dialect, launch, operands, results, where.constant).write(f"{prefix}_k{k}", computation)
         for k, (computation, operands, results) in enumerate(jobs)
