@@ -20,7 +20,7 @@ from braze.nn import adapters, regularizers
 from braze.nn.callbacks import CallbackList
 from braze.nn.losses import get_loss
 from braze.nn.progress import ProgressBar
-from braze.runtime.device import Device
+from braze.runtime.device import Device, default_device
 from braze.tensor import Tensor
 
 
@@ -112,12 +112,9 @@ class Trainer:
 
         self.model = model
         self.loss_fn = get_loss(loss)
-        if not model.parameters():
-            raise ValueError(
-                f"compile: {type(model).__name__} has no parameters yet: give its first layer an input_shape "
-                "(Keras's input_shape=...) or call it on a batch first"
-            )
+        # Bound now, and again once the first batch builds the layers that had no input shape.
         self.optimizer = get_optimizer(optimizer, model)
+        self._built = all(getattr(m, "built", True) for _, m in model.named_modules())
         metrics = [metrics] if isinstance(metrics, str) else list(metrics or ())
         unknown = [m for m in metrics if m not in ("accuracy", "acc")]
         if unknown:
@@ -127,10 +124,9 @@ class Trainer:
         self._compiled_step = jit(self._step) if jit_compile else None
 
     def _device(self) -> Device:
-        device = self.model.device
-        if device is None:
-            raise RuntimeError("the model has no parameters yet: give its first layer an input_shape")
-        return device
+        """The model's device; before a model without any parameter is built, the default
+        device, where its first batch builds it."""
+        return self.model.device or default_device()
 
     def _loss(self, model: Any, outputs: Tensor, y: Tensor) -> Tensor:
         """The loss plus the layers' weight penalties, which Keras adds and reports too."""
@@ -147,7 +143,19 @@ class Trainer:
 
     def _tensors(self, x: Any, y: Any) -> tuple[Tensor, Tensor]:
         device = self._device()
-        return ops.tensor(adapters.as_input(x), device=device), ops.tensor(y, device=device)
+        x, y = ops.tensor(adapters.as_input(x), device=device), ops.tensor(y, device=device)
+        if not self._built:
+            self._build(x)
+        return x, y
+
+    def _build(self, x: Tensor) -> None:
+        """Build a model compiled without an input shape from its first batch, as Keras does:
+        one forward pass in inference mode (no dropout draws) makes the parameters, which the
+        optimizer then takes (a data-parallel one starting every rank from rank 0's)."""
+        with no_grad(), evaluating(self.model):
+            self.model(x)
+        self.optimizer.bind(self.model)
+        self._built = True
 
     def _job_statistics(self, stats: Statistics) -> Statistics:
         """The job's statistics: with a data-parallel optimizer (one that has

@@ -10,12 +10,13 @@ _BY_NAME = {"sgd": lambda: SGD(lr=0.01), "adam": lambda: Adam(lr=1e-3, eps=1e-7)
 
 
 def get_optimizer(optimizer: str | Optimizer, model: Any) -> Optimizer:
-    """An optimizer bound to ``model``'s parameters, from a Keras name or an instance."""
+    """An optimizer from a Keras name or an instance, bound to ``model``'s parameters if it
+    has any yet (a model without an input shape gets them from its first batch)."""
     if isinstance(optimizer, str):
         if optimizer.lower() not in _BY_NAME:
             raise ValueError(f"unknown optimizer {optimizer!r}: expected one of {sorted(_BY_NAME)}")
         optimizer = _BY_NAME[optimizer.lower()]()
-    if not optimizer.params:
+    if not optimizer.params and model.parameters():
         optimizer.bind(model)
     return optimizer
 

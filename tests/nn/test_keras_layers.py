@@ -12,6 +12,7 @@ from braze.keras.layers import AveragePooling2D, Conv2D, Dense, Flatten, MaxPool
 from braze.keras.models import Sequential
 from braze.models import XlaArticleCNN
 from braze.nn import binary_cross_entropy, names
+from braze.ops.random import Generator
 from braze.optim import SGD
 
 
@@ -134,9 +135,33 @@ def test_summary_of_a_model_not_built_yet_says_so():
         Sequential(Dense(2)).summary()
 
 
-def test_compiling_a_model_not_built_yet_says_how_to_build_it():
-    with pytest.raises(ValueError, match="compile: Sequential has no parameters yet: give its first layer an input"):
-        Sequential(Flatten(), Dense(1)).compile(loss="binary_crossentropy", optimizer="sgd")
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_a_model_compiled_without_an_input_shape_is_built_by_its_first_batch(jit_compile):
+    """As in Keras: compile, then fit, builds the layers from the first batch, and the
+    optimizer takes every parameter. Without any input shape, or with one on the second
+    layer only (the last layer was built by the first batch, and the optimizer once missed
+    its parameters), training is the same (the same initial values, drawn in the same
+    order), and the last layer trained too."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((12, 4, 3)).astype(np.float32)
+    y = rng.integers(0, 2, 12).astype(np.float32)
+    histories, kernels = [], []
+    for input_dim in (None, 12):
+        g = Generator(5)
+        model = Sequential(
+            Flatten(), Dense(4, activation="relu", input_dim=input_dim, generator=g), Dense(1, generator=g)
+        )
+        model.compile(loss="binary_crossentropy", optimizer="sgd", jit_compile=jit_compile)
+        histories.append(model.fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0).history["loss"])
+        kernels.append([model.layers[1].kernel.numpy(), model.layers[2].kernel.numpy()])
+    for first, second in zip(*kernels, strict=True):
+        np.testing.assert_allclose(first, second, rtol=1e-6)
+    np.testing.assert_allclose(histories[0], histories[1], rtol=1e-6)
+    assert histories[0][1] != histories[0][0]  # it trained
+    g = Generator(5)
+    Dense(4, input_dim=12, generator=g)
+    untrained = Dense(1, input_dim=4, generator=g).kernel.numpy()
+    assert not np.allclose(kernels[1][1], untrained)  # the layer built by the first batch trained
 
 
 def test_sequential_add_builds_each_layer_so_compile_sees_every_parameter():
