@@ -19,7 +19,7 @@ import numpy as np
 
 from braze.data.augment import Augment, apply_transform
 from braze.data.errors import DataError
-from braze.runtime.collectives import rank_and_size
+from braze.data.loader import shard_position
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".gif")
 CLASS_MODES = ("binary", "categorical", "sparse")
@@ -160,7 +160,7 @@ class ImageFolder:
         self.rescale = rescale
         if shard and shuffle and seed is None:
             raise DataError("shard=True with shuffle=True needs a seed, the same on every rank")
-        self.rank, self.ranks = rank_and_size() if shard else (0, 1)
+        self.rank, self.ranks = shard_position() if shard else (0, 1)
         self._rng = np.random.default_rng(seed)
         self._cache: dict[int, np.ndarray] | None = {} if cache else None
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from braze.data.errors import DataError
 from braze.data.mnist import MNIST, load_mnist
-from braze.runtime.collectives import rank_and_size
+from braze.runtime.collectives import joined, launched_rank, rank_and_size
 
 _POLL_S = 0.05  # how often a blocked producer checks whether it should stop
 _DONE = object()
@@ -38,6 +38,18 @@ class _ProducerError:
 
     def __init__(self, error: BaseException) -> None:
         self.error = error
+
+
+def shard_position() -> tuple[int, int]:
+    """This process's rank and the job's size, for a sharded loader ((0, 1) in a process of
+    its own). A process an MPI launcher started that has not joined the job yet is refused:
+    every rank would take every sample, silently."""
+    if joined() is None and launched_rank() is not None:
+        raise DataError(
+            "shard=True in a process started by mpiexec: call braze.distributed.init() before making "
+            "the loader, or every rank takes every sample"
+        )
+    return rank_and_size()
 
 
 class DataLoader:
@@ -94,7 +106,7 @@ class DataLoader:
         self._rng = np.random.default_rng(seed)
         if shard and shuffle and seed is None:
             raise DataError("shard=True with shuffle=True needs a seed, the same on every rank")
-        self.rank, self.ranks = rank_and_size() if shard else (0, 1)
+        self.rank, self.ranks = shard_position() if shard else (0, 1)
         # Samples per rank and epoch: the whole epoch's order has ranks * share entries.
         self._share = self._n // self.ranks if drop_last else math.ceil(self._n / self.ranks)
 

@@ -20,15 +20,10 @@ import sys
 from collections.abc import Callable
 from types import FrameType
 
-# Where launchers put the rank of the process they start: MPICH's Hydra, Open MPI, PMIx.
-_RANK_VARIABLES = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
+from braze.runtime.collectives import launched_rank
+
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 _PR_SET_PDEATHSIG = 1
-
-
-def launched_rank() -> str | None:
-    """The rank a launcher gave this process, from its environment (None without one)."""
-    return next((os.environ[v] for v in _RANK_VARIABLES if v in os.environ), None)
 
 
 def supervise() -> None:

@@ -11,6 +11,7 @@ dtype or op get an error naming each rank's operand instead of MPI's undefined b
 from __future__ import annotations
 
 import hashlib
+import os
 from typing import Any
 
 import numpy as np
@@ -93,6 +94,15 @@ def join(transport: MpiTransport) -> None:
 def joined() -> MpiTransport | None:
     """The job this process has joined (None before ``braze.distributed.init()``)."""
     return _JOINED[0] if _JOINED else None
+
+
+# Where launchers put the rank of the process they start: MPICH's Hydra, Open MPI, PMIx.
+_RANK_VARIABLES = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
+
+
+def launched_rank() -> str | None:
+    """The rank a launcher gave this process, from its environment (None without one)."""
+    return next((os.environ[v] for v in _RANK_VARIABLES if v in os.environ), None)
 
 
 def rank_and_size() -> tuple[int, int]:

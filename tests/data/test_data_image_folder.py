@@ -146,7 +146,7 @@ def test_shards_of_ranks_are_the_rows_of_each_one_process_batch(monkeypatch, tmp
     one_process = folder(6)
     whole = [batch for _ in range(2) for batch in one_process]
     for rank in range(3):
-        monkeypatch.setattr("braze.data.image_folder.rank_and_size", lambda rank=rank: (rank, 3))
+        monkeypatch.setattr("braze.data.loader.rank_and_size", lambda rank=rank: (rank, 3))
         shard = folder(2, shard=True)
         assert len(shard) == (2 if rank == 0 else 1) and shard.samples == 7
         mine = [batch for _ in range(2) for batch in shard]

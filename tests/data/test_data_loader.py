@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from braze.data import MNIST, DataError, DataLoader, mnist_loaders
+from braze.data import MNIST, DataError, DataLoader, ImageFolder, make_two_class_folder, mnist_loaders
 
 
 def prefetch_threads():
@@ -182,3 +182,16 @@ def test_sharding_outside_a_job_is_the_whole_data_and_shuffling_needs_a_seed():
     assert [b.tolist() for (b,) in DataLoader(np.arange(5), 2, shard=True, prefetch=0)] == [[0, 1], [2, 3], [4]]
     with pytest.raises(DataError, match="needs a seed"):
         DataLoader(np.arange(5), 2, shuffle=True, shard=True)
+
+
+@pytest.mark.parametrize("variable", ["PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"])
+def test_sharding_in_a_process_mpiexec_started_needs_init_first(monkeypatch, tmp_path, variable):
+    """Under mpiexec without braze.distributed.init(), every rank would be rank 0 of 1 and
+    take every sample: a sharded loader or image folder says so instead."""
+    monkeypatch.setenv(variable, "1")
+    with pytest.raises(DataError, match=r"started by mpiexec: call braze.distributed.init\(\) before"):
+        DataLoader(np.arange(5), 2, shard=True)
+    train, _ = make_two_class_folder(tmp_path, 4, 2, size=(8, 8))
+    with pytest.raises(DataError, match="started by mpiexec"):
+        ImageFolder(train, (8, 8), "binary", batch_size=2, shuffle=False, shard=True)
+    assert len(ImageFolder(train, (8, 8), "binary", batch_size=2)) == 2  # unsharded: no job needed
