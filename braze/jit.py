@@ -25,7 +25,6 @@ import numpy as np
 
 from braze import lazy
 from braze.backends import gpu
-from braze.backends.gpu import eager as gpu_eager
 from braze.ir.graph import Graph
 from braze.runtime import metrics
 from braze.runtime.device import LAZY_CPU, Device
@@ -211,7 +210,7 @@ class JittedFunction:
                 for leaf, array in zip(trace.leaves, trace.args, strict=True)
             ]
             if on_device:  # captured values never change: uploaded once, here
-                inputs = [(kind, gpu_eager.upload(slot) if kind == "captured" else slot) for kind, slot in inputs]
+                inputs = [(kind, gpu.upload(slot) if kind == "captured" else slot) for kind, slot in inputs]
         finally:
             lazy.EXECUTOR._live.pop(device, None)
             for t, value, original_device, grad, node in saved:

@@ -350,7 +350,7 @@ class LazyExecutor:
 
     def from_numpy(self, array: np.ndarray, device: Device) -> Expr:
         if device.kind == "GPU":  # the data lives on the device from here on (the upload is counted)
-            data: Any = gpu.DeviceArray.from_numpy(gpu.runtime(), array)
+            data: Any = gpu.upload(array)
         else:
             metrics.count("TransferToDevice")
             data = np.require(array, requirements="C")
@@ -428,10 +428,7 @@ class LazyExecutor:
             self.explainer.note_compile(call_site(), graph)  # the stack still holds the user's frame
         with metrics.timed("ExecuteTime"):
             if on_gpu:  # device data in and out; only the step's new scalars (a learning rate) are uploaded
-                runtime = gpu.runtime()
-                device_args = [
-                    a if isinstance(a, gpu.DeviceArray) else gpu.DeviceArray.from_numpy(runtime, a) for a in args
-                ]
+                device_args = [a if isinstance(a, gpu.DeviceArray) else gpu.upload(a) for a in args]
                 results = executable.run(device_args)
             else:
                 results = executable(args)

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from braze.backends.gpu import DeviceArray
+from braze.backends.gpu import DeviceArray, upload
 from braze.backends.gpu import eager as gpu_eager
 from braze.backends.reference import apply_primitive
 from braze.ir.dtypes import DType
@@ -78,7 +78,7 @@ class EagerExecutor:
 
     def from_numpy(self, array: np.ndarray, device: Device) -> Any:
         if device.kind == "GPU":
-            return gpu_eager.upload(array)
+            return upload(array)
         return array
 
     def to_numpy(self, value: Any) -> np.ndarray:

@@ -96,12 +96,16 @@ def open_loops(em: Emitter, loops: list[tuple[str, int]]) -> None:
         open_loop(em, name, bound)
 
 
-def store_results(em: Emitter, computation: Graph, outputs: list[str], root: Node, index: Index, value: str) -> None:
-    """Write every result of a kernel at ``index``, where its root (a contraction or a
-    windowed op) has the C value ``value``: the fused epilogue is computed from it."""
+def store_results(
+    em: Emitter, computation: Graph, outputs: list[str], root: Node, index: Index, value: str, skip: Node | None = None
+) -> None:
+    """Write every result of a kernel (but ``skip``, one the kernel computes otherwise) at
+    ``index``, where its root (a contraction or a windowed op) has the C value ``value``:
+    the fused epilogue is computed from it."""
     em.overrides[id(root)] = lambda _index: value
     for k, result in enumerate(computation.outputs):
-        em.emit(f"{outputs[k]}[{em.linear(index)}] = {em.value(result, index)};")
+        if result is not skip:
+            em.emit(f"{outputs[k]}[{em.linear(index)}] = {em.value(result, index)};")
 
 
 def close_loops(em: Emitter, count: int) -> None:

@@ -199,9 +199,7 @@ def _tiled_select_and_scatter(
         if streamed:
             em.emit(f"staged[{i}][ch] = {em.value(result, index)};")
         elif epilogue:
-            for k, r in enumerate(computation.outputs):
-                if r is not summed:
-                    em.emit(f"{outputs[k]}[{em.linear(index)}] = {em.value(r, index)};")
+            store_results(em, computation, outputs, root, index, selected, skip=summed)
         else:
             em.emit(f"{out}[at + {offset} + ch] = {selected};")
     if summed is not None:  # the window's few values added in its type, the running sums in double

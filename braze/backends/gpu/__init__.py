@@ -14,6 +14,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from braze.backends.cpu.diskcache import DiskCache
 from braze.backends.gpu.dialect import DIALECTS, Dialect
 from braze.backends.gpu.executable import DeviceArray, GpuExecutable
@@ -34,6 +36,7 @@ __all__ = [
     "module_source",
     "render",
     "runtime",
+    "upload",
 ]
 
 
@@ -63,6 +66,11 @@ def _runtime(kind: str) -> Any:
 def runtime() -> Any:
     """The process's GPU runtime (made once); a GpuError when there is none."""
     return _runtime(_requested())
+
+
+def upload(array: np.ndarray) -> DeviceArray:
+    """``array`` copied to the process runtime's device (a counted ``TransferToDevice``)."""
+    return DeviceArray.from_numpy(runtime(), array)
 
 
 def available() -> bool:

@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from braze.backends import gpu
 from braze.backends.gpu.executable import DeviceArray, GpuExecutable
 from braze.backends.gpu.module import as_computation
@@ -55,14 +53,9 @@ def apply_on_host(
     found = _SCALARS.get(literal) if literal is not None else None
     if found is not None:
         return found
-    result = upload(apply_primitive(primitive, [a.numpy() for a in arrays], attrs, aval))
+    result = gpu.upload(apply_primitive(primitive, [a.numpy() for a in arrays], attrs, aval))
     if literal is not None:
         if len(_SCALARS) >= _SCALARS_MAX:
             _SCALARS.clear()
         _SCALARS[literal] = result
     return result
-
-
-def upload(array: np.ndarray) -> DeviceArray:
-    """``array`` copied to the device (a counted ``TransferToDevice``)."""
-    return DeviceArray.from_numpy(gpu.runtime(), array)

@@ -47,7 +47,9 @@ class DeviceArray:
         """Copied (``copy.deepcopy`` of a model) or pickled through the host: the copy gets a
         buffer of its own on this process's GPU runtime (two owners of one buffer would
         release it twice)."""
-        return _uploaded, (self.numpy(),)
+        from braze.backends.gpu import upload
+
+        return upload, (self.numpy(),)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -57,12 +59,6 @@ class DeviceArray:
         buffer, self.buffer = getattr(self, "buffer", None), None
         if buffer is not None:
             self.runtime.release(buffer)
-
-
-def _uploaded(array: np.ndarray) -> DeviceArray:
-    from braze.backends import gpu
-
-    return DeviceArray.from_numpy(gpu.runtime(), array)
 
 
 class GpuExecutable:
