@@ -17,7 +17,6 @@ import pytest
 
 from braze import lazy
 from braze.backends import gpu
-from braze.backends.cpu.diskcache import DiskCache
 from braze.backends.gpu import cuda
 from braze.backends.gpu import eager as gpu_eager
 from braze.backends.gpu.target import H200
@@ -26,6 +25,7 @@ from braze.ir.graph import Graph
 from braze.ir.text import parse_graph, print_graph
 from braze.passes import pipeline
 from braze.runtime.cache import ExecutableCache
+from braze.runtime.diskcache import DiskCache
 
 os.environ.setdefault("BRAZE_GPU_ALLOW_CPU", "1")
 

@@ -14,9 +14,9 @@ import sys
 import time
 from types import TracebackType
 
-from braze.backends.cpu.target import available_cores
 from braze.distributed.supervisor import supervise
 from braze.runtime.collectives import MpiTransport, join, joined
+from braze.runtime.cores import available_cores
 
 
 def _mpi():

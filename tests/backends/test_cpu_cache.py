@@ -14,10 +14,10 @@ import pytest
 import braze
 from braze.backends import cpu
 from braze.backends.cpu import compiler as cc
-from braze.backends.cpu.diskcache import CacheWarning
 from braze.ir.text import parse_graph
 from braze.passes import pipeline
 from braze.runtime import metrics
+from braze.runtime.diskcache import CacheWarning
 
 pytestmark = pytest.mark.skipif(not cpu.available(), reason="no C compiler")
 

@@ -17,11 +17,11 @@ from test_cpu_ops import traced, traced_gradients
 from braze.backends import cpu
 from braze.backends.cpu import compiler as cc
 from braze.backends.cpu import target
-from braze.backends.cpu.diskcache import CacheWarning
 from braze.backends.cpu.emit import emit_module, prelude, translation_units
 from braze.ir.text import parse_graph
 from braze.passes import pipeline
 from braze.passes.buffers import assign
+from braze.runtime.diskcache import CacheWarning
 
 pytestmark = pytest.mark.skipif(not cpu.available(), reason="no C compiler")
 

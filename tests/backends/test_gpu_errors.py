@@ -15,7 +15,6 @@ from gpu_device import requires_gpu_runtime
 
 import braze
 from braze.backends import gpu
-from braze.backends.cpu.diskcache import DiskCache
 from braze.backends.gpu import DeviceArray, GpuError, cuda
 from braze.backends.gpu.target import H200, out_of_memory
 from braze.ir.dtypes import as_dtype
@@ -23,6 +22,7 @@ from braze.ir.errors import BrazeError
 from braze.ir.primitive import Aval
 from braze.optim import SGD
 from braze.runtime import metrics
+from braze.runtime.diskcache import DiskCache
 
 pytestmark = requires_gpu_runtime
 LR = 0.1

@@ -11,9 +11,9 @@ from op_cases import CASES
 from op_graphs import TOLERANCE, assert_matches, traced, traced_gradients
 
 from braze.backends import gpu
-from braze.backends.cpu.diskcache import DiskCache
 from braze.backends.reference.interpreter import evaluate
 from braze.passes import pipeline
+from braze.runtime.diskcache import DiskCache
 
 pytestmark = requires_gpu_runtime
 

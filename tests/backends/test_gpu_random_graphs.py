@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 from random_graphs import assert_matches_reference, graphs
 
 from braze.backends import gpu
-from braze.backends.cpu.diskcache import DiskCache
 from braze.backends.reference.interpreter import evaluate
 from braze.ir.text import parse_graph
 from braze.passes import pipeline
+from braze.runtime.diskcache import DiskCache
 
 pytestmark = requires_gpu_runtime
 TOLERANCE = {"float32": 1e-5, "float64": 1e-12}

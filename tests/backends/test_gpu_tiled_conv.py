@@ -13,11 +13,11 @@ import pytest
 from gpu_device import assert_tiled_kernels_match_reference, requires_gpu_runtime
 
 from braze.backends import gpu
-from braze.backends.cpu.diskcache import DiskCache
 from braze.backends.reference.interpreter import evaluate
 from braze.ir.prims.conv import output_hw
 from braze.ir.text import parse_graph
 from braze.passes import pipeline
+from braze.runtime.diskcache import DiskCache
 
 pytestmark = requires_gpu_runtime
 RNG = np.random.default_rng(1313)

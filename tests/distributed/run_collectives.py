@@ -9,10 +9,10 @@ import numpy as np
 
 import braze
 import braze.distributed as dist
-from braze.backends.cpu.target import available_cores
 from braze.data import DataLoader
 from braze.optim import SGD
 from braze.runtime.collectives import ReplicaMismatchError
+from braze.runtime.cores import available_cores
 
 threads_given = "OMP_NUM_THREADS" in os.environ
 world = dist.init()

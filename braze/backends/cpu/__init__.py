@@ -9,7 +9,7 @@ from pathlib import Path
 
 from braze.backends.cpu import autotune
 from braze.backends.cpu.compiler import CompileError, compile_library, find_compiler
-from braze.backends.cpu.diskcache import CacheWarning, DiskCache, digest
+from braze.runtime.diskcache import CacheWarning, DiskCache, digest
 
 __all__ = [
     "CompileError",

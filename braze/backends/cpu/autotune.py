@@ -31,7 +31,6 @@ from pathlib import Path
 import numpy as np
 
 from braze.backends.cpu.compiler import CompileError, Compiler, compile_library
-from braze.backends.cpu.diskcache import digest, write_atomically
 from braze.backends.cpu.elemental import c_type
 from braze.backends.cpu.emit import ConstantPool, KernelSource, ModulePlan, emit_kernel, prelude, translation_units
 from braze.backends.cpu.executable import aligned_zeros, openmp_defaults
@@ -39,6 +38,7 @@ from braze.ir.graph import Graph, Node
 from braze.passes.buffers import schedule
 from braze.passes.patterns import CONTRACTIONS
 from braze.runtime import metrics
+from braze.runtime.diskcache import digest, write_atomically
 
 Tuning = dict[str, int]
 

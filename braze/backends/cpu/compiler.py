@@ -13,8 +13,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from braze.backends.cpu.diskcache import default_root, digest, write_atomically
 from braze.backends.cpu.target import CpuTarget, check_runnable, host_features, requested, resolve, target_flags
+from braze.runtime.diskcache import default_root, digest, write_atomically
 
 # -fno-math-errno: generated code never reads errno, and without it GCC can neither hoist
 # a loop-invariant pow() nor turn sqrt into one vector instruction. -fno-trapping-math: it

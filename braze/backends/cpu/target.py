@@ -15,11 +15,12 @@ that lacks one of them.
 from __future__ import annotations
 
 import functools
-import math
 import os
 import platform
 from dataclasses import dataclass
 from pathlib import Path
+
+from braze.runtime.cores import available_cores
 
 LEVELS = ("x86-64-v2", "x86-64-v3", "x86-64-v4")
 _TARGET_NAMES = (*LEVELS, "native")
@@ -175,31 +176,6 @@ def _cache_size(level: int, kinds: tuple[str, ...]) -> int | None:
         scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(size[-1:], 1)
         return int(size.rstrip("KMG")) * scale
     return None
-
-
-def _cgroup_cpus() -> float | None:
-    """The CPU quota of this process's cgroup, in cores (None when unlimited)."""
-    try:
-        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
-        return None if quota == "max" else int(quota) / int(period)
-    except (OSError, ValueError):
-        pass
-    try:
-        quota = int(Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").read_text())
-        period = int(Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us").read_text())
-        return quota / period if quota > 0 else None
-    except (OSError, ValueError):
-        return None
-
-
-def available_cores() -> int:
-    """The cores this process may use: its affinity mask, capped by its cgroup's quota."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    quota = _cgroup_cpus()
-    return max(1, min(cores, math.ceil(quota))) if quota else max(1, cores)
 
 
 def resolve(name: str, macros: frozenset[str]) -> CpuTarget:

@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from braze.backends.cpu.diskcache import DiskCache
 from braze.backends.gpu.dialect import DIALECTS, Dialect
 from braze.backends.gpu.executable import DeviceArray, GpuExecutable
 from braze.backends.gpu.kernels import LaunchShape
@@ -24,6 +23,7 @@ from braze.backends.gpu.module import ModulePlan, plan_module
 from braze.backends.gpu.target import DeviceInfo, GpuError
 from braze.ir.graph import Graph
 from braze.runtime import metrics
+from braze.runtime.diskcache import DiskCache
 
 __all__ = [
     "DeviceArray",

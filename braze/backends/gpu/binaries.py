@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from braze.backends.cpu.diskcache import DiskCache, digest
 from braze.backends.gpu.target import GpuError
 from braze.runtime import metrics
+from braze.runtime.diskcache import DiskCache, digest
 
 
 def cached_binary(

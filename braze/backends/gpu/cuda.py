@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from braze.backends.cpu.diskcache import DiskCache
 from braze.backends.gpu.binaries import cached_binary
 from braze.backends.gpu.dialect import CUDA
 from braze.backends.gpu.memory import BufferPool
 from braze.backends.gpu.target import DeviceInfo, GpuError, out_of_memory
 from braze.ir.primitive import Aval
+from braze.runtime.diskcache import DiskCache
 
 
 def _nvrtc() -> Any:

@@ -9,12 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from braze.backends.cpu.diskcache import DiskCache
 from braze.backends.gpu.binaries import cached_binary
 from braze.backends.gpu.dialect import OPENCL
 from braze.backends.gpu.memory import BufferPool
 from braze.backends.gpu.target import DeviceInfo, GpuError, out_of_memory
 from braze.ir.primitive import Aval
+from braze.runtime.diskcache import DiskCache
 
 _PROBE = "__kernel void braze_probe(__global float* a) { a[get_global_id(0)] += 1.0f; }"
 
