@@ -170,7 +170,7 @@ class Trace:
                     nodes.append(params[op])
                 else:
                     inputs = tuple([nodes[k] for k in entry[-1]])
-                    nodes.append(Node.make(op.primitive.name, inputs, op.attrs, op.aval))
+                    nodes.append(Node.make(op.primitive, inputs, op.attrs, op.aval))
             self._graph = Graph(tuple(params), tuple([nodes[k] for k in self._outputs]))
         return self._graph
 

@@ -25,6 +25,8 @@ from braze.backends.reference import apply_primitive
 from braze.ir.dtypes import DType
 from braze.ir.errors import BrazeError, DeviceError
 from braze.ir.primitive import Aval, Primitive, set_binder
+from braze.ir.prims.collectives import all_reduce
+from braze.ir.prims.sources import constant
 from braze.runtime.device import Device, default_device
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -60,7 +62,7 @@ class Executor(Protocol):
 
 
 # A literal is already a value; a collective runs on the host transport.
-_HOST_ONLY = frozenset({"constant", "all_reduce"})
+_HOST_ONLY = frozenset({constant, all_reduce})
 
 
 class EagerExecutor:
@@ -71,9 +73,9 @@ class EagerExecutor:
         self, primitive: Primitive, values: list, attrs: dict, aval: Aval, device: Device, signature: int | None
     ) -> Any:
         if device.kind == "GPU":
-            if primitive.name in _HOST_ONLY:
+            if primitive in _HOST_ONLY:
                 return gpu_eager.apply_on_host(primitive, values, attrs, aval)
-            return gpu_eager.apply(primitive.name, values, attrs, aval)
+            return gpu_eager.apply(primitive, values, attrs, aval)
         return apply_primitive(primitive, values, attrs, aval)
 
     def from_numpy(self, array: np.ndarray, device: Device) -> Any:

@@ -41,12 +41,13 @@ KINDS = [
 
 
 def make(op: str, inputs: tuple[Node, ...], **attrs) -> Node:
-    aval = PRIMITIVES[op].shape_rule(*(i.aval for i in inputs), **attrs)
-    return Node.make(op, inputs, attrs, aval)
+    primitive = PRIMITIVES[op]
+    aval = primitive.shape_rule(*(i.aval for i in inputs), **attrs)
+    return Node.make(primitive, inputs, attrs, aval)
 
 
 def splat(value: float, aval: Aval) -> Node:
-    scalar = Node.make("constant", (), {"value": Literal(value, aval.dtype)}, Aval((), aval.dtype))
+    scalar = Node.make(PRIMITIVES["constant"], (), {"value": Literal(value, aval.dtype)}, Aval((), aval.dtype))
     return make("broadcast_in_dim", (scalar,), shape=aval.shape, broadcast_dimensions=())
 
 
@@ -170,11 +171,11 @@ def graphs(draw) -> Graph:
                 padding=((0, 0),) * (len(shape) - 1) + ((1, 0),),
             )
         elif kind == "iota" and shape:
-            index = Node.make("iota", (), {"shape": shape, "dimension": 0, "dtype": int32}, Aval(shape, int32))
+            index = make("iota", (), shape=shape, dimension=0, dtype=int32)
             node = make("add", (x, make("convert", (index,), dtype=dtype)))
         if node is not None:
             nodes.append(node)
-    computed = [n for n in nodes if n.op != "parameter" and n.aval.dtype != bool_]
+    computed = [n for n in nodes if n.op.name != "parameter" and n.aval.dtype != bool_]
     outputs = tuple(itertools.islice(reversed(computed), draw(st.integers(1, 3)))) or params[:1]
     return Graph(params, outputs)
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from braze.ir.graph import Graph, Node
-from braze.ir.primitive import Aval
+from braze.ir.graph import Graph, Node, schedule
+from braze.ir.prims.fusion import get_element
 
 ALIGN = 64  # bytes: one cache line, and aligned for the widest vector loads
 
@@ -34,18 +34,8 @@ class BufferAssignment:
         )
 
 
-def nbytes(aval: Aval) -> int:
-    return aval.size * aval.dtype.itemsize
-
-
 def _aligned(size: int) -> int:
     return -(-size // ALIGN) * ALIGN
-
-
-def schedule(graph: Graph) -> list[Node]:
-    """The nodes that run as kernels, in order: everything but parameters and the views
-    (get_element, and constants, which are data)."""
-    return [n for n in graph.nodes() if n.op not in ("parameter", "get_element", "constant")]
 
 
 def _results(node: Node, element_of: dict[int, list[Node]]) -> list[Node]:
@@ -57,11 +47,11 @@ def assign(graph: Graph) -> BufferAssignment:
     position = {id(k): t for t, k in enumerate(kernels)}
     element_of: dict[int, list[Node]] = {}
     for node in graph.nodes():
-        if node.op == "get_element":
+        if node.op is get_element:
             element_of.setdefault(id(node.inputs[0]), []).append(node)
     last_use: dict[int, int] = {}
     for node in graph.nodes():
-        reader = node if node.op != "get_element" else None
+        reader = node if node.op is not get_element else None
         if reader is None or id(reader) not in position:
             continue
         for i in node.inputs:
@@ -85,7 +75,7 @@ def assign(graph: Graph) -> BufferAssignment:
         for node in _results(kernel, element_of):
             if id(node) in result.outputs:
                 continue
-            size = _aligned(nbytes(node.aval))
+            size = _aligned(node.aval.nbytes)
             slot = next((f for f in free if f[1] == size), None)
             if slot is None:
                 slot = (arena, size)

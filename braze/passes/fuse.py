@@ -13,8 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from braze.ir.graph import Graph, Node, parameter
+from braze.ir.primitive import Category
+from braze.ir.prims.fusion import fusion, get_element
+from braze.ir.prims.sources import constant
 from braze.passes import fusion_policy as policy
-from braze.passes.patterns import REDUCTIONS
 
 
 @dataclass(eq=False)
@@ -47,12 +49,12 @@ def plan_singletons(graph: Graph) -> Plan:
     outputs = {id(o) for o in graph.outputs}
 
     def inlined(node: Node) -> bool:
-        return node.op == "constant" and not node.shape and id(node) not in outputs
+        return node.op is constant and not node.shape and id(node) not in outputs
 
     groups = []
     shared: dict[int, list[Group]] = {}
     for node in graph.nodes():
-        if node.op == "parameter" or inlined(node):
+        if node.op.category is Category.PARAMETER or inlined(node):
             continue
         groups.append(Group(policy.kind_of_root(node), [node]))
     for group in groups:
@@ -106,7 +108,7 @@ def plan_fusion(graph: Graph) -> Plan:
                 owner[id(summed)] = group
 
     for node in reversed(nodes):
-        if node.op == "parameter" or id(node) in owner:
+        if node.op.category is Category.PARAMETER or id(node) in owner:
             continue
         reader_groups: dict[int, Group | None] = {}
         for u in users[id(node)]:
@@ -160,7 +162,9 @@ def _reaches(node: Node, targets: set[int], position: dict[int, int], start: int
 
 def _reduction_reader(node: Node, reader_groups: dict, users, owner: dict[int, Group]) -> Group | None:
     """The one reduction kernel among ``node``'s readers that may compute it for all of them."""
-    reductions = [g for g in reader_groups.values() if g.kind == "input" and g.members[0].op in REDUCTIONS]
+    reductions = [
+        g for g in reader_groups.values() if g.kind == "input" and g.members[0].op.category is Category.REDUCTION
+    ]
     if len(reductions) != 1:
         return None
     group = reductions[0]
@@ -210,7 +214,7 @@ def _merge_siblings(groups: list[Group], owner: dict[int, Group], users, refusal
             if group.kind != "loop":
                 continue
             for i in _external_inputs(group):
-                if i.op != "parameter" or i.aval.size > 1:
+                if i.op.category is not Category.PARAMETER or i.aval.size > 1:
                     by_input.setdefault(id(i), []).append(group)
         for readers in by_input.values():
             for a_index, first in enumerate(readers):
@@ -284,13 +288,13 @@ def fuse(graph: Graph, enabled: bool = True) -> Graph:
         computation = Graph(tuple(inner[id(i)] for i in inputs), tuple(inner[id(r)] for r in results))
         avals = tuple(r.aval for r in results)
         kernel = Node.make(
-            "fusion",
+            fusion,
             tuple(value[id(i)] for i in inputs),
             {"kind": group.kind, "computation": computation},
             avals[0] if len(avals) == 1 else avals,
         )
         for k, r in enumerate(results):
-            value[id(r)] = kernel if len(results) == 1 else Node.make("get_element", (kernel,), {"index": k}, r.aval)
+            value[id(r)] = kernel if len(results) == 1 else Node.make(get_element, (kernel,), {"index": k}, r.aval)
     fused = Graph(graph.params, tuple(value[id(o)] for o in graph.outputs), graph.donated)
     fused.notes = [f"fusion refused: {reason}" for reason in dict.fromkeys(plan.refusals)]
     return fused

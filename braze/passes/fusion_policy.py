@@ -11,17 +11,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from braze.ir.graph import Node
-from braze.passes.patterns import (
-    COLLECTIVES,
-    CONTRACTIONS,
-    ELEMENTWISE,
-    MOVEMENT,
-    REDUCTIONS,
-    SOURCES,
-    WINDOWED,
-    scatters_once,
-    splat_value,
-)
+from braze.ir.primitive import ROOTS, Category
+from braze.ir.prims.elementwise import convert
+from braze.ir.prims.reductions import reduce_sum
+from braze.ir.prims.sources import constant, iota
+from braze.ir.prims.structural import broadcast_in_dim, reshape, rev, transpose
+from braze.ir.prims.window import scatters_once, select_and_scatter_add
+from braze.passes.patterns import splat_value
 
 MAX_FUSED_OPS = 96
 MAX_SUMMED_CHANNELS = 4096  # a pooling-gradient kernel's per-thread sums live on each thread's stack
@@ -40,17 +36,26 @@ def no(reason: str) -> Decision:
     return Decision(False, reason)
 
 
+# What a fused kernel can compute at any element: the rest are kernels of their own.
+_FUSIBLE = frozenset({Category.MOVEMENT, Category.SOURCE})
+_FREE_TO_DUPLICATE = frozenset({constant, iota})
+_CHEAP_MOVES = frozenset({broadcast_in_dim, reshape, transpose, convert})
+# Operands read from memory, never from a fused producer: a collective hands its operand's
+# buffer to the transport.
+_READS_BUFFERS = frozenset({Category.CONTRACTION, Category.WINDOW, Category.COLLECTIVE})
+
+
 def takes_epilogue(node: Node) -> bool:
     """Kernels that apply elementwise readers of their result as they store it."""
-    return node.op in CONTRACTIONS or scatters_once(node)
+    return node.op.category is Category.CONTRACTION or scatters_once(node)
 
 
 def kind_of_root(node: Node) -> str:
     if takes_epilogue(node):
         return "output"
-    if node.op in REDUCTIONS or node.op in WINDOWED:
+    if node.op.category in ROOTS:
         return "input"
-    if node.op in COLLECTIVES:
+    if node.op.category is Category.COLLECTIVE:
         return "collective"
     return "loop"
 
@@ -58,30 +63,29 @@ def kind_of_root(node: Node) -> str:
 def is_free_to_duplicate(node: Node) -> bool:
     """Sources, and movement of a parameter or a constant: recomputing them in every kernel
     that reads them costs nothing but index arithmetic and keeps them out of memory."""
-    if node.op in ("constant", "iota"):
+    if node.op in _FREE_TO_DUPLICATE:
         return True
-    if node.op in ("broadcast_in_dim", "reshape", "transpose", "convert"):
+    if node.op in _CHEAP_MOVES:
         source = node.inputs[0]
-        return source.op == "parameter" or source.op == "constant" or splat_value(source) is not None
+        return source.op.category is Category.PARAMETER or source.op is constant or splat_value(source) is not None
     return False
 
 
 def reads_buffers(node: Node) -> bool:
-    """Contractions, windowed ops and collectives (which hand their operand's buffer to the
-    transport) read their operands from memory, never from a fused producer."""
-    return node.op in CONTRACTIONS or node.op in WINDOWED or node.op in COLLECTIVES
+    """Contractions, windowed ops and collectives read their operands from memory."""
+    return node.op.category in _READS_BUFFERS
 
 
 def should_fuse(producer: Node, members: list[Node], kind: str, readers_in_group: list[Node]) -> Decision:
     """May ``producer`` be computed inside a kernel of ``kind`` whose nodes ``readers_in_group`` read it?"""
     name = f"{producer.op} {producer.aval}"
-    if producer.op in REDUCTIONS or producer.op in CONTRACTIONS or producer.op in WINDOWED:
+    if producer.op.category in ROOTS:
         return no(f"{name} is a kernel of its own: inside a consumer it would be recomputed per element")
-    if producer.op in COLLECTIVES:
+    if producer.op.category is Category.COLLECTIVE:
         return no(f"{name} exchanges data with the other replicas: a call into the transport, not a loop")
-    if producer.op not in ELEMENTWISE and producer.op not in MOVEMENT and producer.op not in SOURCES:
+    if not producer.op.elementwise and producer.op.category not in _FUSIBLE:
         return no(f"{name} cannot be fused")
-    if producer.op == "rev" and kind == "input":
+    if producer.op is rev and kind == "input":
         # GCC 12.2 at -O3 miscompiles a sum whose loop nest reads an inner axis backwards
         # (outer-loop vectorization of the in-order reduction; found by braze fuzz): a
         # reversal is cheap to write out and rare, so reductions read it from memory.
@@ -113,7 +117,7 @@ def epilogue(
     if len(users) != 1:
         return None, no(f"epilogue stops at {name}: it has {len(users)} readers")
     user = users[0]
-    if user.op not in ELEMENTWISE or user.multi_output or user.aval.shape != producer.aval.shape:
+    if not user.op.elementwise or user.multi_output or user.aval.shape != producer.aval.shape:
         return None, no(f"epilogue stops at {name}: its reader {user.op} {user.aval} is not elementwise on it")
     root = kernel_of(user)
     if root is not None:
@@ -131,11 +135,11 @@ def epilogue_sum(root: Node, last: Node, users: list[Node]) -> Node | None:
     axis but the last, of its epilogue's result ``last`` (``root`` itself when it has none).
     The kernel adds each element into per-channel sums as it stores it, which spares a
     pass over a tensor the size of the pooled input (350 MB for the XLA article's CNN)."""
-    if root.op != "select_and_scatter_add" or not scatters_once(root) or last.shape[-1] > MAX_SUMMED_CHANNELS:
+    if root.op is not select_and_scatter_add or not scatters_once(root) or last.shape[-1] > MAX_SUMMED_CHANNELS:
         return None
     for user in users:
         if (
-            user.op == "reduce_sum"
+            user.op is reduce_sum
             and user.inputs[0] is last
             and user.dtype.is_float
             and tuple(user.attr("axes")) == tuple(range(len(last.shape) - 1))

@@ -19,7 +19,7 @@ pytestmark = requires_gpu_runtime
 
 
 def collective(trace) -> bool:
-    return any(n.op == "all_reduce" for n in trace.graph.nodes())
+    return any(n.op.name == "all_reduce" for n in trace.graph.nodes())
 
 
 # float64 once, fused: the simulator that stands in for a GPU in CI takes minutes per table.

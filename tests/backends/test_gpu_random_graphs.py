@@ -78,7 +78,7 @@ def test_a_fused_bias_sum_reads_the_gradient_it_sums_in_a_kernel_after_it(tmp_pa
         "  return (%4, %5)\n}"
     )
     optimized, _ = pipeline.run(graph, verify=True)
-    assert sum(1 for n in optimized.nodes() if n.op == "fusion") == 1  # one fusion...
+    assert sum(1 for n in optimized.nodes() if n.op.name == "fusion") == 1  # one fusion...
     executable = gpu.compile_graph(optimized, DiskCache(tmp_path))
     assert len(executable.launches) == 2  # ...two kernels
     rng = np.random.default_rng(0)

@@ -191,7 +191,7 @@ class Emitter:
         return result
 
     def _compute(self, node: Node, index: Index) -> str:
-        op = node.op
+        op = node.op.name
         t = c_type(node.dtype)
         if op == "parameter":
             return self.let(t, f"{self.inputs[node.attr('index')]}[{self.linear(index)}]")
@@ -217,18 +217,19 @@ class Emitter:
 
     def _moved(self, node: Node, index: Index) -> Index:
         source = node.inputs[0].shape
-        if node.op == "reshape":
+        op = node.op.name
+        if op == "reshape":
             return Index(source, None, self.linear(index))
         dims = self.dims(index)
-        if node.op == "broadcast_in_dim":
+        if op == "broadcast_in_dim":
             mapped = node.attr("broadcast_dimensions")
             return Index(source, tuple(dims[d] if size > 1 else "0" for size, d in zip(source, mapped, strict=True)))
-        if node.op == "transpose":
+        if op == "transpose":
             inverse = [0] * len(dims)
             for out_dim, in_dim in enumerate(node.attr("permutation")):
                 inverse[in_dim] = out_dim
             return Index(source, tuple(dims[inverse[d]] for d in range(len(source))))
-        if node.op == "rev":
+        if op == "rev":
             flipped = node.attr("dimensions")
             moved = (
                 f"({n - 1} - {i})" if d in flipped else i for d, (n, i) in enumerate(zip(source, dims, strict=True))
@@ -285,7 +286,7 @@ class Emitter:
         return result
 
     def _elementwise(self, node: Node, a: list[str]) -> str:
-        op, dtype = node.op, node.dtype
+        op, dtype = node.op.name, node.dtype
         t = c_type(dtype)
         operand_dtype = node.inputs[0].dtype
         f = "f" if operand_dtype.itemsize == 4 and operand_dtype.is_float else ""

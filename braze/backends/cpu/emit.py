@@ -20,10 +20,12 @@ from braze.backends.cpu.loops import emit_loop_kernel, emit_reduction_kernel
 from braze.backends.cpu.target import CpuTarget
 from braze.backends.cpu.vmath import VECTOR_MATH
 from braze.backends.cpu.windows import WINDOW_EMITTERS
-from braze.ir.graph import Graph, Node
-from braze.passes.buffers import BufferAssignment, schedule
-from braze.passes.patterns import CONTRACTIONS, ELEMENTWISE, REDUCTIONS, WINDOWED
-from braze.passes.report import kernel_label
+from braze.ir.graph import Graph, Node, schedule
+from braze.ir.primitive import ROOTS, Category
+from braze.ir.prims.fusion import fusion, get_element
+from braze.ir.prims.sources import constant
+from braze.ir.text import kernel_label
+from braze.passes.buffers import BufferAssignment
 
 _COMMON = """\
 #include <math.h>
@@ -220,12 +222,12 @@ def emit_kernel(
     params += [f"{c_type(o.dtype)}*{restrict} out{k}" for k, o in enumerate(computation.outputs)]
     em = Emitter({k: f"in{k}" for k in range(len(computation.params))}, pool, target, tuning=tuning)
     outputs = [f"out{k}" for k in range(len(computation.outputs))]
-    roots = [n for n in computation.nodes() if n.op in CONTRACTIONS or n.op in WINDOWED or n.op in REDUCTIONS]
+    roots = [n for n in computation.nodes() if n.op.category in ROOTS]
     if not roots:
         emit_loop_kernel(em, computation, outputs)
-    elif roots[0].op in CONTRACTIONS:
+    elif roots[0].op.category is Category.CONTRACTION:
         CONTRACTION_EMITTERS[roots[0].op](em, computation, outputs, roots[0])
-    elif roots[0].op in WINDOWED:
+    elif roots[0].op.category is Category.WINDOW:
         WINDOW_EMITTERS[roots[0].op](em, computation, outputs, roots[0])
     else:
         emit_reduction_kernel(em, computation, outputs, roots[0])
@@ -248,7 +250,7 @@ def _writes_in_place_safely(kernel: Node, parameter_index: int, graph: Graph, po
     """A donated parameter may be overwritten by an elementwise loop kernel of its own shape
     that reads it only at the element it writes, when no later kernel reads it."""
     source = graph.params[parameter_index]
-    if kernel.op != "fusion" or kernel.attr("kind") != "loop" or kernel.multi_output:
+    if kernel.op is not fusion or kernel.attr("kind") != "loop" or kernel.multi_output:
         return False
     computation: Graph = kernel.attr("computation")
     for k, operand in enumerate(kernel.inputs):
@@ -256,7 +258,7 @@ def _writes_in_place_safely(kernel: Node, parameter_index: int, graph: Graph, po
             continue
         inner = computation.params[k]
         readers = [n for n in computation.nodes() if inner in n.inputs]
-        if any(n.op not in ELEMENTWISE or n.shape != source.shape for n in readers):
+        if any(not n.op.elementwise or n.shape != source.shape for n in readers):
             return False
     later = [
         n
@@ -289,9 +291,9 @@ def emit_module(
     buffer_of: dict[int, str] = {id(p): f"params[{p.attr('index')}]" for p in graph.params}
     output_buffer: dict[int, int] = {}
     for k, output in enumerate(graph.outputs):
-        if output.op == "parameter":
+        if output.op.category is Category.PARAMETER:
             plan.outputs.append(OutputPlan("param", output.attr("index")))
-        elif output.op == "constant":
+        elif output.op is constant:
             plan.outputs.append(OutputPlan("constant", array=np.array(output.attr("value").array)))
         else:
             if id(output) not in output_buffer:
@@ -299,7 +301,7 @@ def emit_module(
                 plan.buffers.append((output.shape, output.dtype.numpy))
                 buffer_of[id(output)] = f"outputs[{output_buffer[id(output)]}]"
                 donated = graph.donated.get(k)
-                producer = output.inputs[0] if output.op == "get_element" else output
+                producer = output.inputs[0] if output.op is get_element else output
                 if donated is not None and _writes_in_place_safely(producer, donated, graph, position):
                     plan.in_place[output_buffer[id(output)]] = donated
                     buffer_of[id(output)] = f"params[{donated}]"
@@ -309,7 +311,7 @@ def emit_module(
     calls = []
     elements: dict[int, list[Node]] = {}
     for node in graph.nodes():
-        if node.op == "get_element":
+        if node.op is get_element:
             elements.setdefault(id(node.inputs[0]), []).append(node)
     for t, kernel in enumerate(kernels):
         name = f"{entry}_kernel{t}"

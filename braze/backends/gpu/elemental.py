@@ -16,7 +16,11 @@ from collections.abc import Callable
 from braze.backends.cpu.elemental import Emitter, Index, c_literal, c_type
 from braze.ir.dtypes import DType
 from braze.ir.graph import Node
-from braze.ir.prims.linalg import free_dims
+from braze.ir.primitive import Category, Primitive
+from braze.ir.prims.conv import conv, conv_grad_filter, conv_grad_input
+from braze.ir.prims.linalg import dot_general, free_dims
+from braze.ir.prims.reductions import reduce_max, reduce_sum
+from braze.ir.prims.window import reduce_window, select_and_gather_add, select_and_scatter_add
 
 
 def lowest(dtype: DType) -> str:
@@ -54,7 +58,7 @@ class GpuEmitter(Emitter):
         handler = _LOOPS.get(node.op)
         if handler is not None:
             return handler(self, node, index)
-        if node.op == "all_reduce":
+        if node.op.category is Category.COLLECTIVE:
             raise NotImplementedError("the GPU backend does not lower all_reduce (collectives run on the CPU)")
         return super()._compute(node, index)
 
@@ -84,7 +88,7 @@ class GpuEmitter(Emitter):
     # Reductions and contractions ----------------------------------------------------------
 
     def reduce(self, node: Node, index: Index) -> str:
-        kind = "sum" if node.op == "reduce_sum" else "max"
+        kind = "sum" if node.op is reduce_sum else "max"
         source = node.inputs[0]
         axes = set(node.attr("axes"))
         acc = self.accumulator(node.dtype, identity(kind, node.dtype))
@@ -124,7 +128,7 @@ class GpuEmitter(Emitter):
         (sh, sw), (dh, dw), ((pt, _), (pl, _)) = node.attr("strides"), node.attr("dilation"), node.attr("padding")
         a, b = node.inputs
         acc = self.accumulator(node.dtype, c_literal(0, node.dtype))
-        if node.op == "conv":  # out (n, oh, ow, o) += x[n, oh*s + kh*d - p, ..., c] * w[kh, kw, c, o]
+        if node.op is conv:  # out (n, oh, ow, o) += x[n, oh*s + kh*d - p, ..., c] * w[kh, kw, c, o]
             n, oh, ow, o = self.dims(index)
             kh, kw, c = self.loop(b.shape[0]), self.loop(b.shape[1]), self.loop(b.shape[2])
             other = Index(b.shape, (kh, kw, c, o))
@@ -245,16 +249,16 @@ class GpuEmitter(Emitter):
         return acc
 
 
-_LOOPS: dict[str, Callable[[GpuEmitter, Node, Index], str]] = {
-    "reduce_sum": GpuEmitter.reduce,
-    "reduce_max": GpuEmitter.reduce,
-    "dot_general": GpuEmitter.dot,
-    "conv": GpuEmitter.conv,
-    "conv_grad_input": GpuEmitter.conv_grad_input,
-    "conv_grad_filter": GpuEmitter.conv,
-    "reduce_window": GpuEmitter.reduce_window,
-    "select_and_gather_add": GpuEmitter.gather,
-    "select_and_scatter_add": GpuEmitter.scatter,
+_LOOPS: dict[Primitive, Callable[[GpuEmitter, Node, Index], str]] = {
+    reduce_sum: GpuEmitter.reduce,
+    reduce_max: GpuEmitter.reduce,
+    dot_general: GpuEmitter.dot,
+    conv: GpuEmitter.conv,
+    conv_grad_input: GpuEmitter.conv_grad_input,
+    conv_grad_filter: GpuEmitter.conv,
+    reduce_window: GpuEmitter.reduce_window,
+    select_and_gather_add: GpuEmitter.gather,
+    select_and_scatter_add: GpuEmitter.scatter,
 }
 
 

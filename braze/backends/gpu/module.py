@@ -16,9 +16,11 @@ import numpy as np
 
 from braze.backends.gpu.dialect import Dialect
 from braze.backends.gpu.kernels import Kernel, KernelWriter, LaunchShape
-from braze.ir.graph import Graph, Node, parameter
-from braze.passes.buffers import BufferAssignment, assign, schedule
-from braze.passes.patterns import REDUCTIONS
+from braze.ir.graph import Graph, Node, parameter, schedule
+from braze.ir.primitive import Category
+from braze.ir.prims.fusion import fusion, get_element
+from braze.ir.prims.sources import constant
+from braze.passes.buffers import BufferAssignment, assign
 
 
 @dataclass
@@ -54,7 +56,7 @@ class _Locations:
         self.constant_slots: dict[int, int] = {}
         self.first = len(graph.params)
         for output in graph.outputs:
-            if output.op not in ("parameter", "constant") and id(output) not in self.slots:
+            if not _is_data(output) and id(output) not in self.slots:
                 self.slots[id(output)] = len(self.results)
                 self.results.append(output)
 
@@ -65,9 +67,9 @@ class _Locations:
         return f"b{self.first + len(self.results) + self.constant_slots[id(node)]}"
 
     def of(self, node: Node) -> str:
-        if node.op == "parameter":
+        if node.op.category is Category.PARAMETER:
             return f"b{node.attr('index')}"
-        if node.op == "constant":
+        if node.op is constant:
             return self.constant(node)
         if id(node) in self.slots:
             return f"b{self.first + self.slots[id(node)]}"
@@ -86,7 +88,7 @@ def _reductions_apart(
     apart = [
         k
         for k, o in enumerate(computation.outputs)
-        if o.op in REDUCTIONS
+        if o.op.category is Category.REDUCTION
         and results[k] is not None
         and id(o.inputs[0]) in position
         and results[position[id(o.inputs[0])]] is not None
@@ -104,17 +106,22 @@ def _reductions_apart(
     return jobs
 
 
+def _is_data(node: Node) -> bool:
+    """A parameter or a constant: a value that no kernel computes."""
+    return node.op.category is Category.PARAMETER or node.op is constant
+
+
 def plan_module(graph: Graph, dialect: Dialect, launch: LaunchShape, prefix: str) -> ModulePlan:
     """The kernels of an optimized graph (every op in a fusion, or run as one on its own)."""
     buffers = graph.annotations.get("buffers") or assign(graph)
     where = _Locations(graph, buffers)
     elements: dict[int, dict[int, Node]] = {}
     for node in graph.nodes():
-        if node.op == "get_element":
+        if node.op is get_element:
             elements.setdefault(id(node.inputs[0]), {})[node.attr("index")] = node
     jobs = []
     for node in schedule(graph):
-        computation = node.attr("computation") if node.op == "fusion" else as_computation(node)
+        computation = node.attr("computation") if node.op is fusion else as_computation(node)
         if node.multi_output:
             produced = elements.get(id(node), {})
             results = [where.of(produced[k]) if k in produced else None for k in range(len(computation.outputs))]
@@ -127,10 +134,10 @@ def plan_module(graph: Graph, dialect: Dialect, launch: LaunchShape, prefix: str
     ]
     outputs: list[tuple[str, object]] = []
     for output in graph.outputs:
-        if output.op == "parameter":
-            outputs.append(("param", output.attr("index")))
-        elif output.op == "constant":
+        if output.op is constant:
             outputs.append(("constant", np.array(output.attr("value").array)))
+        elif _is_data(output):
+            outputs.append(("param", output.attr("index")))
         else:
             outputs.append(("result", where.slots[id(output)]))
     return ModulePlan(graph, kernels, buffers.peak_bytes, where.results, where.constants, outputs)
