@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 
 from braze import lazy
-from braze.backends import gpu
 from braze.ir.graph import Graph
 from braze.runtime import metrics
 from braze.runtime.device import LAZY_CPU, Device
@@ -80,8 +79,9 @@ class Compiled:
     rebuild: Callable[[list[Tensor]], Any]
     state_slots: list[tuple[int, int]] = field(default_factory=list)  # (tensor position, output position)
     grad_slots: list[tuple[int, int]] = field(default_factory=list)
-    # Every tensor is an eager GPU tensor: the executable runs on their device arrays and
-    # its outputs become their values, so a call copies nothing between host and device.
+    # Every tensor is an eager tensor of a device with memory of its own (a GPU): the
+    # executable runs on their device arrays and its outputs become their values, so a
+    # call copies nothing between host and device.
     on_device: bool = False
 
 
@@ -167,8 +167,11 @@ class JittedFunction:
     def _trace_and_run(self, args: tuple, kwargs: dict, tensors: list[tuple[str, Tensor]], signature: tuple) -> Any:
         # The trace is recorded on the lazy CPU device whatever the tensors' device (recording
         # is device-independent); the executable is built for the device they live on.
-        target = "gpu" if any(t.device.kind == "GPU" for _, t in tensors) else lazy.backend_name()
-        on_device = target == "gpu" and all(t.device.kind == "GPU" and not t.device.is_lazy for _, t in tensors)
+        home = next((t.device for _, t in tensors if t.device.kind != LAZY_CPU.kind), LAZY_CPU)
+        target = lazy.backend_of(home)
+        on_device = not target.host_memory and all(
+            t.device.kind == home.kind and not t.device.is_lazy for _, t in tensors
+        )
         device: Device = LAZY_CPU
         saved = []
         for _, t in tensors:
@@ -210,9 +213,9 @@ class JittedFunction:
                 for leaf, array in zip(trace.leaves, trace.args, strict=True)
             ]
             if on_device:  # captured values never change: uploaded once, here
-                inputs = [(kind, gpu.upload(slot) if kind == "captured" else slot) for kind, slot in inputs]
+                inputs = [(kind, target.upload(slot) if kind == "captured" else slot) for kind, slot in inputs]
         finally:
-            lazy.EXECUTOR._live.pop(device, None)
+            lazy.discard_pending(device)
             for t, value, original_device, grad, node in saved:
                 t._value, t.device, t.grad, t._grad_node = value, original_device, grad, node
         compiled = Compiled(
@@ -245,16 +248,16 @@ class JittedFunction:
 def _write(t: Tensor, output: Any) -> None:
     """Make an executable's output ``t``'s value: a device array as it is (the call ran on
     the device), a NumPy array through ``t``'s executor."""
-    if isinstance(output, gpu.DeviceArray):
-        t._value = output
-    else:
+    if isinstance(output, np.ndarray):
         t._value = executor_for(t.device).from_numpy(output, t.device)
+    else:
+        t._value = output
 
 
 def _tensor(output: Any, device: Device) -> Tensor:
-    if isinstance(output, gpu.DeviceArray):
-        return Tensor._make(output, output.aval, device)
-    return Tensor.from_numpy(output, device)
+    if isinstance(output, np.ndarray):
+        return Tensor.from_numpy(output, device)
+    return Tensor._make(output, output.aval, device)
 
 
 def _eager_of(device: Device) -> Device:

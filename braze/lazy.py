@@ -10,6 +10,9 @@ cuts the trace.
 Reading a value (``.numpy()``, ``.item()``, ``print``) runs only the part of the trace it
 needs and leaves the trace intact, so the graph at the next barrier is the usual step
 graph and still hits the cache.
+
+The backend that compiles a device's graphs, and the one holding its data, come from the
+registry (``runtime.backend``): this module names none.
 """
 
 from __future__ import annotations
@@ -27,18 +30,16 @@ from typing import Any
 
 import numpy as np
 
-from braze.backends import cpu, gpu
-from braze.backends.reference.interpreter import compile_graph as compile_reference
 from braze.ir.graph import Graph, Node, parameter
 from braze.ir.primitive import Aval, Primitive
 from braze.ir.prims.sources import constant
 from braze.ir.text import format_aval
-from braze.passes import pipeline
 from braze.passes.report import Report, build_report
 from braze.runtime import metrics
+from braze.runtime.backend import Backend, backend_for, home_backend
 from braze.runtime.cache import ExecutableCache
 from braze.runtime.device import LAZY_CPU as LAZY
-from braze.runtime.device import Device, set_gpu_probe
+from braze.runtime.device import Device
 from braze.tensor import Tensor, register_executor, user_location
 
 _SEQUENCE = itertools.count()
@@ -249,24 +250,23 @@ def call_site() -> str:
     return "<unknown>" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
-def backend_name() -> str:
-    """``$BRAZE_BACKEND`` ("cpu" or "reference"); by default native code when a C compiler exists."""
-    requested = os.environ.get("BRAZE_BACKEND", "").lower()
-    if requested not in ("", "cpu", "reference"):
-        raise ValueError(f"unknown BRAZE_BACKEND {requested!r}: expected 'cpu' or 'reference'")
-    if requested == "reference" or not cpu.available():
-        return "reference"
-    return "cpu"
+def backend_of(device: Device) -> Backend:
+    """The backend that compiles ``device``'s graphs: ``$BRAZE_BACKEND`` when it names one
+    serving the device's kind, else the preferred available one (native code on the CPU
+    when a C compiler exists, else the reference interpreter)."""
+    return backend_for(device.kind)
 
 
-def compile_for_target(graph: Graph, target: str) -> Any:
-    """Optimize ``graph`` with the pass pipeline, then build the target's executable."""
-    optimized, _ = pipeline.run(graph)
-    if target == "cpu":
-        return cpu.compile_graph(optimized)
-    if target == "gpu":
-        return gpu.compile_graph(optimized)
-    return compile_reference(optimized)
+def compile_for_target(graph: Graph, backend: Backend) -> Any:
+    """Optimize ``graph`` with ``backend``'s pass pipeline, then build its executable."""
+    return backend.compile(graph)
+
+
+def on_backend(backend: Backend, args: Sequence[Any]) -> list[Any]:
+    """``args`` in ``backend``'s memory: host arrays (a step's new scalars) uploaded."""
+    if backend.host_memory:
+        return list(args)
+    return [backend.upload(a) if isinstance(a, np.ndarray) else a for a in args]
 
 
 class LiveTensors:
@@ -274,13 +274,15 @@ class LiveTensors:
 
     Every op on a lazy device adds its result here, so adding is one weak reference and an
     append (a ``WeakSet`` costs a callback per entry); dead and computed entries are
-    dropped when the list has doubled, and a tensor may appear more than once."""
+    dropped when the list has doubled, and a tensor may appear more than once.
+    ``host_memory``: whether the device's data is NumPy arrays (its home backend's)."""
 
-    __slots__ = ("_refs", "_limit")
+    __slots__ = ("_refs", "_limit", "host_memory")
 
-    def __init__(self) -> None:
+    def __init__(self, host_memory: bool = True) -> None:
         self._refs: list[weakref.ref] = []
         self._limit = 1024
+        self.host_memory = host_memory
 
     def __len__(self) -> int:
         return len(self._refs)
@@ -339,7 +341,8 @@ class LazyExecutor:
         self.traces = TraceCache()
         self.explainer = RecompileExplainer()
         self._live: dict[Device, LiveTensors] = {}
-        self._on_gpu: weakref.WeakSet[Expr] = weakref.WeakSet()  # pending values of GPU tensors
+        # The device of each pending value whose data will not be in host memory.
+        self._resident: weakref.WeakKeyDictionary[Expr, Device] = weakref.WeakKeyDictionary()
 
     # Executor protocol --------------------------------------------------------------
 
@@ -349,23 +352,25 @@ class LazyExecutor:
         return Expr(primitive, tuple(values), attrs, aval, signature)
 
     def from_numpy(self, array: np.ndarray, device: Device) -> Expr:
-        if device.kind == "GPU":  # the data lives on the device from here on (the upload is counted)
-            data: Any = gpu.upload(array)
-        else:
+        home = home_backend(device.kind)
+        if home.host_memory:
             metrics.count("TransferToDevice")
             data = np.require(array, requirements="C")
+        else:  # the data lives on the device from here on (the upload is counted)
+            data = home.upload(array)
         return Expr(None, (), {}, _aval_of(array), None, data=data)
 
     def to_numpy(self, expr: Expr) -> np.ndarray:
-        on_gpu = isinstance(expr.data, gpu.DeviceArray) or (expr.data is None and expr in self._on_gpu)
-        if not on_gpu:
+        device = self._resident.get(expr) if expr.data is None else None
+        on_host = isinstance(expr.data, np.ndarray) or (expr.data is None and device is None)
+        if on_host:
             metrics.count("TransferFromDevice")
             if expr.data is not None:
                 return expr.data
         if expr.read_value is None:  # computed once; device data never changes, so one download serves every read
-            value = expr.data if expr.data is not None else self.run([expr], on_gpu=on_gpu)[0]
-            expr.read_value = value.numpy() if on_gpu else value  # a download counts itself
-            if on_gpu:  # shared by every later read: nobody may write into it
+            value = expr.data if expr.data is not None else self.run([expr], device or LAZY)[0]
+            expr.read_value = value if on_host else value.numpy()  # a download counts itself
+            if not on_host:  # shared by every later read: nobody may write into it
                 expr.read_value.flags.writeable = False
         return expr.read_value
 
@@ -374,10 +379,10 @@ class LazyExecutor:
         if value.data is None:
             live = self._live.get(tensor.device)
             if live is None:
-                live = self._live[tensor.device] = LiveTensors()
+                live = self._live[tensor.device] = LiveTensors(home_backend(tensor.device.kind).host_memory)
             live.add(tensor)
-            if tensor.device.kind == "GPU":
-                self._on_gpu.add(value)
+            if not live.host_memory:
+                self._resident[value] = tensor.device
             if previous is not None and previous.data is not None and value.donor is None:
                 value.donor = previous
 
@@ -397,7 +402,7 @@ class LazyExecutor:
             return
         metrics.count("Barrier")
         try:
-            results = self.run(roots, donate=True, on_gpu=device.kind == "GPU")
+            results = self.run(roots, device, donate=True)
         except BaseException:
             # Failed before the executable ran (out of memory, a compile error, Ctrl-C): the step's
             # tensors stay pending, so the next barrier runs them again.
@@ -408,30 +413,27 @@ class LazyExecutor:
         for root, result in zip(roots, results, strict=True):
             root.materialize(result)
 
-    def run(self, roots: Sequence[Expr], donate: bool = False, on_gpu: bool = False) -> list[Any]:
-        """Compile (or find) and execute the graph computing ``roots``: NumPy arrays, or with
-        ``on_gpu`` device arrays computed by the GPU backend; with ``donate``, outputs that
-        replace dead device data are written into its buffers."""
+    def run(self, roots: Sequence[Expr], device: Device, donate: bool = False) -> list[Any]:
+        """Compile (or find) and execute the graph computing ``roots`` on the backend of
+        ``device``: the results are values in its memory (NumPy arrays on the CPU); with
+        ``donate``, outputs that replace dead device data are written into its buffers
+        where the backend allows it."""
+        backend = backend_of(device)
         with metrics.timed("TraceTime"):
             trace = Trace(roots)
-            # On the GPU every result gets a new device buffer: nothing is donated.
-            donated = donations(roots, trace) if donate and not on_gpu else {}
+            donated = donations(roots, trace) if donate and backend.donates else {}
             graph = self.traces.graph(trace, donated)
             args = trace.args
             del trace
         if donated:
             metrics.count("DonatedBuffers", len(donated))
         metrics.record("GraphNodes", len(graph.nodes()))
-        target = "gpu" if on_gpu else backend_name()
-        executable, hit = self.cache.get_or_compile(graph, target, lambda g: compile_for_target(g, target))
+        executable, hit = self.cache.get_or_compile(graph, backend.name, lambda g: compile_for_target(g, backend))
         if not hit:
             self.explainer.note_compile(call_site(), graph)  # the stack still holds the user's frame
         with metrics.timed("ExecuteTime"):
-            if on_gpu:  # device data in and out; only the step's new scalars (a learning rate) are uploaded
-                device_args = [a if isinstance(a, gpu.DeviceArray) else gpu.upload(a) for a in args]
-                results = executable.run(device_args)
-            else:
-                results = executable(args)
+            # Device data in and out; only the step's new scalars (a learning rate) are uploaded.
+            results = executable.run(on_backend(backend, args))
         metrics.count("Execute")
         return results
 
@@ -444,7 +446,6 @@ def _aval_of(array: np.ndarray) -> Aval:
 
 EXECUTOR = LazyExecutor()
 register_executor("LAZY", EXECUTOR)
-set_gpu_probe(gpu.available)
 
 
 _HOLD = threading.local()
@@ -498,8 +499,14 @@ def trace(fn: Callable[..., Any], *args: Any, device: Device | None = None) -> G
 def explain(fn: Callable[..., Any], *args: Any, device: Device | None = None) -> Report:
     """Trace ``fn(*args)``, run the pass pipeline, and report what the compiler made of it:
     the fused graph, each fusion group, kernel count and peak memory against the unfused graph."""
-    graph = trace(fn, *args, device=device)
-    optimized, _ = pipeline.run(graph)
-    report = build_report(graph, optimized)
-    EXECUTOR._live.pop(device or LAZY, None)  # what was traced for the report is not run
+    target = device or LAZY
+    graph = trace(fn, *args, device=target)
+    report = build_report(graph, backend_of(target).optimize(graph))
+    discard_pending(target)  # what was traced for the report is not run
     return report
+
+
+def discard_pending(device: Device) -> None:
+    """Forget the pending computations of ``device`` without running them (what was traced
+    only to be compiled, or explained): no barrier runs them."""
+    EXECUTOR._live.pop(device, None)

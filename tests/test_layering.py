@@ -1,5 +1,6 @@
 """Imports only point down the layers of docs/design.md, function-level imports included:
-a circle between packages (layers reaching optimizers reaching layers) is a test failure."""
+a circle between packages (layers reaching optimizers reaching layers) is a test failure.
+The core finds backends through the registry and names none."""
 
 import ast
 from pathlib import Path
@@ -61,3 +62,14 @@ def test_imports_point_down(path):
         if RANK.get(_layer(name), -1) > RANK[own]
     ]
     assert not upward, f"{relative} ({own}) imports from a layer above it: {upward}"
+
+
+# The core modules that run ops, trace and compile: they find a backend from the device.
+_FINDS_BACKENDS = ("tensor.py", "lazy.py", "jit.py")
+
+
+@pytest.mark.parametrize("name", _FINDS_BACKENDS)
+def test_the_core_imports_no_backend(name):
+    path = PACKAGE / name
+    named = [f"line {line}: {module}" for module, line in _imported(ast.parse(path.read_text()))]
+    assert not [n for n in named if "braze.backends" in n], f"braze/{name} imports a backend: {named}"

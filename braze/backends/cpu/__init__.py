@@ -1,5 +1,6 @@
 """The CPU backend: fused kernels emitted as C, compiled by the system's C compiler into a
-shared library (cached on disk), and run as one native call per graph."""
+shared library (cached on disk), and run as one native call per graph. Eager CPU ops run
+with NumPy, as the reference backend's do."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from braze.backends.cpu.compiler import CompileError, compile_library, find_comp
 from braze.runtime.diskcache import CacheWarning, DiskCache, digest
 
 __all__ = [
+    "CPU_BACKEND",
     "CompileError",
+    "CpuBackend",
     "CpuExecutable",
     "DiskCache",
     "NoCompilerWarning",
@@ -23,9 +26,11 @@ __all__ = [
 from braze.backends.cpu.emit import FEATURES_MARKER, emit_module, prelude, translation_units
 from braze.backends.cpu.executable import CpuExecutable, openmp_defaults
 from braze.backends.cpu.target import missing_features
+from braze.backends.reference.twins import apply_primitive
 from braze.ir.graph import Graph
 from braze.passes.buffers import assign
 from braze.runtime import metrics
+from braze.runtime.backend import Backend, register_backend
 
 CODEGEN_VERSION = "2"
 _WARNED: list[bool] = []
@@ -127,3 +132,20 @@ def compile_graphs(
         cache.discard(key)
         library, _ = cache.get_or_build(key, build)
         return [CpuExecutable(g, p, library) for g, p in zip(graphs, plans, strict=True)]
+
+
+class CpuBackend(Backend):
+    name = "cpu"
+    kinds = ("CPU",)
+    priority = 10  # native code before the reference interpreter
+
+    def available(self) -> bool:
+        return available()
+
+    def lower(self, optimized: Graph) -> CpuExecutable:
+        return compile_graph(optimized)
+
+    apply = staticmethod(apply_primitive)  # eager ops: NumPy
+
+
+CPU_BACKEND = register_backend(CpuBackend())

@@ -22,13 +22,19 @@ from braze.backends.gpu.kernels import LaunchShape
 from braze.backends.gpu.module import ModulePlan, plan_module
 from braze.backends.gpu.target import DeviceInfo, GpuError
 from braze.ir.graph import Graph
+from braze.ir.primitive import Aval, Primitive
+from braze.ir.prims.collectives import all_reduce
+from braze.ir.prims.sources import constant
 from braze.runtime import metrics
+from braze.runtime.backend import Backend, register_backend
 from braze.runtime.diskcache import DiskCache
 
 __all__ = [
+    "GPU_BACKEND",
     "DeviceArray",
     "DeviceInfo",
     "GpuError",
+    "GpuBackend",
     "GpuExecutable",
     "available",
     "compile_graph",
@@ -114,3 +120,37 @@ def compile_graphs(graphs: list[Graph], cache: DiskCache | None = None) -> list[
 
 def compile_graph(graph: Graph, cache: DiskCache | None = None) -> GpuExecutable:
     return compile_graphs([graph], cache)[0]
+
+
+# A literal is already a value; a collective runs on the host transport.
+_HOST_ONLY = frozenset({constant, all_reduce})
+
+
+class GpuBackend(Backend):
+    """Eager ops are single-op kernels on device arrays (``eager.py``); lazy traces and
+    jitted functions are one launch sequence (``executable.py``)."""
+
+    name = "gpu"
+    kinds = ("GPU",)
+    priority = 10
+    host_memory = False
+    donates = False  # every result gets a new device buffer
+
+    def available(self) -> bool:
+        return available()
+
+    def lower(self, optimized: Graph) -> GpuExecutable:
+        return compile_graph(optimized)
+
+    def apply(self, primitive: Primitive, values: list, attrs: dict, aval: Aval) -> DeviceArray:
+        if primitive in _HOST_ONLY:
+            return eager.apply_on_host(primitive, values, attrs, aval)
+        return eager.apply(primitive, values, attrs, aval)
+
+    def upload(self, array: np.ndarray) -> DeviceArray:
+        return upload(array)
+
+
+GPU_BACKEND = register_backend(GpuBackend())
+
+from braze.backends.gpu import eager  # noqa: E402 - it compiles its kernels with compile_graph above

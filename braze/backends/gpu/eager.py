@@ -14,7 +14,7 @@ from typing import Any
 from braze.backends import gpu
 from braze.backends.gpu.executable import DeviceArray, GpuExecutable
 from braze.backends.gpu.module import as_computation
-from braze.backends.reference import apply_primitive
+from braze.backends.reference.twins import apply_primitive
 from braze.ir.graph import Node, freeze, parameter
 from braze.ir.primitive import Aval, Literal, Primitive
 from braze.ir.prims.sources import constant

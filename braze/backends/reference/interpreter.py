@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from braze.backends.reference import apply_primitive
+from braze.backends.reference.twins import apply_primitive
 from braze.ir.graph import Graph, use_counts
 from braze.ir.primitive import Category
 from braze.ir.prims.fusion import fusion
@@ -52,6 +52,9 @@ class ReferenceExecutable:
 
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
+
+    def run(self, args: Sequence[np.ndarray]) -> list[np.ndarray]:
+        return self(args)
 
     def __call__(self, args: Sequence[np.ndarray]) -> list[np.ndarray]:
         results = evaluate(self.graph, args)
