@@ -19,7 +19,8 @@ from braze.ir.errors import DTypeError
 
 @dataclass(frozen=True, eq=False)
 class DType:
-    """One element type: its public name, short IR name, NumPy twin and C spelling.
+    """One element type: its public name, short IR name and NumPy twin (backends spell it
+    in their own languages).
 
     The five dtypes below are the only instances (a copy or an unpickled one is the same
     object, see ``__reduce__``), so equality and hashing are by identity: every shape rule,
@@ -29,7 +30,6 @@ class DType:
     short: str
     kind: str  # "b" bool, "i" signed integer, "f" float
     numpy: np.dtype
-    c_type: str
 
     @property
     def itemsize(self) -> int:
@@ -49,11 +49,11 @@ class DType:
         return self.name
 
 
-bool_ = DType("bool", "pred", "b", np.dtype(np.bool_), "unsigned char")
-int32 = DType("int32", "s32", "i", np.dtype(np.int32), "int32_t")
-int64 = DType("int64", "s64", "i", np.dtype(np.int64), "int64_t")
-float32 = DType("float32", "f32", "f", np.dtype(np.float32), "float")
-float64 = DType("float64", "f64", "f", np.dtype(np.float64), "double")
+bool_ = DType("bool", "pred", "b", np.dtype(np.bool_))
+int32 = DType("int32", "s32", "i", np.dtype(np.int32))
+int64 = DType("int64", "s64", "i", np.dtype(np.int64))
+float32 = DType("float32", "f32", "f", np.dtype(np.float32))
+float64 = DType("float64", "f64", "f", np.dtype(np.float64))
 
 ALL_DTYPES: tuple[DType, ...] = (bool_, int32, int64, float32, float64)
 DEFAULT_FLOAT = float32

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -45,6 +45,13 @@ class Executable(Protocol):
     def __call__(self, args: Sequence[np.ndarray]) -> list[np.ndarray]: ...
 
 
+class NotLowered(NamedTuple):
+    """A lowering-table entry saying that a backend does not compute a primitive, and why:
+    a declared gap (the docs list it), never a forgotten primitive."""
+
+    reason: str
+
+
 class Backend:
     """What every backend provides; a backend subclasses it and registers an instance.
 
@@ -60,8 +67,8 @@ class Backend:
     host_memory = True
     donates = True
 
-    def __init__(self) -> None:
-        self._lowerings: dict[Primitive, Any] = {}
+    def __init__(self, lowerings: dict[Primitive, Any] | None = None) -> None:
+        self._lowerings = {} if lowerings is None else lowerings  # the table its code generator reads
 
     @property
     def lowerings(self) -> Mapping[Primitive, Any]:

@@ -25,6 +25,7 @@ __all__ = [
 ]
 from braze.backends.cpu.emit import FEATURES_MARKER, emit_module, prelude, translation_units
 from braze.backends.cpu.executable import CpuExecutable, openmp_defaults
+from braze.backends.cpu.lowering import LOWERINGS
 from braze.backends.cpu.target import missing_features
 from braze.backends.reference.twins import apply_primitive
 from braze.ir.graph import Graph
@@ -148,4 +149,4 @@ class CpuBackend(Backend):
     apply = staticmethod(apply_primitive)  # eager ops: NumPy
 
 
-CPU_BACKEND = register_backend(CpuBackend())
+CPU_BACKEND = register_backend(CpuBackend(LOWERINGS))

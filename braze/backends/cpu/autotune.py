@@ -31,9 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from braze.backends.cpu.compiler import CompileError, Compiler, compile_library
-from braze.backends.cpu.elemental import c_type
 from braze.backends.cpu.emit import ConstantPool, KernelSource, ModulePlan, emit_kernel, prelude, translation_units
 from braze.backends.cpu.executable import aligned_zeros, openmp_defaults
+from braze.backends.cstyle import c_type
 from braze.ir.graph import Graph, Node, schedule
 from braze.ir.primitive import Category
 from braze.runtime import metrics

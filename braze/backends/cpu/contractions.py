@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from braze.backends.cpu import loops
-from braze.backends.cpu.elemental import Emitter, Index, c_type
+from braze.backends.cpu.elemental import Emitter
 from braze.backends.cpu.interleaved import emit_interleaved_conv, emit_interleaved_filter_grad, interleaves
 from braze.backends.cpu.loops import (
     close_loops,
@@ -28,6 +28,7 @@ from braze.backends.cpu.loops import (
     store_results,
 )
 from braze.backends.cpu.target import CpuTarget
+from braze.backends.cstyle import Index, c_type
 from braze.ir.graph import Graph, Node
 from braze.ir.primitive import Category
 from braze.ir.prims.conv import conv, conv_grad_filter, conv_grad_input

@@ -14,12 +14,12 @@ from typing import NamedTuple
 import numpy as np
 
 from braze.backends.cpu import collectives
-from braze.backends.cpu.contractions import CONTRACTION_EMITTERS
-from braze.backends.cpu.elemental import Emitter, c_literal, c_type
-from braze.backends.cpu.loops import emit_loop_kernel, emit_reduction_kernel
+from braze.backends.cpu.elemental import Emitter
+from braze.backends.cpu.loops import emit_loop_kernel
+from braze.backends.cpu.lowering import LOWERINGS
 from braze.backends.cpu.target import CpuTarget
 from braze.backends.cpu.vmath import VECTOR_MATH
-from braze.backends.cpu.windows import WINDOW_EMITTERS
+from braze.backends.cstyle import CLanguage, c_literal, c_type
 from braze.ir.graph import Graph, Node, schedule
 from braze.ir.primitive import ROOTS, Category
 from braze.ir.prims.fusion import fusion, get_element
@@ -134,6 +134,13 @@ def prelude(target: CpuTarget) -> str:
 
 FEATURES_MARKER = "braze-target:"
 
+# The CPU's C: kernels are plain functions of host pointers. noinline: each kernel's
+# restrict pointers hold only within that kernel; inlined into the entry function, GCC 12
+# let a kernel read an output of the kernel before it ahead of its store (a transpose of a
+# slice read stale data; found by the random-graph test). Hidden: the kernels of one
+# library may sit in several translation units.
+C = CLanguage(name="c", source_suffix=".c", kernel='__attribute__((noinline, visibility("hidden")))')
+
 
 # How many threads a kernel may run on, for sizing per-thread scratch buffers.
 _MAX_THREADS = "int64_t braze_max_threads(void) { return braze_threads(); }\n"
@@ -218,19 +225,15 @@ def emit_kernel(
     """The C function computing one fusion node, with the autotuner's ``tuning`` if any."""
     computation: Graph = node.attr("computation")
     restrict = "" if in_place else " restrict"
-    params = [f"const {c_type(p.dtype)}*{restrict} in{k}" for k, p in enumerate(computation.params)]
-    params += [f"{c_type(o.dtype)}*{restrict} out{k}" for k, o in enumerate(computation.outputs)]
-    em = Emitter({k: f"in{k}" for k in range(len(computation.params))}, pool, target, tuning=tuning)
+    params = [f"{C.pointer(c_type(p.dtype), True)}{restrict} in{k}" for k, p in enumerate(computation.params)]
+    params += [f"{C.pointer(c_type(o.dtype), False)}{restrict} out{k}" for k, o in enumerate(computation.outputs)]
+    em = Emitter(LOWERINGS, {k: f"in{k}" for k in range(len(computation.params))}, pool, target, tuning=tuning)
     outputs = [f"out{k}" for k in range(len(computation.outputs))]
     roots = [n for n in computation.nodes() if n.op.category in ROOTS]
-    if not roots:
-        emit_loop_kernel(em, computation, outputs)
-    elif roots[0].op.category is Category.CONTRACTION:
-        CONTRACTION_EMITTERS[roots[0].op](em, computation, outputs, roots[0])
-    elif roots[0].op.category is Category.WINDOW:
-        WINDOW_EMITTERS[roots[0].op](em, computation, outputs, roots[0])
+    if roots:  # a reduction, contraction or window op: the kernel its lowering writes
+        LOWERINGS[roots[0].op](em, computation, outputs, roots[0])
     else:
-        emit_reduction_kernel(em, computation, outputs, roots[0])
+        emit_loop_kernel(em, computation, outputs)
     params += [f"{ctype}* restrict {buffer}" for ctype, buffer, _, _ in em.scratch]
     body = "\n".join(em.lines)
     # GCC 12 at -O3 -march=native miscompiles loops whose branches load memory once it
@@ -238,11 +241,7 @@ def emit_kernel(
     # test), so kernels with such branches keep their branches.
     branchy = any(line.lstrip().startswith(("if (", "} else")) for line in em.lines)
     attribute = '__attribute__((optimize("no-tree-loop-if-convert"))) ' if branchy else ""
-    # noinline: each kernel's restrict pointers hold only within that kernel; inlined into
-    # the entry function, GCC 12 let a kernel read an output of the kernel before it ahead of
-    # its store (a transpose of a slice read stale data; found by the random-graph test).
-    # Hidden: the kernels of one library may sit in several translation units.
-    head = f'__attribute__((noinline, visibility("hidden"))) void {name}({", ".join(params) or "void"})'
+    head = f"{C.kernel} void {name}({', '.join(params) or 'void'})"
     return KernelSource(f"{head};", f"{attribute}{head} {{\n{body}\n}}\n", em.scratch, em.menu, em.menu_work)
 
 
@@ -317,7 +316,7 @@ def emit_module(
         name = f"{entry}_kernel{t}"
         if kernel.attr("kind") == "collective":
             (reduce,) = kernel.attr("computation").outputs
-            shape, call = collectives.emit_call(
+            shape, call = LOWERINGS[reduce.op](
                 reduce, buffer_of[id(kernel.inputs[0])], buffer_of[id(kernel)], f"{entry}_reduce{t}_shape"
             )
             pool.lines.append(shape)

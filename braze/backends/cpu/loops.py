@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from braze.backends.cpu.elemental import Emitter, Index, c_literal, c_type
+from braze.backends.cpu.elemental import Emitter
+from braze.backends.cstyle import Index, c_literal, c_type
 from braze.ir.graph import Graph, Node
 from braze.ir.primitive import Primitive
 from braze.ir.prims.reductions import reduce_sum

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from braze.backends.cpu import loops
 from braze.backends.cpu.contractions import strides
-from braze.backends.cpu.elemental import Emitter, Index, c_type
+from braze.backends.cpu.elemental import Emitter
 from braze.backends.cpu.loops import (
     close_loops,
     close_parallel,
@@ -18,6 +18,8 @@ from braze.backends.cpu.loops import (
     reduction_init,
     store_results,
 )
+from braze.backends.cstyle import Index, c_type
+from braze.ir.dtypes import float32
 from braze.ir.graph import Graph, Node
 from braze.ir.primitive import Category
 from braze.ir.prims.reductions import reduce_max, reduce_sum
@@ -170,7 +172,7 @@ def _tiled_select_and_scatter(
     result = stored[-1] if stored else None
     streamed = (
         len(stored) == 1
-        and result.dtype.c_type == "float"
+        and result.dtype == float32
         and c % em.target.lanes(4) == 0
         and kh * kw * c * 4 <= 64 << 10  # the staged window, on the stack
         and loops.streams(em, result.aval.size * 4)

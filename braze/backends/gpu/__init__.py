@@ -19,6 +19,7 @@ import numpy as np
 from braze.backends.gpu.dialect import DIALECTS, Dialect
 from braze.backends.gpu.executable import DeviceArray, GpuExecutable
 from braze.backends.gpu.kernels import LaunchShape
+from braze.backends.gpu.lowering import LOWERINGS
 from braze.backends.gpu.module import ModulePlan, plan_module
 from braze.backends.gpu.target import DeviceInfo, GpuError
 from braze.ir.graph import Graph
@@ -151,6 +152,6 @@ class GpuBackend(Backend):
         return upload(array)
 
 
-GPU_BACKEND = register_backend(GpuBackend())
+GPU_BACKEND = register_backend(GpuBackend(LOWERINGS))
 
 from braze.backends.gpu import eager  # noqa: E402 - it compiles its kernels with compile_graph above

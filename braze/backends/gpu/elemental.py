@@ -1,26 +1,22 @@
 """One element of any fused node, on one GPU work-item.
 
-The CPU backend's elemental emitter already writes C for movement and elementwise ops at
-an index; on a GPU the same C is valid in both dialects (each dialect's prelude defines its
-helpers). What it leaves to loop nests, a GPU work-item does itself here: a reduction,
-contraction, convolution or window op at one output position is a loop over what that
-element sums, and everything fused into it is computed inside the loop at the position the
-loop reads. This is the simple, always-correct form; kernels.py gives the roots that repay
-it work-group reductions through local memory.
+The C-family element emitter (``backends/cstyle``) writes movement, source and elementwise
+ops at an index in C that both dialects compile (each dialect's prelude defines its
+helpers). What a CPU kernel leaves to loop nests, a GPU work-item does itself here: a
+reduction, contraction, convolution or window op at one output position is a loop over
+what that element sums, and everything fused into it is computed inside the loop at the
+position the loop reads. This is the simple, always-correct form; kernels.py gives the
+roots that repay it work-group reductions through local memory.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from braze.backends.cpu.elemental import Emitter, Index, c_literal, c_type
+from braze.backends.cstyle import CEmitter, Index, c_literal, c_type
 from braze.ir.dtypes import DType
 from braze.ir.graph import Node
-from braze.ir.primitive import Category, Primitive
-from braze.ir.prims.conv import conv, conv_grad_filter, conv_grad_input
-from braze.ir.prims.linalg import dot_general, free_dims
-from braze.ir.prims.reductions import reduce_max, reduce_sum
-from braze.ir.prims.window import reduce_window, select_and_gather_add, select_and_scatter_add
+from braze.ir.prims.conv import conv
+from braze.ir.prims.linalg import free_dims
+from braze.ir.prims.reductions import reduce_sum
 
 
 def lowest(dtype: DType) -> str:
@@ -48,19 +44,9 @@ def identity(kind: str, dtype: DType) -> str:
     return c_literal(0, dtype) if kind == "sum" else lowest(dtype)
 
 
-class GpuEmitter(Emitter):
-    """The CPU elemental emitter plus the ops a work-item computes with its own loops."""
-
-    def __init__(self, inputs: dict[int, str], constants: Callable[[Node], str], indent: str = "  ") -> None:
-        super().__init__(inputs, constants, None, indent)  # type: ignore[arg-type]  # no CPU target
-
-    def _compute(self, node: Node, index: Index) -> str:
-        handler = _LOOPS.get(node.op)
-        if handler is not None:
-            return handler(self, node, index)
-        if node.op.category is Category.COLLECTIVE:
-            raise NotImplementedError("the GPU backend does not lower all_reduce (collectives run on the CPU)")
-        return super()._compute(node, index)
+class GpuEmitter(CEmitter):
+    """The C-family element emitter plus the ops a work-item computes with its own loops
+    (the lowerings of reductions, contractions and windows in ``lowering.py``)."""
 
     # Loops ------------------------------------------------------------------------------
 
@@ -247,19 +233,6 @@ class GpuEmitter(Emitter):
         for _ in range(2 + self.window_loops(node)):
             self.close()
         return acc
-
-
-_LOOPS: dict[Primitive, Callable[[GpuEmitter, Node, Index], str]] = {
-    reduce_sum: GpuEmitter.reduce,
-    reduce_max: GpuEmitter.reduce,
-    dot_general: GpuEmitter.dot,
-    conv: GpuEmitter.conv,
-    conv_grad_input: GpuEmitter.conv_grad_input,
-    conv_grad_filter: GpuEmitter.conv,
-    reduce_window: GpuEmitter.reduce_window,
-    select_and_gather_add: GpuEmitter.gather,
-    select_and_scatter_add: GpuEmitter.scatter,
-}
 
 
 def _affine(position: str, stride: int, tap: str, offset: int) -> str:

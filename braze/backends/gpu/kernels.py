@@ -24,9 +24,10 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from braze.backends.cpu.elemental import Index, c_type
+from braze.backends.cstyle import Index, c_type
 from braze.backends.gpu.dialect import Dialect
 from braze.backends.gpu.elemental import GpuEmitter, combine, identity
+from braze.backends.gpu.lowering import LOWERINGS
 from braze.backends.gpu.tiled import TiledDot, TiledProduct, is_tiled, tiled_root
 from braze.backends.gpu.tiled_conv import TiledConv, is_tiled_conv
 from braze.ir.graph import Graph, Node
@@ -100,7 +101,7 @@ class KernelWriter:
             p.attr("index"): self.pointer(f"in{k}", c_type(p.dtype), self.operands[k], True)
             for k, p in enumerate(computation.params)
         }
-        emitter = GpuEmitter(inputs, self.constant)
+        emitter = GpuEmitter(LOWERINGS, inputs, self.constant, indent="  ")
         size = self.launch.local_size
         groups = 1
         for k, (result, where) in enumerate(zip(computation.outputs, self.results, strict=True)):

@@ -18,7 +18,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from braze.backends.cpu.elemental import Index, c_literal, c_type
+from braze.backends.cstyle import Index, c_literal, c_type
 from braze.backends.gpu.dialect import Dialect
 from braze.backends.gpu.elemental import GpuEmitter, all_of
 from braze.ir.graph import Graph, Node

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 
-from braze.backends.cpu.elemental import Index
+from braze.backends.cstyle import Index
 from braze.backends.gpu.elemental import GpuEmitter
 from braze.backends.gpu.tiled import TiledProduct
 from braze.ir.graph import Node
