@@ -501,7 +501,8 @@ def explain(fn: Callable[..., Any], *args: Any, device: Device | None = None) ->
     the fused graph, each fusion group, kernel count and peak memory against the unfused graph."""
     target = device or LAZY
     graph = trace(fn, *args, device=target)
-    report = build_report(graph, backend_of(target).optimize(graph))
+    backend = backend_of(target)
+    report = build_report(graph, backend.optimize(graph), backend.alignment)
     discard_pending(target)  # what was traced for the report is not run
     return report
 

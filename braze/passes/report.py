@@ -38,14 +38,16 @@ class Report:
         return f"{self.summary()}\n\n{self.groups()}\n\n{notes}{print_graph(self.optimized)}"
 
 
-def build_report(unfused: Graph, optimized: Graph) -> Report:
+def build_report(unfused: Graph, optimized: Graph, alignment: int) -> Report:
+    """The report on ``optimized``, compiled from ``unfused`` for a backend whose buffers
+    start at multiples of ``alignment`` bytes."""
     return Report(
         unfused,
         optimized,
         unfused_kernels=len(schedule(unfused)),
         kernels=len(schedule(optimized)),
-        unfused_peak_bytes=assign(unfused).peak_bytes,
-        peak_bytes=assign(optimized).peak_bytes,
+        unfused_peak_bytes=assign(unfused, alignment).peak_bytes,
+        peak_bytes=assign(optimized, alignment).peak_bytes,
     )
 
 

@@ -24,6 +24,7 @@ from braze.ir.errors import DeviceError
 from braze.ir.graph import Graph
 from braze.ir.primitive import Aval, Primitive
 from braze.passes import pipeline
+from braze.passes.fusion_policy import TARGET_INDEPENDENT, FusionPolicy
 
 
 class DeviceValue(Protocol):
@@ -58,14 +59,16 @@ class Backend:
     ``kinds``: the device kinds it serves. ``priority``: the preferred of several available
     backends of a kind has the highest. ``host_memory``: its values are NumPy arrays.
     ``donates``: an output may be written into the buffer of the input it replaces.
-    ``lowerings``: how it computes each primitive (what a rule is is the backend's own
-    business; the reference interpreter's are the primitives' NumPy twins)."""
+    ``fusion_policy``: its fusion hooks. ``lowerings``: how it computes each primitive
+    (what a rule is is the backend's own business; the reference interpreter's are the
+    primitives' NumPy twins)."""
 
     name = ""
     kinds: tuple[str, ...] = ()
     priority = 0
     host_memory = True
     donates = True
+    fusion_policy: FusionPolicy = TARGET_INDEPENDENT
 
     def __init__(self, lowerings: dict[Primitive, Any] | None = None) -> None:
         self._lowerings = {} if lowerings is None else lowerings  # the table its code generator reads
@@ -81,9 +84,16 @@ class Backend:
         """Whether it can run on this machine (its compiler, runtime or device exists)."""
         return True
 
-    def optimize(self, graph: Graph) -> Graph:
+    @property
+    def alignment(self) -> int:
+        """Bytes each buffer of its executables starts at (its target description's)."""
+        return pipeline.ALIGNMENT
+
+    def optimize(
+        self, graph: Graph, verify: bool | None = None, fusion: bool | None = None, dump_dir: str | None = None
+    ) -> Graph:
         """``graph`` after this backend's pass pipeline: what ``lower`` is given."""
-        return pipeline.run(graph)[0]
+        return pipeline.run(graph, verify, dump_dir, fusion, self.fusion_policy, self.alignment)[0]
 
     def lower(self, optimized: Graph) -> Executable:
         """The executable of a graph ``optimize`` returned."""

@@ -29,9 +29,8 @@ import numpy as np
 import braze as B
 from braze import lazy
 from braze.backends import cpu
-from braze.backends.reference.interpreter import evaluate
+from braze.backends.reference import REFERENCE, evaluate
 from braze.ir.graph import Graph
-from braze.passes import pipeline
 from braze.testing.generate import draw_program
 from braze.testing.programs import Program, step_function, valid
 
@@ -213,24 +212,19 @@ def check_batch(programs: Sequence[Program], backends: Sequence[str], cache: cpu
             if why:
                 failures.append(Failure(program, "jit", "mismatch", why))
         backends = [b for b in backends if b != "jit"]
-    optimized: dict[bool, list[tuple[Program, Baseline, Graph, list[np.ndarray]]]] = {}
-    for fusion in dict.fromkeys(backend != "cpu-unfused" for backend in backends):
-        optimized[fusion] = []
+    optimized: dict[str, list[tuple[Program, Baseline, Graph, list[np.ndarray]]]] = {}
+    for backend in backends:
+        optimized[backend] = []
         for program, base, graph, args in ready:
             try:
-                optimized[fusion].append((program, base, pipeline.run(graph, verify=True, fusion=fusion)[0], args))
+                optimized[backend].append((program, base, optimize_for(backend, graph, verify=True), args))
             except Exception as error:  # noqa: BLE001
-                crashed = [b for b in backends if (b != "cpu-unfused") == fusion]
-                failures += [Failure(program, b, "crash", _crash(error)) for b in crashed]
+                failures.append(Failure(program, backend, "crash", _crash(error)))
     # The C compiler runs dominate: the fused and unfused libraries are built side by side.
     with ThreadPoolExecutor(max_workers=max(1, len(backends))) as pool:
-        builds = {
-            b: pool.submit(_runners, b, [g for _, _, g, _ in optimized[b != "cpu-unfused"]], cache) for b in backends
-        }
+        builds = {b: pool.submit(_runners, b, [g for _, _, g, _ in optimized[b]], cache) for b in backends}
     for backend in backends:
-        for (program, base, _, args), runner in zip(
-            optimized[backend != "cpu-unfused"], builds[backend].result(), strict=True
-        ):
+        for (program, base, _, args), runner in zip(optimized[backend], builds[backend].result(), strict=True):
             try:
                 with np.errstate(all="ignore"):
                     got = runner([a.copy() for a in args])
@@ -241,6 +235,14 @@ def check_batch(programs: Sequence[Program], backends: Sequence[str], cache: cpu
             if why:
                 failures.append(Failure(program, backend, "mismatch", why))
     return failures
+
+
+def optimize_for(backend: str, graph: Graph, verify: bool = False) -> Graph:
+    """``graph`` through the pass pipeline as ``backend`` compiles it: the reference
+    interpreter's (the target-independent policy), the CPU's fused or unfused."""
+    if backend == "reference":
+        return REFERENCE.optimize(graph, verify, fusion=True)
+    return cpu.optimize(graph, verify, fusion=backend != "cpu-unfused")
 
 
 def _run_jit(program: Program, cache: cpu.DiskCache | None) -> list[np.ndarray]:

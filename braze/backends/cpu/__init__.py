@@ -22,9 +22,11 @@ __all__ = [
     "available",
     "compile_graph",
     "compile_graphs",
+    "optimize",
 ]
 from braze.backends.cpu.emit import FEATURES_MARKER, emit_module, prelude, translation_units
 from braze.backends.cpu.executable import CpuExecutable, openmp_defaults
+from braze.backends.cpu.fusion import CPU_FUSION
 from braze.backends.cpu.lowering import LOWERINGS
 from braze.backends.cpu.target import missing_features
 from braze.backends.reference.twins import apply_primitive
@@ -88,7 +90,7 @@ def compile_graphs(
     plans = [
         emit_module(
             g,
-            g.annotations.get("buffers") or assign(g),
+            g.annotations.get("buffers") or assign(g, compiler.target.alignment),
             compiler.target,
             f"braze_run{i}",
             profile,
@@ -139,9 +141,17 @@ class CpuBackend(Backend):
     name = "cpu"
     kinds = ("CPU",)
     priority = 10  # native code before the reference interpreter
+    fusion_policy = CPU_FUSION
 
     def available(self) -> bool:
         return available()
+
+    @property
+    def alignment(self) -> int:
+        compiler = find_compiler()
+        if compiler is None:
+            raise CompileError("no C compiler available")
+        return compiler.target.alignment
 
     def lower(self, optimized: Graph) -> CpuExecutable:
         return compile_graph(optimized)
@@ -150,3 +160,9 @@ class CpuBackend(Backend):
 
 
 CPU_BACKEND = register_backend(CpuBackend(LOWERINGS))
+
+
+def optimize(graph: Graph, verify: bool | None = None, fusion: bool | None = None) -> Graph:
+    """``graph`` through the pass pipeline as this backend compiles it (its fusion hooks and
+    its target's alignment): what ``compile_graph`` takes."""
+    return CPU_BACKEND.optimize(graph, verify, fusion)

@@ -18,7 +18,6 @@ import numpy as np
 
 from braze.backends.gpu.dialect import DIALECTS, Dialect
 from braze.backends.gpu.executable import DeviceArray, GpuExecutable
-from braze.backends.gpu.kernels import LaunchShape
 from braze.backends.gpu.lowering import LOWERINGS
 from braze.backends.gpu.module import ModulePlan, plan_module
 from braze.backends.gpu.target import DeviceInfo, GpuError
@@ -41,6 +40,7 @@ __all__ = [
     "compile_graph",
     "compile_graphs",
     "module_source",
+    "optimize",
     "render",
     "runtime",
     "upload",
@@ -94,14 +94,10 @@ def module_source(plans: list[ModulePlan], dialect: Dialect) -> str:
     return "\n".join([dialect.prelude, *kernels])
 
 
-def plan_graphs(graphs: list[Graph], dialect: Dialect, launch: LaunchShape) -> list[ModulePlan]:
-    return [plan_module(g, dialect, launch, f"braze_g{i}") for i, g in enumerate(graphs)]
-
-
 def render(graphs: list[Graph], device: DeviceInfo) -> tuple[list[ModulePlan], str]:
     """The kernels of optimized ``graphs`` for ``device``, and their source in its dialect."""
-    dialect = DIALECTS[device.runtime]
-    plans = plan_graphs(graphs, dialect, device.launch_shape())
+    dialect, launch = DIALECTS[device.runtime], device.launch_shape()
+    plans = [plan_module(g, dialect, launch, f"braze_g{i}", device.alignment) for i, g in enumerate(graphs)]
     return plans, module_source(plans, dialect)
 
 
@@ -140,6 +136,10 @@ class GpuBackend(Backend):
     def available(self) -> bool:
         return available()
 
+    @property
+    def alignment(self) -> int:
+        return runtime().info.alignment
+
     def lower(self, optimized: Graph) -> GpuExecutable:
         return compile_graph(optimized)
 
@@ -153,5 +153,12 @@ class GpuBackend(Backend):
 
 
 GPU_BACKEND = register_backend(GpuBackend(LOWERINGS))
+
+
+def optimize(graph: Graph, verify: bool | None = None, fusion: bool | None = None) -> Graph:
+    """``graph`` through the pass pipeline as this backend compiles it: what
+    ``compile_graph`` takes."""
+    return GPU_BACKEND.optimize(graph, verify, fusion)
+
 
 from braze.backends.gpu import eager  # noqa: E402 - it compiles its kernels with compile_graph above

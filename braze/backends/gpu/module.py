@@ -111,9 +111,9 @@ def _is_data(node: Node) -> bool:
     return node.op.category is Category.PARAMETER or node.op is constant
 
 
-def plan_module(graph: Graph, dialect: Dialect, launch: LaunchShape, prefix: str) -> ModulePlan:
+def plan_module(graph: Graph, dialect: Dialect, launch: LaunchShape, prefix: str, alignment: int) -> ModulePlan:
     """The kernels of an optimized graph (every op in a fusion, or run as one on its own)."""
-    buffers = graph.annotations.get("buffers") or assign(graph)
+    buffers = graph.annotations.get("buffers") or assign(graph, alignment)
     where = _Locations(graph, buffers)
     elements: dict[int, dict[int, Node]] = {}
     for node in graph.nodes():
