@@ -26,6 +26,7 @@ import numpy as np
 from braze import lazy
 from braze.ir.graph import Graph
 from braze.runtime import metrics
+from braze.runtime.cache import BoundedCache
 from braze.runtime.device import LAZY_CPU, Device
 from braze.tensor import Tensor, executor_for, user_location
 
@@ -91,7 +92,7 @@ class JittedFunction:
         self.fn = fn
         self.static_argnums = tuple(static_argnums)
         self.donate_argnums = tuple(donate_argnums)
-        self._compiled: dict[tuple, Compiled] = {}
+        self._compiled: BoundedCache[tuple, Compiled] = BoundedCache(256)
         self._last: tuple | None = None
         self.compiles = 0
 
@@ -228,7 +229,7 @@ class JittedFunction:
             t.device = home
             _write(t, outputs[position])
         if not fresh:
-            self._compiled[signature] = compiled
+            self._compiled.put(signature, compiled)
         return self._finish(compiled, plain, outputs)
 
     def _donating(self, graph: Graph, state_slots, tensors, parameter_of: dict[int, int]) -> Graph:

@@ -24,7 +24,6 @@ import os
 import sys
 import threading
 import weakref
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -37,7 +36,7 @@ from braze.ir.text import format_aval
 from braze.passes.report import Report, build_report
 from braze.runtime import metrics
 from braze.runtime.backend import Backend, backend_for, home_backend
-from braze.runtime.cache import ExecutableCache
+from braze.runtime.cache import BoundedCache, ExecutableCache
 from braze.runtime.device import LAZY_CPU as LAZY
 from braze.runtime.device import Device
 from braze.tensor import Tensor, register_executor, user_location
@@ -303,8 +302,7 @@ class TraceCache:
     (least recently used entries evicted past ``max_size``)."""
 
     def __init__(self, max_size: int = 256) -> None:
-        self.max_size = max_size
-        self._graphs: OrderedDict[tuple, Graph] = OrderedDict()
+        self._graphs: BoundedCache[tuple, Graph] = BoundedCache(max_size)
 
     def __len__(self) -> int:
         return len(self._graphs)
@@ -316,14 +314,10 @@ class TraceCache:
         except TypeError:  # an unhashable attribute value: this trace is never cached
             return _donating(trace.graph, donated)
         if graph is not None:
-            self._graphs.move_to_end(key)
             metrics.count("TraceCacheHit")
             return graph
         metrics.count("TraceCacheMiss")
-        graph = self._graphs[key] = _donating(trace.graph, donated)
-        while len(self._graphs) > self.max_size:
-            self._graphs.popitem(last=False)
-        return graph
+        return self._graphs.put(key, _donating(trace.graph, donated))
 
     def clear(self) -> None:
         self._graphs.clear()

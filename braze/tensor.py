@@ -24,6 +24,7 @@ from braze.ir.dtypes import DType
 from braze.ir.errors import BrazeError, DeviceError
 from braze.ir.primitive import Aval, Primitive, set_binder
 from braze.runtime.backend import home_backend
+from braze.runtime.cache import BoundedCache
 from braze.runtime.device import Device, default_device
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -124,10 +125,9 @@ class GradNode:
 
 
 # Shape rule results by (primitive, input avals, attributes), each with a *signature*: a
-# number naming that triple, never reused in this process (after a clear, a triple gets a
-# new one). A lazy trace's key is made of signatures, which hash and compare as numbers.
-_AVALS: dict[tuple, tuple[Aval, int]] = {}
-_AVALS_MAX = 4096
+# number naming that triple, never reused in this process (an evicted triple gets a new
+# one). A lazy trace's key is made of signatures, which hash and compare as numbers.
+_AVALS: BoundedCache[tuple, tuple[Aval, int]] = BoundedCache(4096, recency=False)
 _SIGNATURES = itertools.count()
 
 
@@ -148,9 +148,7 @@ def _abstract_eval(primitive: Primitive, args: tuple, attrs: dict) -> tuple[Aval
             raise type(error)(f"{error} (at {user_location()})") from None
         if key is None:
             return aval, None
-        if len(_AVALS) >= _AVALS_MAX:
-            _AVALS.clear()
-        found = _AVALS[key] = (aval, next(_SIGNATURES))
+        found = _AVALS.put(key, (aval, next(_SIGNATURES)))
     return found
 
 

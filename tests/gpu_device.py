@@ -23,7 +23,7 @@ from braze.backends.gpu.target import H200
 from braze.backends.reference.interpreter import evaluate
 from braze.ir.graph import Graph
 from braze.ir.text import parse_graph, print_graph
-from braze.runtime.cache import ExecutableCache
+from braze.runtime.cache import BoundedCache, ExecutableCache
 from braze.runtime.diskcache import DiskCache
 
 os.environ.setdefault("BRAZE_GPU_ALLOW_CPU", "1")
@@ -82,6 +82,6 @@ def recording_gpu_graphs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Graph
         return compile_graphs(graphs, *args, **kwargs)
 
     monkeypatch.setattr(gpu, "compile_graphs", recording)
-    monkeypatch.setattr(gpu_eager, "_KERNELS", {})
+    monkeypatch.setattr(gpu_eager, "_KERNELS", BoundedCache(1024))
     monkeypatch.setattr(lazy.EXECUTOR, "cache", ExecutableCache())
     yield recorded

@@ -5,7 +5,9 @@ source, which encodes the graph, and the compiler's identity and flags). Every f
 written to a temporary name and renamed into place, so a reader never sees half a file and
 several processes building the same entry all succeed. The directory is private to the
 user (0700); a library owned by someone else or writable by others is never loaded; an
-entry whose recorded SHA-256 does not match its bytes is reported and rebuilt.
+entry whose recorded SHA-256 does not match its bytes is reported and rebuilt. The cache
+holds at most ``max_bytes`` of entries: storing one removes the least recently used past
+that (each hit marks its entry used).
 """
 
 from __future__ import annotations
@@ -48,9 +50,13 @@ def write_atomically(path: Path, data: bytes, mode: int) -> None:
         raise
 
 
+MAX_BYTES = 1 << 30
+
+
 class DiskCache:
-    def __init__(self, root: Path | None = None) -> None:
+    def __init__(self, root: Path | None = None, max_bytes: int = MAX_BYTES) -> None:
         self.root = (root or default_root()) / "kernels"
+        self.max_bytes = max_bytes
 
     def _folder(self) -> Path:
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -78,20 +84,23 @@ class DiskCache:
     def lookup(self, key: str) -> Path | None:
         """The verified library for ``key``, or None (missing, untrusted or corrupt)."""
         library, checksum = self.paths(key)
-        if not library.exists():
-            return None
-        if not self._trusted(library):
+        try:
+            if not self._trusted(library):
+                return None
+            data = library.read_bytes()
+        except FileNotFoundError:  # never built, or evicted by another process
             return None
         try:
             recorded = checksum.read_text().strip()
         except OSError:
             recorded = ""
-        actual = hashlib.sha256(library.read_bytes()).hexdigest()
-        if recorded != actual:
+        if recorded != hashlib.sha256(data).hexdigest():
             warnings.warn(
                 f"braze: cached kernel {library} is corrupt (checksum mismatch); rebuilding", CacheWarning, stacklevel=3
             )
             return None
+        with contextlib.suppress(OSError):  # a read-only cache keeps its order
+            os.utime(library)  # used now: the last to be evicted
         return library
 
     def store(self, key: str, built: Path) -> Path:
@@ -100,7 +109,24 @@ class DiskCache:
         data = built.read_bytes()
         write_atomically(folder / library.name, data, 0o700)
         write_atomically(folder / checksum.name, hashlib.sha256(data).hexdigest().encode(), 0o600)
+        self._evict(keep=library)
         return library
+
+    def _evict(self, keep: Path) -> None:
+        """Remove the least recently used entries (but ``keep``) until the libraries hold at
+        most ``max_bytes``."""
+        entries = []
+        for path in self.root.glob("*.so"):
+            with contextlib.suppress(FileNotFoundError):  # another process evicting too
+                info = path.stat()
+                entries.append((info.st_mtime, info.st_size, path))
+        total = sum(size for _, size, _ in entries)
+        for _, size, path in sorted(entries):
+            if total <= self.max_bytes:
+                break
+            if path != keep:
+                self.discard(path.stem)
+                total -= size
 
     def get_or_build(self, key: str, build: Callable[[Path], Path]) -> tuple[Path, bool]:
         """(library path, whether it came from the cache); ``build(folder)`` makes a fresh one."""

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from braze.backends import cpu
 from braze.ir.text import print_graph
-from braze.testing.fuzz import RTOL, Failure, check_batch, optimize_for, trace
+from braze.testing.oracle import RTOL, Failure, check_batch, optimize_for, trace
 from braze.testing.programs import Program, valid
 
 

@@ -14,8 +14,9 @@ from braze.backends import cpu
 from braze.backends.reference import interpreter
 from braze.cli import main
 from braze.ir.prims.elementwise import tanh
-from braze.testing.fuzz import fuzz, mismatch
+from braze.testing.fuzz import fuzz
 from braze.testing.generate import draw_program
+from braze.testing.oracle import mismatch
 
 
 def date_seed() -> int:

@@ -24,7 +24,7 @@ __all__ = [
     "compile_graphs",
     "optimize",
 ]
-from braze.backends.cpu.emit import FEATURES_MARKER, emit_module, prelude, translation_units
+from braze.backends.cpu.emit import FEATURES_MARKER, C, emit_module, prelude, translation_units
 from braze.backends.cpu.executable import CpuExecutable, openmp_defaults
 from braze.backends.cpu.fusion import CPU_FUSION
 from braze.backends.cpu.lowering import LOWERINGS
@@ -34,6 +34,7 @@ from braze.ir.graph import Graph
 from braze.passes.buffers import assign
 from braze.runtime import metrics
 from braze.runtime.backend import Backend, register_backend
+from braze.runtime.dumps import dump_source
 
 CODEGEN_VERSION = "2"
 _WARNED: list[bool] = []
@@ -100,11 +101,7 @@ def compile_graphs(
     ]
     (source,) = translation_units(prelude(compiler.target), plans, 1)
     key = digest(source, compiler.identity, CODEGEN_VERSION)
-    dump = os.environ.get("BRAZE_DUMP")
-    if dump:
-        folder = Path(dump) / "kernels"
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"{key[:16]}.c").write_text(source)
+    dump_source(source, C.source_suffix)
 
     def build(folder: Path) -> Path:
         with metrics.timed("NativeCompileTime"):

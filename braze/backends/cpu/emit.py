@@ -20,10 +20,10 @@ from braze.backends.cpu.lowering import LOWERINGS
 from braze.backends.cpu.target import CpuTarget
 from braze.backends.cpu.vmath import VECTOR_MATH
 from braze.backends.cstyle import CLanguage, c_literal, c_type
-from braze.ir.graph import Graph, Node, schedule
-from braze.ir.primitive import ROOTS, Category
+from braze.backends.layout import Output, lay_out
+from braze.ir.graph import Graph, Node
+from braze.ir.primitive import ROOTS
 from braze.ir.prims.fusion import fusion, get_element
-from braze.ir.prims.sources import constant
 from braze.ir.text import kernel_label
 from braze.passes.buffers import BufferAssignment
 
@@ -160,15 +160,6 @@ def translation_units(preamble: str, plans: list[ModulePlan], units: int) -> lis
 
 
 @dataclass
-class OutputPlan:
-    """Where each graph output comes from: a parameter, a constant, or an output buffer."""
-
-    kind: str  # "param", "constant", "buffer"
-    index: int = 0
-    array: np.ndarray | None = None
-
-
-@dataclass
 class ModulePlan:
     """A graph's C code in parts, so that its kernels can be compiled in several translation
     units: each unit holds the prelude, every constant and declaration, and some kernels."""
@@ -179,8 +170,8 @@ class ModulePlan:
     kernel_sources: list[str] = field(default_factory=list)  # one definition per kernel, in run order
     entry_source: str = ""  # the entry function (and its timers)
     scratch: list[tuple[int, bool]] = field(default_factory=list)  # kernels' scratch: (bytes, per thread)
-    buffers: list[tuple[tuple[int, ...], np.dtype]] = field(default_factory=list)  # output buffers
-    outputs: list[OutputPlan] = field(default_factory=list)
+    buffers: list[tuple[tuple[int, ...], np.dtype]] = field(default_factory=list)  # result buffers, by slot
+    outputs: list[Output] = field(default_factory=list)
     in_place: dict[int, int] = field(default_factory=dict)  # output buffer -> parameter written in place
     arena_bytes: int = 0
     kernels: int = 0
@@ -277,7 +268,8 @@ def emit_module(
 ) -> ModulePlan:
     """``profile``: time every kernel call (BRAZE_PROFILE=1), for finding the slow ones;
     ``tunings``: the autotuner's choices for kernels, by position in the schedule."""
-    kernels = schedule(graph)
+    layout = lay_out(graph, assignment)
+    kernels = layout.kernels
     position = {id(k): t for t, k in enumerate(kernels)}
     pool = ConstantPool(entry)
     plan = ModulePlan(
@@ -286,32 +278,23 @@ def emit_module(
         kernels=len(kernels),
         labels=[kernel_label(k) for k in kernels] if profile else [],
         profiled=profile,
+        buffers=[(r.shape, r.dtype.numpy) for r in layout.results],
+        outputs=layout.outputs,
     )
     buffer_of: dict[int, str] = {id(p): f"params[{p.attr('index')}]" for p in graph.params}
-    output_buffer: dict[int, int] = {}
+    first_position = {}  # a result returned twice may take the donation of its first position
     for k, output in enumerate(graph.outputs):
-        if output.op.category is Category.PARAMETER:
-            plan.outputs.append(OutputPlan("param", output.attr("index")))
-        elif output.op is constant:
-            plan.outputs.append(OutputPlan("constant", array=np.array(output.attr("value").array)))
-        else:
-            if id(output) not in output_buffer:
-                output_buffer[id(output)] = len(plan.buffers)
-                plan.buffers.append((output.shape, output.dtype.numpy))
-                buffer_of[id(output)] = f"outputs[{output_buffer[id(output)]}]"
-                donated = graph.donated.get(k)
-                producer = output.inputs[0] if output.op is get_element else output
-                if donated is not None and _writes_in_place_safely(producer, donated, graph, position):
-                    plan.in_place[output_buffer[id(output)]] = donated
-                    buffer_of[id(output)] = f"params[{donated}]"
-            plan.outputs.append(OutputPlan("buffer", output_buffer[id(output)]))
+        first_position.setdefault(id(output), k)
+    for slot, result in enumerate(layout.results):
+        buffer_of[id(result)] = f"outputs[{slot}]"
+        donated = graph.donated.get(first_position[id(result)])
+        producer = result.inputs[0] if result.op is get_element else result
+        if donated is not None and _writes_in_place_safely(producer, donated, graph, position):
+            plan.in_place[slot] = donated
+            buffer_of[id(result)] = f"params[{donated}]"
     for node_id, offset in assignment.offsets.items():
         buffer_of.setdefault(node_id, f"(arena + {offset})")
     calls = []
-    elements: dict[int, list[Node]] = {}
-    for node in graph.nodes():
-        if node.op is get_element:
-            elements.setdefault(id(node.inputs[0]), []).append(node)
     for t, kernel in enumerate(kernels):
         name = f"{entry}_kernel{t}"
         if kernel.attr("kind") == "collective":
@@ -323,9 +306,7 @@ def emit_module(
             plan.collectives += 1
             calls.append(f"  {call}")
             continue
-        results = (
-            sorted(elements.get(id(kernel), []), key=lambda e: e.attr("index")) if kernel.multi_output else [kernel]
-        )
+        results = [r for r in layout.results_of(kernel) if r is not None]
         in_place = any(buffer_of[id(r)].startswith("params[") for r in results)
         declaration, definition, scratch, *_ = emit_kernel(name, kernel, pool, in_place, target, (tunings or {}).get(t))
         plan.declarations.append(declaration)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,6 +27,7 @@ from braze.ir.prims.sources import constant
 from braze.runtime import metrics
 from braze.runtime.backend import Backend, register_backend
 from braze.runtime.diskcache import DiskCache
+from braze.runtime.dumps import dump_source
 
 __all__ = [
     "GPU_BACKEND",
@@ -105,11 +105,7 @@ def compile_graphs(graphs: list[Graph], cache: DiskCache | None = None) -> list[
     """Optimized graphs as executables of one program (one compiler run)."""
     gpu = runtime()
     plans, source = render(graphs, gpu.info)
-    dump = os.environ.get("BRAZE_DUMP")
-    if dump:
-        folder = Path(dump) / "kernels"
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"gpu_{abs(hash(source)):016x}{gpu.dialect.source_suffix}").write_text(source)
+    dump_source(source, gpu.dialect.source_suffix)
     with metrics.timed("NativeCompileTime"):
         kernels = gpu.load(source, [k.name for p in plans for k in p.kernels], cache or DiskCache())
     return [GpuExecutable(p, kernels, gpu) for p in plans]

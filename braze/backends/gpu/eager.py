@@ -19,8 +19,9 @@ from braze.ir.graph import Node, freeze, parameter
 from braze.ir.primitive import Aval, Literal, Primitive
 from braze.ir.prims.sources import constant
 from braze.runtime import metrics
+from braze.runtime.cache import BoundedCache
 
-_KERNELS: dict[tuple, GpuExecutable] = {}
+_KERNELS: BoundedCache[tuple, GpuExecutable] = BoundedCache(1024)
 
 
 def apply(primitive: Primitive, arrays: Sequence[DeviceArray], attrs: dict[str, Any], aval: Aval) -> DeviceArray:
@@ -31,7 +32,7 @@ def apply(primitive: Primitive, arrays: Sequence[DeviceArray], attrs: dict[str, 
     if executable is None:
         metrics.count("EagerKernelCompile")
         params = tuple(parameter(k, a) for k, a in enumerate(avals))
-        executable = _KERNELS[key] = gpu.compile_graph(as_computation(Node.make(primitive, params, attrs, aval)))
+        executable = _KERNELS.put(key, gpu.compile_graph(as_computation(Node.make(primitive, params, attrs, aval))))
     (result,) = executable.run(arrays)
     return result
 
@@ -40,8 +41,7 @@ def apply(primitive: Primitive, arrays: Sequence[DeviceArray], attrs: dict[str, 
 # per number): an expression's Python scalars are uploaded once, not at every op, and on
 # CUDA every upload waits for the stream. Device values are never written in place, so
 # every tensor holding a literal may share its copy.
-_SCALARS: dict[Literal, DeviceArray] = {}
-_SCALARS_MAX = 1024
+_SCALARS: BoundedCache[Literal, DeviceArray] = BoundedCache(1024, recency=False)
 
 
 def apply_on_host(
@@ -56,7 +56,5 @@ def apply_on_host(
         return found
     result = gpu.upload(apply_primitive(primitive, [a.numpy() for a in arrays], attrs, aval))
     if literal is not None:
-        if len(_SCALARS) >= _SCALARS_MAX:
-            _SCALARS.clear()
-        _SCALARS[literal] = result
+        _SCALARS.put(literal, result)
     return result

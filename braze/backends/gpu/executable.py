@@ -79,13 +79,13 @@ class GpuExecutable:
         for kernel, groups, local in self.launches:
             self.runtime.launch(kernel, groups, local, arguments)
         outputs = []
-        for kind, what in self.plan.outputs:
-            if kind == "result":
-                outputs.append(results[what])  # type: ignore[index]
-            elif kind == "param":
-                outputs.append(self._copy(inputs[what]))  # type: ignore[index]
+        for output in self.plan.outputs:
+            if output.kind == "result":
+                outputs.append(results[output.index])
+            elif output.kind == "param":
+                outputs.append(self._copy(inputs[output.index]))
             else:
-                outputs.append(DeviceArray.from_numpy(self.runtime, what))  # type: ignore[arg-type]
+                outputs.append(DeviceArray.from_numpy(self.runtime, output.array))
         return outputs
 
     def _copy(self, array: DeviceArray) -> DeviceArray:
