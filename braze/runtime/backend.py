@@ -22,7 +22,7 @@ import numpy as np
 
 from braze.ir.errors import DeviceError
 from braze.ir.graph import Graph
-from braze.ir.primitive import Aval, Primitive
+from braze.ir.primitive import PRIMITIVES, Aval, Category, Primitive
 from braze.passes import pipeline
 from braze.passes.fusion_policy import TARGET_INDEPENDENT, FusionPolicy
 
@@ -144,6 +144,38 @@ def backend_named(name: str) -> Backend:
 def register_lowering(primitive: Primitive, rule: Any, platform: str) -> None:
     """How the backend named ``platform`` computes ``primitive``."""
     backend_named(platform).register_lowering(primitive, rule)
+
+
+def withdraw_lowerings(primitive: Primitive) -> None:
+    """Forget how every backend lowers ``primitive`` (one declared for a while, as a test does)."""
+    for backend in _BACKENDS.values():
+        backend._lowerings.pop(primitive, None)
+
+
+def missing_lowerings(backend: Backend) -> list[Primitive]:
+    """The primitives ``backend`` has no lowering for (nor a reason not to have one)."""
+    lowered = backend.lowerings
+    return [p for p in PRIMITIVES.values() if p.category is not Category.FUSION and p not in lowered]
+
+
+def coverage_table() -> str:
+    """Which registered backend lowers which primitive, as a Markdown table (the design
+    document lists it): "yes", or the reason a backend gives for not lowering one."""
+    names = [b.name for b in backends()]
+    lines = [f"| primitive | category | {' | '.join(names)} |", "| --- | --- |" + " --- |" * len(names)]
+    order = list(Category)
+    for primitive in sorted(PRIMITIVES.values(), key=lambda p: (order.index(p.category), p.name)):
+        if primitive.category is Category.FUSION:
+            continue  # every code generator walks a fusion's computation itself
+        cells = [_coverage(b.lowerings.get(primitive)) for b in backends()]
+        lines.append(f"| `{primitive.name}` | {primitive.category.value} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
+def _coverage(rule: Any) -> str:
+    if rule is None:
+        return "**missing**"
+    return f"no: {rule.reason}" if isinstance(rule, NotLowered) else "yes"
 
 
 def _requested() -> str:
