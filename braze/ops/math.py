@@ -17,7 +17,7 @@ def _unary(primitive, name: str, float_only: bool = True):
             raise user_error(DTypeError, f"{name}: expected a float tensor, got {x.dtype.name}{x.shape}")
         return primitive.bind(x)
 
-    op.__name__ = name
+    op.__name__ = op.__qualname__ = name  # the name it is bound to in this module
     op.__doc__ = f"Elementwise {name}."
     return op
 
@@ -27,7 +27,7 @@ def _binary(primitive, name: str):
         a, b = operands(name, x, y)
         return primitive.bind(a, b)
 
-    op.__name__ = name
+    op.__name__ = op.__qualname__ = name  # the name it is bound to in this module
     op.__doc__ = f"Elementwise {name} with broadcasting."
     return op
 
