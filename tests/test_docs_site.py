@@ -27,15 +27,9 @@ NOT_DOCSTRING = re.compile(r'<div class="doc-signature.*?</div>|<p class="doc do
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("site")
+    build = [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    result = subprocess.run(build, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     if result.returncode != 0:
         pytest.fail(f"mkdocs build --strict failed:\n{result.stdout[-3000:]}{result.stderr[-6000:]}", pytrace=False)
     return out
