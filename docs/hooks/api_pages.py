@@ -40,7 +40,8 @@ def api_page(module_name: str, summary: str) -> str:
     for name in sorted(module.__all__, key=str.lower):
         obj = getattr(module, name)
         groups[_kind(obj)].append(_entry(module, name, obj))
-    lines = [f"# `{module_name}`", "", summary, "", f"::: {module_name}", _options(members=False), ""]
+    heading = f"# `{module_name}` {{: #{module_name} }}"
+    lines = [heading, "", summary, "", f"::: {module_name}", _options(members=False, show_root_heading=False), ""]
     for kind in KINDS:
         if groups[kind]:
             lines += [f"## {kind}", "", *groups[kind]]
