@@ -45,5 +45,5 @@ def exported_array(tensor: Tensor) -> np.ndarray:
     buffer itself (not the read-only view ``numpy()`` returns), for DLPack to share; for a
     GPU tensor, a copy of its own (a lazy GPU tensor's download serves later reads, so the
     other library must not write into it)."""
-    array = executor_for(tensor.device).to_numpy(tensor._value)
+    array = executor_for(tensor.device).to_numpy(tensor._value, tensor.device)
     return array if home_backend(tensor.device.kind).host_memory else np.array(array)

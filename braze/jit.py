@@ -67,7 +67,7 @@ def _tensors(args: tuple, kwargs: dict) -> list[tuple[str, Tensor]]:
 
 
 def _host_array(t: Tensor) -> np.ndarray:
-    return executor_for(t.device).to_numpy(t._value)
+    return executor_for(t.device).to_numpy(t._value, t.device)
 
 
 @dataclass

@@ -273,15 +273,13 @@ class LiveTensors:
 
     Every op on a lazy device adds its result here, so adding is one weak reference and an
     append (a ``WeakSet`` costs a callback per entry); dead and computed entries are
-    dropped when the list has doubled, and a tensor may appear more than once.
-    ``host_memory``: whether the device's data is NumPy arrays (its home backend's)."""
+    dropped when the list has doubled, and a tensor may appear more than once."""
 
-    __slots__ = ("_refs", "_limit", "host_memory")
+    __slots__ = ("_refs", "_limit")
 
-    def __init__(self, host_memory: bool = True) -> None:
+    def __init__(self) -> None:
         self._refs: list[weakref.ref] = []
         self._limit = 1024
-        self.host_memory = host_memory
 
     def __len__(self) -> int:
         return len(self._refs)
@@ -335,8 +333,6 @@ class LazyExecutor:
         self.traces = TraceCache()
         self.explainer = RecompileExplainer()
         self._live: dict[Device, LiveTensors] = {}
-        # The device of each pending value whose data will not be in host memory.
-        self._resident: weakref.WeakKeyDictionary[Expr, Device] = weakref.WeakKeyDictionary()
 
     # Executor protocol --------------------------------------------------------------
 
@@ -354,17 +350,16 @@ class LazyExecutor:
             data = home.upload(array)
         return Expr(None, (), {}, _aval_of(array), None, data=data)
 
-    def to_numpy(self, expr: Expr) -> np.ndarray:
-        device = self._resident.get(expr) if expr.data is None else None
-        on_host = isinstance(expr.data, np.ndarray) or (expr.data is None and device is None)
-        if on_host:
+    def to_numpy(self, expr: Expr, device: Device) -> np.ndarray:
+        home = home_backend(device.kind)
+        if home.host_memory:
             metrics.count("TransferFromDevice")
             if expr.data is not None:
                 return expr.data
         if expr.read_value is None:  # computed once; device data never changes, so one download serves every read
-            value = expr.data if expr.data is not None else self.run([expr], device or LAZY)[0]
-            expr.read_value = value if on_host else value.numpy()  # a download counts itself
-            if not on_host:  # shared by every later read: nobody may write into it
+            value = expr.data if expr.data is not None else self.run([expr], device)[0]
+            expr.read_value = value if home.host_memory else home.download(value)  # a download counts itself
+            if not home.host_memory:  # shared by every later read: nobody may write into it
                 expr.read_value.flags.writeable = False
         return expr.read_value
 
@@ -373,10 +368,8 @@ class LazyExecutor:
         if value.data is None:
             live = self._live.get(tensor.device)
             if live is None:
-                live = self._live[tensor.device] = LiveTensors(home_backend(tensor.device.kind).host_memory)
+                live = self._live[tensor.device] = LiveTensors()
             live.add(tensor)
-            if not live.host_memory:
-                self._resident[value] = tensor.device
             if previous is not None and previous.data is not None and value.donor is None:
                 value.donor = previous
 

@@ -54,7 +54,7 @@ class Executor(Protocol):
 
     def from_numpy(self, array: np.ndarray, device: Device) -> Any: ...
 
-    def to_numpy(self, value: Any) -> np.ndarray: ...
+    def to_numpy(self, value: Any, device: Device) -> np.ndarray: ...
 
     def track(self, tensor: Tensor, previous: Any = None) -> None: ...
 
@@ -73,8 +73,8 @@ class EagerExecutor:
         home = home_backend(device.kind)
         return array if home.host_memory else home.upload(array)
 
-    def to_numpy(self, value: Any) -> np.ndarray:
-        return value if isinstance(value, np.ndarray) else value.numpy()
+    def to_numpy(self, value: Any, device: Device) -> np.ndarray:
+        return home_backend(device.kind).download(value)
 
     def track(self, tensor: Tensor, previous: Any = None) -> None:
         """Eager values are never pending: nothing to track."""
@@ -252,7 +252,7 @@ class Tensor:
 
     def numpy(self) -> np.ndarray:
         """The value as a read-only NumPy array (materialises a lazy tensor)."""
-        array = executor_for(self.device).to_numpy(self._value)
+        array = executor_for(self.device).to_numpy(self._value, self.device)
         view = array.view()
         view.flags.writeable = False
         return view

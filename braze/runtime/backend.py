@@ -106,11 +106,12 @@ class Backend:
         """``primitive`` applied at once to values in this backend's memory."""
         raise NotImplementedError(f"the {self.name} backend runs no single ops")
 
-    def upload(self, array: np.ndarray) -> Any:
+    def upload(self, array: np.ndarray) -> DeviceValue | np.ndarray:
         """``array`` in this backend's memory."""
         return array
 
-    def download(self, value: Any) -> np.ndarray:
+    def download(self, value: DeviceValue | np.ndarray) -> np.ndarray:
+        """A value of this backend's memory as a NumPy array (copied from a device's)."""
         return value if isinstance(value, np.ndarray) else value.numpy()
 
     def __repr__(self) -> str:
