@@ -44,6 +44,7 @@ def train_cnn(
     report: Callable[[str], None] = print,
     eval_steps: int | None = None,
     distributed: bool = False,
+    dtype: str = "float32",
 ) -> tuple[object, History]:
     """Train the CNN with Keras-style ``fit``; return the model and its :class:`History`.
 
@@ -51,7 +52,7 @@ def train_cnn(
     The job trains as one process would, on the same (augmented) batches of
     ``batch_size``: each rank takes its share of every batch, gradients are averaged over
     the ranks and the epoch's statistics summed, so every rank's History holds the job's;
-    rank 0 alone prints the epochs."""
+    rank 0 alone prints the epochs. ``dtype``: the parameters' and images' float dtype."""
     ranks = size() if distributed else 1
     if distributed and data is None and rank() != 0:
         all_reduce(0)  # the generated folder is rank 0's to write: the others wait, then find it made
@@ -61,11 +62,10 @@ def train_cnn(
     shape = (image_size, image_size)
     augment = Augment(shear_range=0.2, zoom_range=0.2, horizontal_flip=True, seed=seed)
     share = batch_size // ranks
-    train = ImageFolder(
-        train_dir, shape, "binary", share, shuffle=True, seed=seed, augment=augment, rescale=1 / 255, shard=distributed
-    )
-    validation = ImageFolder(validation_dir, shape, "binary", share, shuffle=False, rescale=1 / 255, shard=distributed)
-    model = XlaArticleCNN(image_size, seed=seed).to(device)
+    common = {"rescale": 1 / 255, "shard": distributed, "dtype": dtype}
+    train = ImageFolder(train_dir, shape, "binary", share, shuffle=True, seed=seed, augment=augment, **common)
+    validation = ImageFolder(validation_dir, shape, "binary", share, shuffle=False, **common)
+    model = XlaArticleCNN(image_size, seed=seed).to(device, dtype)
     optimizer = Adam(lr=lr, eps=1e-7)
     model.compile(
         loss=binary_cross_entropy,

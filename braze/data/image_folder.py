@@ -85,9 +85,10 @@ class ImageFolder:
 
     Each ``for`` loop is one epoch of ``len(self)`` batches (the last may be smaller);
     with ``shuffle`` every epoch uses a new permutation from a generator seeded by
-    ``seed``, so runs are reproducible. Images are float32 ``[B, H, W, C]`` (NHWC) with
-    ``target_size = (H, W)``, in 0..255 unless ``rescale`` multiplies them (e.g. 1/255).
-    Labels: ``binary`` float32 ``[B]`` of 0/1, ``categorical`` float32 one-hot
+    ``seed``, so runs are reproducible. Images are ``dtype`` (float32 unless told, as
+    Keras's ``ImageDataGenerator(dtype=...)``) ``[B, H, W, C]`` (NHWC) with ``target_size
+    = (H, W)``, in 0..255 unless ``rescale`` multiplies them (e.g. 1/255). Labels:
+    ``binary`` ``dtype`` ``[B]`` of 0/1, ``categorical`` ``dtype`` one-hot
     ``[B, n_classes]``, ``sparse`` int32 ``[B]``. With ``cache`` each image is decoded
     and resized once and kept in memory as uint8, so later epochs skip the decoding.
     Images are resized with ``interpolation`` (bilinear here; Keras's default is nearest).
@@ -119,6 +120,7 @@ class ImageFolder:
         cache: bool = True,
         interpolation: str = "bilinear",
         shard: bool = False,
+        dtype: str | np.dtype = "float32",
     ) -> None:
         if class_mode not in CLASS_MODES:
             raise DataError(f"class_mode must be one of {CLASS_MODES}, got {class_mode!r}")
@@ -158,6 +160,9 @@ class ImageFolder:
         self.shuffle = shuffle
         self.augment = augment
         self.rescale = rescale
+        self.dtype = np.dtype(dtype)
+        if self.dtype.kind != "f":
+            raise DataError(f"dtype must be a float dtype, got {self.dtype.name}")
         if shard and shuffle and seed is None:
             raise DataError("shard=True with shuffle=True needs a seed, the same on every rank")
         self.rank, self.ranks = shard_position() if shard else (0, 1)
@@ -195,7 +200,7 @@ class ImageFolder:
     def _batch(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """This rank's share of the job's batch of images ``rows``, decoded and augmented."""
         mine = rows[self.rank :: self.ranks]
-        images = np.empty((len(mine), *self.image_shape), dtype=np.float32)
+        images = np.empty((len(mine), *self.image_shape), dtype=self.dtype)
         for position, index in enumerate(rows):
             # Every row's transform is drawn, so each rank's generator stays in step with one process's.
             transform = self.augment.random_params() if self.augment is not None else None
@@ -204,12 +209,12 @@ class ImageFolder:
             image = self._image(int(index))
             images[position // self.ranks] = image if transform is None else apply_transform(image, **transform)
         if self.rescale is not None:
-            images *= np.float32(self.rescale)
+            images *= self.dtype.type(self.rescale)
         return images, self._encode(self.classes[mine])
 
     def _encode(self, labels: np.ndarray) -> np.ndarray:
         if self.class_mode == "binary":
-            return labels.astype(np.float32)
+            return labels.astype(self.dtype)
         if self.class_mode == "categorical":
-            return np.eye(len(self.class_indices), dtype=np.float32)[labels]
+            return np.eye(len(self.class_indices), dtype=self.dtype)[labels]
         return labels.astype(np.int32)

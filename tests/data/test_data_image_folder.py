@@ -110,6 +110,16 @@ def test_rescale(folder):
     assert images.max() <= 1.0
 
 
+def test_dtype_of_images_and_float_labels(folder):
+    data = ImageFolder(folder, (3, 3), "categorical", batch_size=7, shuffle=False, rescale=1 / 255, dtype="float64")
+    images, labels = next(iter(data))
+    assert images.dtype == labels.dtype == np.float64
+    np.testing.assert_allclose(images[:, 0, 0, 2], 200 / 255, atol=3 / 255)
+    np.testing.assert_array_equal(labels.sum(axis=1), 1)
+    with pytest.raises(DataError, match="dtype must be a float dtype, got int32"):
+        ImageFolder(folder, class_mode="sparse", dtype="int32")
+
+
 def test_cache_avoids_decoding_again(folder):
     cached = ImageFolder(folder, target_size=(4, 4), class_mode="sparse")
     uncached = ImageFolder(folder, target_size=(4, 4), class_mode="sparse", cache=False)
