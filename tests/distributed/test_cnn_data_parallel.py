@@ -36,6 +36,7 @@ def test_two_ranks_fit_the_cnn_as_one_process_with_twice_the_batch(tmp_path):
             # ranks (a wrong mean, a row in two shards) moves parameters by 1e-5 and more.
             np.testing.assert_allclose(params[name], value, rtol=0, atol=1e-9, err_msg=f"rank {rank} {name}")
 
+
 def test_ranks_with_a_batch_more_or_less_take_the_same_steps_and_stop_together(tmp_path):
     """9 images in batches of 2 x 4: the last batch's one image is rank 0's alone. Each step
     averages gradients over both ranks, so rank 0 stepping on it alone would wait forever:

@@ -21,8 +21,11 @@ from braze.runtime.diskcache import default_root, digest, write_atomically
 # never reads the floating-point exception flags either, and without it GCC keeps a branch
 # around a select feeding a multiply wherever the target lacks masked vector operations
 # (the max-pool gradient did not vectorize for AVX2: 9x slower than for AVX-512). Neither
-# changes a result. The target adds -march.
-BASE_FLAGS = ("-O3", "-fno-math-errno", "-fno-trapping-math", "-fPIC", "-shared", "-std=gnu11")
+# changes a result. -fwrapv: integers wrap around, as NumPy's do (the elemental emitter
+# already computes integer values as unsigned; this covers the sums of reductions and
+# contractions too); the LeNet and CNN steps vectorize the same loops with it. The target
+# adds -march.
+BASE_FLAGS = ("-O3", "-fwrapv", "-fno-math-errno", "-fno-trapping-math", "-fPIC", "-shared", "-std=gnu11")
 # What _probe decides besides BASE_FLAGS (a new value makes every process probe again).
 _PROBE_VERSION = "2"
 
