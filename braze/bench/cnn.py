@@ -3,7 +3,6 @@ Keras-style ``fit`` (Adam, batch 64, 840 // 64 steps per epoch, augmentation).""
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from braze.distributed import DistributedOptimizer, all_reduce, rank, size
 from braze.models import XlaArticleCNN
 from braze.nn import History, binary_cross_entropy
 from braze.optim import Adam
+from braze.runtime.cachedir import cache_root, private_folder
 from braze.runtime.device import Device
 
 IMAGE_SIZE = 150
@@ -19,7 +19,8 @@ IMAGE_SIZE = 150
 
 def image_folders(data: str | None, image_size: int = IMAGE_SIZE) -> tuple[Path, Path]:
     """(train, validation) folders: ``data/train`` and ``data/validation``, or a generated
-    two-class folder (840 + 188 images) under the system's temporary directory."""
+    two-class folder (840 + 188 images) in the user's cache folder (``data/`` in
+    ``~/.cache/braze``), private to the user as the kernels are."""
     if data is not None:
         root = Path(data)
         train, validation = root / "train", root / "validation"
@@ -28,7 +29,7 @@ def image_folders(data: str | None, image_size: int = IMAGE_SIZE) -> tuple[Path,
         if not train.is_dir() or not validation.is_dir():
             raise DataError(f"image folder {root} needs 'train' and 'validation' sub-folders of class folders")
         return train, validation
-    root = Path(tempfile.gettempdir()) / f"braze-two-class-{image_size}"
+    root = private_folder(private_folder(cache_root(), "data"), f"two-class-{image_size}")
     return make_two_class_folder(root, size=(image_size, image_size))
 
 

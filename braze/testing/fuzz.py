@@ -246,7 +246,7 @@ def check_batch(programs: Sequence[Program], backends: Sequence[str], cache: cpu
 def _run_jit(program: Program, cache: cpu.DiskCache | None) -> list[np.ndarray]:
     settings = {"BRAZE_BACKEND": "cpu", "BRAZE_FUSION": "1"}
     if cache is not None:
-        settings["BRAZE_CACHE"] = str(cache.root.parent)
+        settings["BRAZE_CACHE"] = str(cache.base)
     saved = {name: os.environ.get(name) for name in settings}
     os.environ.update(settings)
     try:

@@ -5,8 +5,8 @@ own message."""
 from __future__ import annotations
 
 import functools
-import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from braze.backends.cpu.target import CpuTarget, check_runnable, host_features, requested, resolve, target_flags
-from braze.runtime.diskcache import default_root, digest, write_atomically
+from braze.runtime.cachedir import cache_root, read_record, warn_once, write_record
+from braze.runtime.diskcache import digest
 
 # -fno-math-errno: generated code never reads errno, and without it GCC can neither hoist
 # a loop-invariant pow() nor turn sqrt into one vector instruction. -fno-trapping-math: it
@@ -27,7 +28,7 @@ from braze.runtime.diskcache import default_root, digest, write_atomically
 # adds -march.
 BASE_FLAGS = ("-O3", "-fwrapv", "-fno-math-errno", "-fno-trapping-math", "-fPIC", "-shared", "-std=gnu11")
 # What _probe decides besides BASE_FLAGS (a new value makes every process probe again).
-_PROBE_VERSION = "2"
+_PROBE_VERSION = "3"
 
 
 class CompileError(RuntimeError):
@@ -80,62 +81,88 @@ def _macros(path: str, flags: tuple[str, ...]) -> frozenset[str] | None:
         return None
     if result.returncode != 0:
         return None
-    return frozenset(line.split()[1] for line in result.stdout.splitlines() if line.startswith("#define "))
+    names = (line.split()[1] for line in result.stdout.splitlines() if line.startswith("#define "))
+    return frozenset(name for name in names if _MACRO_NAME.fullmatch(name))
 
 
-def _probe(path: str, target: str) -> tuple[str, tuple[str, ...], frozenset[str]] | None:
-    """Ask the compiler its version, which flags it takes and what ``target`` enables (a few
-    compiler runs): (version, flags, predefined macros)."""
+_MACRO_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What the compiler answered for one target; the flags are derived from it, never
+    stored (a record read back cannot add a flag)."""
+
+    version: str
+    march: bool  # it accepts the target's -march (else: its default target)
+    openmp: bool
+    macros: frozenset[str]
+
+    def flags(self, target: str) -> tuple[str, ...]:
+        flags = (*BASE_FLAGS, *(target_flags(target) if self.march else ()))
+        if self.openmp:
+            flags = (*flags, "-fopenmp")
+        if "__AVX512F__" in self.macros:
+            # GCC 12 vectorized the tap-row loop of a tiny convolution input gradient over its
+            # output rows with 512-bit masked vectors and got one pixel wrong (found by the
+            # fuzzer; right at -O2, with 256-bit vectors, or without loop vectorization). GCC's
+            # own tuning for most AVX-512 CPUs prefers 256 bits too; the register-tiled
+            # contractions use explicit vector types of the target's full width regardless.
+            flags = (*flags, "-mprefer-vector-width=256")
+        return flags
+
+    def record(self) -> dict:
+        return {"version": self.version, "march": self.march, "openmp": self.openmp, "macros": sorted(self.macros)}
+
+    @classmethod
+    def from_record(cls, value: object) -> Probe | None:
+        """The probe a record holds, or None unless every field has its type (and macros
+        are macro names: nothing else can come back)."""
+        if not isinstance(value, dict) or set(value) != {"version", "march", "openmp", "macros"}:
+            return None
+        version, march, openmp, macros = value["version"], value["march"], value["openmp"], value["macros"]
+        if not (isinstance(version, str) and version.isprintable() and type(march) is bool and type(openmp) is bool):
+            return None
+        if not isinstance(macros, list) or not all(isinstance(m, str) and _MACRO_NAME.fullmatch(m) for m in macros):
+            return None
+        return cls(version, march, openmp, frozenset(macros))
+
+
+def _probe(path: str, target: str) -> Probe | None:
+    """Ask the compiler its version, whether it takes the target's flags and OpenMP, and
+    what ``target`` enables (a few compiler runs)."""
     version = _version(path)
     if version is None:
         return None
-    wanted = target_flags(target)
-    if not _accepts(path, (*BASE_FLAGS, *wanted)):
-        if target != "native":
-            return None
-        wanted = ()  # a compiler without -march=native builds for its default target
-    flags = (*BASE_FLAGS, *wanted)
-    if _accepts(path, (*flags, "-fopenmp")):
-        flags = (*flags, "-fopenmp")
-    macros = _macros(path, flags)
-    if macros is not None and "__AVX512F__" in macros:
-        # GCC 12 vectorized the tap-row loop of a tiny convolution input gradient over its
-        # output rows with 512-bit masked vectors and got one pixel wrong (found by the
-        # fuzzer; right at -O2, with 256-bit vectors, or without loop vectorization). GCC's
-        # own tuning for most AVX-512 CPUs prefers 256 bits too; the register-tiled
-        # contractions use explicit vector types of the target's full width regardless.
-        flags = (*flags, "-mprefer-vector-width=256")
-    return None if macros is None else (version, flags, macros)
+    march = _accepts(path, (*BASE_FLAGS, *target_flags(target)))
+    if not march and target != "native":
+        return None  # a compiler without -march=native builds for its default target
+    wanted = target_flags(target) if march else ()
+    openmp = _accepts(path, (*BASE_FLAGS, *wanted, "-fopenmp"))
+    macros = _macros(path, (*BASE_FLAGS, *wanted, *(("-fopenmp",) if openmp else ())))
+    return None if macros is None else Probe(version, march, openmp, macros)
 
 
 def _remembered(path: str, target: str) -> Compiler | None:
-    """The probe of ``path`` for ``target`` from an earlier process, kept beside the kernel
-    cache: probing runs the compiler several times, which would dominate a warm start. It is
-    redone when the compiler's file or the host's CPU changes (a cache directory may be
-    shared by several hosts)."""
+    """The probe of ``path`` for ``target`` from an earlier process, kept in the cache
+    folder: probing runs the compiler several times, which would dominate a warm start. It
+    is redone when the compiler's file or the host's CPU changes (a cache folder may be
+    shared by several hosts), or when the record is not one braze wrote."""
     info = os.stat(path)
     host = digest(*sorted(host_features() or ()))[:16]
     identity = f"{path}:{info.st_mtime_ns}:{info.st_size}:{' '.join(BASE_FLAGS)}:{target}:{host}:{_PROBE_VERSION}"
-    record = default_root() / "compilers.json"
-    try:
-        known = json.loads(record.read_text())
-    except (OSError, ValueError):
-        known = {}
-    if identity in known:
-        version, flags, macros = known[identity]
-        probed = version, tuple(flags), frozenset(macros)
-    else:
+    record = cache_root() / "compilers.json"
+    known = read_record(record) or {}
+    probed = Probe.from_record(known.get(identity))
+    if probed is None and identity in known:
+        warn_once(f"braze: ignoring the probe of {path} in {record}: it is not one braze wrote; probing again")
+    if probed is None:
         probed = _probe(path, target)
         if probed is None:
             return None
-        known[identity] = [probed[0], list(probed[1]), sorted(probed[2])]
-        try:
-            record.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            write_atomically(record, json.dumps(known).encode(), 0o600)
-        except OSError:
-            pass  # an unwritable cache only costs the next process a probe
-    version, flags, macros = probed
-    return Compiler(path, version, flags, resolve(target, macros))
+        known[identity] = probed.record()
+        write_record(record, known)
+    return Compiler(path, probed.version, probed.flags(target), resolve(target, probed.macros))
 
 
 def find_compiler(target: str | None = None) -> Compiler | None:

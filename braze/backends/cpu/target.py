@@ -15,6 +15,7 @@ that lacks one of them.
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import platform
 from dataclasses import dataclass
@@ -89,6 +90,13 @@ class CpuTarget:
     l3_bytes: int
     cores: int
     cpu: str
+    macros: frozenset[str] = frozenset()  # every macro the compiler predefines for the flags
+
+    @property
+    def macros_digest(self) -> str:
+        """The full set of the compiler's predefined macros, as a short digest: a library
+        built where any of them differs is for another target."""
+        return hashlib.sha256(" ".join(sorted(self.macros)).encode()).hexdigest()[:32]
 
     def lanes(self, itemsize: int) -> int:
         """Elements of ``itemsize`` bytes in one vector register."""
@@ -99,7 +107,7 @@ class CpuTarget:
         """What determines the generated machine code: part of every cache key. The CPU's
         model stands in for what ``-march=native`` tunes for."""
         model = self.cpu if self.name == "native" else ""
-        return f"{self.level}|{' '.join(self.flags)}|{' '.join(sorted(self.features))}|{model}"
+        return f"{self.level}|{' '.join(self.flags)}|{' '.join(sorted(self.features))}|{model}|{self.macros_digest}"
 
     def describe(self) -> str:
         kib = 1024
@@ -205,6 +213,7 @@ def resolve(name: str, macros: frozenset[str]) -> CpuTarget:
         l3_bytes=_cache_size(3, ("Unified",)) or 8 << 20,
         cores=available_cores(),
         cpu=_cpuinfo()[0],
+        macros=macros,
     )
 
 
