@@ -15,7 +15,7 @@ import subprocess
 import numpy as np
 import pytest
 from second_user import as_other_user, requires_root, shared_folder
-from test_cpu_cache import TEXT, build, check, only_library
+from test_cpu_cache import build, check, only_library
 
 import braze
 from braze import lazy
