@@ -18,6 +18,28 @@ import tempfile
 import weakref
 
 _SEALS = ("F_SEAL_SEAL", "F_SEAL_SHRINK", "F_SEAL_GROW", "F_SEAL_WRITE")
+_PINNED: list[ctypes.CDLL] = []  # what our libraries brought in, kept loaded for good
+
+
+def _mapped_files() -> set[str] | None:
+    """The files mapped into this process (None where the system does not say)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            return {line.split(None, 5)[5].strip() for line in maps if line.count(" ") >= 5 and "/" in line}
+    except (OSError, IndexError):
+        return None
+
+
+def _pin_new_dependencies(before: set[str]) -> None:
+    """Keep loaded for good the libraries that loading one of ours brought in (its OpenMP
+    runtime): their threads outlive our library, sleeping in their code, and unloading
+    that code under them would crash the process when they wake."""
+    for path in sorted((_mapped_files() or set()) - before):
+        if path.startswith("/") and "memfd:" not in path:
+            try:
+                _PINNED.append(ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_NODELETE))
+            except OSError:
+                pass  # not a library (a data file mapped meanwhile)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -59,10 +81,14 @@ class Library:
     def __init__(self, data: bytes, name: str) -> None:
         self.name = name
         fd, path = _sealed_copy(data, name)
+        before = _mapped_files()
         try:
             self.cdll = ctypes.CDLL(path)
         except OSError:
             os.close(fd)
             raise
+        if before is None:
+            return  # what it brought in cannot be told, so it is never unloaded
+        _pin_new_dependencies(before)
         unload = weakref.finalize(self, _unload, self.cdll._handle, fd, path)
         unload.atexit = False  # the process is ending: nothing to give back
