@@ -11,6 +11,7 @@ cache or dropped by their owner.
 from __future__ import annotations
 
 import _ctypes
+import contextlib
 import ctypes
 import fcntl
 import os
@@ -36,10 +37,8 @@ def _pin_new_dependencies(before: set[str]) -> None:
     that code under them would crash the process when they wake."""
     for path in sorted((_mapped_files() or set()) - before):
         if path.startswith("/") and "memfd:" not in path:
-            try:
+            with contextlib.suppress(OSError):  # not a library (a data file mapped meanwhile)
                 _PINNED.append(ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_NODELETE))
-            except OSError:
-                pass  # not a library (a data file mapped meanwhile)
 
 
 def _write_all(fd: int, data: bytes) -> None:
