@@ -10,10 +10,11 @@ is decoded, so ``import braze.data`` works without it.
 from __future__ import annotations
 
 import os
+import stat
 import struct
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -49,13 +50,16 @@ def load_img(
     _check_options(color_mode, interpolation)
     path = Path(path)
     try:
-        with Image.open(path) as img:
+        with _open_regular(path) as handle, Image.open(handle) as img:
+            _check_pixels(path, img.size, Image.MAX_IMAGE_PIXELS)
             img = img.convert(COLOR_MODES[color_mode][0])  # a loaded copy, independent of the file
             # Pillow sizes are (width, height); target_size is (height, width).
             if target_size is not None and img.size != (target_size[1], target_size[0]):
                 resample = Image.Resampling[interpolation.upper()]
                 img = img.resize((target_size[1], target_size[0]), resample)
             return img
+    except DataError:
+        raise
     except UnidentifiedImageError:
         what = "empty file" if path.stat().st_size == 0 else "unknown image format or wrong magic bytes"
         raise DataError(f"{path}: image does not decode ({what})") from None
@@ -66,11 +70,39 @@ def load_img(
         raise DataError(f"{path}: image does not decode ({e})") from e
 
 
+def _open_regular(path: Path) -> BinaryIO:
+    """``path`` opened for reading when it is a regular file (a FIFO or a device named like
+    an image would block the loader, or never end)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise DataError(f"{path}: not a regular file, not an image")
+    return os.fdopen(fd, "rb")
+
+
+def _check_pixels(path: Path, size: tuple[int, int], limit: int | None) -> None:
+    """Refuse, before it is decoded, an image bigger than Pillow's limit for one image, which
+    Pillow only warns about below twice that (a small file can decode to gigabytes)."""
+    if limit is not None and size[0] * size[1] > limit:
+        raise DataError(
+            f"{path}: {size[0]}x{size[1]} pixels, more than Pillow's limit of {limit:,} for one image "
+            "(a decompression bomb?); raise PIL.Image.MAX_IMAGE_PIXELS to load it anyway"
+        )
+
+
 def _list_images(class_dir: Path) -> list[Path]:
-    """Image files under ``class_dir`` (recursively), in a stable sorted order like Keras."""
+    """Image files under ``class_dir`` (recursively), in a stable sorted order like Keras;
+    a name with an image's extension that is not a regular file is a :class:`DataError`."""
     found = []
     for root, _, files in sorted(os.walk(class_dir), key=lambda entry: entry[0]):
         found.extend(Path(root) / f for f in sorted(files) if f.lower().endswith(IMAGE_EXTENSIONS))
+    for path in found:
+        try:
+            regular = stat.S_ISREG(path.stat().st_mode)
+        except OSError as error:
+            raise DataError(f"{path}: cannot read ({error.strerror or error})") from None
+        if not regular:
+            raise DataError(f"{path}: not a regular file, not an image")
     return found
 
 
