@@ -165,3 +165,51 @@ def test_kernels_run_on_the_usable_cores_with_sleeping_waits_unless_told_otherwi
     env = {**clean, "BRAZE_CACHE": str(tmp_path), **environment}
     result = subprocess.run([sys.executable, "-c", _THREADS], env=env, capture_output=True, text=True, check=True)
     assert result.stdout.split("\n")[-2] == expected
+
+
+@pytest.mark.parametrize("right", [True, False], ids=["compiler-permutes-right", "compiler-gets-it-wrong"])
+def test_a_probe_program_decides_the_width_of_double_vectors(right, monkeypatch, fresh_probes):
+    """Where the compiler gets 512-bit double permutations wrong (GCC 12 emits vpermilpd,
+    an in-lane permute, for permutations that cross 128-bit lanes), doubles use 256-bit
+    vectors in auto-vectorized loops and in braze's explicit vector code alike."""
+    probed = []
+    monkeypatch.setattr(cc, "_permutes_doubles_right", lambda path, flags: probed.append(flags) or right)
+    found = cc.find_compiler()
+    avx512 = "avx512f" in found.target.features
+    assert bool(probed) == avx512  # probed only where there are 512-bit vectors
+    narrow = avx512 and not right
+    assert ("-mprefer-vector-width=256" in found.flags) == narrow
+    assert found.target.lanes(8) == (4 if narrow else found.target.vector_bytes // 8)
+    assert found.target.lanes(4) == found.target.vector_bytes // 4  # floats keep the full width
+    assert f"braze_vf64 __attribute__((vector_size({8 * found.target.lanes(8)})))" in prelude(found.target)
+    _check(cpu.compile_graph(_graph(), cpu.DiskCache(fresh_probes)))
+
+
+PRINT_SHUFFLES = r"""
+#include <stdio.h>
+typedef double v8df __attribute__((vector_size(64)));
+typedef long long v8di __attribute__((vector_size(64)));
+__attribute__((noinline)) v8df one(v8df v) { return __builtin_shuffle(v, (v8di){1, 1, 4, 4, 5, 5, 6, 6}); }
+__attribute__((noinline)) v8df two(v8df v) { return __builtin_shuffle(v, (v8di){0, 1, 3, 4, 4, 5, 6, 6}); }
+int main(int argc, char** argv) {
+  v8df v;
+  for (int i = 0; i < 8; i++) v[i] = i + argc - 1; /* 0..7, unknown to the compiler */
+  const v8df a = one(v), b = two(v);
+  for (int i = 0; i < 8; i++) printf("%g ", a[i]);
+  for (int i = 0; i < 8; i++) printf("%g ", b[i]);
+  return 0;
+}
+"""
+
+
+def test_the_permutation_probe_says_what_the_compilers_shuffles_do(tmp_path):
+    """The probe's verdict against the shuffles' own output, printed and compared here."""
+    found = cc.find_compiler()
+    if "avx512f" not in found.target.features:
+        pytest.skip("the host has no 512-bit vectors to probe")
+    flags = [f for f in found.flags if f not in ("-shared", "-fPIC")]
+    (tmp_path / "shuffle.c").write_text(PRINT_SHUFFLES)
+    subprocess.run([found.path, *flags, "-o", str(tmp_path / "shuffle"), str(tmp_path / "shuffle.c")], check=True)
+    printed = subprocess.run([str(tmp_path / "shuffle")], capture_output=True, text=True, check=True).stdout.split()
+    right = [float(x) for x in printed] == [1, 1, 4, 4, 5, 5, 6, 6, 0, 1, 3, 4, 4, 5, 6, 6]
+    assert cc._permutes_doubles_right(found.path, found.flags) == right

@@ -129,7 +129,6 @@ assert len({len(s) for s in shares}) == 1 and len(loader) == 3, shares
 assert sorted(set(sum(shares, []))) == list(range(11)), shares
 
 
-
 class NumbersOnly:
     """A communicator whose object methods (mpi4py's lowercase ones, which pickle) fail: the
     ranks must exchange numeric buffers only, since an unpickled object can run code."""
