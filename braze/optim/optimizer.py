@@ -31,6 +31,10 @@ def zeros_data(param: Tensor, shape: tuple[int, ...] | None = None) -> Tensor:
 
 
 class Optimizer:
+    """The base of braze's optimizers: ``zero_grad()`` and ``step()`` over the bound parameters
+    (a Module or tensors), each parameter's slots in ``state``; subclasses define ``init_slots``
+    and ``update``."""
+
     def __init__(self, params: Any = None) -> None:
         self.params: list[Tensor] = []
         self.state: list[Slots | None] = []

@@ -9,6 +9,8 @@ from braze.tensor import Tensor
 
 
 class SGD(Optimizer):
+    """Stochastic gradient descent, with optional (Nesterov) momentum and L2 ``weight_decay``."""
+
     def __init__(
         self,
         params: Any = None,
