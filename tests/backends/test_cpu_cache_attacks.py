@@ -199,3 +199,16 @@ def test_an_entry_planted_by_another_user_in_a_shared_folder_never_runs(neighbou
     with pytest.warns(CacheWarning, match="not using the cache folder"):
         check(build(root))
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("text", ["[]", "null", '"x"', '{"an identity": "not a probe"}', "{"])
+def test_a_broken_compiler_record_costs_one_warning_and_a_probe(text, tmp_path, monkeypatch):
+    monkeypatch.setenv("BRAZE_CACHE", str(tmp_path))
+    (tmp_path / "compilers.json").write_text(text)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):  # three compiles: one warning
+            check(build(tmp_path))
+    messages = [str(w.message) for w in caught if issubclass(w.category, CacheWarning)]
+    assert len(messages) == (0 if text.startswith('{"an') else 1), messages
+    assert json.loads((tmp_path / "compilers.json").read_text())  # written again, whole
