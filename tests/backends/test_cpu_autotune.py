@@ -24,6 +24,12 @@ from braze.runtime.diskcache import CacheWarning
 pytestmark = pytest.mark.skipif(not cpu.available(), reason="no C compiler")
 
 
+@pytest.fixture(autouse=True)
+def autotuning_on(monkeypatch):
+    """These tests are about autotuning: on, whatever BRAZE_AUTOTUNE the suite runs with."""
+    monkeypatch.setenv("BRAZE_AUTOTUNE", "1")
+
+
 def _training_graph(seed: int = 0):
     """A convolution with bias and ReLU, its filter and input gradients, and a dense layer
     with its gradients: each big enough (a few million multiply-adds) to offer choices."""
