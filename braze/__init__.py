@@ -16,7 +16,7 @@ from braze import config
 from braze.autodiff import enable_grad, grad, no_grad, value_and_grad
 from braze.interop import from_dlpack
 from braze.ir.dtypes import DType, bool_, float32, float64, int32, int64
-from braze.ir.errors import BrazeError, DeviceError, DTypeError, ShapeError
+from braze.ir.errors import BrazeError, DeviceError, DTypeError, ShapeError, TraceError
 from braze.jit import jit
 from braze.lazy import barrier, explain
 from braze.ops import *  # noqa: F403 - the op library is the public API
@@ -57,6 +57,7 @@ __all__ = [
     "DeviceError",
     "ShapeError",
     "Tensor",
+    "TraceError",
     "as_device",
     "barrier",
     "config",

@@ -6,6 +6,13 @@ tensor ops so that on a lazy device, or under ``braze.jit``, the whole update is
 into the training step and nothing is left to Python between steps. ``step()`` writes results back
 into the same tensors (parameters and slots keep their identity, which lets a lazy device
 update them in place); ``apply()`` is the functional form.
+
+Hyperparameters (``lr``, momentum, betas, weight decay...) may change between steps and
+never cause a recompile: each is a number, a 0-d tensor, or for the learning rate a
+schedule of the step count (``braze.optim.schedules``), and ``hyperparameter()`` makes it a
+0-d tensor of the parameter's dtype that is device data on a lazy device (a graph input
+whatever its value); the classes list them in ``jit_inputs``, so that under ``braze.jit``
+they are inputs of the compiled step too. A zero one leaves its term out of the update.
 """
 
 from __future__ import annotations
@@ -17,12 +24,36 @@ from typing import Any
 import numpy as np
 
 from braze.autodiff import no_grad
+from braze.ir.dtypes import float64
 from braze.lazy import barrier
-from braze.ops import full
+from braze.ops import astype, full
 from braze.runtime.device import Device, as_device
 from braze.tensor import Tensor
 
 Slots = dict[str, Tensor]
+# A hyperparameter: a number, a 0-d tensor, or (the learning rate) a schedule of the step count.
+Hyperparameter = Any
+
+
+def active(value: Hyperparameter) -> bool:
+    """Whether a hyperparameter's term is part of the update: a zero one is left out (a
+    tensor or a schedule may be anything, so its term is always computed)."""
+    return not isinstance(value, (int, float, np.number)) or value != 0
+
+
+def real(value: Hyperparameter) -> Any:
+    """A number as it is, a tensor in float64: arithmetic between hyperparameters
+    (``1 - beta``, ``lr * weight_decay``) is done in double precision, as Python does it."""
+    return astype(value, float64) if isinstance(value, Tensor) else value
+
+
+def check_positive(optimizer: str, allow_zero: bool = False, **hyperparameters: Hyperparameter) -> None:
+    """A ValueError naming any hyperparameter given as a number that is negative (or zero,
+    unless ``allow_zero``); tensors and schedules are taken as they are."""
+    for name, value in hyperparameters.items():
+        if isinstance(value, (int, float, np.number)) and (value < 0 or (value == 0 and not allow_zero)):
+            bound = "0 or more" if allow_zero else "more than 0"
+            raise ValueError(f"{optimizer}: {name} must be {bound}, got {value}")
 
 
 def zeros_data(param: Tensor, shape: tuple[int, ...] | None = None) -> Tensor:
@@ -31,11 +62,18 @@ def zeros_data(param: Tensor, shape: tuple[int, ...] | None = None) -> Tensor:
 
 
 class Optimizer:
+    """The base of braze's optimizers: ``params`` (a Module or tensors), ``state`` (each
+    parameter's slots, made on its first update) and ``iterations``, the count of steps
+    taken (Keras's name), a 0-d int64 tensor that a learning-rate schedule reads."""
+
+    jit_inputs: tuple[str, ...] = ("lr",)  # numbers read afresh by every call of a jitted step
+
     def __init__(self, params: Any = None) -> None:
         self.params: list[Tensor] = []
         self.state: list[Slots | None] = []
-        self.steps = 0
-        self._constants: dict[tuple, Tensor] = {}  # this step's, by (value, dtype, device)
+        self.iterations: Tensor | None = None
+        self._constants: dict[tuple, Any] = {}  # this step's, by (value or id, dtype, device)
+        self._held: list[Any] = []  # the values named by id in _constants
         if params is not None:
             self.bind(params)
 
@@ -49,6 +87,7 @@ class Optimizer:
                 raise TypeError(f"{type(self).__name__}: parameters must be tensors that require grad")
         self.params = list(found)
         self.state = [None] * len(self.params)
+        self.iterations = Tensor.from_numpy(np.zeros((), np.int64), self.params[0].device)
         return self
 
     def init_slots(self, param: Tensor) -> Slots:
@@ -58,14 +97,47 @@ class Optimizer:
         raise NotImplementedError
 
     def constant(self, value: float, like: Tensor) -> Tensor:
-        """``value`` as a 0-d tensor of ``like``'s dtype and device, made once per ``step()``
-        for all the parameters (updates multiply by it as by a number): on a lazy device one
-        constant for the step, not one per parameter. Forgotten when the updates are made,
-        so that a lazy step's barrier never computes them as results."""
+        """``value``, a number written in the update rule (``1.0``), as a 0-d constant of
+        ``like``'s dtype and device, made once per ``step()`` for all the parameters: on a
+        lazy device one constant for the step, not one per parameter. Forgotten when the
+        updates are made, so that a lazy step's barrier never computes them as results."""
         key = (value, like.dtype, like.device)
         found = self._constants.get(key)
         if found is None:
             found = self._constants[key] = full((), value, like.dtype, like.device)
+        return found
+
+    def hyperparameter(self, value: Hyperparameter, like: Tensor) -> Tensor:
+        """A hyperparameter's value now as a 0-d tensor of ``like``'s dtype and device, made
+        once per ``step()``: a number becomes device data (on a lazy device a graph input,
+        so a new value is not a new graph), a tensor is converted, and a schedule is
+        evaluated at ``iterations``."""
+        number = isinstance(value, (int, float, np.number))
+        key = (("number", value) if number else id(value), like.dtype, like.device)
+        found = self._constants.get(key)
+        if found is None:
+            if not number:  # alive until the step ends, so that its id names nothing else meanwhile
+                self._held.append(value)
+            current = self.current(value)
+            if isinstance(current, Tensor):
+                if current.shape != ():
+                    raise ValueError(f"{type(self).__name__}: a hyperparameter tensor must be 0-d, got {current.shape}")
+                found = astype(current.to(like.device), like.dtype)
+            else:
+                found = Tensor.from_numpy(np.array(current, like.dtype.numpy), like.device)
+            self._constants[key] = found
+        return found
+
+    def current(self, value: Hyperparameter) -> Any:
+        """A hyperparameter's value at this step: a schedule evaluated at ``iterations``
+        (once per ``step()``), anything else as it is."""
+        if isinstance(value, Tensor) or not callable(value):
+            return value
+        key = ("schedule", id(value))
+        found = self._constants.get(key)
+        if found is None:
+            self._held.append(value)
+            found = self._constants[key] = value(self.iterations)
         return found
 
     @contextlib.contextmanager
@@ -74,6 +146,7 @@ class Optimizer:
             yield
         finally:
             self._constants.clear()
+            self._held.clear()
 
     def zero_grad(self) -> None:
         for p in self.params:
@@ -84,7 +157,9 @@ class Optimizer:
         the traced step (a barrier)."""
         if not self.params:
             raise RuntimeError(f"{type(self).__name__}: no parameters; pass them or a model to the optimizer")
-        self.steps += 1
+        device = self.params[0].device
+        if self.iterations.device != device:  # the model moved after it was bound
+            self.iterations.move_(device)
         with no_grad(), self._step_constants():
             for i, p in enumerate(self.params):
                 if p.grad is None:
@@ -93,12 +168,14 @@ class Optimizer:
                     raise RuntimeError(f"gradient on {p.grad.device!r} for a parameter on {p.device!r}")
                 slots = self.state[i]
                 if slots is None:
-                    slots = self.state[i] = self.init_slots(p)
+                    slots = self.init_slots(p)
+                    if slots:  # an optimizer without slots keeps no state to compare under braze.jit
+                        self.state[i] = slots
                 new_p, new_slots = self.update(p, p.grad, slots)
                 p._assign(new_p)
                 for name, value in new_slots.items():
                     slots[name]._assign(value)
-        device = self.params[0].device
+            self.iterations._assign(self.iterations + 1)
         if device.is_lazy:
             barrier(device)  # a lazy training step ends here, as users of X10's barrier expect
 
@@ -119,6 +196,8 @@ class Optimizer:
     def to(self, device: Device | str) -> Optimizer:
         """Move the optimizer's slots (X10's ``SGD(copying:to:)``)."""
         target = as_device(device)
+        if self.iterations is not None:
+            self.iterations.move_(target)
         for slots in self.state:
             for value in (slots or {}).values():
                 value.move_(target)

@@ -1,0 +1,126 @@
+"""What a jitted function reads from Python is an input, a guard or an error, never a frozen
+constant: each program runs eagerly and under ``@braze.jit`` over several calls, changing
+state between the calls as a training script does, and the two runs must agree."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import braze
+from braze.nn import Dense, Dropout, Sequential, softmax_cross_entropy
+from braze.optim import SGD, AdamW
+from braze.runtime import metrics
+
+# Both runs do the same float32 arithmetic, in other orders (native kernels): a few steps
+# stay within a few units of float32 rounding of the values they update.
+RTOL, ATOL = 2e-5, 1e-6
+
+
+@pytest.fixture(autouse=True)
+def private_cache(monkeypatch, tmp_path_factory):
+    monkeypatch.setenv("BRAZE_CACHE", str(tmp_path_factory.getbasetemp() / "jit-cache"))
+    metrics.reset()
+
+
+def batch(seed: int = 0, n: int = 8) -> tuple[braze.Tensor, braze.Tensor]:
+    rng = np.random.default_rng(seed)
+    return braze.tensor(rng.standard_normal((n, 5)).astype(np.float32)), braze.tensor(rng.integers(0, 3, n))
+
+
+def network(dropout: float = 0.0) -> Sequential:
+    g = braze.Generator(7)
+    layers = [Dense(16, activation="relu", input_dim=5, generator=g)]
+    if dropout:
+        layers.append(Dropout(dropout, seed=11))
+    return Sequential(*layers, Dense(3, generator=g))
+
+
+def train_step(model, optimizer, x, y):
+    optimizer.zero_grad()
+    loss = softmax_cross_entropy(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
+def twins(make_optimizer, dropout: float = 0.0):
+    """Two identical models and optimizers: one for the eager run, one for the jitted run."""
+    pairs = []
+    for _ in range(2):
+        model = network(dropout)
+        pairs.append((model, make_optimizer(model)))
+    return pairs
+
+
+def assert_same_parameters(a, b) -> None:
+    for p, q in zip(a.parameters(), b.parameters(), strict=True):
+        np.testing.assert_allclose(q.numpy(), p.numpy(), rtol=RTOL, atol=ATOL)
+
+
+def test_a_learning_rate_set_between_calls_is_an_input():
+    (em, eo), (jm, jo) = twins(lambda m: SGD(m, lr=1.0))
+    step = braze.jit(train_step)
+    x, y = batch()
+    before = [p.numpy().copy() for p in jm.parameters()]
+    for lr in (1.0, 1.0, 0.1, 0.01):
+        eo.lr = jo.lr = lr
+        expected = train_step(em, eo, x, y)
+        np.testing.assert_allclose(step(jm, jo, x, y).item(), expected.item(), rtol=RTOL)
+        assert_same_parameters(em, jm)
+    assert step.compiles == 1
+    # The last update moved the parameters by 0.01 times a gradient, not by 1 times it.
+    after = [p.numpy() for p in jm.parameters()]
+    assert any(np.abs(a - b).max() > 0 for a, b in zip(after, before, strict=True))
+
+
+def test_a_learning_rate_tensor_set_between_calls_is_read_on_every_call():
+    (em, eo), (jm, jo) = twins(lambda m: SGD(m, lr=0.5))
+    step = braze.jit(train_step)
+    x, y = batch()
+    for lr in (0.5, 0.1, 0.01):
+        eo.lr, jo.lr = braze.tensor(lr), braze.tensor(lr)
+        np.testing.assert_allclose(step(jm, jo, x, y).item(), train_step(em, eo, x, y).item(), rtol=RTOL)
+        assert_same_parameters(em, jm)
+    # A number, then tensors: two signatures; a new tensor value is not a new signature.
+    assert step.compiles == 1
+
+
+def test_dropout_draws_a_new_mask_on_every_call_as_eagerly():
+    model = Sequential(Dropout(0.5, seed=3))
+    twin = Sequential(Dropout(0.5, seed=3))
+    forward = braze.jit(lambda m, x: m(x))
+    x = braze.ones((4, 64))
+    masks = []
+    for _ in range(3):
+        expected = twin(x).numpy()
+        got = forward(model, x).numpy()
+        np.testing.assert_array_equal(got, expected)
+        masks.append(got)
+    assert not np.array_equal(masks[0], masks[1]) and not np.array_equal(masks[1], masks[2])
+    assert forward.compiles == 1
+
+
+def test_dropout_from_the_default_generator_follows_manual_seed():
+    forward = braze.jit(lambda m, x: m(x))
+    x = braze.ones((2, 32))
+    runs = []
+    for jitted in (False, True):
+        braze.manual_seed(5)
+        model = Sequential(Dropout(0.25))
+        runs.append([(forward(model, x) if jitted else model(x)).numpy() for _ in range(3)])
+    for eager, jitted in zip(*runs, strict=True):
+        np.testing.assert_array_equal(jitted, eager)
+    assert forward.compiles == 1
+
+
+def test_eval_after_tracing_in_training_mode_turns_dropout_off():
+    model = Sequential(Dropout(0.5, seed=3))
+    forward = braze.jit(lambda m, x: m(x))
+    x = braze.ones((4, 16))
+    assert (forward(model, x).numpy() == 0).any()
+    model.eval()
+    np.testing.assert_array_equal(forward(model, x).numpy(), x.numpy())
+    model.train()
+    assert (forward(model, x).numpy() == 0).any()
+    assert forward.compiles == 2  # one per mode: the mode is a guard
