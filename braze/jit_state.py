@@ -25,6 +25,7 @@ new key can be explained by the entries that changed.
 
 from __future__ import annotations
 
+import dis
 import enum
 import functools
 import os
@@ -41,7 +42,7 @@ from braze.ops.random import Generator
 from braze.runtime.device import Device
 from braze.tensor import Tensor
 
-MAX_DEPTH = 8
+MAX_DEPTH = 32  # containers and objects nested deeper are guarded by their path alone
 SMALL_ARRAY = 64  # elements: up to this size a NumPy array is guarded by its values
 
 # Compared by value: a change is a change of the key.
@@ -110,8 +111,8 @@ def function_roots(fn: Callable[..., Any]) -> list[tuple[str, Any]]:
 
 @functools.cache
 def _global_names(code: types.CodeType) -> tuple[str, ...]:
-    """Every name ``code`` and the code inside it (lambdas, comprehensions) may read as a global."""
-    names = dict.fromkeys(code.co_names)
+    """Every name that ``code`` and the code inside it (lambdas, comprehensions) read as a global."""
+    names = dict.fromkeys(i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME"))
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             names.update(dict.fromkeys(_global_names(const)))
@@ -123,66 +124,91 @@ def _is_library(code: types.CodeType) -> bool:
     return code.co_filename.startswith(_LIBRARY)
 
 
+# How the walk treats a value, by its type (found once per type, see _category).
+_SCALAR, _TENSOR, _SEQUENCE, _DICT, _ARRAY, _FUNCTION, _OPAQUE, _OBJECT = range(8)
+_CATEGORIES: dict[type, int] = {bool: _SCALAR, int: _SCALAR, float: _SCALAR, str: _SCALAR, type(None): _SCALAR}
+
+
+def _category(kind: type) -> int:
+    if issubclass(kind, _VALUES):
+        found = _SCALAR
+    elif issubclass(kind, Tensor):
+        found = _TENSOR
+    elif kind is list or kind is tuple:
+        found = _SEQUENCE
+    elif kind is dict:
+        found = _DICT
+    elif issubclass(kind, np.ndarray):
+        found = _ARRAY
+    elif issubclass(kind, _CODE):
+        found = _FUNCTION
+    elif issubclass(kind, (Generator, type, types.ModuleType, types.BuiltinFunctionType)):
+        found = _OPAQUE
+    else:
+        found = _OBJECT  # an object without a __dict__ is compared by identity (see visit)
+    _CATEGORIES[kind] = found
+    return found
+
+
 def read(roots: list[tuple[str, Any]]) -> Reads:
     """Walk ``roots`` (path, value) and sort what they reach (see the module docstring)."""
     reads = Reads()
     seen: set[int] = set()
     tensors, paths, entries = reads.tensors, reads.paths, reads.entries
+    categories = _CATEGORIES
 
     def visit(value: Any, path: str, depth: int) -> None:
         kind = type(value)
-        if kind in _SCALAR_TYPES or isinstance(value, _VALUES):
+        category = categories.get(kind)
+        if category is None:
+            category = _category(kind)
+        if category == _SCALAR:
             entries.append((path, kind, value))
-        elif kind is Tensor or isinstance(value, Tensor):
+        elif category == _TENSOR:
             if id(value) not in seen:
                 seen.add(id(value))
                 tensors.append(value)
                 paths.append(path)
                 entries.append((path, value._aval, value.device))
-        elif id(value) in seen or depth > MAX_DEPTH:
+        elif id(value) in seen:
             return
-        elif kind is list or kind is tuple:
+        elif depth > MAX_DEPTH:
+            entries.append((path, "beyond the walk's depth"))
+        elif category == _OBJECT and hasattr(value, "__dict__"):
+            seen.add(id(value))
+            lifted = getattr(kind, "jit_inputs", ())
+            entries.append((path, kind))
+            for name, item in vars(value).items():
+                if name[0] == "_":
+                    continue
+                child = f"{path}.{name}"
+                if name in lifted and _lift(reads, value, name, item, child):
+                    continue
+                visit(item, child, depth + 1)
+        elif category == _SEQUENCE:
             seen.add(id(value))
             entries.append((path, kind, len(value)))
             for i, item in enumerate(value):
                 visit(item, f"{path}[{i}]", depth + 1)
-        elif kind is dict:
+        elif category == _DICT:
             seen.add(id(value))
             entries.append((path, kind, tuple(value)))
             for name, item in value.items():
                 visit(item, f"{path}[{name!r}]", depth + 1)
-        elif isinstance(value, np.ndarray):
-            seen.add(id(value))
+        elif category == _ARRAY:
             contents = value.tobytes() if value.size <= SMALL_ARRAY else id(value)
             entries.append((path, value.shape, value.dtype, contents))
-        elif isinstance(value, _CODE):
+        elif category == _FUNCTION:
             seen.add(id(value))
             entries.append((path, value))
             for name, item in function_roots(value):
                 visit(item, f"{path}.{name}", depth + 1)
-        elif isinstance(value, Generator) or not hasattr(value, "__dict__") or isinstance(value, _OPAQUE):
-            entries.append((path, _identity(value)))
         else:
-            seen.add(id(value))
-            visit_object(value, kind, path, depth)
-
-    def visit_object(value: Any, kind: type, path: str, depth: int) -> None:
-        lifted = getattr(kind, "jit_inputs", ())
-        entries.append((path, kind))
-        for name, item in vars(value).items():
-            if name[0] == "_":
-                continue
-            if name in lifted and _lift(reads, value, name, item, f"{path}.{name}"):
-                continue
-            visit(item, f"{path}.{name}", depth + 1)
+            entries.append((path, _identity(value)))
 
     for path, value in roots:
         visit(value, path, 0)
     return reads
-
-
-_SCALAR_TYPES = frozenset({bool, int, float, str, type(None)})
-_OPAQUE = (type, types.ModuleType, types.BuiltinFunctionType)
 
 
 def _identity(value: Any) -> Any:
