@@ -124,3 +124,126 @@ def test_eval_after_tracing_in_training_mode_turns_dropout_off():
     model.train()
     assert (forward(model, x).numpy() == 0).any()
     assert forward.compiles == 2  # one per mode: the mode is a guard
+
+
+def test_a_cosine_schedule_with_warm_up_is_computed_in_the_compiled_step():
+    schedule = braze.optim.schedules.CosineDecay(0.0, 6, warmup_target=0.5, warmup_steps=3)
+    (em, eo), (jm, jo) = twins(lambda m: SGD(m, lr=schedule))
+    step = braze.jit(train_step)
+    x, y = batch()
+    for _ in range(10):  # warm-up, decay, and past its end
+        np.testing.assert_allclose(step(jm, jo, x, y).item(), train_step(em, eo, x, y).item(), rtol=RTOL)
+        assert_same_parameters(em, jm)
+    assert int(jo.iterations) == int(eo.iterations) == 10
+    assert step.compiles == 1
+
+
+def test_a_pytorch_warm_up_and_cosine_scheduler_sets_inputs_between_calls():
+    from braze.optim.lr_scheduler import CosineAnnealingLR, LinearLR, SequentialLR
+
+    (em, eo), (jm, jo) = twins(lambda m: SGD(m, lr=0.5, momentum=0.9))
+    schedulers = [
+        SequentialLR(o, [LinearLR(o, 0.1, total_iters=3), CosineAnnealingLR(o, 5)], milestones=[3]) for o in (eo, jo)
+    ]
+    step = braze.jit(train_step)
+    x, y = batch()
+    for _ in range(8):
+        np.testing.assert_allclose(step(jm, jo, x, y).item(), train_step(em, eo, x, y).item(), rtol=RTOL)
+        assert_same_parameters(em, jm)
+        for scheduler in schedulers:
+            scheduler.step()
+    assert jo.lr == eo.lr and step.compiles == 1
+
+
+def test_adamw_hyperparameters_changed_mid_run_are_inputs_and_a_zero_weight_decay_a_guard():
+    (em, eo), (jm, jo) = twins(lambda m: AdamW(m, lr=0.01))
+    step = braze.jit(train_step)
+    x, y = batch()
+    changes = [{}, {"lr": 0.05}, {"betas": (0.8, 0.99)}, {"eps": 1e-4}, {"weight_decay": 0.1}, {"lr": 0.002}]
+    for change in changes + [{"weight_decay": 0.0}, {}, {"weight_decay": 0.3}]:
+        for name, value in change.items():
+            setattr(eo, name, value)
+            setattr(jo, name, value)
+        np.testing.assert_allclose(step(jm, jo, x, y).item(), train_step(em, eo, x, y).item(), rtol=RTOL)
+        assert_same_parameters(em, jm)
+        if change is changes[-1]:
+            assert step.compiles == 1  # every value so far was an input
+    assert step.compiles == 2  # a zero weight decay leaves its term out: one more graph, and no more
+
+
+def test_momentum_turned_on_mid_run_starts_its_buffer_as_eagerly():
+    (em, eo), (jm, jo) = twins(lambda m: SGD(m, lr=0.1))
+    step = braze.jit(train_step)
+    x, y = batch()
+    for momentum in (0.0, 0.0, 0.9, 0.9, 0.5):
+        eo.momentum = jo.momentum = momentum
+        np.testing.assert_allclose(step(jm, jo, x, y).item(), train_step(em, eo, x, y).item(), rtol=RTOL)
+        assert_same_parameters(em, jm)
+
+
+def test_a_jitted_evaluation_after_training_runs_without_dropout():
+    (em, eo), (jm, jo) = twins(lambda m: SGD(m, lr=0.1), dropout=0.5)
+    step = braze.jit(train_step)
+    evaluate = braze.jit(lambda model, x, y: softmax_cross_entropy(model(x), y))
+    x, y = batch()
+    for _ in range(3):
+        np.testing.assert_allclose(step(jm, jo, x, y).item(), train_step(em, eo, x, y).item(), rtol=RTOL)
+        # The same evaluation while training (dropout on) draws its own masks, as eagerly.
+        np.testing.assert_allclose(evaluate(jm, x, y).item(), softmax_cross_entropy(em(x), y).item(), rtol=RTOL)
+    assert_same_parameters(em, jm)
+    em.eval()
+    jm.eval()
+    eager = softmax_cross_entropy(em(x), y).item()
+    for _ in range(2):
+        np.testing.assert_allclose(evaluate(jm, x, y).item(), eager, rtol=RTOL)
+    assert evaluate.compiles == 2 and step.compiles == 1
+
+
+def test_a_closure_over_a_python_float_is_a_guard():
+    scale = 0.5
+
+    def scaled(x):
+        return x * scale
+
+    jitted = braze.jit(scaled)
+    x = braze.tensor([1.0, 2.0])
+    for value in (0.5, 0.5, 3.0, 3.0, 0.5):
+        scale = value
+        np.testing.assert_array_equal(jitted(x).numpy(), [value, 2 * value])
+    assert jitted.compiles == 2  # once per distinct value; the first is cached still
+
+
+SHIFT = 1.0
+
+
+def shifted(x):
+    return x + SHIFT
+
+
+def test_a_global_number_is_a_guard():
+    global SHIFT
+    jitted = braze.jit(shifted)
+    x = braze.tensor([1.0])
+    try:
+        for value in (1.0, 5.0, 5.0):
+            SHIFT = value
+            assert jitted(x).tolist() == [1.0 + value]
+    finally:
+        SHIFT = 1.0
+    assert jitted.compiles == 2
+
+
+def test_a_learning_rate_set_between_lazy_steps_is_a_graph_input_whatever_its_value():
+    model = network().to(braze.LAZY_CPU)
+    optimizer = SGD(model, lr=1.0)
+    eager_model = network()
+    eager_optimizer = SGD(eager_model, lr=1.0)
+    x, y = batch()
+    lx, ly = x.to(braze.LAZY_CPU), y.to(braze.LAZY_CPU)
+    for lr in (1.0, 1.0, 0.1, 0.01, 0.0):
+        optimizer.lr = eager_optimizer.lr = lr
+        np.testing.assert_allclose(
+            train_step(model, optimizer, lx, ly).item(), train_step(eager_model, eager_optimizer, x, y).item(), rtol=RTOL
+        )
+    assert_same_parameters(eager_model, model)
+    assert metrics.counter("CacheMiss") <= 1  # one graph for every learning rate, 1 and 0 included

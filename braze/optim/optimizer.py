@@ -63,14 +63,14 @@ def zeros_data(param: Tensor, shape: tuple[int, ...] | None = None) -> Tensor:
 
 class Optimizer:
     """The base of braze's optimizers: ``params`` (a Module or tensors), ``state`` (each
-    parameter's slots, made on its first update) and ``iterations``, the count of steps
+    parameter's slots, made when the parameters are bound) and ``iterations``, the count of steps
     taken (Keras's name), a 0-d int64 tensor that a learning-rate schedule reads."""
 
     jit_inputs: tuple[str, ...] = ("lr",)  # numbers read afresh by every call of a jitted step
 
     def __init__(self, params: Any = None) -> None:
         self.params: list[Tensor] = []
-        self.state: list[Slots | None] = []
+        self.state: list[Slots] = []
         self.iterations: Tensor | None = None
         self._constants: dict[tuple, Any] = {}  # this step's, by (value or id, dtype, device)
         self._held: list[Any] = []  # the values named by id in _constants
@@ -86,7 +86,9 @@ class Optimizer:
             if not isinstance(p, Tensor) or not p.requires_grad:
                 raise TypeError(f"{type(self).__name__}: parameters must be tensors that require grad")
         self.params = list(found)
-        self.state = [None] * len(self.params)
+        # Made now, not on the first step, so that the first step already has the state of
+        # every later one (under braze.jit: one compile, not one more after the first step).
+        self.state = [self.init_slots(p) for p in self.params]
         self.iterations = Tensor.from_numpy(np.zeros((), np.int64), self.params[0].device)
         return self
 
@@ -158,23 +160,21 @@ class Optimizer:
         if not self.params:
             raise RuntimeError(f"{type(self).__name__}: no parameters; pass them or a model to the optimizer")
         device = self.params[0].device
-        if self.iterations.device != device:  # the model moved after it was bound
-            self.iterations.move_(device)
+        if self.iterations.device != device:  # the model moved after the optimizer was made
+            self.to(device)
         with no_grad(), self._step_constants():
-            for i, p in enumerate(self.params):
+            for p, slots in zip(self.params, self.state, strict=True):
                 if p.grad is None:
                     continue
                 if p.grad.device != p.device:
                     raise RuntimeError(f"gradient on {p.grad.device!r} for a parameter on {p.device!r}")
-                slots = self.state[i]
-                if slots is None:
-                    slots = self.init_slots(p)
-                    if slots:  # an optimizer without slots keeps no state to compare under braze.jit
-                        self.state[i] = slots
                 new_p, new_slots = self.update(p, p.grad, slots)
                 p._assign(new_p)
                 for name, value in new_slots.items():
-                    slots[name]._assign(value)
+                    if name in slots:
+                        slots[name]._assign(value)
+                    else:  # a slot needed from now on (momentum turned on mid-run)
+                        slots[name] = value.detach()
             self.iterations._assign(self.iterations + 1)
         if device.is_lazy:
             barrier(device)  # a lazy training step ends here, as users of X10's barrier expect
@@ -199,6 +199,6 @@ class Optimizer:
         if self.iterations is not None:
             self.iterations.move_(target)
         for slots in self.state:
-            for value in (slots or {}).values():
+            for value in slots.values():
                 value.move_(target)
         return self

@@ -39,6 +39,7 @@ class SGD(Optimizer):
         if not active(self.momentum):
             return param - grad * lr, {}
         momentum = self.hyperparameter(self.momentum, param)
-        velocity = slots["momentum"] * momentum + grad
+        previous = slots.get("momentum")  # none yet when momentum was turned on after the optimizer was made
+        velocity = grad if previous is None else previous * momentum + grad
         direction = grad + velocity * momentum if self.nesterov else velocity
         return param - direction * lr, {"momentum": velocity}
