@@ -39,7 +39,7 @@ from braze.passes.report import Report, build_report
 from braze.runtime import metrics
 from braze.runtime.cache import ExecutableCache
 from braze.runtime.device import LAZY_CPU as LAZY
-from braze.runtime.device import Device, set_gpu_probe
+from braze.runtime.device import Device, default_device, set_default_device, set_gpu_probe
 from braze.tensor import Tensor, executor_for, register_executor, user_location
 
 _SEQUENCE = itertools.count()
@@ -484,16 +484,18 @@ class Recording:
 @contextlib.contextmanager
 def recording(tensors: Sequence[Tensor], device: Device = LAZY) -> Iterator[Recording]:
     """Record a function as one graph (what ``braze.jit`` compiles): ``tensors`` move onto
-    the lazy ``device`` as device data for the block, without their gradients; barriers do
-    nothing, and reading a value is a :class:`TraceError`, since a value read while
-    recording would be frozen into the graph. Afterwards every tensor has its own value,
-    device, gradient and gradient record back, what the block left pending is dropped (it
-    is never run by a later barrier), and the tensors pending on ``device`` before the
-    block are pending again."""
+    the lazy ``device`` as device data for the block, without their gradients, and tensors
+    made without a device are made there; barriers do nothing, and reading a value is a
+    :class:`TraceError`, since a value read while recording would be frozen into the graph.
+    Afterwards every tensor has its own value, device, gradient and gradient record back,
+    what the block left pending is dropped (it is never run by a later barrier), and the
+    tensors pending on ``device`` before the block are pending again."""
     arrays = [executor_for(t.device).to_numpy(t._value) for t in tensors]
     saved = [(t, t._value, t.device, t.grad, t._grad_node) for t in tensors]
     before = EXECUTOR._live.pop(device, None)
     start = next(_SEQUENCE)
+    default = default_device()
+    set_default_device(device)
     try:
         for t, array in zip(tensors, arrays, strict=True):
             t.device, t._value, t.grad, t._grad_node = device, EXECUTOR.from_numpy(array, device), None, None
@@ -505,6 +507,7 @@ def recording(tensors: Sequence[Tensor], device: Device = LAZY) -> Iterator[Reco
         finally:
             _HOLD.recording = previous
     finally:
+        set_default_device(default)
         EXECUTOR._live.pop(device, None)
         if before is not None:
             EXECUTOR._live[device] = before

@@ -247,3 +247,99 @@ def test_a_learning_rate_set_between_lazy_steps_is_a_graph_input_whatever_its_va
         )
     assert_same_parameters(eager_model, model)
     assert metrics.counter("CacheMiss") <= 1  # one graph for every learning rate, 1 and 0 included
+
+
+def test_reading_a_value_while_tracing_is_an_error_that_says_what_to_do():
+    def branchy(x):
+        return x * 2.0 if x.sum().item() > 0 else x
+
+    with pytest.raises(braze.TraceError, match=r"value was read while tracing .*test_jit_state.py.*braze.where"):
+        braze.jit(branchy)(braze.ones(3))
+
+
+def test_setting_an_input_number_inside_the_function_is_an_error():
+    (model, optimizer), _ = twins(lambda m: SGD(m, lr=0.1))
+
+    def decaying(model, optimizer, x, y):
+        loss = train_step(model, optimizer, x, y)
+        optimizer.lr = optimizer.lr * 0.5
+        return loss
+
+    with pytest.raises(braze.TraceError, match=r"set args\[1\]\.lr, an input"):
+        braze.jit(decaying)(model, optimizer, *batch())
+    assert optimizer.lr == 0.1
+
+
+def test_a_lazy_tensor_the_walk_cannot_reach_is_an_error():
+    class Hidden:
+        def __init__(self) -> None:
+            self._offset = braze.tensor([1.0, 2.0], device=braze.LAZY_CPU)
+
+    hidden = Hidden()
+    with pytest.raises(braze.TraceError, match=r"float32 tensor of shape \[2\].*pass this tensor as an argument"):
+        braze.jit(lambda x: x + hidden._offset)(braze.tensor([1.0, 1.0], device=braze.LAZY_CPU))
+
+
+def test_an_eager_tensor_the_walk_cannot_reach_says_why_it_was_not_moved():
+    class Hidden:
+        def __init__(self) -> None:
+            self._offset = braze.tensor([1.0, 2.0])
+
+    hidden = Hidden()
+    with pytest.raises(braze.DeviceError, match=r"different devices.*public attribute"):
+        braze.jit(lambda x: x + hidden._offset)(braze.tensor([1.0, 1.0]))
+
+
+def test_a_key_drawn_as_a_python_number_is_an_error():
+    generator = braze.Generator(1)
+    with pytest.raises(braze.TraceError, match=r"next_key\(\).*generator="):
+        braze.jit(lambda x: x + braze.rand(x.shape, seed=generator.next_key()))(braze.ones(2))
+
+
+def test_a_generator_seeded_inside_the_function_draws_the_same_numbers_on_every_call():
+    def noisy(x):
+        return x + braze.rand(x.shape, generator=braze.Generator(4))
+
+    jitted = braze.jit(noisy)
+    x = braze.zeros(5)
+    expected = noisy(x).numpy()
+    for _ in range(2):
+        np.testing.assert_array_equal(jitted(x).numpy(), expected)
+
+
+def test_a_python_side_effect_is_traced_on_every_call_and_a_recompile_storm_names_it(monkeypatch):
+    monkeypatch.setattr(braze.config, "_RECOMPILE_LIMIT", 3)
+
+    class Counter:
+        def __init__(self) -> None:
+            self.calls = 0
+
+    counter = Counter()
+
+    def counted(counter, x):
+        counter.calls += 1
+        return x * float(counter.calls)
+
+    jitted = braze.jit(counted)
+    with pytest.warns(braze.RecompileWarning, match=r"3 times again.*args\[0\]\.calls \(1, 2, 3\)"):
+        results = [jitted(counter, braze.ones(1)).item() for _ in range(4)]
+    assert results == [1.0, 2.0, 3.0, 4.0] and counter.calls == 4  # as eagerly: never a replay without Python
+    assert metrics.counter("JitRecompile(args[0].calls)") == 3
+
+
+def test_braze_debug_names_the_value_that_changed(capsys, monkeypatch):
+    monkeypatch.setenv("BRAZE_DEBUG", "1")
+    model = Sequential(Dropout(0.5, seed=3))
+    forward = braze.jit(lambda m, x: m(x))
+    forward(model, braze.ones(4))
+    model.eval()
+    forward(model, braze.ones(4))
+    assert "args[0].training changed from True to False" in capsys.readouterr().err
+    assert metrics.counter("JitRecompile(args[0].training)") == 1
+
+
+def test_a_jitted_function_called_while_another_is_traced_is_part_of_its_graph():
+    inner = braze.jit(lambda x: x * 3.0)
+    outer = braze.jit(lambda x: inner(x) + 1.0)
+    assert outer(braze.ones(2)).tolist() == [4.0, 4.0]
+    assert outer.compiles == 1 and inner.compiles == 0
