@@ -12,7 +12,6 @@ from types import SimpleNamespace
 
 from braze.runtime.device import CPU, LAZY_CPU, default_device, set_default_device
 
-
 _RECOMPILE_LIMIT = 8
 
 

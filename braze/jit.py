@@ -163,9 +163,7 @@ class JittedFunction:
         outputs = self._execute(compiled, self._arguments(compiled, reads.tensors, reads.numbers, keys))
         return self._finish(compiled, reads.tensors, outputs)
 
-    def _arguments(
-        self, compiled: Compiled, tensors: list[Tensor], numbers: list[float], keys: list[int]
-    ) -> list[Any]:
+    def _arguments(self, compiled: Compiled, tensors: list[Tensor], numbers: list[float], keys: list[int]) -> list[Any]:
         arguments: list[Any] = []
         for kind, slot in compiled.inputs:
             if kind == "state":
@@ -246,8 +244,10 @@ class JittedFunction:
         for leaf, array in zip(trace.leaves, trace.args, strict=True):
             source = sources.get(id(leaf))
             if source is None and recorded.made_before(leaf):
-                raise TraceError(f"braze.jit({self.__name__}) read a {leaf.aval.dtype.name} tensor of shape "
-                                 f"{list(leaf.aval.shape)} on the lazy device that existed before the call; {_UNSEEN}")
+                raise TraceError(
+                    f"braze.jit({self.__name__}) read a {leaf.aval.dtype.name} tensor of shape "
+                    f"{list(leaf.aval.shape)} on the lazy device that existed before the call; {_UNSEEN}"
+                )
             inputs.append(source or ("captured", array))
         parameter_of = {source[1]: j for j, source in enumerate(inputs) if source[0] == "state"}
         graph = self._donating(trace.graph, state_slots, reads.paths, parameter_of)
@@ -282,9 +282,9 @@ class JittedFunction:
         donated = {}
         for position, output in state_slots:
             j = parameter_of.get(position)
-            if j is not None and _under_any(paths[position], self.donate_argnums):
-                if graph.params[j].aval == graph.outputs[output].aval:
-                    donated[output] = j
+            donate = j is not None and _under_any(paths[position], self.donate_argnums)
+            if donate and graph.params[j].aval == graph.outputs[output].aval:
+                donated[output] = j
         return Graph(graph.params, graph.outputs, donated) if donated else graph
 
 

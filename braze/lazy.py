@@ -87,11 +87,13 @@ class Expr:
 
 def _liftable(expr: Expr) -> bool:
     """Scalars that may change between steps (learning rates, bias corrections) become
-    parameters; 0 and 1 stay constants, for the simplifier."""
+    parameters; 0 and 1 stay constants, for the simplifier, unless they stand for a number
+    that changes (an ``InputLiteral``: a learning rate of 1)."""
     if expr.primitive is not constant:
         return False
-    array = expr.attrs["value"].array
-    return array.ndim == 0 and array.dtype.kind in "if" and array.item() not in (0, 1)
+    literal = expr.attrs["value"]
+    array = literal.array
+    return array.ndim == 0 and array.dtype.kind in "if" and (literal.is_input or array.item() not in (0, 1))
 
 
 def _recorded_ops(roots: Sequence[Expr]) -> list[Expr]:

@@ -10,8 +10,8 @@ update them in place); ``apply()`` is the functional form.
 Hyperparameters (``lr``, momentum, betas, weight decay...) may change between steps and
 never cause a recompile: each is a number, a 0-d tensor, or for the learning rate a
 schedule of the step count (``braze.optim.schedules``), and ``hyperparameter()`` makes it a
-0-d tensor of the parameter's dtype that is device data on a lazy device (a graph input
-whatever its value); the classes list them in ``jit_inputs``, so that under ``braze.jit``
+0-d tensor of the parameter's dtype that a lazy trace takes as a graph input whatever its
+value; the classes list them in ``jit_inputs``, so that under ``braze.jit``
 they are inputs of the compiled step too. A zero one leaves its term out of the update.
 """
 
@@ -27,6 +27,7 @@ from braze.autodiff import no_grad
 from braze.ir.dtypes import float64
 from braze.lazy import barrier
 from braze.ops import astype, full
+from braze.ops.core import scalar_input
 from braze.runtime.device import Device, as_device
 from braze.tensor import Tensor
 
@@ -111,9 +112,9 @@ class Optimizer:
 
     def hyperparameter(self, value: Hyperparameter, like: Tensor) -> Tensor:
         """A hyperparameter's value now as a 0-d tensor of ``like``'s dtype and device, made
-        once per ``step()``: a number becomes device data (on a lazy device a graph input,
-        so a new value is not a new graph), a tensor is converted, and a schedule is
-        evaluated at ``iterations``."""
+        once per ``step()``: a number is a constant that a lazy trace takes as a graph input
+        whatever its value (a new learning rate, 1 or 0 included, is not a new graph), a
+        tensor is converted, and a schedule is evaluated at ``iterations``."""
         number = isinstance(value, (int, float, np.number))
         key = (("number", value) if number else id(value), like.dtype, like.device)
         found = self._constants.get(key)
@@ -126,7 +127,7 @@ class Optimizer:
                     raise ValueError(f"{type(self).__name__}: a hyperparameter tensor must be 0-d, got {current.shape}")
                 found = astype(current.to(like.device), like.dtype)
             else:
-                found = Tensor.from_numpy(np.array(current, like.dtype.numpy), like.device)
+                found = scalar_input(current, like.dtype, like.device)
             self._constants[key] = found
         return found
 
