@@ -12,6 +12,9 @@ and sorts what it meets:
   optimizer's learning rate and its other hyperparameters) are inputs too, read on every
   call; a zero one is a guard instead, since a zero term (no weight decay, no momentum)
   is left out of the computation;
+- **objects whose class sets** ``jit_ignore = True`` (Keras callbacks, such as the
+  ``model.history`` that ``fit`` keeps) are passed over: they hold nothing a step computes
+  with;
 - **everything else** is a guard, part of the key under which the executable is cached:
   every other number, bool, string and None (a module's ``training`` flag, a dropout rate,
   a closed-over float), a NumPy array's shape, dtype and identity (and the values of a
@@ -125,12 +128,14 @@ def _is_library(code: types.CodeType) -> bool:
 
 
 # How the walk treats a value, by its type (found once per type, see _category).
-_SCALAR, _TENSOR, _SEQUENCE, _DICT, _ARRAY, _FUNCTION, _OPAQUE, _OBJECT = range(8)
+_SCALAR, _TENSOR, _SEQUENCE, _DICT, _ARRAY, _FUNCTION, _OPAQUE, _OBJECT, _IGNORED = range(9)
 _CATEGORIES: dict[type, int] = {bool: _SCALAR, int: _SCALAR, float: _SCALAR, str: _SCALAR, type(None): _SCALAR}
 
 
 def _category(kind: type) -> int:
-    if issubclass(kind, _VALUES):
+    if getattr(kind, "jit_ignore", False) is True:
+        found = _IGNORED
+    elif issubclass(kind, _VALUES):
         found = _SCALAR
     elif issubclass(kind, Tensor):
         found = _TENSOR
@@ -203,6 +208,8 @@ def read(roots: list[tuple[str, Any]]) -> Reads:
             entries.append((path, value))
             for name, item in function_roots(value):
                 visit(item, f"{path}.{name}", depth + 1)
+        elif category == _IGNORED:
+            return
         else:
             entries.append((path, _identity(value)))
 
