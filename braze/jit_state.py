@@ -2,10 +2,10 @@
 
 The roots are the arguments and the function's own state: the object of a bound method, a
 callable object itself, the cells a function closes over and the globals its code names,
-and the same of every user function met on the way (library functions are only compared
-by identity). From the roots the walk follows lists, tuples, dicts and the public
-attributes of objects (names without a leading underscore), at most ``MAX_DEPTH`` deep,
-and sorts what it meets:
+and the same of every user function met on the way (functions of braze, the standard
+library and installed packages are only compared by identity). From the roots the walk
+follows lists, tuples, dicts and the public attributes of objects (names without a
+leading underscore), at most ``MAX_DEPTH`` deep, and sorts what it meets:
 
 - **tensors** are state: their values are the executable's inputs, read on every call;
 - **numbers held in an attribute that the object's class lists in** ``jit_inputs`` (an
@@ -60,6 +60,7 @@ _LIBRARY = tuple(
     }
 )
 
+_USER_IN_BRAZE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testing") + os.sep
 INPUT = "input"  # the key's mark of a number that is an input
 
 
@@ -124,7 +125,8 @@ def _global_names(code: types.CodeType) -> tuple[str, ...]:
 
 @functools.cache
 def _is_library(code: types.CodeType) -> bool:
-    return code.co_filename.startswith(_LIBRARY)
+    """Code of braze (but its fuzzer's programs), the standard library or an installed package."""
+    return code.co_filename.startswith(_LIBRARY) and not code.co_filename.startswith(_USER_IN_BRAZE)
 
 
 # How the walk treats a value, by its type (found once per type, see _category).
