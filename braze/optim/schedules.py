@@ -111,58 +111,47 @@ class CosineDecay(LearningRateSchedule):
         return (cosine * (1.0 - self.alpha) + self.alpha) * start
 
 
-class ExponentialDecay(LearningRateSchedule):
+class _DecayOverTime(LearningRateSchedule):
+    """A decay driven by ``elapsed`` = step / ``decay_steps`` (rounded down with ``staircase``)."""
+
+    def __init__(
+        self,
+        initial_learning_rate: float,
+        decay_steps: int,
+        decay_rate: float,
+        staircase: bool = False,
+        name: str | None = None,
+    ) -> None:
+        name = type(self).__name__ if name is None else name
+        _positive(name, decay_steps=decay_steps)
+        if staircase:
+            _whole(name, "decay_steps", decay_steps)
+        self.initial_learning_rate, self.decay_steps, self.decay_rate = initial_learning_rate, decay_steps, decay_rate
+        self.staircase, self.name = staircase, name
+
+    def _elapsed(self, step: Step) -> Tensor:
+        s = _steps(step)
+        if self.staircase:
+            return astype(floor_divide(s, int(self.decay_steps)), float64)
+        return astype(s, float64) / self.decay_steps
+
+
+class ExponentialDecay(_DecayOverTime):
     """``initial_learning_rate * decay_rate ** (step / decay_steps)``; with ``staircase`` the
     exponent is rounded down (the rate drops every ``decay_steps`` steps)."""
 
-    def __init__(
-        self,
-        initial_learning_rate: float,
-        decay_steps: int,
-        decay_rate: float,
-        staircase: bool = False,
-        name: str = "ExponentialDecay",
-    ) -> None:
-        _positive("ExponentialDecay", decay_steps=decay_steps)
-        if staircase:
-            _whole("ExponentialDecay", "decay_steps", decay_steps)
-        self.initial_learning_rate, self.decay_steps, self.decay_rate = initial_learning_rate, decay_steps, decay_rate
-        self.staircase, self.name = staircase, name
-
     def __call__(self, step: Step) -> Tensor:
-        s = _steps(step)
-        if self.staircase:
-            exponent = astype(floor_divide(s, int(self.decay_steps)), float64)
-        else:
-            exponent = astype(s, float64) / self.decay_steps
-        return power(_number(self.decay_rate, s), exponent) * self.initial_learning_rate
+        elapsed = self._elapsed(step)
+        return power(_number(self.decay_rate, elapsed), elapsed) * self.initial_learning_rate
 
 
-class InverseTimeDecay(LearningRateSchedule):
+class InverseTimeDecay(_DecayOverTime):
     """``initial_learning_rate / (1 + decay_rate * step / decay_steps)`` (rounded down with
     ``staircase``)."""
 
-    def __init__(
-        self,
-        initial_learning_rate: float,
-        decay_steps: int,
-        decay_rate: float,
-        staircase: bool = False,
-        name: str = "InverseTimeDecay",
-    ) -> None:
-        _positive("InverseTimeDecay", decay_steps=decay_steps)
-        if staircase:
-            _whole("InverseTimeDecay", "decay_steps", decay_steps)
-        self.initial_learning_rate, self.decay_steps, self.decay_rate = initial_learning_rate, decay_steps, decay_rate
-        self.staircase, self.name = staircase, name
-
     def __call__(self, step: Step) -> Tensor:
-        s = _steps(step)
-        if self.staircase:
-            elapsed = astype(floor_divide(s, int(self.decay_steps)), float64)
-        else:
-            elapsed = astype(s, float64) / self.decay_steps
-        return _number(self.initial_learning_rate, s) / (elapsed * self.decay_rate + 1.0)
+        elapsed = self._elapsed(step)
+        return _number(self.initial_learning_rate, elapsed) / (elapsed * self.decay_rate + 1.0)
 
 
 class PolynomialDecay(LearningRateSchedule):
