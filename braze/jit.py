@@ -9,32 +9,35 @@ the object of a bound method, the cells a function closes over and the globals i
 through containers and public attributes. Then:
 
 - **inputs**, read on every call: every tensor reached (parameters, gradients, optimizer
-  slots and step counters, a learning rate given as a tensor); the numbers an object's
+  slots and step counts, a learning rate given as a tensor); the numbers an object's
   class lists in ``jit_inputs`` (an optimizer's learning rate and other hyperparameters:
-  while tracing they are 0-d float64 tensors, so what the optimizer computes from them is
-  computed in the graph); and every random key drawn from a generator seeded before the
-  call (dropout), drawn afresh from it on each call as eager code draws them.
+  while tracing they are 0-d float64 tensors in their attributes, so what the optimizer
+  computes from them is computed in the graph); and every random key drawn from a
+  generator seeded before the call (dropout), drawn afresh from it on each call as eager
+  code draws it, so a jitted and an eager run from one seed draw the same numbers.
 - **guards**, the key the executable is cached under: each tensor's shape, dtype and
   device, and every other value reached: numbers, bools, strings and None (``training``
   flags, a dropout rate, a closed-over float, a zero hyperparameter, whose term is left
   out), NumPy arrays (shape, dtype and identity; a small one by its values), and the
   identity of functions, classes and generators. A changed guard compiles again; with
   ``BRAZE_DEBUG=1`` the reason is printed, ``braze.metrics`` counts ``JitRecompile`` and
-  ``JitRecompile(<path>)`` for each changed value, and after
+  ``JitRecompile(<path>)`` for each changed value, and every
   :func:`braze.config.recompile_limit` recompiles of one function a
-  :class:`RecompileWarning` lists the values that keep changing (braze compiles on: it
-  never falls back to eager code).
+  :class:`RecompileWarning` lists the values that keep changing. braze compiles on: it
+  never falls back to eager code.
 - **errors** (:class:`braze.TraceError`), raised while tracing: reading a tensor's value as
-  a Python number (``.item()``, ``float()``, ``if tensor:``), changing a guarded value
-  (``self.calls += 1``: a Python side effect that later calls would skip), assigning an
-  input number (``optimizer.lr = ...`` belongs outside the function), drawing a Python key
-  with ``Generator.next_key()``, and reading a lazy tensor that the walk cannot reach.
+  a Python number (``.item()``, ``float()``, ``if tensor:``), assigning an input number
+  (``optimizer.lr = ...`` belongs outside the function), drawing a key as a Python number
+  (``Generator.next_key()``), and reading a lazy tensor that the walk cannot reach (an
+  eager one the walk cannot reach is a DeviceError that says so).
 
-A call that creates tensors while it is traced (optimizer slots on the first step, a layer
-built by its first input) runs once as traced, its changes included, and is not cached:
-the next call traces again with the new state. As in JAX, a Python side effect the walk
-cannot see (printing, a private attribute) happens only while tracing, and gradients
-inside the function start from zero (``.grad`` values from before the call are not read).
+A call whose tracing changed what the key guards (a Python side effect such as
+``self.calls += 1``, a layer built by its first input, optimizer state made on a first
+step) ran as eager code runs and is not cached, since a replay would not repeat the
+change: the next call is traced again. A side effect on every call is therefore traced on
+every call, and the recompile warning names it. As in JAX, what the walk cannot see
+(printing, a private attribute) happens only while tracing, and gradients inside the
+function start from zero (``.grad`` values from before the call are not read).
 """
 
 from __future__ import annotations
