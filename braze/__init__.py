@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from braze import data, keras, models, nn, optim
 
 device = as_device
+"""A device from its name, as ``braze.device("cpu:0:lazy")`` or ``braze.device("gpu")``: ``as_device``."""
 
 # Loaded by __getattr__ on first access (PEP 562); importing a submodule also binds it here,
 # so later accesses are plain attribute reads. ``distributed`` is listed before it exists.

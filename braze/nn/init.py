@@ -27,6 +27,8 @@ def _parameter(value: Tensor) -> Tensor:
 
 
 def glorot_uniform(shape: tuple[int, ...], generator: random.Generator | None = None) -> Tensor:
+    """Glorot (Xavier) uniform initial values for a kernel of ``shape``: Keras's default for
+    ``Dense`` and ``Conv2D``."""
     fan_in, fan_out = fans(shape)
     limit = math.sqrt(6.0 / (fan_in + fan_out))
     return _parameter(random.uniform(shape, -limit, limit, generator=generator, device=CPU))

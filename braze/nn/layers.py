@@ -189,6 +189,9 @@ class Conv2D(Layer):
 
 
 class MaxPooling2D(Layer):
+    """Max pooling over ``pool_size`` windows of NHWC images (``strides`` defaults to
+    ``pool_size``; padding ``"valid"`` or ``"same"``)."""
+
     def __init__(self, pool_size: int | Sequence[int] = 2, strides: Any = None, padding: str = "valid") -> None:
         self.pool_size, self.strides, self.padding = pool_size, strides, padding
 
@@ -197,13 +200,17 @@ class MaxPooling2D(Layer):
 
 
 class AveragePooling2D(MaxPooling2D):
+    """Average pooling over ``pool_size`` windows of NHWC images, as ``MaxPooling2D``'s arguments."""
+
     def forward(self, x: Tensor) -> Tensor:
         return ops.avg_pool2d(x, self.pool_size, self.strides, self.padding)
 
 
 # Keras has both spellings of each pooling layer; the long ones name them in summaries.
 MaxPool2D = MaxPooling2D
+"""Keras's short name of ``MaxPooling2D``."""
 AvgPool2D = AveragePooling2D
+"""Keras's short name of ``AveragePooling2D``."""
 
 
 class Flatten(Layer):
@@ -230,6 +237,8 @@ class Dropout(Layer):
 
 
 class Activation(Layer):
+    """Apply an activation, given by name (``"relu"``, ``"sigmoid"``, ``"tanh"``, ``"softmax"``...) or as a function."""
+
     def __init__(self, activation: str | Callable) -> None:
         self._fn = activation_fn(activation)
 
@@ -238,18 +247,22 @@ class Activation(Layer):
 
 
 def ReLU() -> Activation:  # noqa: N802 - layer constructors are capitalised, as in Keras
+    """The ``relu`` activation as a layer."""
     return Activation("relu")
 
 
 def Sigmoid() -> Activation:  # noqa: N802
+    """The ``sigmoid`` activation as a layer."""
     return Activation("sigmoid")
 
 
 def Tanh() -> Activation:  # noqa: N802
+    """The ``tanh`` activation as a layer."""
     return Activation("tanh")
 
 
 def Softmax() -> Activation:  # noqa: N802
+    """The ``softmax`` activation (over the last axis) as a layer."""
     return Activation("softmax")
 
 

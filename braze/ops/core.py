@@ -89,6 +89,7 @@ def full(shape: Sequence[int], value: Number, dtype: DType, device: Device) -> T
 
 
 def astype(x: Tensor, dtype: Any) -> Tensor:
+    """``x`` converted to ``dtype`` (``x`` itself when it already has it)."""
     dt = as_dtype(dtype)
     if x._aval.dtype is dt or x.dtype == dt:
         return x

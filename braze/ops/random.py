@@ -124,6 +124,7 @@ def uniform(
     generator: Generator | None = None,
     device: Any = None,
 ) -> Tensor:
+    """Uniform random numbers in ``[low, high)``, from ``seed``, ``generator`` or the default generator."""
     return rand(shape, dtype, seed=seed, generator=generator, device=device) * (high - low) + low
 
 

@@ -63,9 +63,10 @@ def zeros_data(param: Tensor, shape: tuple[int, ...] | None = None) -> Tensor:
 
 
 class Optimizer:
-    """The base of braze's optimizers: ``params`` (a Module or tensors), ``state`` (each
-    parameter's slots, made when the parameters are bound) and ``iterations``, the count of steps
-    taken (Keras's name), a 0-d int64 tensor that a learning-rate schedule reads."""
+    """The base of braze's optimizers: ``zero_grad()`` and ``step()`` over the bound parameters
+    (a Module or tensors), each parameter's slots in ``state`` (made when the parameters are
+    bound), and ``iterations``, the count of steps taken (Keras's name), a 0-d int64 tensor
+    that a learning-rate schedule reads; subclasses define ``init_slots`` and ``update``."""
 
     jit_inputs: tuple[str, ...] = ("lr",)  # numbers read afresh by every call of a jitted step
 

@@ -9,8 +9,10 @@ from braze.tensor import Tensor
 
 
 class SGD(Optimizer):
-    """``lr`` may be a number, a 0-d tensor or a schedule (``braze.optim.schedules``); a
-    zero ``momentum`` or ``weight_decay`` leaves its term out."""
+    """Stochastic gradient descent, with optional (Nesterov) momentum and L2 ``weight_decay``.
+
+    ``lr`` may be a number, a 0-d tensor or a schedule (``braze.optim.schedules``); a zero
+    ``momentum`` or ``weight_decay`` leaves its term out."""
 
     jit_inputs = ("lr", "momentum", "weight_decay")
 
