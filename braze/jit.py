@@ -42,6 +42,7 @@ function start from zero (``.grad`` values from before the call are not read).
 
 from __future__ import annotations
 
+import collections
 import functools
 import os
 import sys
@@ -61,6 +62,8 @@ from braze.ops.random import Generator
 from braze.runtime import metrics
 from braze.runtime.device import LAZY_CPU, Device
 from braze.tensor import Tensor, executor_for, user_location
+
+_RECENT = 32  # traces whose keys are kept to explain a recompile storm
 
 
 class RecompileWarning(UserWarning):
@@ -96,7 +99,8 @@ class JittedFunction:
         self.static_argnums = tuple(static_argnums)
         self.donate_argnums = tuple(donate_argnums)
         self._compiled: dict[tuple, Compiled] = {}
-        self._traced: list[tuple] = []  # the key of every trace, in order
+        self._traces = 0
+        self._recent: collections.deque[tuple] = collections.deque(maxlen=_RECENT)  # the last traces' keys
         self._compiles = 0
 
     @property
@@ -119,20 +123,19 @@ class JittedFunction:
     def _explain(self, key: tuple) -> None:
         """Say why a signature compiles again: printed with ``BRAZE_DEBUG=1``, counted in
         ``braze.metrics``, and a warning past the recompile limit."""
-        previous = self._traced[-1] if self._traced else None
-        self._traced.append(key)
+        previous = self._recent[-1] if self._recent else None
+        self._recent.append(key)
+        self._traces += 1
         if previous is None:
             return
-        reasons = list(jit_state.changes(previous, key)) or ["the arguments' structure changed"]
+        changed = list(jit_state.changes(previous, key))
         metrics.count("JitRecompile")
-        for reason in reasons:
-            metrics.count(f"JitRecompile({reason.split(' ', 1)[0]})")
+        for path, _, _ in jit_state.differences(previous, key):
+            metrics.count(f"JitRecompile({path})")
         if os.environ.get("BRAZE_DEBUG") == "1":
-            print(
-                f"braze.jit({self.__name__}): compiling again at {user_location()}: {'; '.join(reasons)}",
-                file=sys.stderr,
-            )
-        recompiles, limit = len(self._traced) - 1, config.recompile_limit()
+            reasons = "; ".join(changed) or "the arguments' structure changed"
+            print(f"braze.jit({self.__name__}): compiling again at {user_location()}: {reasons}", file=sys.stderr)
+        recompiles, limit = self._traces - 1, config.recompile_limit()
         if limit and recompiles % limit == 0:
             warnings.warn(
                 f"braze.jit({self.__name__}) compiled {recompiles} times again (braze.config.recompile_limit() is "
@@ -143,11 +146,13 @@ class JittedFunction:
             )
 
     def _changing(self) -> str:
+        """The values that changed between the last traces, with the values they took."""
         values: dict[str, list[str]] = {}
-        for before, after in zip(self._traced, self._traced[1:], strict=False):
-            for reason in jit_state.changes(before, after):
-                path = reason.split(" ", 1)[0]
-                values.setdefault(path, []).append(reason.split(" to ", 1)[-1] if " to " in reason else reason)
+        recent = list(self._recent)
+        for before, after in zip(recent, recent[1:], strict=False):
+            for path, old, new in jit_state.differences(before, after):
+                seen = values.setdefault(path, [] if old is None else [jit_state.describe(old)])
+                seen.append("none" if new is None else jit_state.describe(new))
         return "; ".join(f"{path} ({', '.join(dict.fromkeys(seen))})" for path, seen in values.items())
 
     # Calls -----------------------------------------------------------------------------

@@ -251,18 +251,28 @@ def _lift_number(reads: Reads, holder: Holder, value: Any) -> None:
     reads.holders.append(holder)
 
 
-def changes(before: tuple, after: tuple) -> Iterator[str]:
-    """The entries of key ``after`` that differ from ``before``, in words."""
+def differences(before: tuple, after: tuple) -> Iterator[tuple[str, tuple | None, tuple | None]]:
+    """(path, old payload, new payload) of each entry that differs between two keys; None
+    for an entry that one of them does not have."""
     old = {entry[0]: entry[1:] for entry in before}
     new = {entry[0]: entry[1:] for entry in after}
     for path, payload in new.items():
-        if path not in old:
-            yield f"{path} is new"
-        elif old[path] != payload:
-            yield _changed(path, old[path], payload)
-    for path in old:
+        if old.get(path) != payload:
+            yield path, old.get(path), payload
+    for path, payload in old.items():
         if path not in new:
+            yield path, payload, None
+
+
+def changes(before: tuple, after: tuple) -> Iterator[str]:
+    """The entries of key ``after`` that differ from ``before``, in words."""
+    for path, old, new in differences(before, after):
+        if old is None:
+            yield f"{path} is new"
+        elif new is None:
             yield f"{path} is gone"
+        else:
+            yield _changed(path, old, new)
 
 
 def _changed(path: str, old: tuple, new: tuple) -> str:
