@@ -17,8 +17,8 @@ from braze import config
 from braze.autodiff import enable_grad, grad, no_grad, value_and_grad
 from braze.interop import from_dlpack
 from braze.ir.dtypes import DType, bool_, float32, float64, int32, int64
-from braze.ir.errors import BrazeError, DeviceError, DTypeError, ShapeError
-from braze.jit import jit
+from braze.ir.errors import BrazeError, DeviceError, DTypeError, ShapeError, TraceError
+from braze.jit import RecompileWarning, jit
 from braze.lazy import barrier, explain
 from braze.ops import *  # noqa: F403 - the op library is the public API
 from braze.ops import __all__ as _ops_all
@@ -57,8 +57,10 @@ __all__ = [
     "DTypeError",
     "Device",
     "DeviceError",
+    "RecompileWarning",
     "ShapeError",
     "Tensor",
+    "TraceError",
     "as_device",
     "barrier",
     "config",

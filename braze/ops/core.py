@@ -10,7 +10,7 @@ import numpy as np
 
 from braze.ir.dtypes import DType, as_dtype, default_dtype_for, weak_result_dtype
 from braze.ir.errors import DeviceError, DTypeError, ShapeError
-from braze.ir.primitive import Literal
+from braze.ir.primitive import InputLiteral, Literal
 from braze.ir.prims import elementwise, sources, structural
 from braze.ir.prims.checks import fmt_shape
 from braze.runtime.device import Device, as_device, default_device
@@ -57,6 +57,12 @@ def _default_array_dtype(value: Any) -> DType:
 def scalar(value: Number, dtype: DType, device: Device) -> Tensor:
     """A 0-d constant. On a lazy device it is traced as a constant node."""
     return sources.constant.bind(value=_literal(value, dtype), like=device)
+
+
+def scalar_input(value: Number, dtype: DType, device: Device) -> Tensor:
+    """A 0-d constant standing for a number that changes between steps (a hyperparameter):
+    a lazy trace makes it a graph input whatever its value (see ``InputLiteral``)."""
+    return sources.constant.bind(value=InputLiteral(value, dtype), like=device)
 
 
 _LITERALS: dict[tuple, Literal] = {}

@@ -1,7 +1,9 @@
-"""Optimizers written with tensor ops: SGD (momentum, Nesterov, weight decay), Adam, AdamW."""
+"""Optimizers written with tensor ops: SGD (momentum, Nesterov, weight decay), Adam, AdamW;
+PyTorch's learning-rate schedulers (``lr_scheduler``) and Keras's schedules (``schedules``)."""
 
 from typing import Any
 
+from braze.optim import lr_scheduler, schedules
 from braze.optim.adam import Adam, AdamW
 from braze.optim.optimizer import Optimizer
 from braze.optim.sgd import SGD
@@ -21,4 +23,4 @@ def get_optimizer(optimizer: str | Optimizer, model: Any) -> Optimizer:
     return optimizer
 
 
-__all__ = ["SGD", "Adam", "AdamW", "Optimizer", "get_optimizer"]
+__all__ = ["SGD", "Adam", "AdamW", "Optimizer", "get_optimizer", "lr_scheduler", "schedules"]

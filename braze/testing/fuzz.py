@@ -18,9 +18,10 @@ from typing import TextIO
 from braze.backends import cpu
 from braze.testing.generate import draw_program
 from braze.testing.oracle import BACKENDS, Failure, check_batch
-from braze.testing.shrink import shrink_failure, write_failure
+from braze.testing.shrink import shrink_failure, write_failure, write_stateful_failure
+from braze.testing.stateful import StatefulProgram
 
-DEFAULT_BACKENDS = BACKENDS[:3]  # "jit" (the user's path, one compile per program) on request
+DEFAULT_BACKENDS = BACKENDS[:3]  # "jit" and "jit-state" (the user's path, compiles per program) on request
 
 
 @dataclass
@@ -88,7 +89,9 @@ def fuzz(
             failures = check_batch(batch, backends, cache)
             report.programs += count
             for failure in _first_per_program(failures):
-                if shrink and out is not None:
+                if isinstance(failure.program, StatefulProgram):  # reproduced by its seed, not shrunk
+                    failure.folder = None if out is None else write_stateful_failure(failure, Path(out))
+                elif shrink and out is not None:
                     failure.folder = write_failure(shrink_failure(failure, cache), Path(out))
                 report.failures.append(failure)
             report.seconds = time.perf_counter() - start

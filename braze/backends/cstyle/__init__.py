@@ -6,7 +6,7 @@ specialises a few fields of ``CLanguage``; a backend builds its lowering table f
 rules here and adds its own (loops, kernels)."""
 
 from braze.backends.cstyle.emitter import ELEMENT_RULES, CEmitter, ElementRule, Index, elementwise
-from braze.backends.cstyle.language import CLanguage, c_literal, c_type
+from braze.backends.cstyle.language import CLanguage, c_literal, c_type, wrapping
 from braze.backends.cstyle.ops import OPS
 
 __all__ = [
@@ -19,4 +19,5 @@ __all__ = [
     "c_literal",
     "c_type",
     "elementwise",
+    "wrapping",
 ]

@@ -34,6 +34,8 @@ def c_literal(value: float | int | bool, dtype: DType) -> str:
     if dtype.kind == "b":
         return "1" if value else "0"
     if dtype.kind == "i":
+        if int(value) == -(2**63):  # 9223372036854775808LL has no signed type to be negated in
+            return "((int64_t)(-9223372036854775807LL - 1))"
         return f"((int64_t){int(value)}LL)" if dtype.itemsize == 8 else f"((int32_t){int(value)})"
     value = float(np.asarray(value, dtype=dtype.numpy))
     suffix = "f" if dtype.itemsize == 4 else ""
@@ -42,6 +44,17 @@ def c_literal(value: float | int | bool, dtype: DType) -> str:
     if math.isinf(value):
         return f"(({c_type(dtype)})({'-' if value < 0 else ''}INFINITY))"
     return f"{value.hex()}{suffix}"
+
+
+def wrapping(dtype: DType, a: str, symbol: str, b: str) -> str:
+    """``a symbol b`` (+, - or *) wrapping around as NumPy's integers do. Signed overflow is
+    undefined in C, so compilers assume it never happens (GCC folds ``x + 1 > x`` to true):
+    integers are combined as unsigned, which wrap by definition, and converted back (modulo
+    2^n in every C, CUDA and OpenCL compiler)."""
+    if dtype.kind != "i":
+        return f"({a} {symbol} {b})"
+    unsigned = f"uint{8 * dtype.itemsize}_t"
+    return f"(({c_type(dtype)})(({unsigned}){a} {symbol} ({unsigned}){b}))"
 
 
 @dataclass(frozen=True)

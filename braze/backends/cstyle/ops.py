@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from braze.backends.cstyle.language import c_type
+from braze.backends.cstyle.language import c_literal, c_type, wrapping
+from braze.ir.dtypes import DType
 from braze.ir.graph import Node
 from braze.ir.primitive import Primitive
 from braze.ir.prims import elementwise as ew
@@ -20,9 +21,24 @@ from braze.ir.prims import elementwise as ew
 OpRule = str | Callable[[Sequence[str], Node], str]
 
 
+def _neg(x: Sequence[str], node: Node) -> str:
+    (a,) = x
+    return wrapping(node.dtype, "0", "-", a) if node.dtype.kind == "i" else f"(-{a})"
+
+
 def _abs(x: Sequence[str], node: Node) -> str:
     (a,) = x
-    return f"fabs{_suffix(node)}({a})" if node.dtype.is_float else f"({a} < 0 ? -{a} : {a})"
+    if node.dtype.is_float:
+        return f"fabs{_suffix(node)}({a})"
+    return f"({a} < 0 ? {wrapping(node.dtype, '0', '-', a)} : {a})"
+
+
+def _arithmetic(symbol: str) -> Callable[[Sequence[str], Node], str]:
+    def rule(x: Sequence[str], node: Node) -> str:
+        a, b = x
+        return wrapping(node.dtype, a, symbol, b)
+
+    return rule
 
 
 def _sign(x: Sequence[str], node: Node) -> str:
@@ -37,7 +53,9 @@ def _div(x: Sequence[str], node: Node) -> str:
     if node.dtype.is_float:
         return f"({a} / {b})"
     t = c_type(node.dtype)
-    return f"({b} == 0 ? ({t})0 : ({t})({a} / {b}))"
+    # x / -1 is -x, wrapping: the one overflowing quotient (INT_MIN / -1) traps on x86.
+    negated = wrapping(node.dtype, "0", "-", a)
+    return f"({b} == 0 ? ({t})0 : {b} == -1 ? {negated} : ({t})({a} / {b}))"
 
 
 def _pow(x: Sequence[str], node: Node) -> str:
@@ -62,7 +80,19 @@ def _convert(x: Sequence[str], node: Node) -> str:
         return f"(unsigned char)({a} != 0)"
     if dtype.is_float and dtype.itemsize == 4 and source.is_float and source.itemsize == 8:
         return f"braze_narrow({a})"
+    if dtype.kind == "i" and source.is_float:
+        return _float_to_int(a, source, dtype)
     return f"(({c_type(dtype)}){a})"
+
+
+def _float_to_int(x: str, source: DType, dtype: DType) -> str:
+    """``(dtype)x`` saturating, NaN to 0 (XLA's and JAX's rule, which the NumPy twin of
+    ``convert`` follows): C leaves NaN and out-of-range values undefined."""
+    bits = 8 * dtype.itemsize - 1
+    low, high = c_literal(-(2**bits), dtype), c_literal(2**bits - 1, dtype)
+    bound = c_literal(2.0**bits, source)
+    t = c_type(dtype)
+    return f"({x} != {x} ? ({t})0 : {x} >= {bound} ? {high} : {x} <= -{bound} ? {low} : ({t}){x})"
 
 
 def _compare(operator: str) -> str:
@@ -76,13 +106,13 @@ OPS: dict[Primitive, OpRule] = {
     ew.rsqrt: "(({t})1 / sqrt{f}({0}))",
     ew.tanh: "braze_tanh{f}({0})",
     ew.logistic: "braze_logistic{f}({0})",
-    ew.neg: "(-{0})",
+    ew.neg: _neg,
     ew.abs_: _abs,
     ew.relu: "({0} < 0 ? ({t})0 : {0})",  # NaN stays NaN, as in max(x, 0)
     ew.sign: _sign,
-    ew.add: "({0} + {1})",
-    ew.sub: "({0} - {1})",
-    ew.mul: "({0} * {1})",
+    ew.add: _arithmetic("+"),
+    ew.sub: _arithmetic("-"),
+    ew.mul: _arithmetic("*"),
     ew.div: _div,
     ew.pow_: _pow,
     ew.max_: _extremum(">"),

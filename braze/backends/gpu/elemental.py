@@ -11,7 +11,7 @@ roots that repay it work-group reductions through local memory.
 
 from __future__ import annotations
 
-from braze.backends.cstyle import CEmitter, Index, c_literal, c_type
+from braze.backends.cstyle import CEmitter, Index, c_literal, c_type, wrapping
 from braze.ir.dtypes import DType
 from braze.ir.graph import Node
 from braze.ir.prims.conv import conv
@@ -35,7 +35,7 @@ def all_of(conditions: list[str]) -> str:
 def combine(kind: str, dtype: DType, acc: str, value: str) -> str:
     """``acc`` combined with ``value`` (NaN wins a max, as in NumPy)."""
     if kind == "sum":
-        return f"({acc} + {value})"
+        return wrapping(dtype, acc, "+", value)
     nan = f"({value} != {value}) | " if dtype.kind == "f" else ""
     return f"(({nan}({value} > {acc})) ? {value} : {acc})"
 
