@@ -1,12 +1,13 @@
 """Indexing Arrays: ``x[key]`` and ``x[key] = value`` with the standard's keys, and the
 functions ``take`` and ``take_along_axis``.
 
-Integers, slices, ``...``, ``None`` and integer arrays index as braze's tensors do
-(integer arrays gather). A boolean mask as the sole index selects a number of elements
-known only from its values: it is read (see :mod:`braze.array_api.values`) and becomes the
-positions of its True elements. Assigning through a basic key places the value with pads
-(the selected box, its strides and reversals) and selects it in; through a mask, the
-mask selects the value in without reading it when the value is a scalar.
+Integers, slices, ``...`` and ``None`` index as braze's tensors do; integer arrays, with
+integers, over the leading axes select elements (:mod:`braze.array_api.selection`). A
+boolean mask as the sole index selects a number of elements known only from its values: it
+is read (see :mod:`braze.array_api.values`) and becomes the positions of its True
+elements. Assigning through a basic key places the value with pads (the selected box, its
+strides and reversals) and selects it in; through a mask, the mask selects the value in
+without reading it when the value is a scalar.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 
 import braze.ops as ops
-from braze.array_api import values
+from braze.array_api import selection, values
 from braze.array_api.array_object import Array, wrap
 from braze.array_api.dtypes import scalar_dtype
 from braze.array_api.elementwise import as_array
@@ -59,6 +60,13 @@ def getitem(x: Tensor, key: Any) -> Array:
             return wrap(selected if values.read("boolean indexing", mask) else selected[0:0])
         lines, positions = _mask_positions(x, mask)
         return take(lines, values.constant_like(positions.astype(np.int64), x), axis=0)
+    if any(isinstance(i, Tensor) for i in items):
+        if not all(isinstance(i, (int, Tensor)) for i in items) or len(items) > x.ndim:
+            raise IndexError(
+                "indexing: integer arrays combine only with integers, one per leading axis "
+                "(the standard's integer-array indexing)"
+            )
+        return wrap(selection.by_arrays(x, items))
     return wrap(ops.getitem(x, tuple(items)))
 
 
@@ -67,12 +75,12 @@ def take(x: Any, indices: Any, /, *, axis: int | None = None) -> Array:
     x = as_array(x, "take")
     if axis is None and x.ndim != 1:
         raise ValueError(f"take: axis is required for an array of rank {x.ndim}")
-    return wrap(ops.take(x, as_array(indices, "take"), 0 if axis is None else axis))
+    return wrap(selection.take(x, as_array(indices, "take"), 0 if axis is None else axis))
 
 
 def take_along_axis(x: Any, indices: Any, /, *, axis: int = -1) -> Array:
     """``out[..., j, ...] = x[..., indices[..., j, ...], ...]`` along ``axis``."""
-    return wrap(ops.take_along_axis(as_array(x, "take_along_axis"), as_array(indices, "take_along_axis"), axis))
+    return wrap(selection.take_along_axis(as_array(x, "take_along_axis"), as_array(indices, "take_along_axis"), axis))
 
 
 def _value(x: Tensor, value: Any) -> Tensor:
@@ -107,7 +115,7 @@ def _set_masked(x: Tensor, mask: Tensor, new: Tensor) -> Tensor:
     # Each selected line takes the next row of the value: its rank among the selected lines.
     order = np.zeros(lines.shape[0], np.int64)
     order[positions] = np.arange(len(positions))
-    placed = ops.take(rows, values.constant_like(order, x), 0)
+    placed = selection.take(rows, values.constant_like(order, x), 0)
     return ops.where(spread, ops.reshape(placed, x.shape), x)
 
 

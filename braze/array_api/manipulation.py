@@ -140,8 +140,8 @@ def repeat(x: Any, repeats: int | Any, /, *, axis: int | None = None) -> Array:
     size = x.shape[d]
     if isinstance(repeats, Tensor):
         counts = values.read("repeat", repeats).astype(np.int64)
-        if counts.ndim == 0:
-            counts = np.full(size, int(counts))
+        if counts.shape in ((), (1,)):  # one count for every element, as NumPy broadcasts it
+            counts = np.full(size, int(counts.reshape(())))
         if counts.shape != (size,) or (counts < 0).any():
             raise ValueError(f"repeat: needs {size} non-negative counts for axis {d}, got {counts.tolist()}")
         positions = np.repeat(np.arange(size), counts)

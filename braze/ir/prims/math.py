@@ -57,8 +57,9 @@ def _atan2_vjp(g, y, x, out):
 
 
 def _copysign_vjp(g, x, y, out):
-    # d|x| sign(y) / dx = sign(x) sign(y); sign(out) is sign(y) wherever x is not 0.
-    return (lambda: g * ew.sign.bind(x) * ew.sign.bind(out)), None
+    # d|x| sign(y) / dx = sign(x) sign(y); sign(out) is sign(y) wherever x is not 0. The
+    # result does not change with y but at its zeros, so y's cotangent is 0 (as in JAX).
+    return (lambda: g * ew.sign.bind(x) * ew.sign.bind(out)), (lambda: g * 0.0)
 
 
 def _hypot_vjp(g, x, y, out):
