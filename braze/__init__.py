@@ -13,7 +13,8 @@ import importlib.util
 from typing import TYPE_CHECKING, Any
 
 from braze import config
-from braze.autodiff import enable_grad, grad, no_grad, value_and_grad
+from braze.autodiff import GradientTape, enable_grad, grad, no_grad, value_and_grad
+from braze.function import function
 from braze.interop import from_dlpack
 from braze.ir.dtypes import DType, bool_, float32, float64, int32, int64
 from braze.ir.errors import BrazeError, DeviceError, DTypeError, ShapeError
@@ -55,6 +56,7 @@ __all__ = [
     "DTypeError",
     "Device",
     "DeviceError",
+    "GradientTape",
     "ShapeError",
     "Tensor",
     "as_device",
@@ -63,6 +65,7 @@ __all__ = [
     "data",
     "explain",
     "from_dlpack",
+    "function",
     "jit",
     "keras",
     "metrics",

@@ -389,7 +389,15 @@ class Tensor:
     def _assign(self, other: Tensor) -> Tensor:
         """Replace this tensor's value in place (the meaning of ``+=`` and of optimizer steps)."""
         if self.requires_grad and GRAD_MODE.enabled:
-            raise RuntimeError("in-place update of a tensor that requires grad: wrap it in `with braze.no_grad():`")
+            if self._grad_node is not None:
+                raise RuntimeError(
+                    "in-place update of a computed tensor that gradients flow through: write `x = x - y` (a new "
+                    "tensor) instead of `x -= y`"
+                )
+            raise RuntimeError(
+                "in-place update of a tensor that requires grad (a parameter): wrap it in `with braze.no_grad():`, "
+                "or let an optimizer update it"
+            )
         if other._aval != self._aval or (other.device is not self.device and other.device != self.device):
             raise ValueError(
                 f"in-place update must keep shape, dtype and device: {self.dtype.name}{self.shape} on "
@@ -406,6 +414,21 @@ class Tensor:
     def assign(self, value: Any) -> Tensor:
         """Set this tensor's value in place (TensorFlow's ``Variable.assign``)."""
         return self._assign(ops.as_tensor(value, like=self))
+
+    def assign_add(self, value: Any) -> Tensor:
+        """``self += value`` in place, recording no gradient (``Variable.assign_add``)."""
+        return self._assign_without_grad(ops.add, value)
+
+    def assign_sub(self, value: Any) -> Tensor:
+        """``self -= value`` in place, recording no gradient (``Variable.assign_sub``)."""
+        return self._assign_without_grad(ops.subtract, value)
+
+    def _assign_without_grad(self, op: Any, value: Any) -> Tensor:
+        previous, GRAD_MODE.enabled = GRAD_MODE.enabled, False
+        try:
+            return self._assign(op(self, ops.as_tensor(value, like=self)))
+        finally:
+            GRAD_MODE.enabled = previous
 
     # Operators -----------------------------------------------------------------------
 

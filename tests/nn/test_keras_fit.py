@@ -175,7 +175,7 @@ def test_initial_epoch_and_epoch_numbers():
         (lambda net, x, y: net.fit(x, verbose=0), "x is an array of inputs but y"),
         (lambda net, x, y: net.fit(x, y[:10], verbose=0), "x has 70 samples but y has 10"),
         (lambda net, x, y: net.fit(DataLoader((x, y), 8), y, verbose=0), "y must not be given"),
-        (lambda net, x, y: net.fit([(x, y, y)], verbose=0), r"a 3-tuple \(sample weights are not supported\)"),
+        (lambda net, x, y: net.fit([(x, y, y, y)], verbose=0), r"got a 4-tuple"),
         (lambda net, x, y: net.fit(x, y, validation_split=1.5, verbose=0), r"validation_split must be in \[0, 1\)"),
         (lambda net, x, y: net.evaluate(verbose=0), "evaluate: no data"),
         (lambda net, x, y: net.evaluate(iter([]), verbose=0), "evaluate: the data yielded no batches"),

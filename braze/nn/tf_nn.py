@@ -1,0 +1,53 @@
+"""``tf.nn``'s functions, so that ``import braze as tf`` reads ``tf.nn.relu`` and
+``tf.nn.sparse_softmax_cross_entropy_with_logits``. The cross-entropies return one value
+per example (or per element), as TensorFlow's do; ``tf.reduce_mean`` averages them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from braze import ops
+from braze.nn.losses import binary_cross_entropy_elements, class_targets
+from braze.tensor import Tensor
+
+
+def relu(features: Any) -> Tensor:
+    return ops.relu(ops.as_tensor(features))
+
+
+def sigmoid(x: Any) -> Tensor:
+    return ops.sigmoid(ops.as_tensor(x))
+
+
+def tanh(x: Any) -> Tensor:
+    return ops.tanh(ops.as_tensor(x))
+
+
+def softmax(logits: Any, axis: int = -1) -> Tensor:
+    return ops.softmax(logits, axis)
+
+
+def log_softmax(logits: Any, axis: int = -1) -> Tensor:
+    return ops.log_softmax(logits, axis)
+
+
+def sparse_softmax_cross_entropy_with_logits(labels: Any = None, logits: Any = None) -> Tensor:
+    """``-log softmax(logits)[label]`` for each example; labels are integers."""
+    logits = ops.as_tensor(logits)
+    return -ops.sum(
+        class_targets("sparse_softmax_cross_entropy_with_logits", logits, labels) * ops.log_softmax(logits), -1
+    )
+
+
+def softmax_cross_entropy_with_logits(labels: Any = None, logits: Any = None, axis: int = -1) -> Tensor:
+    """The cross-entropy of each example's target distribution under ``softmax(logits)``."""
+    logits = ops.as_tensor(logits)
+    labels = ops.as_tensor(labels, dtype=logits.dtype, device=logits.device)
+    return -ops.sum(labels * ops.log_softmax(logits, axis), axis)
+
+
+def sigmoid_cross_entropy_with_logits(labels: Any = None, logits: Any = None) -> Tensor:
+    """Elementwise binary cross-entropy of 0/1 (or soft) labels against logits."""
+    logits = ops.as_tensor(logits)
+    labels = ops.as_tensor(labels, dtype=logits.dtype, device=logits.device)
+    return binary_cross_entropy_elements(logits, labels, from_logits=True)

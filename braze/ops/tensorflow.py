@@ -1,0 +1,83 @@
+"""TensorFlow's names for ops braze has (``tf.reduce_mean``, ``tf.concat``, ``tf.cast``...),
+so that a program that reads ``import braze as tf`` finds them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from braze.ops import creation, math, reduction, shape
+from braze.ops.core import as_tensor, astype
+from braze.tensor import Tensor
+
+
+def reduce_sum(input_tensor: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
+    return reduction.sum(input_tensor, axis, keepdims)
+
+
+def reduce_mean(input_tensor: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
+    return reduction.mean(input_tensor, axis, keepdims)
+
+
+def reduce_max(input_tensor: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
+    return reduction.max(input_tensor, axis, keepdims)
+
+
+def reduce_min(input_tensor: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
+    return reduction.min(input_tensor, axis, keepdims)
+
+
+def concat(values: Sequence[Any], axis: int) -> Tensor:
+    return shape.concatenate(values, axis)
+
+
+def cast(x: Any, dtype: Any) -> Tensor:
+    return astype(as_tensor(x), dtype)
+
+
+def constant(value: Any, dtype: Any = None, shape: Sequence[int] | None = None) -> Tensor:
+    """A tensor holding ``value``; with ``shape``, a single value fills it and more values
+    are reshaped to it, as in TensorFlow."""
+    out = creation.tensor(value, dtype)
+    if shape is None or tuple(shape) == out.shape:
+        return out
+    if out.size == 1:
+        return creation.full(shape, out.item(), out.dtype)
+    return out.reshape(tuple(shape))
+
+
+def convert_to_tensor(value: Any, dtype: Any = None) -> Tensor:
+    return as_tensor(value, dtype)
+
+
+def square(x: Any) -> Tensor:
+    x = as_tensor(x)
+    return x * x
+
+
+def clip_by_value(t: Any, clip_value_min: Any, clip_value_max: Any) -> Tensor:
+    return math.clip(t, clip_value_min, clip_value_max)
+
+
+def Variable(  # noqa: N802 - TensorFlow's spelling
+    initial_value: Any, trainable: bool = True, name: str | None = None, dtype: Any = None
+) -> Tensor:
+    """A tensor holding ``initial_value``, trained when it is ``trainable`` and a float:
+    a leaf that requires grad, updated in place by ``assign``, ``assign_add``, ``assign_sub``."""
+    value = creation.tensor(initial_value.numpy() if isinstance(initial_value, Tensor) else initial_value, dtype)
+    return value.requires_grad_() if trainable and value.dtype.is_float else value
+
+
+__all__ = [
+    "Variable",
+    "cast",
+    "clip_by_value",
+    "concat",
+    "constant",
+    "convert_to_tensor",
+    "reduce_max",
+    "reduce_mean",
+    "reduce_min",
+    "reduce_sum",
+    "square",
+]
