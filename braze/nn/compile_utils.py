@@ -129,16 +129,21 @@ class CompileMetrics(Metric):
 
     def __init__(self, metrics: Any, weighted_metrics: Any = None, output_names: list[str] | None = None) -> None:
         super().__init__("compile_metrics")
-        self.specs = (metrics, weighted_metrics)
+        self._specs = (metrics, weighted_metrics)
         self.metrics: list[Metric] = []
         self.by_output: list[tuple[list[Metric], list[Metric]]] | None = None
         self.names: list[str] = []
         if output_names:
             self.resolve(output_names)
 
+    @property
+    def specs(self) -> tuple[Any, Any]:
+        """What ``compile`` was given: ``(metrics, weighted_metrics)``."""
+        return self._specs
+
     def resolve(self, names: list[str]) -> None:
         self.names = names
-        plain, weighted = (self._per_output(spec, names) for spec in self.specs)
+        plain, weighted = (self._per_output(spec, names) for spec in self._specs)
         self.by_output = list(zip(plain, weighted, strict=True))
         self.metrics = [m for group in self.by_output for kind in group for m in kind]
 

@@ -246,11 +246,12 @@ def make_weight(
     dtype: Any = None,
     generator: random.Generator | None = None,
     trainable: bool = True,
+    device: Any = None,
 ) -> Tensor:
-    """A new weight of ``shape`` on the default device, as data: a parameter (requires
-    grad) when ``trainable``, else state such as batch norm's moving statistics."""
+    """A new weight of ``shape`` on ``device`` (the default device), as data: a parameter
+    (requires grad) when ``trainable``, else state such as batch norm's moving statistics."""
     values = get(initializer)(shape, dtype, generator)
-    weight = Tensor.from_numpy(np.array(values.numpy()), default_device())
+    weight = Tensor.from_numpy(np.array(values.numpy()), device or default_device())
     return weight.requires_grad_() if trainable else weight
 
 

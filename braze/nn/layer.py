@@ -78,8 +78,9 @@ class Layer(Module):
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Layer:
         layer = super().__new__(cls)
-        layer._name = kwargs.get("name") or unique_name(snake_case(cls.__name__))
         layer._config = _init_arguments(cls, args, kwargs)
+        layer._name = layer._config.get("name") or unique_name(snake_case(cls.__name__))
+        layer._build_device = None
         layer._weights_added: list[Tensor] = []
         layer._call_losses: list[Tensor] = []
         layer._losses_generation = -1
@@ -128,9 +129,10 @@ class Layer(Module):
         return (self._dtype or as_dtype("float32")).name
 
     def get_config(self) -> dict[str, Any]:
-        """The arguments the layer was made with (Keras's ``get_config``), its name and
-        whether it is trainable; ``from_config`` makes the same layer again."""
-        return {**self._config, "name": self.name, "trainable": self.trainable}
+        """The arguments the layer was made with (Keras's ``get_config``), its name and,
+        once frozen, ``trainable=False``; ``from_config`` makes the same layer again."""
+        frozen = {} if self.trainable else {"trainable": False}
+        return {**self._config, "name": self.name, **frozen}
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> Layer:
@@ -179,7 +181,7 @@ class Layer(Module):
         if kwargs:
             raise TypeError(f"add_weight: unexpected argument(s) {sorted(kwargs)}")
         generator = getattr(self, "_generator", None)
-        weight = initializers.make_weight(initializer, shape, dtype, generator, trainable)
+        weight = initializers.make_weight(initializer, shape, dtype, generator, trainable, self._build_device)
         if not trainable:
             mark_buffer(weight)
         if regularizer is not None:
@@ -220,6 +222,8 @@ class Layer(Module):
         context.training = training
         try:
             if not self.built:
+                first = tree.leaves(args[0])[0] if args else None
+                self._build_device = first.device if isinstance(first, Tensor) else None
                 self._ensure_built(_shape_of(args[0]) if args else None)
             if _call_takes_training(type(self)):
                 kwargs["training"] = training

@@ -13,10 +13,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from braze import ops
+from braze.autodiff import no_grad
 from braze.ir.errors import ShapeError
 from braze.nn import activations, regularizers
 from braze.nn.layer import Layer, new_generator
-from braze.ops.random import Generator
+from braze.ops.random import Generator, new_key
 from braze.tensor import Tensor, user_error
 
 __all__ = [
@@ -148,11 +149,19 @@ class Dropout(Layer):
         super().__init__(**kwargs)
         self.rate = rate
         self._generator = new_generator(seed, generator)
+        self.seed_state: Tensor | None = None
 
     def call(self, x: Tensor, training: bool = False) -> Tensor:
         if not training or self.rate == 0:
             return x
-        keep = ops.rand(x.shape, x.dtype, generator=self._generator, device=x.device) >= self.rate
+        # The key is state the step advances, so a compiled step draws a new mask each call.
+        if self.seed_state is None:
+            self.seed_state = new_key(self._generator, x.device)
+        elif self.seed_state.device != x.device:
+            self.seed_state.move_(x.device)
+        keep = ops.rand(x.shape, x.dtype, key=self.seed_state) >= self.rate
+        with no_grad():
+            self.seed_state._assign(self.seed_state + 1)
         return ops.where(keep, x / (1 - self.rate), 0.0)
 
 

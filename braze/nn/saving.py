@@ -127,6 +127,7 @@ def _find_class(name: str, custom: dict[str, type]) -> type:
         initializers.CLASSES,
         keras_losses.CLASSES,
         metrics.CLASSES,
+        _optimizer_classes(),
     ):
         if name in table:
             return table[name]
@@ -270,13 +271,28 @@ def _compile_config(model: Any) -> dict[str, Any] | None:
         raise ValueError(f"cannot save the compiled {type(inner).__name__}: it has no get_config")
     metrics_spec, weighted = model.compiled_metrics.specs
     return {
-        "optimizer": {"class_name": type(inner).__name__, "config": _encode(inner.get_config(), "the optimizer")},
+        "optimizer": {"class_name": _optimizer_name(inner), "config": _encode(inner.get_config(), "the optimizer")},
         "loss": _loss_spec(model.loss),
         "loss_weights": _encode(model.compiled_loss.loss_weights, "loss_weights"),
         "metrics": _metric_spec(metrics_spec),
         "weighted_metrics": _metric_spec(weighted),
         "jit_compile": model._trainer.jit_compile,
     }
+
+
+def _optimizer_classes() -> dict[str, type]:
+    """Keras's optimizers by their names, braze's PyTorch-style ones as ``braze.optim.X``."""
+    from braze import optim
+
+    braze_style = {f"braze.optim.{cls.__name__}": cls for cls in (optim.SGD, optim.Adam, optim.AdamW)}
+    return {**optim.keras.CLASSES, **braze_style}
+
+
+def _optimizer_name(optimizer: Any) -> str:
+    for name, cls in _optimizer_classes().items():
+        if type(optimizer) is cls:
+            return name
+    return type(optimizer).__name__
 
 
 def _loss_spec(loss: Any) -> Any:

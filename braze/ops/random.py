@@ -62,13 +62,22 @@ def rand(
     seed: int | None = None,
     generator: Generator | None = None,
     device: Any = None,
+    key: Tensor | None = None,
 ) -> Tensor:
-    """Uniform samples in [0, 1)."""
+    """Uniform samples in [0, 1). ``key`` (an int64 scalar tensor) picks the stream instead
+    of a seed or generator: a key that a compiled step reads and advances as state draws
+    new numbers on every call, where a Python seed would be fixed when the step is traced."""
     dt = as_dtype(dtype)
     if not dt.is_float:
         raise user_error(DTypeError, f"rand: dtype must be float32 or float64, got {dt.name}")
-    key = as_tensor(np.int64(_key(generator, seed)), dtype=int64, device=as_device(device))
+    if key is None:
+        key = as_tensor(np.int64(_key(generator, seed)), dtype=int64, device=as_device(device))
     return sources.rng_uniform.bind(key, shape=_shape(shape), dtype=dt)
+
+
+def new_key(generator: Generator | None = None, device: Any = None) -> Tensor:
+    """A fresh int64 key drawn from ``generator`` (braze's default), as device data."""
+    return Tensor.from_numpy(np.array(_key(generator, None), dtype=np.int64), as_device(device))
 
 
 def uniform(
