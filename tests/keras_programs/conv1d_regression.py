@@ -24,5 +24,7 @@ outputs = layers.Dense(1)(layers.Concatenate()([pooled, ops.mean(inputs, axis=1)
 model = keras.Model(inputs=inputs, outputs=outputs)
 
 model.compile(loss="mse", optimizer=keras.optimizers.Adam(learning_rate=1e-2), metrics=["mae"])
-history = model.fit(x[:128], y[:128], sample_weight=weights[:128], batch_size=32, epochs=3, validation_data=(x[128:], y[128:]))
+history = model.fit(
+    x[:128], y[:128], sample_weight=weights[:128], batch_size=32, epochs=3, validation_data=(x[128:], y[128:])
+)
 test_mae = model.evaluate(x[128:], y[128:], verbose=0)[1]

@@ -2,8 +2,6 @@
 from scratch"): a custom layer, a subclassed model, tf.data, GradientTape, an optimizer's
 apply_gradients and metrics, in tf.function steps."""
 
-import numpy as np
-
 import braze as tf
 import braze.keras as keras
 
