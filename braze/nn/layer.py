@@ -225,6 +225,8 @@ class Layer(Module):
                 first = tree.leaves(args[0])[0] if args else None
                 self._build_device = first.device if isinstance(first, Tensor) else None
                 self._ensure_built(_shape_of(args[0]) if args else None)
+                if context.depth == 1:
+                    context.generation += 1  # what building ran on examples adds no loss
             if _call_takes_training(type(self)):
                 kwargs["training"] = training
             outputs = self.call(*args, **kwargs)

@@ -62,8 +62,8 @@ class Optimizer:
     @learning_rate.setter
     def learning_rate(self, value: float) -> None:
         value = float(value)
-        if value <= 0:
-            raise ValueError(f"{type(self).__name__}: the learning rate must be positive, got {value}")
+        if value < 0:
+            raise ValueError(f"{type(self).__name__}: the learning rate must not be negative, got {value}")
         self.lr = value
 
     @property
