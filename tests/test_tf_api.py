@@ -38,32 +38,34 @@ def make_model():
     return keras.Sequential([keras.layers.Dense(4, activation="relu", input_shape=(3,)), keras.layers.Dense(2)])
 
 
+def train(compiled: bool) -> tuple[list[float], float, list[np.ndarray]]:
+    """Four steps of a step function that captures its model, optimizer and metric."""
+    model = make_model()
+    optimizer = keras.optimizers.Adam(0.05)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    accuracy = keras.metrics.SparseCategoricalAccuracy()
+
+    def train_step(x, y):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        grads = tape.gradient(loss, model.trainable_weights)
+        optimizer.apply_gradients(zip(grads, model.trainable_weights, strict=True))
+        accuracy.update_state(y, model(x))
+        return loss
+
+    step = tf.function(train_step) if compiled else train_step
+    rng = np.random.default_rng(1)
+    losses = []
+    for _ in range(4):  # a new batch every call: NumPy arguments are inputs, not constants
+        x = rng.standard_normal((8, 3)).astype(np.float32)
+        losses.append(float(step(x, (x[:, 0] > 0).astype(np.int32))))
+    if compiled:
+        assert step.compiles <= 2  # the first call also makes Adam's slots
+    return losses, float(accuracy.result()), [w.numpy() for w in model.weights]
+
+
 def test_tf_function_updates_what_it_captures_as_the_eager_step_does():
-    results = {}
-    for compiled in (False, True):
-        model = make_model()
-        optimizer = keras.optimizers.Adam(0.05)
-        loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-        accuracy = keras.metrics.SparseCategoricalAccuracy()
-
-        def train_step(x, y):
-            with tf.GradientTape() as tape:
-                loss = loss_fn(y, model(x, training=True))
-            grads = tape.gradient(loss, model.trainable_weights)
-            optimizer.apply_gradients(zip(grads, model.trainable_weights, strict=True))
-            accuracy.update_state(y, model(x))
-            return loss
-
-        step = tf.function(train_step) if compiled else train_step
-        rng = np.random.default_rng(1)
-        losses = []
-        for _ in range(4):  # a new batch every call: NumPy arguments are inputs, not constants
-            x = rng.standard_normal((8, 3)).astype(np.float32)
-            losses.append(float(step(x, (x[:, 0] > 0).astype(np.int32))))
-        results[compiled] = losses, float(accuracy.result()), [w.numpy() for w in model.weights]
-        if compiled:
-            assert step.compiles <= 2  # the first call also makes Adam's slots
-    (eager_losses, eager_accuracy, eager_weights), (losses, accuracy_value, weights) = results[False], results[True]
+    (eager_losses, eager_accuracy, eager_weights), (losses, accuracy_value, weights) = train(False), train(True)
     # Adam divides by the root of tiny second moments, amplifying float32 rounding.
     np.testing.assert_allclose(losses, eager_losses, rtol=1e-4)
     assert accuracy_value == pytest.approx(eager_accuracy)

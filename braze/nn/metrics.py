@@ -54,6 +54,11 @@ class Metric:
         self._initial.append(array)
         return variable
 
+    @property
+    def state(self) -> list[Tensor]:
+        """Every tensor of the metric's state (a container's: its metrics')."""
+        return self.variables
+
     def update_state(self, *args: Any, **kwargs: Any) -> None:
         raise NotImplementedError(f"{type(self).__name__} must define update_state")
 

@@ -41,7 +41,8 @@ def test_keras_utilities():
     np.testing.assert_array_equal(to_categorical([[2], [0]], 3), [[0, 0, 1], [1, 0, 0]])
     padded = pad_sequences([[1, 2, 3], [4]], maxlen=2)
     np.testing.assert_array_equal(padded, [[2, 3], [0, 4]])
-    np.testing.assert_array_equal(pad_sequences([[1, 2, 3]], maxlen=4, padding="post", truncating="post"), [[1, 2, 3, 0]])
+    after = pad_sequences([[1, 2, 3]], maxlen=4, padding="post", truncating="post")
+    np.testing.assert_array_equal(after, [[1, 2, 3, 0]])
 
     class Batches(Sequence):
         def __len__(self):

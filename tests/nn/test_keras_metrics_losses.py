@@ -16,7 +16,7 @@ SCORES = np.clip(0.3 * LABELS + 0.7 * RNG.random(200), 0, 1).astype(np.float32)
 
 
 def numpy_confusion(threshold):
-    predicted = SCORES > threshold
+    predicted = np.greater(SCORES, threshold)
     tp = np.sum(predicted & (LABELS == 1))
     fp = np.sum(predicted & (LABELS == 0))
     fn = np.sum(~predicted & (LABELS == 1))
