@@ -22,6 +22,7 @@ from braze.jit import jit
 from braze.lazy import barrier, explain
 from braze.ops import *  # noqa: F403 - the op library is the public API
 from braze.ops import __all__ as _ops_all
+from braze.ops.tensorflow import random
 from braze.runtime import metrics
 from braze.runtime.device import CPU, LAZY_CPU, Device, as_device, default_device, set_default_device
 from braze.tensor import Tensor
@@ -82,6 +83,7 @@ __all__ = [
     "int32",
     "int64",
     "no_grad",
+    "random",
     "set_default_device",
     "value_and_grad",
 ]

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from braze import config
 from braze.jit import _tensors, jit
 from braze.ops import as_tensor
 
@@ -77,6 +78,8 @@ class Function:
         self._compiled = jit(lambda state, *args, **kwargs: fn(*args, **kwargs))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if config.functions_run_eagerly():
+            return self.fn(*args, **kwargs)
         return self._compiled(captured_state(self.fn), *_as_tensors(args), **_as_tensors(kwargs))
 
     def __get__(self, instance: Any, owner: type | None = None) -> Any:

@@ -73,6 +73,26 @@ def test_tf_function_updates_what_it_captures_as_the_eager_step_does():
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
 
 
+def test_run_functions_eagerly_runs_the_python_of_a_tf_function():
+    calls = []
+
+    @tf.function
+    def double(x):
+        calls.append(1)
+        return x * 2.0
+
+    tf.config.run_functions_eagerly(True)
+    try:
+        double(tf.constant([1.0]))
+        double(tf.constant([1.0]))
+    finally:
+        tf.config.run_functions_eagerly(False)
+    double(tf.constant([1.0]))
+    double(tf.constant([1.0]))
+    assert len(calls) == 3  # twice as Python, then once to trace
+    assert f"{tf.constant(0.12345):.2f}" == "0.12"
+
+
 def test_tensorflow_op_names():
     x = tf.constant([[1.0, 2.0], [3.0, 4.0]])
     np.testing.assert_allclose(tf.reduce_mean(x, axis=0).numpy(), [2.0, 3.0])

@@ -26,6 +26,9 @@ from braze.nn.functional import Input
 from braze.nn.layer import Layer
 from braze.nn.model import Model, Sequential
 
+# The Keras API whose names and behaviour braze.keras follows (programs check it).
+__version__ = "3.0.0"
+
 __all__ = [
     "Input",
     "Layer",

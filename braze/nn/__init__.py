@@ -84,7 +84,9 @@ from braze.nn.module import CheckpointError, Module
 from braze.nn.normalization import BatchNormalization
 from braze.nn.symbolic import KerasTensor
 from braze.nn.tf_nn import (
+    conv2d,
     log_softmax,
+    moments,
     relu,
     sigmoid,
     sigmoid_cross_entropy_with_logits,
@@ -162,6 +164,7 @@ __all__ = [
     "binary_cross_entropy",
     "categorical_crossentropy",
     "concatenate",
+    "conv2d",
     "count_correct",
     "glorot_uniform",
     "initializers",
@@ -171,6 +174,7 @@ __all__ = [
     "mean_squared_error",
     "metrics",
     "minimum",
+    "moments",
     "multiply",
     "regularizers",
     "relu",

@@ -115,11 +115,14 @@ class _Conv(Layer):
 
 
 class Conv2D(_Conv):
-    """2-D convolution over NHWC inputs with an HWIO kernel, as ``keras.layers.Conv2D``."""
+    """2-D convolution over NHWC inputs with an HWIO kernel, as ``keras.layers.Conv2D``;
+    a subclass may override ``convolution_op`` (Keras's hook) to change the convolution."""
+
+    def convolution_op(self, inputs: Tensor, kernel: Tensor) -> Tensor:
+        return ops.conv2d(inputs, kernel, stride=self.strides, padding=self.padding, dilation=self.dilation_rate)
 
     def call(self, x: Tensor) -> Tensor:
-        y = ops.conv2d(x, self.kernel, stride=self.strides, padding=self.padding, dilation=self.dilation_rate)
-        return self._finish(y)
+        return self._finish(self.convolution_op(x, self.kernel))
 
 
 class Conv1D(_Conv):
@@ -128,22 +131,24 @@ class Conv1D(_Conv):
 
     rank = 1
 
-    def call(self, x: Tensor) -> Tensor:
-        if x.ndim != 3:
-            raise user_error(ShapeError, f"{self.name}: expected (batch, steps, channels), got {x.shape}")
+    def convolution_op(self, inputs: Tensor, kernel: Tensor) -> Tensor:
+        if inputs.ndim != 3:
+            raise user_error(ShapeError, f"{self.name}: expected (batch, steps, channels), got {inputs.shape}")
         (width,), (dilation,) = self.kernel_size, self.dilation_rate
         padding: Any = self.padding
         if padding == "causal":
             padding = ((0, 0), ((width - 1) * dilation, 0))
-        kernel = self.kernel.reshape(1, *self.kernel.shape)
         y = ops.conv2d(
-            x.reshape(x.shape[0], 1, *x.shape[1:]),
-            kernel,
+            inputs.reshape(inputs.shape[0], 1, *inputs.shape[1:]),
+            kernel.reshape(1, *kernel.shape),
             stride=(1, self.strides[0]),
             padding=padding,
             dilation=(1, dilation),
         )
-        return self._finish(y.reshape(y.shape[0], *y.shape[2:]))
+        return y.reshape(y.shape[0], *y.shape[2:])
+
+    def call(self, x: Tensor) -> Tensor:
+        return self._finish(self.convolution_op(x, self.kernel))
 
 
 Convolution1D, Convolution2D = Conv1D, Conv2D

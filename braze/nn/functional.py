@@ -174,8 +174,14 @@ class FunctionalGraph:
 
 
 def _checked(symbolic: KerasTensor, value: Any) -> Tensor:
-    """``value`` as a tensor of the ``Input``'s dtype, if its shape fits the ``Input``'s."""
+    """``value`` as a tensor of the ``Input``'s dtype, if its shape fits the ``Input``'s; a
+    trailing axis of 1 is added or dropped to match it, as Keras does (images of (28, 28) for
+    an Input of (28, 28, 1))."""
     value = value if isinstance(value, Tensor) else as_tensor(value)
+    if value.ndim == symbolic.ndim - 1 and symbolic.shape[-1] == 1:
+        value = value.reshape(*value.shape, 1)
+    elif value.ndim == symbolic.ndim + 1 and value.shape[-1] == 1:
+        value = value.reshape(value.shape[:-1])
     fits = value.ndim == symbolic.ndim and all(
         d is None or d == v for d, v in zip(symbolic.shape, value.shape, strict=True)
     )

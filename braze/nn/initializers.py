@@ -212,11 +212,22 @@ _NAMES = {
 }
 
 
+def serialize(initializer: Initializer) -> dict[str, Any]:
+    """Keras's ``{"class_name", "config"}`` form of an initializer."""
+    return {"class_name": type(initializer).__name__, "config": initializer.get_config()}
+
+
+def deserialize(config: dict[str, Any]) -> Initializer:
+    return CLASSES[config["class_name"]].from_config(config.get("config", {}))
+
+
 def get(initializer: str | Initializer | Any) -> Initializer:
     """An initializer from a Keras name (``"he_normal"``, ``"HeNormal"``), an instance, or
     a function ``f(shape, dtype)``."""
     if isinstance(initializer, Initializer):
         return initializer
+    if isinstance(initializer, dict) and "class_name" in initializer:
+        return deserialize(initializer)
     if isinstance(initializer, str):
         found = _NAMES.get(initializer) or CLASSES.get(initializer)
         if found is None:

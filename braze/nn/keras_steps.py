@@ -82,9 +82,13 @@ class KerasSteps:
             found.append(self.compiled_metrics)
         if self.compiled_loss is not None:
             found += self.compiled_loss.metrics
-        for value in vars(self).values():
-            if isinstance(value, Metric) and all(value is not m for m in found):
-                found.append(value)
+        for _, module in self.named_modules():
+            if module is not self and getattr(module, "compiled", False):
+                continue  # a compiled model inside keeps its own metrics
+            held = [*vars(module).values(), *module.__dict__.get("added_metrics", {}).values()]
+            for value in held:
+                if isinstance(value, Metric) and all(value is not m for m in found):
+                    found.append(value)
         return found
 
     @property

@@ -28,6 +28,7 @@ import numpy as np
 
 from braze.ir.dtypes import as_dtype
 from braze.nn import initializers, regularizers, symbolic, tree
+from braze.nn.metrics import Mean, Metric
 from braze.nn.module import Module
 from braze.nn.names import snake_case, unique_name
 from braze.nn.state import is_buffer, mark_buffer, set_value
@@ -259,6 +260,21 @@ class Layer(Module):
         if self._losses_generation != CALL_CONTEXT.generation:
             self._call_losses, self._losses_generation = [], CALL_CONTEXT.generation
         self._call_losses.append(as_tensor(loss))
+
+    def add_metric(self, value: Any, name: str | None = None, aggregation: str = "mean") -> None:
+        """Keras 2's ``add_metric``: log ``value``, averaged over the epoch, as ``name``. The
+        result of a metric the layer holds needs no name: that metric is logged already."""
+        held = [m for m in vars(self).values() if isinstance(m, Metric)]
+        if name is None:
+            if any(getattr(m, "last_result", None) is value for m in held):
+                return
+            raise ValueError(f"{self.name}.add_metric: give the metric a name")
+        if aggregation != "mean":
+            raise NotImplementedError(f"{self.name}.add_metric: aggregation={aggregation!r} (only 'mean')")
+        trackers = self.__dict__.setdefault("added_metrics", {})
+        if name not in trackers:
+            trackers[name] = Mean(name)
+        trackers[name].update_state(value)
 
     @property
     def losses(self) -> list[Tensor]:

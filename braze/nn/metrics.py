@@ -73,7 +73,13 @@ class Metric:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Tensor:
         self.update_state(*args, **kwargs)
-        return self.result()
+        self._last_result = self.result()
+        return self._last_result
+
+    @property
+    def last_result(self) -> Tensor | None:
+        """What the last call returned (``add_metric`` knows its metric by it)."""
+        return getattr(self, "_last_result", None)
 
     def accumulate(self, variable: Tensor, increment: Tensor) -> None:
         """``variable += increment`` in place, the state following the data's device."""
@@ -336,6 +342,39 @@ class Recall(_PrecisionRecall):
         return self._result(divide_no_nan(self.true_positives, self.true_positives + self.false_negatives))
 
 
+class _Count(_Confusion):
+    """One of the four counts at each threshold (0.5 by default), as a metric."""
+
+    count = "true_positives"
+
+    def __init__(self, thresholds: float | Sequence[float] | None = None, name: str | None = None, dtype: Any = None):
+        values, self._listed = _threshold_list(thresholds)
+        super().__init__(values, name, dtype)
+
+    def result(self) -> Tensor:
+        value = getattr(self, self.count)
+        return value if self._listed else value.reshape(())
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "thresholds": self.thresholds if self._listed else self.thresholds[0]}
+
+
+class TruePositives(_Count):
+    count = "true_positives"
+
+
+class FalsePositives(_Count):
+    count = "false_positives"
+
+
+class TrueNegatives(_Count):
+    count = "true_negatives"
+
+
+class FalseNegatives(_Count):
+    count = "false_negatives"
+
+
 class AUC(_Confusion):
     """The area under the ROC or precision-recall curve, from counts at
     ``num_thresholds`` thresholds spread evenly over [0, 1], as Keras computes it."""
@@ -431,6 +470,10 @@ CLASSES: dict[str, type[Metric]] = {
         Precision,
         Recall,
         AUC,
+        TruePositives,
+        FalsePositives,
+        TrueNegatives,
+        FalseNegatives,
     )
 }
 _FUNCTIONS: dict[str, Callable[..., Tensor]] = {

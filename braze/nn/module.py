@@ -14,6 +14,7 @@ under its name.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -160,7 +161,7 @@ class Module(KerasMethods):
         compile settings) for a ``.keras`` name, as Keras's ``model.save``; else the weights
         and buffers, a ``.safetensors`` file when the name ends so (readable by the
         safetensors library, for NumPy and PyTorch), else ``.npz``."""
-        if Path(path).suffix == ".keras":
+        if Path(path).suffix in (".keras", *_HDF5):
             from braze.nn.saving import save_model
 
             save_model(self, path, overwrite)
@@ -168,11 +169,12 @@ class Module(KerasMethods):
         self.save_weights(path, overwrite)
 
     def save_weights(self, path: str | os.PathLike, overwrite: bool = True) -> None:
-        """Write the weights and buffers to a ``.npz`` or ``.safetensors`` checkpoint."""
-        if Path(path).suffix in (".h5", ".hdf5", ".keras"):
-            raise CheckpointError(
-                f"{path}: braze writes weights as .npz or .safetensors, not HDF5 (a whole model: model.save('x.keras'))"
-            )
+        """Write the weights and buffers to a checkpoint: ``.safetensors`` for that name,
+        else ``.npz`` (also under a Keras ``.weights.h5`` name, with a warning: braze
+        writes no HDF5, and reads its own file back by its content)."""
+        if Path(path).suffix == ".keras":
+            raise CheckpointError(f"{path}: a .keras file holds a whole model: use model.save({str(path)!r})")
+        warn_if_hdf5(path, "an .npz checkpoint")
         if not overwrite and os.path.exists(path):
             raise FileExistsError(f"{path} exists and overwrite=False")
         write_checkpoint(path, self.state_dict())
@@ -188,6 +190,17 @@ class Module(KerasMethods):
             raise CheckpointError(f"{path}: {error}") from None
 
     load_weights = load  # Keras's name
+
+
+_HDF5 = (".h5", ".hdf5")
+
+
+def warn_if_hdf5(path: str | os.PathLike, what: str) -> None:
+    if Path(path).suffix in _HDF5:
+        warnings.warn(
+            f"{path}: braze writes {what} under this name, not HDF5: braze reads it back (by its content), h5py cannot",
+            stacklevel=3,
+        )
 
 
 def _walk(name: str, value: Any) -> Iterator[tuple[str, Any]]:

@@ -30,6 +30,7 @@ from braze.nn.functional import InputLayer
 from braze.nn.keras_ops import _WRAPPED
 from braze.nn.layer import Layer
 from braze.nn.model import Model, Sequential
+from braze.nn.module import warn_if_hdf5
 from braze.nn.symbolic import KerasTensor
 from braze.tensor import Tensor
 
@@ -371,8 +372,9 @@ def save_model(model: Layer, filepath: str | os.PathLike, overwrite: bool = True
     """Write ``model`` (architecture, weights, compile settings, optimizer state) to a
     ``.keras`` file, atomically."""
     path = Path(filepath)
-    if path.suffix != ".keras":
+    if path.suffix not in (".keras", ".h5", ".hdf5"):
         raise ValueError(f"save_model: {path} must end with .keras (weights alone: .npz or .safetensors)")
+    warn_if_hdf5(path, "its .keras format (a zip of JSON and .npz)")
     if path.exists() and not overwrite:
         raise FileExistsError(f"save_model: {path} exists and overwrite=False")
     config = {"format": FORMAT, "version": 1, "model": _layer_config(model), "compile": _compile_config(model)}

@@ -31,6 +31,37 @@ def log_softmax(logits: Any, axis: int = -1) -> Tensor:
     return ops.log_softmax(logits, axis)
 
 
+def moments(x: Any, axes: Any, keepdims: bool = False) -> tuple[Tensor, Tensor]:
+    """The mean and (biased) variance of ``x`` over ``axes``."""
+    x = ops.as_tensor(x)
+    mean = ops.mean(x, axis=tuple(axes), keepdims=True)
+    variance = ops.mean((x - mean) * (x - mean), axis=tuple(axes), keepdims=keepdims)
+    return (mean if keepdims else mean.reshape(variance.shape)), variance
+
+
+def conv2d(
+    input: Any,  # noqa: A002 - TensorFlow's name
+    filters: Any,
+    strides: Any = 1,
+    padding: Any = "VALID",
+    data_format: str = "NHWC",
+    dilations: Any = None,
+    name: str | None = None,
+) -> Tensor:
+    """``tf.nn.conv2d`` over NHWC inputs and HWIO filters; strides and dilations as an int,
+    a pair or NHWC's four values."""
+    if data_format != "NHWC":
+        raise NotImplementedError(f"tf.nn.conv2d: data_format={data_format!r}: braze is NHWC")
+
+    def pair(value: Any) -> Any:
+        if value is None:
+            return 1
+        value = list(value) if isinstance(value, (list, tuple)) else value
+        return tuple(value[1:3]) if isinstance(value, list) and len(value) == 4 else value
+
+    return ops.conv2d(input, filters, stride=pair(strides), padding=padding, dilation=pair(dilations))
+
+
 def sparse_softmax_cross_entropy_with_logits(labels: Any = None, logits: Any = None) -> Tensor:
     """``-log softmax(logits)[label]`` for each example; labels are integers."""
     logits = ops.as_tensor(logits)

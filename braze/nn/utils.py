@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import numpy as np
 
@@ -15,3 +16,12 @@ def set_random_seed(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     manual_seed(seed)
+
+
+def plot_model(model: Any, to_file: str = "model.png", **options: Any) -> None:
+    """Keras draws a model with pydot and Graphviz; braze does not: it raises ImportError, as
+    Keras does where pydot is missing. ``model.summary()`` prints the layers instead."""
+    raise ImportError(
+        "plot_model: braze does not draw models (Keras needs pydot and Graphviz for it); "
+        "model.summary() prints the layers, their shapes and parameters"
+    )

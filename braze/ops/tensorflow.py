@@ -4,9 +4,11 @@ so that a program that reads ``import braze as tf`` finds them."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import SimpleNamespace
 from typing import Any
 
 from braze.ops import creation, math, reduction, shape
+from braze.ops import random as random_ops
 from braze.ops.core import as_tensor, astype
 from braze.tensor import Tensor
 
@@ -57,6 +59,18 @@ def square(x: Any) -> Tensor:
 
 def clip_by_value(t: Any, clip_value_min: Any, clip_value_max: Any) -> Tensor:
     return math.clip(t, clip_value_min, clip_value_max)
+
+
+def _normal(shape: Any, mean: float = 0.0, stddev: float = 1.0, dtype: Any = "float32", seed: int | None = None):
+    return random_ops.randn(shape, dtype, seed=seed) * stddev + mean
+
+
+def _uniform(shape: Any, minval: float = 0.0, maxval: float = 1.0, dtype: Any = "float32", seed: int | None = None):
+    return random_ops.uniform(shape, minval, maxval, dtype, seed=seed)
+
+
+# tf.random: samples from braze's default generator (tf.random.set_seed seeds it).
+random = SimpleNamespace(normal=_normal, uniform=_uniform, set_seed=random_ops.manual_seed)
 
 
 def Variable(  # noqa: N802 - TensorFlow's spelling

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from gradcheck import assert_gradients_match
 
+import braze
 from braze.keras import layers
 
 
@@ -59,3 +60,18 @@ def test_pooling_layers_match_numpy():
     np.testing.assert_allclose(layers.GlobalAveragePooling2D()(images).numpy(), images.mean((1, 2)), rtol=1e-5)
     with pytest.raises(NotImplementedError, match="channels_last"):
         layers.GlobalAveragePooling2D(data_format="channels_first")
+
+
+def test_a_conv_layers_convolution_op_is_the_hook_a_subclass_overrides():
+    class Standardized(layers.Conv2D):
+        def convolution_op(self, inputs, kernel):
+            mean, var = braze.nn.moments(kernel, axes=[0, 1, 2], keepdims=True)
+            return braze.nn.conv2d(inputs, (kernel - mean) / braze.sqrt(var + 1e-10), padding="VALID", strides=[1, 1])
+
+    layer = Standardized(2, 3, use_bias=False)
+    x = np.random.default_rng(4).standard_normal((1, 5, 5, 3)).astype(np.float32)
+    out = layer(x).numpy()
+    k = layer.kernel.numpy().astype(np.float64)
+    k = (k - k.mean((0, 1, 2))) / np.sqrt(k.var((0, 1, 2)) + 1e-10)
+    expected = np.einsum("hwc,hwco->o", x[0, 1:4, 1:4], k)  # the centre output pixel
+    np.testing.assert_allclose(out[0, 1, 1], expected, rtol=1e-4, atol=1e-5)

@@ -73,6 +73,9 @@ def test_inputs_are_cast_to_the_input_dtype_and_checked_against_its_shape():
     assert model(np.ones((3, 2), np.float64)).dtype == braze.float32
     with pytest.raises(braze.ShapeError, match=r"expected shape \(None, 2\), got \(3, 5\)"):
         model(np.ones((3, 5), np.float32))
+    images = keras.Input(shape=(4, 4, 1))
+    flat = keras.Model(images, layers.Flatten()(images))
+    assert flat(np.ones((2, 4, 4), np.float32)).shape == (2, 16)  # a missing channel axis of 1 is added
 
 
 def test_misuse_is_a_clear_error():

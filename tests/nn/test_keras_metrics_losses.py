@@ -24,6 +24,13 @@ def numpy_confusion(threshold):
     return tp, fp, fn, tn
 
 
+def test_confusion_counts_match_numpy():
+    counts = [metrics.TruePositives(), metrics.FalsePositives(), metrics.FalseNegatives(), metrics.TrueNegatives()]
+    for metric in counts:
+        metric.update_state(LABELS, SCORES)
+    assert [float(m.result()) for m in counts] == list(numpy_confusion(0.5))
+
+
 def test_precision_and_recall_match_numpy_over_two_batches():
     precision, recall = metrics.Precision(), metrics.Recall(thresholds=[0.3, 0.6])
     for part in (slice(0, 120), slice(120, 200)):

@@ -102,16 +102,19 @@ def test_buffers_move_save_and_load_with_the_parameters(tmp_path):
     assert other.seen.device.is_lazy and other.weight.device.is_lazy
 
 
-def test_unknown_arguments_and_mistakes_are_errors_that_name_them():
+def test_unknown_arguments_are_errors_that_name_them_and_x_minus_equals_works_as_in_tensorflow():
     with pytest.raises(TypeError, match=r"Dense: unexpected argument\(s\) \['units_'\]"):
         layers.Dense(3, units_=4)
     with pytest.raises(NotImplementedError, match="weight constraints"):
         layers.Dense(3, kernel_constraint="max_norm")
     with pytest.raises(NotImplementedError, match="masks are not supported"):
         layers.Dense(2)(braze.ones((1, 2)), mask=braze.ones((1,)))
-    x = braze.tensor([1.0, 1.0], requires_grad=True) * 2.0
-    with pytest.raises(RuntimeError, match=r"write `x = x - y`"):
-        x -= 1.0
+    w = braze.tensor([1.0, 2.0], requires_grad=True)
+    x = w * 3.0
+    x -= w  # TensorFlow's meaning, x = x - w: a computed tensor is not updated in place
+    x.sum().backward()
+    np.testing.assert_array_equal(x.numpy(), [2.0, 4.0])
+    np.testing.assert_array_equal(w.grad.numpy(), [2.0, 2.0])
 
 
 def test_compile_takes_the_optimizer_first_as_keras_does():
@@ -134,3 +137,35 @@ def test_an_overridden_train_step_is_the_one_fit_runs():
     model.compile(optimizer="sgd", loss="mse")
     model.fit(np.ones((8, 2), np.float32), np.ones((8, 1), np.float32), batch_size=4, epochs=2, verbose=0)
     assert Counting.calls == 4
+
+
+def test_a_layers_metrics_and_add_metric_are_logged_by_fit():
+    class Endpoint(keras.layers.Layer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.accuracy_fn = keras.metrics.BinaryAccuracy(name="accuracy")
+
+        def call(self, logits, targets):
+            self.add_loss(keras.losses.BinaryCrossentropy(from_logits=True)(targets, logits))
+            self.add_metric(self.accuracy_fn(targets, braze.sigmoid(logits)))
+            self.add_metric(braze.reduce_mean(logits), name="mean_logit")
+            return braze.sigmoid(logits)
+
+    inputs, targets = keras.Input((3,), name="inputs"), keras.Input((1,), name="targets")
+    model = keras.Model([inputs, targets], Endpoint()(layers.Dense(1)(inputs), targets))
+    model.compile(keras.optimizers.Adam(1e-2))
+    x = np.random.default_rng(0).standard_normal((32, 3)).astype(np.float32)
+    y = (x[:, :1] > 0).astype(np.float32)
+    logs = model.fit({"inputs": x, "targets": y}, epochs=1, batch_size=32, verbose=0).history
+    assert set(logs) == {"loss", "accuracy", "mean_logit", "seconds"}
+    probabilities = model.predict({"inputs": x, "targets": y}, verbose=0)
+    assert 0.0 <= logs["accuracy"][0] <= 1.0 and probabilities.shape == (32, 1)
+    with pytest.raises(ValueError, match="give the metric a name"):
+        Endpoint().add_metric(braze.ones(()))
+
+
+def test_layers_braze_lacks_are_errors_that_say_so():
+    with pytest.raises(AttributeError, match="has no SeparableConv2D: Conv2D computes"):
+        layers.SeparableConv2D  # noqa: B018
+    with pytest.raises(AttributeError, match="braze ships only mnist"):
+        keras.datasets.cifar10  # noqa: B018
