@@ -97,6 +97,9 @@ def test_tensorflow_op_names():
     x = tf.constant([[1.0, 2.0], [3.0, 4.0]])
     np.testing.assert_allclose(tf.reduce_mean(x, axis=0).numpy(), [2.0, 3.0])
     np.testing.assert_allclose(tf.reduce_max(x, axis=1, keepdims=True).numpy(), [[2.0], [4.0]])
+    assert tf.reduce_sum(x).item() == 10.0 and tf.reduce_min(x).item() == 1.0
+    np.testing.assert_allclose(tf.square(tf.convert_to_tensor([[3.0]])).numpy(), [[9.0]])
+    np.testing.assert_allclose(tf.clip_by_value(x, 1.5, 3.5).numpy(), [[1.5, 2.0], [3.0, 3.5]])
     assert tf.concat([x, x], axis=1).shape == (2, 4)
     assert tf.cast(x, tf.int32).dtype == tf.int32
     np.testing.assert_allclose(tf.nn.relu(tf.constant([-1.0, 2.0])).numpy(), [0.0, 2.0])
