@@ -17,8 +17,8 @@ from braze.autodiff import GradientTape, enable_grad, grad, no_grad, value_and_g
 from braze.function import function
 from braze.interop import from_dlpack
 from braze.ir.dtypes import DType, bool_, float32, float64, int32, int64
-from braze.ir.errors import BrazeError, DeviceError, DTypeError, ShapeError
-from braze.jit import jit
+from braze.ir.errors import BrazeError, DeviceError, DTypeError, ShapeError, TraceError
+from braze.jit import RecompileWarning, jit
 from braze.lazy import barrier, explain
 from braze.ops import *  # noqa: F403 - the op library is the public API
 from braze.ops import __all__ as _ops_all
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from braze import data, keras, models, nn, optim
 
 device = as_device
+"""A device from its name, as ``braze.device("cpu:0:lazy")`` or ``braze.device("gpu")``: ``as_device``."""
 
 # Loaded by __getattr__ on first access (PEP 562); importing a submodule also binds it here,
 # so later accesses are plain attribute reads. ``distributed`` is listed before it exists.
@@ -58,8 +59,10 @@ __all__ = [
     "Device",
     "DeviceError",
     "GradientTape",
+    "RecompileWarning",
     "ShapeError",
     "Tensor",
+    "TraceError",
     "as_device",
     "barrier",
     "config",

@@ -31,6 +31,7 @@ def no_grad() -> Iterator[None]:
 
 @contextlib.contextmanager
 def enable_grad() -> Iterator[None]:
+    """Record operations for autodiff again inside a ``no_grad()`` block (a context manager)."""
     previous, GRAD_MODE.enabled = GRAD_MODE.enabled, True
     try:
         yield

@@ -294,7 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--backends",
         type=fuzz_backends,
         default=None,
-        help="some of reference,cpu,cpu-unfused,jit (default: the first three, those available)",
+        help="some of reference,cpu,cpu-unfused,jit,jit-state (default: the first three, those available)",
     )
     fuzz.add_argument("--out", default="fuzz-failures", help="folder for the shrunk failing programs")
     fuzz.add_argument("--no-shrink", action="store_true", help="report failures without shrinking them")

@@ -12,6 +12,22 @@ from types import SimpleNamespace
 
 from braze.runtime.device import CPU, LAZY_CPU, default_device, set_default_device
 
+_RECOMPILE_LIMIT = 8
+
+
+def set_recompile_limit(limit: int) -> None:
+    """Warn when one ``@braze.jit`` function has compiled again ``limit`` times (and every
+    ``limit`` times more), naming the values that keep changing (torch.compile's
+    ``recompile_limit``); 0 never warns. braze compiles on either way."""
+    global _RECOMPILE_LIMIT
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise ValueError(f"set_recompile_limit: expected a count of 0 or more, got {limit!r}")
+    _RECOMPILE_LIMIT = limit
+
+
+def recompile_limit() -> int:
+    return _RECOMPILE_LIMIT
+
 
 def set_jit(enabled: bool) -> None:
     set_default_device(LAZY_CPU if enabled else CPU)

@@ -1,69 +1,73 @@
 """``@braze.jit``: compile a Python function of tensors, modules and optimizers, as JAX's
 ``jit`` and ``tf.function(jit_compile=True)`` do.
 
-The first call for each input signature traces the function: every tensor reachable from
-the arguments (module parameters and their gradients, optimizer slots, statistics objects)
-is moved onto the lazy device in place, the function runs there, and the resulting trace
-(its results plus every tensor it assigned) is compiled. Later calls with the same
-signature skip Python entirely: they gather the current values, run the executable and
-write the new values back. As in JAX, Python side effects (printing, appending to a list,
-incrementing a Python counter) happen only while tracing, and gradients inside the function
-start from zero (``.grad`` values from before the call are not read).
+A compiled call runs no Python, so whatever the function read from Python while it was
+traced must be, on every later call, an **input** (read afresh), a **guard** (a changed
+value compiles again) or an **error** at trace time; never a constant frozen in silence.
+Every call walks what the function can reach (:mod:`braze.jit_state`): the arguments,
+the object of a bound method, the cells a function closes over and the globals it names,
+through containers and public attributes. Then:
+
+- **inputs**, read on every call: every tensor reached (parameters, gradients, optimizer
+  slots and step counts, a learning rate given as a tensor); the numbers an object's
+  class lists in ``jit_inputs`` (an optimizer's learning rate and other hyperparameters:
+  while tracing they are 0-d float64 tensors in their attributes, so what the optimizer
+  computes from them is computed in the graph); and every random key drawn from a
+  generator seeded before the call (dropout), drawn afresh from it on each call as eager
+  code draws it, so a jitted and an eager run from one seed draw the same numbers.
+- **guards**, the key the executable is cached under: each tensor's shape, dtype and
+  device, and every other value reached: numbers, bools, strings and None (``training``
+  flags, a dropout rate, a closed-over float, a zero hyperparameter, whose term is left
+  out), NumPy arrays (shape, dtype and identity; a small one by its values), and the
+  identity of functions, classes and generators. A changed guard compiles again; with
+  ``BRAZE_DEBUG=1`` the reason is printed, ``braze.metrics`` counts ``JitRecompile`` and
+  ``JitRecompile(<path>)`` for each changed value, and every
+  :func:`braze.config.recompile_limit` recompiles of one function a
+  :class:`RecompileWarning` lists the values that keep changing. braze compiles on: it
+  never falls back to eager code.
+- **errors** (:class:`braze.TraceError`), raised while tracing: reading a tensor's value as
+  a Python number (``.item()``, ``float()``, ``if tensor:``), assigning an input number
+  (``optimizer.lr = ...`` belongs outside the function), drawing a key as a Python number
+  (``Generator.next_key()``), and reading a lazy tensor that the walk cannot reach (an
+  eager one the walk cannot reach is a DeviceError that says so).
+
+A call whose tracing changed what the key guards (a Python side effect such as
+``self.calls += 1``, a layer built by its first input, optimizer state made on a first
+step) ran as eager code runs and is not cached, since a replay would not repeat the
+change: the next call is traced again. A side effect on every call is therefore traced on
+every call, and the recompile warning names it. As in JAX, what the walk cannot see
+(printing, a private attribute) happens only while tracing, and gradients inside the
+function start from zero (``.grad`` values from before the call are not read).
 """
 
 from __future__ import annotations
 
+import collections
 import functools
 import os
 import sys
-import types
-from collections.abc import Callable, Iterator, Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from braze import lazy
+from braze import config, jit_state, lazy
 from braze.backends import gpu
+from braze.ir.errors import DeviceError, TraceError
 from braze.ir.graph import Graph
+from braze.ops import random
+from braze.ops.random import Generator
 from braze.runtime import metrics
 from braze.runtime.device import LAZY_CPU, Device
 from braze.tensor import Tensor, executor_for, user_location
 
-_NUMBERS = (bool, int, float, np.number)
-_OPAQUE = (type, np.ndarray, types.FunctionType, types.MethodType, types.ModuleType, types.BuiltinFunctionType)
+_RECENT = 32  # traces whose keys are kept to explain a recompile storm
 
 
-def _reachable(value: Any, path: str, seen: set[int], depth: int = 0) -> Iterator[tuple[str, Any]]:
-    """(path, tensor) for every tensor reachable from ``value`` through containers and the
-    public attributes of objects (a module's parameters, an optimizer's slots)."""
-    if id(value) in seen or depth > 8:
-        return
-    if isinstance(value, Tensor):
-        seen.add(id(value))
-        yield path, value
-    elif isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-            yield from _reachable(item, f"{path}[{i}]", seen, depth + 1)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _reachable(item, f"{path}[{key!r}]", seen, depth + 1)
-    elif hasattr(value, "__dict__") and not isinstance(value, _OPAQUE):
-        # Modules, optimizers, statistics and other plain objects: their public attributes.
-        seen.add(id(value))
-        for name, item in vars(value).items():
-            if not name.startswith("_"):
-                yield from _reachable(item, f"{path}.{name}", seen, depth + 1)
-
-
-def _tensors(args: tuple, kwargs: dict) -> list[tuple[str, Tensor]]:
-    seen: set[int] = set()
-    found = []
-    for i, arg in enumerate(args):
-        found += [(p, t) for p, t in _reachable(arg, f"args[{i}]", seen) if isinstance(t, Tensor)]
-    for name, arg in kwargs.items():
-        found += [(p, t) for p, t in _reachable(arg, name, seen) if isinstance(t, Tensor)]
-    return found
+class RecompileWarning(UserWarning):
+    """One jitted function compiled again more often than ``braze.config.recompile_limit()``."""
 
 
 def _host_array(t: Tensor) -> np.ndarray:
@@ -75,7 +79,9 @@ class Compiled:
     """One traced signature: its executable and where its inputs and outputs go."""
 
     executable: Any
-    inputs: list[tuple[str, Any]]  # ("state", tensor position) or ("captured", array)
+    # ("state", tensor position), ("number", input number position), ("draw", draw
+    # position) or ("captured", array): the source of each parameter of the executable.
+    inputs: list[tuple[str, Any]]
     result_slots: list[int]  # output position of each result tensor
     rebuild: Callable[[list[Tensor]], Any]
     state_slots: list[tuple[int, int]] = field(default_factory=list)  # (tensor position, output position)
@@ -83,6 +89,7 @@ class Compiled:
     # Every tensor is an eager GPU tensor: the executable runs on their device arrays and
     # its outputs become their values, so a call copies nothing between host and device.
     on_device: bool = False
+    generators: list[Generator] = field(default_factory=list)  # each call draws one key from each, in order
 
 
 class JittedFunction:
@@ -92,66 +99,96 @@ class JittedFunction:
         self.static_argnums = tuple(static_argnums)
         self.donate_argnums = tuple(donate_argnums)
         self._compiled: dict[tuple, Compiled] = {}
-        self._last: tuple | None = None
-        self.compiles = 0
+        self._traces = 0
+        self._recent: collections.deque[tuple] = collections.deque(maxlen=_RECENT)  # the last traces' keys
+        self._compiles = 0
 
-    # Signatures ------------------------------------------------------------------------
+    @property
+    def compiles(self) -> int:
+        """How many times this function was traced and compiled."""
+        return self._compiles
 
-    def _signature(self, args: tuple, kwargs: dict, tensors: list[tuple[str, Tensor]]) -> tuple:
-        described = tuple((path, t.shape, t.dtype.name, str(t.device)) for path, t in tensors)
-        statics = []
-        for i, arg in enumerate(args):
-            if i in self.static_argnums or isinstance(arg, (*_NUMBERS, str, type(None))):
-                statics.append((f"args[{i}]", repr(arg)))
-        for name, arg in kwargs.items():
-            if isinstance(arg, (*_NUMBERS, str, type(None))):
-                statics.append((name, repr(arg)))
-        return described, tuple(statics)
+    # What a call reads ---------------------------------------------------------------
 
-    def _explain(self, signature: tuple) -> None:
-        previous, self._last = self._last, signature
-        if previous is None or os.environ.get("BRAZE_DEBUG") != "1":
+    def _read(self, args: tuple, kwargs: dict) -> jit_state.Reads:
+        roots = [(f"args[{i}]", arg) for i, arg in enumerate(args)]
+        roots += list(kwargs.items())
+        roots += jit_state.function_roots(self.fn)
+        reads = jit_state.read(roots)
+        for i in self.static_argnums:
+            if i < len(args):
+                reads.entries.append((f"args[{i}] (static)", _static(args[i])))
+        return reads
+
+    def _explain(self, key: tuple) -> None:
+        """Say why a signature compiles again: printed with ``BRAZE_DEBUG=1``, counted in
+        ``braze.metrics``, and a warning past the recompile limit."""
+        previous = self._recent[-1] if self._recent else None
+        self._recent.append(key)
+        self._traces += 1
+        if previous is None:
             return
-        before = {path: item for path, *item in previous[0]}
-        reason = "the arguments' structure changed"
-        for path, *item in signature[0]:
-            if path not in before:
-                reason = f"{path} is new"
-                break
-            if tuple(before[path]) != tuple(item):
-                old, new = before[path], item
-                what = "shape" if old[0] != new[0] else ("dtype" if old[1] != new[1] else "device")
-                reason = f"{path} {what} changed from {old[1]}{list(old[0])} to {new[1]}{list(new[0])}"
-                break
-        else:
-            if previous[1] != signature[1]:
-                reason = f"a static argument changed: {dict(previous[1])} -> {dict(signature[1])}"
-        print(f"braze.jit({self.__name__}): compiling again at {user_location()}: {reason}", file=sys.stderr)
+        changed = list(jit_state.changes(previous, key))
+        metrics.count("JitRecompile")
+        for path, _, _ in jit_state.differences(previous, key):
+            metrics.count(f"JitRecompile({path})")
+        if os.environ.get("BRAZE_DEBUG") == "1":
+            reasons = "; ".join(changed) or "the arguments' structure changed"
+            print(f"braze.jit({self.__name__}): compiling again at {user_location()}: {reasons}", file=sys.stderr)
+        recompiles, limit = self._traces - 1, config.recompile_limit()
+        if limit and recompiles % limit == 0:
+            warnings.warn(
+                f"braze.jit({self.__name__}) compiled {recompiles} times again (braze.config.recompile_limit() is "
+                f"{limit}); the values that keep changing: {self._changing()}. Make a number that changes on "
+                "every call a tensor, or list its attribute in its class's jit_inputs",
+                RecompileWarning,
+                stacklevel=3,
+            )
+
+    def _changing(self) -> str:
+        """The values that changed between the last traces, with the values they took."""
+        values: dict[str, list[str]] = {}
+        recent = list(self._recent)
+        for before, after in zip(recent, recent[1:], strict=False):
+            for path, old, new in jit_state.differences(before, after):
+                seen = values.setdefault(path, [] if old is None else [jit_state.describe(old)])
+                seen.append("none" if new is None else jit_state.describe(new))
+        return "; ".join(f"{path} ({', '.join(dict.fromkeys(seen))})" for path, seen in values.items())
 
     # Calls -----------------------------------------------------------------------------
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        tensors = _tensors(args, kwargs)
-        signature = self._signature(args, kwargs, tensors)
-        compiled = self._compiled.get(signature)
+        if lazy.is_recording():  # called by a function being traced: part of its graph
+            return self.fn(*args, **kwargs)
+        reads = self._read(args, kwargs)
+        key = reads.key
+        compiled = self._compiled.get(key)
         if compiled is None:
-            self._explain(signature)
-            return self._trace_and_run(args, kwargs, tensors, signature)
+            self._explain(key)
+            return self._trace_and_run(args, kwargs, reads, key)
         metrics.count("JitCacheHit")
-        return self._run(compiled, [t for _, t in tensors])
+        keys = [g.next_key() for g in compiled.generators]
+        outputs = self._execute(compiled, self._arguments(compiled, reads.tensors, reads.numbers, keys))
+        return self._finish(compiled, reads.tensors, outputs)
 
-    def _run(self, compiled: Compiled, tensors: list[Tensor]) -> Any:
-        return self._finish(compiled, tensors, self._execute(compiled, tensors))
+    def _arguments(self, compiled: Compiled, tensors: list[Tensor], numbers: list[float], keys: list[int]) -> list[Any]:
+        arguments: list[Any] = []
+        for kind, slot in compiled.inputs:
+            if kind == "state":
+                t = tensors[slot]
+                arguments.append(t._value if compiled.on_device else _host_array(t))
+            elif kind == "number":
+                arguments.append(_per_call(np.array(numbers[slot], np.float64), compiled.on_device))
+            elif kind == "draw":
+                arguments.append(_per_call(np.array(keys[slot], np.int64), compiled.on_device))
+            else:
+                arguments.append(slot)
+        return arguments
 
-    def _execute(self, compiled: Compiled, tensors: list[Tensor]) -> list[Any]:
-        if compiled.on_device:
-            arrays = [tensors[slot]._value if kind == "state" else slot for kind, slot in compiled.inputs]
-            run = compiled.executable.run
-        else:
-            arrays = [_host_array(tensors[slot]) if kind == "state" else slot for kind, slot in compiled.inputs]
-            run = compiled.executable
+    def _execute(self, compiled: Compiled, arguments: list[Any]) -> list[Any]:
+        run = compiled.executable.run if compiled.on_device else compiled.executable
         with metrics.timed("ExecuteTime"):
-            outputs = run(arrays)
+            outputs = run(arguments)
         metrics.count("Execute")
         return outputs
 
@@ -164,82 +201,156 @@ class JittedFunction:
         device = tensors[0].device if tensors else _eager_of(LAZY_CPU)
         return compiled.rebuild([_tensor(outputs[k], device) for k in compiled.result_slots])
 
-    def _trace_and_run(self, args: tuple, kwargs: dict, tensors: list[tuple[str, Tensor]], signature: tuple) -> Any:
+    # Tracing ---------------------------------------------------------------------------
+
+    def _trace_and_run(self, args: tuple, kwargs: dict, reads: jit_state.Reads, key: tuple) -> Any:
+        tensors = reads.tensors
         # The trace is recorded on the lazy CPU device whatever the tensors' device (recording
         # is device-independent); the executable is built for the device they live on.
-        target = "gpu" if any(t.device.kind == "GPU" for _, t in tensors) else lazy.backend_name()
-        on_device = target == "gpu" and all(t.device.kind == "GPU" and not t.device.is_lazy for _, t in tensors)
+        target = "gpu" if any(t.device.kind == "GPU" for t in tensors) else lazy.backend_name()
+        on_device = target == "gpu" and all(t.device.kind == "GPU" and not t.device.is_lazy for t in tensors)
         device: Device = LAZY_CPU
-        saved = []
-        for _, t in tensors:
-            array = _host_array(t)
-            saved.append((t, t._value, t.device, t.grad, t._grad_node))
-            t.device = device
-            t._value = executor_for(device).from_numpy(array, device)
-            t.grad = None
-            t._grad_node = None
-        input_leaves = {id(t._value): k for k, (_, t) in enumerate(tensors)}
-        try:
-            with metrics.timed("TraceTime"), lazy.barriers_held():
-                result = self.fn(*args, **kwargs)
+        with lazy.recording(tensors, device) as recorded, random.recording_draws() as drawn:
+            numbers = _InputNumbers(reads.holders, reads.numbers, device)
+            try:
+                with metrics.timed("TraceTime"):
+                    result = self.fn(*args, **kwargs)
+            except DeviceError as error:
+                raise DeviceError(f"{error}; {_UNSEEN}") from None
+            finally:
+                assigned = numbers.restore()
+            if assigned:
+                raise TraceError(
+                    f"braze.jit({self.__name__}): the function set {', '.join(assigned)}, an input of the compiled "
+                    "call, while it was traced: a compiled call runs no Python, so later calls would not set it. "
+                    "Set it outside the jitted function (a learning-rate scheduler's step() belongs after the call)"
+                )
             result_tensors, rebuild = _flatten_result(result)
             roots: list[lazy.Expr] = [r._value for r in result_tensors]
             state_slots, grad_slots = [], []
-            for k, (_, t) in enumerate(tensors):
-                if t._value is not saved[k][1] and input_leaves.get(id(t._value)) != k:
+            for k, (t, leaf) in enumerate(zip(tensors, recorded.leaves, strict=True)):
+                if t._value is not leaf:
                     state_slots.append((k, len(roots)))
                     roots.append(t._value)
                 if t.grad is not None:
                     grad_slots.append((k, len(roots)))
                     roots.append(t.grad._value)
-            # Tensors created while tracing (optimizer slots made on the first step) are
-            # computed too; they change the signature, so this trace is not cached.
-            known = {id(t) for _, t in tensors}
-            created = [t for _, t in _tensors(args, kwargs) if id(t) not in known and t.device.is_lazy]
-            fresh = [(t, len(roots) + i) for i, t in enumerate(created)]
-            roots += [t._value for t, _ in fresh]
-            trace = lazy.build_graph(roots)
-            parameter_of = {
-                input_leaves[id(leaf)]: j for j, leaf in enumerate(trace.leaves) if id(leaf) in input_leaves
-            }
-            graph = self._donating(trace.graph, state_slots, tensors, parameter_of)
-            executable = lazy.compile_for_target(graph, target)
-            self.compiles += 1
-            inputs = [
-                ("state", input_leaves[id(leaf)]) if id(leaf) in input_leaves else ("captured", array)
-                for leaf, array in zip(trace.leaves, trace.args, strict=True)
-            ]
-            if on_device:  # captured values never change: uploaded once, here
-                inputs = [(kind, gpu.upload(slot) if kind == "captured" else slot) for kind, slot in inputs]
-        finally:
-            lazy.EXECUTOR._live.pop(device, None)
-            for t, value, original_device, grad, node in saved:
-                t._value, t.device, t.grad, t._grad_node = value, original_device, grad, node
+        after = self._read(args, kwargs)
+        # Tensors created while tracing (optimizer slots made on the first step) are
+        # computed too; they change the signature, so this trace is not cached.
+        known = {id(t) for t in tensors}
+        fresh = [(t, len(roots) + i) for i, t in enumerate(t for t in after.tensors if id(t) not in known)]
+        roots += [t._value for t, _ in fresh]
+        # A trace that changed what the key guards (a Python side effect, the first step's
+        # empty optimizer state) ran as eager code would; a replay would not repeat it.
+        cacheable = not fresh and after.key == key
+        trace = lazy.build_graph(roots)
+        sources = {id(leaf): ("state", k) for k, leaf in enumerate(recorded.leaves)}
+        sources.update({id(leaf): ("number", k) for k, leaf in enumerate(numbers.leaves)})
+        sources.update({id(key_tensor._value): ("draw", k) for k, (_, key_tensor) in enumerate(drawn)})
+        inputs = []
+        for leaf, array in zip(trace.leaves, trace.args, strict=True):
+            source = sources.get(id(leaf))
+            if source is None and recorded.made_before(leaf):
+                raise TraceError(
+                    f"braze.jit({self.__name__}) read a {leaf.aval.dtype.name} tensor of shape "
+                    f"{list(leaf.aval.shape)} on the lazy device that existed before the call; {_UNSEEN}"
+                )
+            inputs.append(source or ("captured", array))
+        parameter_of = {source[1]: j for j, source in enumerate(inputs) if source[0] == "state"}
+        graph = self._donating(trace.graph, state_slots, reads.paths, parameter_of)
+        executable = lazy.compile_for_target(graph, target)
+        self._compiles += 1
+        if on_device:  # captured values never change: uploaded once, here
+            inputs = [(kind, gpu.upload(slot) if kind == "captured" else slot) for kind, slot in inputs]
         compiled = Compiled(
-            executable, inputs, list(range(len(result_tensors))), rebuild, state_slots, grad_slots, on_device
+            executable,
+            inputs,
+            list(range(len(result_tensors))),
+            rebuild,
+            state_slots,
+            grad_slots,
+            on_device,
+            [generator for generator, _ in drawn],
         )
-        plain = [t for _, t in tensors]
-        outputs = self._execute(compiled, plain)
-        home = plain[0].device if plain else _eager_of(LAZY_CPU)
+        keys = [int(key_tensor.item()) for _, key_tensor in drawn]  # this call's draws, made while tracing
+        outputs = self._execute(compiled, self._arguments(compiled, tensors, reads.numbers, keys))
+        home = tensors[0].device if tensors else _eager_of(LAZY_CPU)
         for t, position in fresh:
             t.device = home
             _write(t, outputs[position])
-        if not fresh:
-            self._compiled[signature] = compiled
-        return self._finish(compiled, plain, outputs)
+        if cacheable:
+            self._compiled[key] = compiled
+        return self._finish(compiled, tensors, outputs)
 
-    def _donating(self, graph: Graph, state_slots, tensors, parameter_of: dict[int, int]) -> Graph:
+    def _donating(self, graph: Graph, state_slots, paths: list[str], parameter_of: dict[int, int]) -> Graph:
         """Outputs that replace tensors of donated arguments may reuse their buffers."""
         if not self.donate_argnums:
             return graph
         donated = {}
         for position, output in state_slots:
-            path = tensors[position][0]
             j = parameter_of.get(position)
-            donate = any(path.startswith(f"args[{i}]") for i in self.donate_argnums)
-            if donate and j is not None and graph.params[j].aval == graph.outputs[output].aval:
+            donate = j is not None and _under_any(paths[position], self.donate_argnums)
+            if donate and graph.params[j].aval == graph.outputs[output].aval:
                 donated[output] = j
         return Graph(graph.params, graph.outputs, donated) if donated else graph
+
+
+_UNSEEN = (
+    "braze.jit moves onto its trace device, as inputs, only the tensors it finds from the function's arguments, "
+    "closure and globals through lists, tuples, dicts and public attributes: pass this tensor as an argument, "
+    "or hold it in a public attribute of one"
+)
+
+
+class _InputNumbers:
+    """The input numbers as 0-d float64 tensors on the trace device, put in their
+    attributes while the function is traced, so what is computed from them is computed in
+    the graph; ``restore`` puts the numbers back."""
+
+    def __init__(self, holders: list[jit_state.Holder], values: list[float], device: Device) -> None:
+        self.leaves: list[Any] = []
+        self._placed: dict[tuple[int, str], tuple[Any, str, Any, Any, str]] = {}
+        for holder, value in zip(holders, values, strict=True):
+            number = Tensor.from_numpy(np.array(value, np.float64), device)
+            self.leaves.append(number._value)
+            slot = (id(holder.owner), holder.name)
+            if holder.index is None:
+                original, placed, path = getattr(holder.owner, holder.name), number, holder.path
+            else:  # one number of a tuple or list (Adam's betas): the others may be placed already
+                _, _, original, before, path = self._placed.get(slot, (None, None, None, None, None))
+                original = getattr(holder.owner, holder.name) if original is None else original
+                items = list(original if before is None else before)
+                items[holder.index] = number
+                placed, path = type(original)(items), holder.path[: holder.path.rindex("[")]
+            self._placed[slot] = (holder.owner, holder.name, original, placed, path)
+            setattr(holder.owner, holder.name, placed)
+
+    def restore(self) -> list[str]:
+        """Put the numbers back; the paths of those the function assigned meanwhile."""
+        assigned = []
+        for owner, name, original, placed, path in self._placed.values():
+            if getattr(owner, name) is not placed:
+                assigned.append(path)
+            setattr(owner, name, original)
+        return assigned
+
+
+def _under_any(path: str, argnums: Sequence[int]) -> bool:
+    return any(path == f"args[{i}]" or path.startswith((f"args[{i}].", f"args[{i}][")) for i in argnums)
+
+
+def _static(value: Any) -> Any:
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value
+
+
+def _per_call(array: np.ndarray, on_device: bool) -> Any:
+    """A number or key given to each call: on the device when the call runs there."""
+    return gpu.upload(array) if on_device else array
 
 
 def _write(t: Tensor, output: Any) -> None:
@@ -288,8 +399,10 @@ def _flatten_result(result: Any) -> tuple[list[Tensor], Callable[[list[Tensor]],
 def jit(
     fn: Callable[..., Any] | None = None, *, static_argnums: Sequence[int] = (), donate_argnums: Sequence[int] = ()
 ) -> Any:
-    """Compile ``fn`` on its first call for each signature (shapes, dtypes and devices of every
-    reachable tensor, and the values of static and Python-number arguments)."""
+    """Compile ``fn`` on its first call for each signature: the shapes, dtypes and devices of
+    every tensor it reaches and every guarded value (see the module docstring);
+    ``static_argnums`` arguments are guarded by their value (or ``repr``), and the results
+    of ``donate_argnums`` arguments' tensors may reuse their buffers."""
     if fn is None:
         return lambda f: JittedFunction(f, static_argnums, donate_argnums)
     return JittedFunction(fn, static_argnums, donate_argnums)

@@ -29,6 +29,7 @@ import numpy as np
 
 from braze.backends import cpu, gpu
 from braze.backends.reference.interpreter import compile_graph as compile_reference
+from braze.ir.errors import TraceError
 from braze.ir.graph import Graph, Node, parameter
 from braze.ir.primitive import Aval, Primitive
 from braze.ir.prims.sources import constant
@@ -38,8 +39,8 @@ from braze.passes.report import Report, build_report
 from braze.runtime import metrics
 from braze.runtime.cache import ExecutableCache
 from braze.runtime.device import LAZY_CPU as LAZY
-from braze.runtime.device import Device, set_gpu_probe
-from braze.tensor import Tensor, register_executor, user_location
+from braze.runtime.device import Device, default_device, set_default_device, set_gpu_probe
+from braze.tensor import Tensor, executor_for, register_executor, user_location
 
 _SEQUENCE = itertools.count()
 _RECORDED = operator.attrgetter("seq")
@@ -86,11 +87,13 @@ class Expr:
 
 def _liftable(expr: Expr) -> bool:
     """Scalars that may change between steps (learning rates, bias corrections) become
-    parameters; 0 and 1 stay constants, for the simplifier."""
+    parameters; 0 and 1 stay constants, for the simplifier, unless they stand for a number
+    that changes (an ``InputLiteral``: a learning rate of 1)."""
     if expr.primitive is not constant:
         return False
-    array = expr.attrs["value"].array
-    return array.ndim == 0 and array.dtype.kind in "if" and array.item() not in (0, 1)
+    literal = expr.attrs["value"]
+    array = literal.array
+    return array.ndim == 0 and array.dtype.kind in "if" and (literal.is_input or array.item() not in (0, 1))
 
 
 def _recorded_ops(roots: Sequence[Expr]) -> list[Expr]:
@@ -357,6 +360,13 @@ class LazyExecutor:
         return Expr(None, (), {}, _aval_of(array), None, data=data)
 
     def to_numpy(self, expr: Expr) -> np.ndarray:
+        if getattr(_HOLD, "recording", False):
+            raise TraceError(
+                f"a {format_aval(expr.aval)} tensor's value was read while tracing (at {user_location()}): a "
+                "compiled call runs no Python, so the value read now would be frozen into every later call. "
+                "Compute with tensor ops instead (braze.where for a choice between values), or return the "
+                "tensor and read it after the call"
+            )
         on_gpu = isinstance(expr.data, gpu.DeviceArray) or (expr.data is None and expr in self._on_gpu)
         if not on_gpu:
             metrics.count("TransferFromDevice")
@@ -459,6 +469,57 @@ def barriers_held() -> Iterator[None]:
         yield
     finally:
         _HOLD.held = previous
+
+
+class Recording:
+    """What :func:`recording` hands its block: the device data each moved tensor starts from
+    (``leaves``, in the order given), and whether an expression was made before the block."""
+
+    def __init__(self, leaves: list[Expr], start: int) -> None:
+        self.leaves = leaves
+        self._start = start
+
+    def made_before(self, expr: Expr) -> bool:
+        return expr.seq < self._start
+
+
+@contextlib.contextmanager
+def recording(tensors: Sequence[Tensor], device: Device = LAZY) -> Iterator[Recording]:
+    """Record a function as one graph (what ``braze.jit`` compiles): ``tensors`` move onto
+    the lazy ``device`` as device data for the block, without their gradients, and tensors
+    made without a device are made there; barriers do nothing, and reading a value is a
+    :class:`TraceError`, since a value read while recording would be frozen into the graph.
+    Afterwards every tensor has its own value, device, gradient and gradient record back,
+    what the block left pending is dropped (it is never run by a later barrier), and the
+    tensors pending on ``device`` before the block are pending again."""
+    arrays = [executor_for(t.device).to_numpy(t._value) for t in tensors]
+    saved = [(t, t._value, t.device, t.grad, t._grad_node) for t in tensors]
+    before = EXECUTOR._live.pop(device, None)
+    start = next(_SEQUENCE)
+    default = default_device()
+    set_default_device(device)
+    try:
+        for t, array in zip(tensors, arrays, strict=True):
+            t.device, t._value, t.grad, t._grad_node = device, EXECUTOR.from_numpy(array, device), None, None
+        previous = getattr(_HOLD, "recording", False)
+        _HOLD.recording = True
+        try:
+            with barriers_held():
+                yield Recording([t._value for t in tensors], start)
+        finally:
+            _HOLD.recording = previous
+    finally:
+        set_default_device(default)
+        EXECUTOR._live.pop(device, None)
+        if before is not None:
+            EXECUTOR._live[device] = before
+        for t, value, home, grad, node in saved:
+            t._value, t.device, t.grad, t._grad_node = value, home, grad, node
+
+
+def is_recording() -> bool:
+    """Whether a function is being recorded by :func:`recording` on this thread."""
+    return getattr(_HOLD, "recording", False)
 
 
 def barrier(devices: Device | Iterable[Device] | None = None) -> None:

@@ -14,7 +14,7 @@ LAYERS = (
     {"passes"},
     {"runtime"},
     {"backends"},
-    {"tensor", "ops", "autodiff", "backward_replay", "lazy", "jit", "function", "config", "interop"},
+    {"tensor", "ops", "autodiff", "backward_replay", "lazy", "jit", "jit_state", "function", "config", "interop"},
     {"data"},
     {"optim"},
     {"nn"},

@@ -80,6 +80,7 @@ def _job() -> MpiTransport:
 
 
 def is_initialized() -> bool:
+    """Whether this process has called ``init()``."""
     return joined() is not None
 
 

@@ -50,10 +50,15 @@ class DType:
 
 
 bool_ = DType("bool", "pred", "b", np.dtype(np.bool_), "unsigned char")
+"""Booleans (comparisons, masks)."""
 int32 = DType("int32", "s32", "i", np.dtype(np.int32), "int32_t")
+"""32-bit integers: Python lists of ints default to it."""
 int64 = DType("int64", "s64", "i", np.dtype(np.int64), "int64_t")
+"""64-bit integers: NumPy int64 arrays keep it."""
 float32 = DType("float32", "f32", "f", np.dtype(np.float32), "float")
+"""32-bit floats: the default dtype."""
 float64 = DType("float64", "f64", "f", np.dtype(np.float64), "double")
+"""64-bit floats: NumPy float64 arrays keep it; supported everywhere (gradient checks use it)."""
 
 ALL_DTYPES: tuple[DType, ...] = (bool_, int32, int64, float32, float64)
 DEFAULT_FLOAT = float32

@@ -15,3 +15,8 @@ class DTypeError(BrazeError, TypeError):
 
 class DeviceError(BrazeError, RuntimeError):
     """Tensors on different devices, or a device that cannot be used."""
+
+
+class TraceError(BrazeError, RuntimeError):
+    """Something a traced function did that a compiled call could not repeat: reading a
+    value as a Python number, a Python side effect, or reading state the tracer cannot see."""

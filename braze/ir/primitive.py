@@ -72,6 +72,17 @@ class Literal:
     def __repr__(self) -> str:
         return f"Literal({self.array.tolist()!r}, {as_dtype(self.array.dtype).name})"
 
+    is_input = False
+
+
+class InputLiteral(Literal):
+    """A literal that stands for a number that changes between steps (a learning rate): a
+    lazy trace always makes it a parameter of the graph, whatever its value, so a new value
+    never changes the graph (a plain literal 0 or 1 stays a constant, for the simplifier)."""
+
+    __slots__ = ()
+    is_input = True
+
 
 ShapeRule = Callable[..., Aval]
 Impl = Callable[..., np.ndarray]

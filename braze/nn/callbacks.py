@@ -24,6 +24,7 @@ class Callback:
 
     model: Any = None
     params: dict[str, Any] = {}
+    jit_ignore = True  # a training step never computes with a callback: braze.jit guards none of it
 
     def set_model(self, model: Any) -> None:
         self.model = model

@@ -55,12 +55,17 @@ class InputLayer(Layer):
         dtype = "float32" if dtype is None else dtype
         if str(dtype) in ("string", "str"):
             raise NotImplementedError("Input(dtype='string') is not supported: braze tensors hold numbers")
-        self.symbolic = spec(full, dtype, self.name)
+        self._symbolic = spec(full, dtype, self.name)
         node = Node(self, (), {}, layer=self)
-        node.outputs, node.output_structure = [self.symbolic], self.symbolic
-        self.symbolic.node = node
+        node.outputs, node.output_structure = [self._symbolic], self._symbolic
+        self._symbolic.node = node
         self._inbound_nodes.append(node)
         self.built = True
+
+    @property
+    def symbolic(self) -> KerasTensor:
+        """The symbolic tensor this layer stands for (``keras.Input`` returns it)."""
+        return self._symbolic
 
     def call(self, x: Tensor) -> Tensor:
         return x

@@ -59,7 +59,9 @@ class KerasMethods(KerasSteps):
             raise ValueError("compile: run_eagerly=True and jit_compile=True contradict each other")
         if jit_compile not in (True, False, "auto"):
             raise ValueError(f"compile: jit_compile must be True, False or 'auto', got {jit_compile!r}")
-        names = self.output_names if getattr(self, "_graph", None) is not None else None
+        # Resolved now (one output unless a functional model says otherwise), so that the
+        # first compiled step does not resolve them while it is traced.
+        names = list(getattr(self, "output_names", ["output"]))
         self.optimizer = get_optimizer(optimizer, self)
         self.loss = loss
         self.compiled_loss = CompileLoss(loss, loss_weights, names)

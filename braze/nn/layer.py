@@ -79,6 +79,7 @@ class Layer(Module):
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Layer:
         layer = super().__new__(cls)
+        layer.training = cls.training  # a Keras model starts in inference mode, a layer as a Module
         layer._config = _init_arguments(cls, args, kwargs)
         layer._name = layer._config.get("name") or unique_name(snake_case(cls.__name__))
         layer._build_device = None
@@ -117,7 +118,9 @@ class Layer(Module):
             input_shape = (int(input_dim),)
         if input_shape is not None:
             self.input_shape = tuple(input_shape)
-        self.built = False
+        # A layer with nothing to build is built from the start (a compiled step that calls it
+        # first then sees no change in it).
+        self.built = type(self).build is Layer.build
 
     # Identity --------------------------------------------------------------------------
 

@@ -13,11 +13,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from braze import ops
-from braze.autodiff import no_grad
 from braze.ir.errors import ShapeError
 from braze.nn import activations, regularizers
 from braze.nn.layer import Layer, new_generator
-from braze.ops.random import Generator, new_key
+from braze.ops.random import Generator
 from braze.tensor import Tensor, user_error
 
 __all__ = [
@@ -149,19 +148,11 @@ class Dropout(Layer):
         super().__init__(**kwargs)
         self.rate = rate
         self._generator = new_generator(seed, generator)
-        self.seed_state: Tensor | None = None
 
     def call(self, x: Tensor, training: bool = False) -> Tensor:
         if not training or self.rate == 0:
             return x
-        # The key is state the step advances, so a compiled step draws a new mask each call.
-        if self.seed_state is None:
-            self.seed_state = new_key(self._generator, x.device)
-        elif self.seed_state.device != x.device:
-            self.seed_state.move_(x.device)
-        keep = ops.rand(x.shape, x.dtype, key=self.seed_state) >= self.rate
-        with no_grad():
-            self.seed_state._assign(self.seed_state + 1)
+        keep = ops.rand(x.shape, x.dtype, generator=self._generator, device=x.device) >= self.rate
         return ops.where(keep, x / (1 - self.rate), 0.0)
 
 
@@ -226,6 +217,7 @@ def Sigmoid() -> Activation:  # noqa: N802 - PyTorch's layer constructors are ca
 
 
 def Tanh() -> Activation:  # noqa: N802
+    """The ``tanh`` activation as a layer."""
     return Activation("tanh")
 
 

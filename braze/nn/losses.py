@@ -106,6 +106,7 @@ def binary_cross_entropy(predictions: Tensor, targets: Any, from_logits: bool = 
 
 
 def mean_squared_error(predictions: Tensor, targets: Any) -> Tensor:
+    """The mean of ``(predictions - targets) ** 2``; targets of shape ``(N,)`` or ``(N, 1)`` for one output."""
     x, y = one_per_example("mean_squared_error", predictions, targets)
     diff = x - y
     return ops.mean(diff * diff)

@@ -1,9 +1,11 @@
 """Keras's models: ``Model`` (functional, ``Model(inputs, outputs)``, or subclassed, with
 ``call``) and ``Sequential``.
 
-A Keras model called without ``training=`` runs in inference mode, as ``keras.Model``
-does: it starts in ``eval()`` mode, ``fit`` trains it in training mode and restores the
-mode it found, and ``model(x, training=True)`` or ``model.train()`` switch explicitly.
+A functional or subclassed model called without ``training=`` runs in inference mode, as
+``keras.Model`` does: it starts in ``eval()`` mode, ``fit`` trains it in training mode and
+restores the mode it found, and ``model(x, training=True)`` or ``model.train()`` switch
+explicitly. A ``Sequential`` starts in training mode, as braze's modules do (it is
+``braze.nn``'s container too); ``fit``, ``evaluate`` and ``predict`` set the mode either way.
 Every layer called inside follows the model's ``training`` value.
 """
 
@@ -126,6 +128,8 @@ class Sequential(Model):
     first layer's ``input_shape``, a ``keras.Input`` as first element, or ``input_shape=``),
     so that ``compile`` gives the optimizer every parameter; else on its first call."""
 
+    training = True
+
     def __init__(
         self,
         *layers: Any,
@@ -163,6 +167,9 @@ class Sequential(Model):
             self._start(tuple(layer.input_shape))
         if self._output_shape is not None:
             self._output_shape = _shape_after(layer, self._output_shape)
+        elif self.input_shape is None:
+            # Without an input shape there is nothing to build while every layer is built.
+            self.built = all(getattr(m, "built", True) for m in self.layers)
 
     def pop(self) -> Module:
         layer = self.layers.pop()

@@ -36,6 +36,13 @@ class Module(KerasMethods):
 
     training: bool = True
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> Module:
+        module = super().__new__(cls)
+        # An attribute of each module from the start, not only once train() or eval() set
+        # it: braze.jit guards what the module holds, so a mode is always the same entry.
+        module.training = True
+        return module
+
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 

@@ -31,6 +31,7 @@ from braze.nn.keras_ops import _WRAPPED
 from braze.nn.layer import Layer
 from braze.nn.model import Model, Sequential
 from braze.nn.module import warn_if_hdf5
+from braze.nn.state import set_value
 from braze.nn.symbolic import KerasTensor
 from braze.tensor import Tensor
 
@@ -341,7 +342,7 @@ def _spec_from(value: Any, custom: dict[str, Any], kind: str) -> Any:
 
 def _optimizer_state(model: Any) -> dict[str, np.ndarray]:
     optimizer = getattr(model.optimizer, "optimizer", model.optimizer)
-    state = {"optimizer/iterations": np.array(float(optimizer.steps))}
+    state = {"optimizer/iterations": np.array(float(optimizer.iterations.item()))}
     for i, slots in enumerate(optimizer.state):
         for name, value in (slots or {}).items():
             state[f"optimizer/{i}/{name}"] = np.array(value.numpy(), dtype=np.float64)
@@ -352,7 +353,7 @@ def _restore_optimizer(model: Any, arrays: dict[str, np.ndarray]) -> None:
     optimizer = getattr(model.optimizer, "optimizer", model.optimizer)
     if "optimizer/iterations" not in arrays:
         return
-    optimizer.steps = int(arrays["optimizer/iterations"])
+    set_value(optimizer.iterations, np.array(int(arrays["optimizer/iterations"]), np.int64))
     for key, value in arrays.items():
         parts = key.split("/")
         if len(parts) != 3:

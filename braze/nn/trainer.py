@@ -25,17 +25,15 @@ from braze.runtime.device import Device, default_device
 from braze.tensor import Tensor
 
 
-def _train(model: Any, data: Any, learning_rate: float | None = None) -> Any:
-    # The learning rate is an argument so that a compiled step is traced again when a
-    # callback changes it between epochs, instead of keeping the rate it was traced with.
+def _train(model: Any, data: Any) -> Any:
     return model.train_step(data)
 
 
-def _test(model: Any, data: Any, learning_rate: float | None = None) -> Any:
+def _test(model: Any, data: Any) -> Any:
     return model.test_step(data)
 
 
-def _predict(model: Any, data: Any, learning_rate: float | None = None) -> Any:
+def _predict(model: Any, data: Any) -> Any:
     return model.predict_step(data)
 
 
@@ -111,7 +109,7 @@ class Trainer:
 
     def _step(self, function: Any, batch: Any) -> Any:
         data = self.tensors(batch)
-        result = function(self.model, data, getattr(self.optimizer, "learning_rate", None))
+        result = function(self.model, data)
         device = self.device()
         if device.is_lazy:
             barrier(device)  # a step ends here even if it never called the optimizer

@@ -10,7 +10,7 @@ import numpy as np
 
 from braze.ir.dtypes import DType, as_dtype, default_dtype_for, weak_result_dtype
 from braze.ir.errors import DeviceError, DTypeError, ShapeError
-from braze.ir.primitive import Literal
+from braze.ir.primitive import InputLiteral, Literal
 from braze.ir.prims import elementwise, sources, structural
 from braze.ir.prims.checks import fmt_shape
 from braze.runtime.device import Device, as_device, default_device
@@ -59,6 +59,12 @@ def scalar(value: Number, dtype: DType, device: Device) -> Tensor:
     return sources.constant.bind(value=_literal(value, dtype), like=device)
 
 
+def scalar_input(value: Number, dtype: DType, device: Device) -> Tensor:
+    """A 0-d constant standing for a number that changes between steps (a hyperparameter):
+    a lazy trace makes it a graph input whatever its value (see ``InputLiteral``)."""
+    return sources.constant.bind(value=InputLiteral(value, dtype), like=device)
+
+
 _LITERALS: dict[tuple, Literal] = {}
 
 
@@ -83,6 +89,7 @@ def full(shape: Sequence[int], value: Number, dtype: DType, device: Device) -> T
 
 
 def astype(x: Tensor, dtype: Any) -> Tensor:
+    """``x`` converted to ``dtype`` (``x`` itself when it already has it)."""
     dt = as_dtype(dtype)
     if x._aval.dtype is dt or x.dtype == dt:
         return x

@@ -29,27 +29,33 @@ def tensor(data: Any, dtype: Any = None, device: Device | str | None = None, req
 
 
 def full(shape: Sequence[int] | int, fill_value: bool | int | float, dtype: Any = None, device: Any = None) -> Tensor:
+    """A tensor of ``shape`` filled with ``fill_value`` (its dtype from the value unless given)."""
     dt = as_dtype(dtype, "full") if dtype is not None else default_dtype_for(fill_value)
     return core.full(_shape(shape), fill_value, dt, as_device(device))
 
 
 def zeros(shape: Sequence[int] | int, dtype: Any = DEFAULT_FLOAT, device: Any = None) -> Tensor:
+    """A tensor of zeros."""
     return full(shape, 0, as_dtype(dtype, "zeros"), device)
 
 
 def ones(shape: Sequence[int] | int, dtype: Any = DEFAULT_FLOAT, device: Any = None) -> Tensor:
+    """A tensor of ones."""
     return full(shape, 1, as_dtype(dtype, "ones"), device)
 
 
 def zeros_like(x: Tensor, dtype: Any = None) -> Tensor:
+    """Zeros of ``x``'s shape, dtype (unless given) and device."""
     return full(x.shape, 0, dtype or x.dtype, x.device)
 
 
 def ones_like(x: Tensor, dtype: Any = None) -> Tensor:
+    """Ones of ``x``'s shape, dtype (unless given) and device."""
     return full(x.shape, 1, dtype or x.dtype, x.device)
 
 
 def full_like(x: Tensor, fill_value: bool | int | float, dtype: Any = None) -> Tensor:
+    """``fill_value`` in ``x``'s shape, dtype (unless given) and device."""
     return full(x.shape, fill_value, dtype or x.dtype, x.device)
 
 

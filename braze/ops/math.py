@@ -17,7 +17,7 @@ def _unary(primitive, name: str, float_only: bool = True):
             raise user_error(DTypeError, f"{name}: expected a float tensor, got {x.dtype.name}{x.shape}")
         return primitive.bind(x)
 
-    op.__name__ = name
+    op.__name__ = op.__qualname__ = name  # the name it is bound to in this module
     op.__doc__ = f"Elementwise {name}."
     return op
 
@@ -27,7 +27,7 @@ def _binary(primitive, name: str):
         a, b = operands(name, x, y)
         return primitive.bind(a, b)
 
-    op.__name__ = name
+    op.__name__ = op.__qualname__ = name  # the name it is bound to in this module
     op.__doc__ = f"Elementwise {name} with broadcasting."
     return op
 
@@ -65,6 +65,7 @@ def divide(x: Any, y: Any) -> Tensor:
 
 
 def floor_divide(x: Any, y: Any) -> Tensor:
+    """Integer division rounding towards minus infinity, as ``//``; integer tensors only."""
     a, b = operands("floor_divide", x, y)
     if a.dtype.is_float:
         raise user_error(DTypeError, "floor_divide: only integer tensors are supported; use divide")
@@ -77,6 +78,7 @@ def floor_divide(x: Any, y: Any) -> Tensor:
 
 
 def power(x: Any, y: Any) -> Tensor:
+    """``x ** y`` elementwise with broadcasting; float tensors only."""
     a, b = operands("power", x, y)
     if not a.dtype.is_float:
         raise user_error(DTypeError, f"power: expected float tensors, got {a.dtype.name}")
@@ -94,6 +96,7 @@ def where(condition: Any, x: Any, y: Any) -> Tensor:
 
 
 def clip(x: Any, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002 - NumPy's names
+    """``x`` limited to ``[min, max]`` (either bound may be None), as ``np.clip``."""
     out = as_tensor(x)
     if max is not None:
         out = minimum(out, max)
@@ -103,14 +106,17 @@ def clip(x: Any, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002 - Nu
 
 
 def logical_and(x: Any, y: Any) -> Tensor:
+    """Elementwise AND of two bool tensors."""
     return _logical("logical_and", ew.min_, x, y)
 
 
 def logical_or(x: Any, y: Any) -> Tensor:
+    """Elementwise OR of two bool tensors."""
     return _logical("logical_or", ew.max_, x, y)
 
 
 def logical_not(x: Any) -> Tensor:
+    """Elementwise NOT of a bool tensor."""
     x = as_tensor(x)
     if x.dtype.name != "bool":
         raise user_error(DTypeError, f"logical_not: expected a bool tensor, got {x.dtype.name}")

@@ -4,19 +4,35 @@ causes a recompile."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import itertools
+import threading
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from braze.ir.dtypes import DEFAULT_FLOAT, as_dtype, int64
-from braze.ir.errors import DTypeError
+from braze.ir.errors import DTypeError, TraceError
 from braze.ir.prims import sources
 from braze.ops.core import as_tensor
 from braze.ops.math import log as _log
 from braze.ops.math import maximum, minimum, sqrt, where
-from braze.runtime.device import as_device
-from braze.tensor import Tensor, user_error
+from braze.runtime.device import Device, as_device
+from braze.tensor import Tensor, user_error, user_location
+
+
+class _Draws(threading.local):
+    """The keys drawn while ``braze.jit`` records a function (None when it does not), and
+    which recording this is: a generator seeded during it draws the same keys on every
+    call, as eagerly, so its keys are constants."""
+
+    drawn: list[tuple[Generator, Tensor]] | None = None
+    recording = 0
+
+
+_DRAWS = _Draws()
+_RECORDINGS = itertools.count(1)
 
 
 class Generator:
@@ -28,10 +44,20 @@ class Generator:
     def manual_seed(self, seed: int) -> Generator:
         self.seed = int(seed)
         self.counter = 0
+        self._seeded_in = _DRAWS.recording
         return self
 
     def next_key(self) -> int:
         """A fresh 63-bit key; each call advances the stream."""
+        if _DRAWS.drawn is not None and self._seeded_in != _DRAWS.recording:
+            raise TraceError(
+                f"Generator.next_key() was called while braze.jit traced (at {user_location()}): the Python "
+                "number it returns would be the same on every call. Pass the generator to braze.rand, "
+                "braze.randn or braze.uniform (generator=...) instead: their keys are inputs of the call"
+            )
+        return self._advance()
+
+    def _advance(self) -> int:
         mixed = sources.splitmix64(np.array([self.seed, self.counter], dtype=np.uint64))
         self.counter += 1
         return int(sources.splitmix64(mixed[:1] ^ mixed[1:])[0] >> np.uint64(1))
@@ -45,10 +71,27 @@ def manual_seed(seed: int) -> Generator:
     return default_generator.manual_seed(seed)
 
 
-def _key(generator: Generator | None, seed: int | None) -> int:
+@contextlib.contextmanager
+def recording_draws() -> Iterator[list[tuple[Generator, Tensor]]]:
+    """Collect (generator, key tensor) for every key drawn in the block from a generator
+    seeded before it, in drawing order: ``braze.jit`` draws them afresh on each call, as
+    eager code does, so that every call gets new random numbers from the same sequence."""
+    outer = (_DRAWS.drawn, _DRAWS.recording)
+    _DRAWS.drawn, _DRAWS.recording = [], next(_RECORDINGS)
+    try:
+        yield _DRAWS.drawn
+    finally:
+        _DRAWS.drawn, _DRAWS.recording = outer
+
+
+def _key(generator: Generator | None, seed: int | None, device: Device) -> Tensor:
     if seed is not None:
-        return Generator(seed).next_key()
-    return (generator or default_generator).next_key()
+        return as_tensor(np.int64(Generator(seed)._advance()), dtype=int64, device=device)
+    generator = generator or default_generator
+    key = as_tensor(np.int64(generator._advance()), dtype=int64, device=device)
+    if _DRAWS.drawn is not None and generator._seeded_in != _DRAWS.recording:
+        _DRAWS.drawn.append((generator, key))
+    return key
 
 
 def _shape(shape: Sequence[int] | int) -> tuple[int, ...]:
@@ -62,22 +105,13 @@ def rand(
     seed: int | None = None,
     generator: Generator | None = None,
     device: Any = None,
-    key: Tensor | None = None,
 ) -> Tensor:
-    """Uniform samples in [0, 1). ``key`` (an int64 scalar tensor) picks the stream instead
-    of a seed or generator: a key that a compiled step reads and advances as state draws
-    new numbers on every call, where a Python seed would be fixed when the step is traced."""
+    """Uniform samples in [0, 1)."""
     dt = as_dtype(dtype)
     if not dt.is_float:
         raise user_error(DTypeError, f"rand: dtype must be float32 or float64, got {dt.name}")
-    if key is None:
-        key = as_tensor(np.int64(_key(generator, seed)), dtype=int64, device=as_device(device))
+    key = _key(generator, seed, as_device(device))
     return sources.rng_uniform.bind(key, shape=_shape(shape), dtype=dt)
-
-
-def new_key(generator: Generator | None = None, device: Any = None) -> Tensor:
-    """A fresh int64 key drawn from ``generator`` (braze's default), as device data."""
-    return Tensor.from_numpy(np.array(_key(generator, None), dtype=np.int64), as_device(device))
 
 
 def uniform(
@@ -90,6 +124,7 @@ def uniform(
     generator: Generator | None = None,
     device: Any = None,
 ) -> Tensor:
+    """Uniform random numbers in ``[low, high)``, from ``seed``, ``generator`` or the default generator."""
     return rand(shape, dtype, seed=seed, generator=generator, device=device) * (high - low) + low
 
 

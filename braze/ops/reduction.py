@@ -29,6 +29,7 @@ def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A0
 
 
 def max(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001 - NumPy's name
+    """The largest element over ``axis`` (all axes when None)."""
     x = as_tensor(x)
     axes = normalize_axes("max", axis, x.ndim)
     _require_nonempty("max", x, axes)
@@ -36,6 +37,7 @@ def max(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A0
 
 
 def min(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001 - NumPy's name
+    """The smallest element over ``axis`` (all axes when None)."""
     x = as_tensor(x)
     if x.dtype.kind == "b":
         return ~max(~x, axis, keepdims)
@@ -55,6 +57,7 @@ def _count(x: Tensor, axes: tuple[int, ...]) -> int:
 
 
 def mean(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
+    """The mean over ``axis`` (all axes when None); integer tensors give float32."""
     x = as_tensor(x)
     if not x.dtype.is_float:
         x = astype(x, "float32")
@@ -91,6 +94,7 @@ def argmax(x: Any, axis: int | None = None, keepdims: bool = False) -> Tensor:
 
 
 def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
+    """``log(sum(exp(x)))`` over ``axis``, computed without overflow."""
     x = _float("logsumexp", x)
     axes = normalize_axes("logsumexp", axis, x.ndim)
     shift = max(x, axes, keepdims=True).detach()
@@ -113,12 +117,14 @@ def _shifted(op: str, x: Any, axis: int) -> tuple[Tensor, tuple[int, ...]]:
 
 
 def softmax(x: Any, axis: int = -1) -> Tensor:
+    """``exp(x)`` normalized to sum to 1 along ``axis``."""
     shifted, axes = _shifted("softmax", x, axis)
     e = _exp(shifted)
     return e / _spread(reductions.reduce_sum.bind(e, axes=axes), e, axes)
 
 
 def log_softmax(x: Any, axis: int = -1) -> Tensor:
+    """``log(softmax(x))`` along ``axis``, computed without overflow."""
     shifted, axes = _shifted("log_softmax", x, axis)
     return shifted - _spread(_log(reductions.reduce_sum.bind(_exp(shifted), axes=axes)), shifted, axes)
 

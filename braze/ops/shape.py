@@ -71,6 +71,7 @@ def flatten(x: Any, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 
 def squeeze(x: Any, axis: Any = None) -> Tensor:
+    """``x`` without its dimensions of size 1 (all of them, or those in ``axis``)."""
     x = as_tensor(x)
     if axis is None:
         axes = tuple(d for d, s in enumerate(x.shape) if s == 1)
@@ -83,12 +84,14 @@ def squeeze(x: Any, axis: Any = None) -> Tensor:
 
 
 def expand_dims(x: Any, axis: int) -> Tensor:
+    """``x`` with a new dimension of size 1 at ``axis``."""
     x = as_tensor(x)
     position = normalize_axis("expand_dims", axis, x.ndim + 1)
     return reshape(x, (*x.shape[:position], 1, *x.shape[position:]))
 
 
 def concatenate(tensors: Sequence[Any], axis: int = 0) -> Tensor:
+    """The tensors joined along an existing ``axis``, as ``np.concatenate``."""
     items = [as_tensor(t) for t in tensors]
     if not items:
         raise user_error(ValueError, "concatenate: needs at least one tensor")
@@ -99,6 +102,7 @@ def concatenate(tensors: Sequence[Any], axis: int = 0) -> Tensor:
 
 
 def stack(tensors: Sequence[Any], axis: int = 0) -> Tensor:
+    """The tensors joined along a new ``axis``, as ``np.stack``."""
     items = [as_tensor(t) for t in tensors]
     if not items:
         raise user_error(ValueError, "stack: needs at least one tensor")

@@ -1,10 +1,11 @@
 """Optimizers written with tensor ops: SGD (momentum, Nesterov, weight decay), Adam, AdamW
 with PyTorch's arguments, and Keras's (``keras.optimizers``: SGD, Adam, AdamW, RMSprop,
-Adagrad) in :mod:`braze.optim.keras`."""
+Adagrad) in :mod:`braze.optim.keras`; PyTorch's learning-rate schedulers (``lr_scheduler``)
+and Keras's schedules (``schedules``)."""
 
 from typing import Any
 
-from braze.optim import keras
+from braze.optim import keras, lr_scheduler, schedules
 from braze.optim.adam import Adam, AdamW
 from braze.optim.optimizer import Optimizer
 from braze.optim.sgd import SGD
@@ -23,4 +24,4 @@ def get_optimizer(optimizer: str | Optimizer, model: Any) -> Optimizer:
     return optimizer
 
 
-__all__ = ["SGD", "Adam", "AdamW", "Optimizer", "get_optimizer", "keras"]
+__all__ = ["SGD", "Adam", "AdamW", "Optimizer", "get_optimizer", "keras", "lr_scheduler", "schedules"]

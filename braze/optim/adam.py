@@ -5,28 +5,33 @@ from __future__ import annotations
 from typing import Any
 
 from braze.ops import power, sqrt
-from braze.optim.optimizer import Optimizer, Slots, zeros_data
+from braze.optim.optimizer import Hyperparameter, Optimizer, Slots, active, check_positive, real, zeros_data
 from braze.tensor import Tensor
 
 
 class Adam(Optimizer):
-    """Adam; ``weight_decay`` adds an L2 term to the gradient, as PyTorch's Adam does."""
+    """Adam; ``weight_decay`` adds an L2 term to the gradient, as PyTorch's Adam does. ``lr``
+    may be a number, a 0-d tensor or a schedule (``braze.optim.schedules``)."""
 
     decoupled = False
     default_weight_decay = 0.0
+    jit_inputs = ("lr", "betas", "eps", "weight_decay")
 
     def __init__(
         self,
         params: Any = None,
-        lr: float = 1e-3,
-        betas: tuple[float, float] = (0.9, 0.999),
-        eps: float = 1e-8,
-        weight_decay: float | None = None,
+        lr: Hyperparameter = 1e-3,
+        betas: tuple[Hyperparameter, Hyperparameter] = (0.9, 0.999),
+        eps: Hyperparameter = 1e-8,
+        weight_decay: Hyperparameter | None = None,
     ) -> None:
         weight_decay = self.default_weight_decay if weight_decay is None else weight_decay
-        if lr <= 0 or not (0 <= betas[0] < 1 and 0 <= betas[1] < 1) or eps <= 0 or weight_decay < 0:
-            raise ValueError(f"{type(self).__name__}: invalid lr={lr}, betas={betas}, eps={eps} or weight_decay")
-        self.lr, self.betas, self.eps, self.weight_decay = lr, betas, eps, weight_decay
+        name = type(self).__name__
+        check_positive(name, lr=lr, eps=eps)
+        check_positive(name, allow_zero=True, weight_decay=weight_decay)
+        if len(betas) != 2 or not all(isinstance(b, Tensor) or 0 <= b < 1 for b in betas):
+            raise ValueError(f"{name}: invalid betas={betas}: expected two numbers in [0, 1)")
+        self.lr, self.betas, self.eps, self.weight_decay = lr, tuple(betas), eps, weight_decay
         super().__init__(params)
 
     def get_config(self) -> dict[str, Any]:
@@ -40,22 +45,25 @@ class Adam(Optimizer):
         return {"m": zeros_data(param), "v": zeros_data(param), "step": zeros_data(param, ())}
 
     def update(self, param: Tensor, grad: Tensor, slots: Slots) -> tuple[Tensor, Slots]:
-        b1, b2 = self.betas
+        b1, b2 = (real(b) for b in self.betas)
 
         def c(value: float) -> Tensor:
             return self.constant(value, param)
 
-        if self.weight_decay and not self.decoupled:
-            grad = grad + param * c(self.weight_decay)
-        m = slots["m"] * c(b1) + grad * c(1 - b1)
-        v = slots["v"] * c(b2) + grad * grad * c(1 - b2)
+        def h(value: Hyperparameter) -> Tensor:
+            return self.hyperparameter(value, param)
+
+        if active(self.weight_decay) and not self.decoupled:
+            grad = grad + param * h(self.weight_decay)
+        m = slots["m"] * h(b1) + grad * h(1 - b1)
+        v = slots["v"] * h(b2) + grad * grad * h(1 - b2)
         # The step count is a tensor slot, so the bias corrections are computed in the graph:
         # a traced or jitted step is the same computation every time.
         step = slots["step"] + c(1.0)
-        step_size = c(self.lr) / (c(1.0) - power(c(b1), step))
-        denominator = sqrt(v) / sqrt(c(1.0) - power(c(b2), step)) + c(self.eps)
-        if self.weight_decay and self.decoupled:
-            param = param * c(1 - self.lr * self.weight_decay)
+        step_size = h(self.lr) / (c(1.0) - power(h(b1), step))
+        denominator = sqrt(v) / sqrt(c(1.0) - power(h(b2), step)) + h(self.eps)
+        if active(self.weight_decay) and self.decoupled:
+            param = param * h(1 - real(self.current(self.lr)) * real(self.weight_decay))
         return param - m / denominator * step_size, {"m": m, "v": v, "step": step}
 
 

@@ -4,25 +4,37 @@ velocity that includes the learning rate, Adam's epsilon is added after the bias
 correction of the second moment, RMSprop adds epsilon inside the square root).
 
 Each takes Keras's common arguments: ``weight_decay`` (decoupled: ``w -= lr * wd * w``
-before the update), ``clipnorm``, ``clipvalue``, ``global_clipnorm`` and ``name``.
+before the update), ``clipnorm``, ``clipvalue``, ``global_clipnorm`` and ``name``. Their
+hyperparameters are inputs of a compiled step (``jit_inputs``), so a new learning rate, from
+a callback or a schedule, never compiles the step again.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from braze.ops import maximum, power, sqrt
-from braze.optim.optimizer import Optimizer, Slots, full_data, zeros_data
+from braze.ops import astype, maximum, power, sqrt
+from braze.optim.optimizer import (
+    Hyperparameter,
+    Optimizer,
+    Slots,
+    active,
+    check_positive,
+    full_data,
+    real,
+    zeros_data,
+)
 from braze.tensor import Tensor
 
 
 class KerasOptimizer(Optimizer):
-    """The arguments every Keras optimizer takes, and its decoupled weight decay."""
+    """The arguments every Keras optimizer takes, and its decoupled weight decay. The
+    learning rate may be a number, a 0-d tensor or a schedule (``keras.optimizers.schedules``)."""
 
     def __init__(
         self,
-        learning_rate: float,
-        weight_decay: float | None = None,
+        learning_rate: Hyperparameter,
+        weight_decay: Hyperparameter | None = None,
         clipnorm: float | None = None,
         clipvalue: float | None = None,
         global_clipnorm: float | None = None,
@@ -37,27 +49,26 @@ class KerasOptimizer(Optimizer):
         kind = type(self).__name__
         if unknown:
             raise TypeError(f"{kind}: unexpected argument(s) {sorted(unknown)}")
-        if not isinstance(learning_rate, (int, float)):
-            raise NotImplementedError(
-                f"{kind}: learning_rate must be a number, got {type(learning_rate).__name__} (schedules are not "
-                "supported yet: set optimizer.learning_rate between epochs, or use callbacks.ReduceLROnPlateau or "
-                "LearningRateScheduler)"
-            )
         if use_ema or loss_scale_factor is not None or gradient_accumulation_steps is not None:
             raise NotImplementedError(
                 f"{kind}: use_ema, loss_scale_factor and gradient_accumulation_steps are not supported"
             )
         if clipnorm is not None and global_clipnorm is not None:
             raise ValueError(f"{kind}: give clipnorm or global_clipnorm, not both")
+        check_positive(kind, learning_rate=learning_rate)
+        check_positive(kind, allow_zero=True, weight_decay=weight_decay or 0.0)
         self.name = name or kind
-        self.weight_decay = weight_decay
+        self.lr, self.weight_decay = learning_rate, weight_decay or 0.0
         self.clipnorm, self.clipvalue, self.global_clipnorm = clipnorm, clipvalue, global_clipnorm
-        self.learning_rate = learning_rate
         super().__init__()
 
+    def h(self, value: Hyperparameter, like: Tensor) -> Tensor:
+        return self.hyperparameter(value, like)
+
     def update(self, param: Tensor, grad: Tensor, slots: Slots) -> tuple[Tensor, Slots]:
-        if self.weight_decay:
-            param = param - param * self.constant(self.lr * self.weight_decay, param)
+        if active(self.weight_decay):
+            decay = real(self.current(self.lr)) * real(self.weight_decay)
+            param = param - param * self.h(decay, param)
         return self.keras_update(param, grad, slots)
 
     def keras_update(self, param: Tensor, grad: Tensor, slots: Slots) -> tuple[Tensor, Slots]:
@@ -83,87 +94,106 @@ class KerasOptimizer(Optimizer):
 
 
 class SGD(KerasOptimizer):
-    def __init__(self, learning_rate: float = 0.01, momentum: float = 0.0, nesterov: bool = False, **kwargs: Any):
-        if not 0 <= momentum <= 1:
-            raise ValueError(f"SGD: momentum must be in [0, 1], got {momentum}")
-        self.momentum, self.nesterov = float(momentum), bool(nesterov)
+    """Keras's SGD: ``v = momentum * v - lr * g; w += v`` (Nesterov: ``w += momentum * v - lr * g``)."""
+
+    jit_inputs = ("lr", "momentum", "weight_decay")
+
+    def __init__(
+        self, learning_rate: Hyperparameter = 0.01, momentum: Hyperparameter = 0.0, nesterov: bool = False, **kwargs
+    ):
+        check_positive("SGD", allow_zero=True, momentum=momentum)
+        self.momentum, self.nesterov = momentum, bool(nesterov)
         super().__init__(learning_rate, **kwargs)
 
     def options(self) -> dict[str, Any]:
         return {"momentum": self.momentum, "nesterov": self.nesterov}
 
     def init_slots(self, param: Tensor) -> Slots:
-        return {"momentum": zeros_data(param)} if self.momentum else {}
+        return {"momentum": zeros_data(param)} if active(self.momentum) else {}
 
     def keras_update(self, param, grad, slots):
-        lr = self.constant(self.lr, param)
-        if not self.momentum:
+        lr = self.h(self.lr, param)
+        if not active(self.momentum):
             return param - grad * lr, {}
-        m = self.constant(self.momentum, param)
-        velocity = slots["momentum"] * m - grad * lr
+        m = self.h(self.momentum, param)
+        previous = slots.get("momentum")  # none yet when momentum was turned on after the optimizer was made
+        velocity = -grad * lr if previous is None else previous * m - grad * lr
         step = velocity * m - grad * lr if self.nesterov else velocity
         return param + step, {"momentum": velocity}
 
 
 class Adam(KerasOptimizer):
+    """Keras's Adam: the bias corrections in the step size, ``epsilon`` added to the root
+    of the second moment (``amsgrad``: of its running maximum)."""
+
+    jit_inputs = ("lr", "beta_1", "beta_2", "epsilon", "weight_decay")
+
     def __init__(
         self,
-        learning_rate: float = 0.001,
-        beta_1: float = 0.9,
-        beta_2: float = 0.999,
-        epsilon: float = 1e-7,
+        learning_rate: Hyperparameter = 0.001,
+        beta_1: Hyperparameter = 0.9,
+        beta_2: Hyperparameter = 0.999,
+        epsilon: Hyperparameter = 1e-7,
         amsgrad: bool = False,
         **kwargs: Any,
     ):
-        if not (0 <= beta_1 < 1 and 0 <= beta_2 < 1) or epsilon <= 0:
-            raise ValueError(f"{type(self).__name__}: invalid beta_1={beta_1}, beta_2={beta_2} or epsilon={epsilon}")
-        self.beta_1, self.beta_2, self.epsilon, self.amsgrad = float(beta_1), float(beta_2), float(epsilon), amsgrad
+        kind = type(self).__name__
+        for name, beta in (("beta_1", beta_1), ("beta_2", beta_2)):
+            if not isinstance(beta, Tensor) and not 0 <= beta < 1:
+                raise ValueError(f"{kind}: {name} must be in [0, 1), got {beta}")
+        check_positive(kind, epsilon=epsilon)
+        self.beta_1, self.beta_2, self.epsilon, self.amsgrad = beta_1, beta_2, epsilon, amsgrad
         super().__init__(learning_rate, **kwargs)
 
     def options(self) -> dict[str, Any]:
         return {"beta_1": self.beta_1, "beta_2": self.beta_2, "epsilon": self.epsilon, "amsgrad": self.amsgrad}
 
     def init_slots(self, param: Tensor) -> Slots:
-        slots = {"m": zeros_data(param), "v": zeros_data(param), "step": zeros_data(param, ())}
+        slots = {"m": zeros_data(param), "v": zeros_data(param)}
         if self.amsgrad:
             slots["v_hat"] = zeros_data(param)
         return slots
 
     def keras_update(self, param, grad, slots):
-        def c(value: float) -> Tensor:
-            return self.constant(value, param)
-
-        b1, b2 = self.beta_1, self.beta_2
-        step = slots["step"] + c(1.0)  # a tensor slot: the bias corrections are in the graph
-        rate = c(self.lr) * sqrt(c(1.0) - power(c(b2), step)) / (c(1.0) - power(c(b1), step))
-        m = slots["m"] + (grad - slots["m"]) * c(1 - b1)
-        v = slots["v"] + (grad * grad - slots["v"]) * c(1 - b2)
-        new = {"m": m, "v": v, "step": step}
+        b1, b2 = real(self.beta_1), real(self.beta_2)
+        one = self.constant(1.0, param)
+        step = astype(self.iterations + 1, param.dtype)  # Keras's: the optimizer's own step count
+        correction = sqrt(one - power(self.h(b2, param), step)) / (one - power(self.h(b1, param), step))
+        rate = self.h(self.lr, param) * correction
+        m = slots["m"] + (grad - slots["m"]) * self.h(1 - b1, param)
+        v = slots["v"] + (grad * grad - slots["v"]) * self.h(1 - b2, param)
+        new = {"m": m, "v": v}
         if self.amsgrad:
             v = new["v_hat"] = maximum(slots["v_hat"], v)
-        return param - m * rate / (sqrt(v) + c(self.epsilon)), new
+        return param - m * rate / (sqrt(v) + self.h(self.epsilon, param)), new
 
 
 class AdamW(Adam):
     """Adam with decoupled weight decay, 0.004 by default (Keras's)."""
 
-    def __init__(self, learning_rate: float = 0.001, weight_decay: float = 0.004, **kwargs: Any):
+    def __init__(self, learning_rate: Hyperparameter = 0.001, weight_decay: Hyperparameter = 0.004, **kwargs: Any):
         super().__init__(learning_rate, weight_decay=weight_decay, **kwargs)
 
 
 class RMSprop(KerasOptimizer):
+    """Keras's RMSprop: ``epsilon`` inside the square root; optional momentum and centering."""
+
+    jit_inputs = ("lr", "rho", "momentum", "epsilon", "weight_decay")
+
     def __init__(
         self,
-        learning_rate: float = 0.001,
-        rho: float = 0.9,
-        momentum: float = 0.0,
-        epsilon: float = 1e-7,
+        learning_rate: Hyperparameter = 0.001,
+        rho: Hyperparameter = 0.9,
+        momentum: Hyperparameter = 0.0,
+        epsilon: Hyperparameter = 1e-7,
         centered: bool = False,
         **kwargs: Any,
     ):
-        if not 0 <= rho < 1 or momentum < 0 or epsilon <= 0:
-            raise ValueError(f"RMSprop: invalid rho={rho}, momentum={momentum} or epsilon={epsilon}")
-        self.rho, self.momentum, self.epsilon, self.centered = float(rho), float(momentum), float(epsilon), centered
+        if not isinstance(rho, Tensor) and not 0 <= rho < 1:
+            raise ValueError(f"RMSprop: rho must be in [0, 1), got {rho}")
+        check_positive("RMSprop", epsilon=epsilon)
+        check_positive("RMSprop", allow_zero=True, momentum=momentum)
+        self.rho, self.momentum, self.epsilon, self.centered = rho, momentum, epsilon, centered
         super().__init__(learning_rate, **kwargs)
 
     def options(self) -> dict[str, Any]:
@@ -171,34 +201,45 @@ class RMSprop(KerasOptimizer):
 
     def init_slots(self, param: Tensor) -> Slots:
         slots = {"velocity": zeros_data(param)}
-        if self.momentum:
+        if active(self.momentum):
             slots["momentum"] = zeros_data(param)
         if self.centered:
             slots["average_gradient"] = zeros_data(param)
         return slots
 
     def keras_update(self, param, grad, slots):
-        def c(value: float) -> Tensor:
-            return self.constant(value, param)
-
-        velocity = slots["velocity"] * c(self.rho) + grad * grad * c(1 - self.rho)
+        rho = real(self.rho)
+        velocity = slots["velocity"] * self.h(rho, param) + grad * grad * self.h(1 - rho, param)
         new = {"velocity": velocity}
+        epsilon = self.h(self.epsilon, param)
         if self.centered:
-            average = new["average_gradient"] = slots["average_gradient"] * c(self.rho) + grad * c(1 - self.rho)
-            denominator = velocity - average * average + c(self.epsilon)
+            average = slots["average_gradient"] * self.h(rho, param) + grad * self.h(1 - rho, param)
+            new["average_gradient"] = average
+            denominator = velocity - average * average + epsilon
         else:
-            denominator = velocity + c(self.epsilon)
-        increment = grad * c(self.lr) / sqrt(denominator)
-        if self.momentum:
-            increment = new["momentum"] = slots["momentum"] * c(self.momentum) + increment
+            denominator = velocity + epsilon
+        increment = grad * self.h(self.lr, param) / sqrt(denominator)
+        if active(self.momentum):
+            previous = slots.get("momentum")
+            momentum = self.h(self.momentum, param)
+            increment = new["momentum"] = increment if previous is None else previous * momentum + increment
         return param - increment, new
 
 
 class Adagrad(KerasOptimizer):
+    """Keras's Adagrad: squared gradients accumulated from ``initial_accumulator_value``."""
+
+    jit_inputs = ("lr", "epsilon", "weight_decay")
+
     def __init__(
-        self, learning_rate: float = 0.001, initial_accumulator_value: float = 0.1, epsilon: float = 1e-7, **kwargs
+        self,
+        learning_rate: Hyperparameter = 0.001,
+        initial_accumulator_value: float = 0.1,
+        epsilon: Hyperparameter = 1e-7,
+        **kwargs: Any,
     ):
-        self.initial_accumulator_value, self.epsilon = float(initial_accumulator_value), float(epsilon)
+        check_positive("Adagrad", epsilon=epsilon)
+        self.initial_accumulator_value, self.epsilon = float(initial_accumulator_value), epsilon
         super().__init__(learning_rate, **kwargs)
 
     def options(self) -> dict[str, Any]:
@@ -209,9 +250,8 @@ class Adagrad(KerasOptimizer):
 
     def keras_update(self, param, grad, slots):
         accumulator = slots["accumulator"] + grad * grad
-        return param - grad * self.constant(self.lr, param) / sqrt(accumulator + self.constant(self.epsilon, param)), {
-            "accumulator": accumulator
-        }
+        step = grad * self.h(self.lr, param) / sqrt(accumulator + self.h(self.epsilon, param))
+        return param - step, {"accumulator": accumulator}
 
 
 CLASSES: dict[str, type[KerasOptimizer]] = {cls.__name__: cls for cls in (SGD, Adam, AdamW, RMSprop, Adagrad)}

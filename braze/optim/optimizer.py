@@ -7,10 +7,18 @@ into the training step and nothing is left to Python between steps. ``step()`` w
 into the same tensors (parameters and slots keep their identity, which lets a lazy device
 update them in place); ``apply()`` is the functional form.
 
+Hyperparameters (``lr``, momentum, betas, weight decay...) may change between steps and
+never cause a recompile: each is a number, a 0-d tensor, or for the learning rate a
+schedule of the step count (``braze.optim.schedules``), and ``hyperparameter()`` makes it a
+0-d tensor of the parameter's dtype that a lazy trace takes as a graph input whatever its
+value; the classes list them in ``jit_inputs``, so that under ``braze.jit``
+they are inputs of the compiled step too. A zero one leaves its term out of the update.
+
 Keras's spellings work on every optimizer: ``apply_gradients(zip(grads, variables))``
-(gradients from a ``GradientTape``, the variables bound on first use), ``learning_rate``
-(read and set between steps, as ``ReduceLROnPlateau`` does), ``iterations``, and gradient
-clipping by ``clipvalue``, ``clipnorm`` (per gradient) or ``global_clipnorm``.
+(gradients from a ``GradientTape``; variables it does not hold yet are added),
+``apply(grads, variables)``, ``learning_rate`` (read and set between steps, as
+``ReduceLROnPlateau`` does), ``iterations``, and gradient clipping by ``clipvalue``,
+``clipnorm`` (per gradient) or ``global_clipnorm``.
 """
 
 from __future__ import annotations
@@ -22,13 +30,38 @@ from typing import Any
 import numpy as np
 
 from braze.autodiff import no_grad
+from braze.ir.dtypes import float64
 from braze.lazy import barrier
-from braze.ops import clip, full, maximum, sqrt
+from braze.ops import astype, clip, full, maximum, sqrt
 from braze.ops import sum as reduce_sum
+from braze.ops.core import scalar_input
 from braze.runtime.device import Device, as_device
 from braze.tensor import Tensor
 
 Slots = dict[str, Tensor]
+# A hyperparameter: a number, a 0-d tensor, or (the learning rate) a schedule of the step count.
+Hyperparameter = Any
+
+
+def active(value: Hyperparameter) -> bool:
+    """Whether a hyperparameter's term is part of the update: a zero one is left out (a
+    tensor or a schedule may be anything, so its term is always computed)."""
+    return not isinstance(value, (int, float, np.number)) or value != 0
+
+
+def real(value: Hyperparameter) -> Any:
+    """A number as it is, a tensor in float64: arithmetic between hyperparameters
+    (``1 - beta``, ``lr * weight_decay``) is done in double precision, as Python does it."""
+    return astype(value, float64) if isinstance(value, Tensor) else value
+
+
+def check_positive(optimizer: str, allow_zero: bool = False, **hyperparameters: Hyperparameter) -> None:
+    """A ValueError naming any hyperparameter given as a number that is negative (or zero,
+    unless ``allow_zero``); tensors and schedules are taken as they are."""
+    for name, value in hyperparameters.items():
+        if isinstance(value, (int, float, np.number)) and (value < 0 or (value == 0 and not allow_zero)):
+            bound = "0 or more" if allow_zero else "more than 0"
+            raise ValueError(f"{optimizer}: {name} must be {bound}, got {value}")
 
 
 def zeros_data(param: Tensor, shape: tuple[int, ...] | None = None) -> Tensor:
@@ -42,38 +75,40 @@ def full_data(param: Tensor, value: float, shape: tuple[int, ...] | None = None)
 
 
 class Optimizer:
+    """The base of braze's optimizers: ``zero_grad()`` and ``step()`` over the bound parameters
+    (a Module or tensors), each parameter's slots in ``state`` (made when the parameters are
+    bound), and ``iterations``, the count of steps taken (Keras's name), a 0-d int64 tensor
+    that a learning-rate schedule reads; subclasses define ``init_slots`` and ``update``."""
+
+    jit_inputs: tuple[str, ...] = ("lr",)  # numbers read afresh by every call of a jitted step
     clipvalue: float | None = None
     clipnorm: float | None = None
     global_clipnorm: float | None = None
 
     def __init__(self, params: Any = None) -> None:
         self.params: list[Tensor] = []
-        self.state: list[Slots | None] = []
-        self.steps = 0
-        self._constants: dict[tuple, Tensor] = {}  # this step's, by (value, dtype, device)
-        self._index: dict[int, int] = {}
+        self.state: list[Slots] = []
+        self.iterations: Tensor | None = None
+        self._constants: dict[tuple, Any] = {}  # this step's, by (value or id, dtype, device)
+        self._held: list[Any] = []  # the values named by id in _constants
+        self._index: dict[int, int] = {}  # a parameter's position, by id
         if params is not None:
             self.bind(params)
 
     @property
-    def learning_rate(self) -> float:
+    def learning_rate(self) -> Hyperparameter:
+        """Keras's name of ``lr``: a number (set it between steps), a tensor or a schedule."""
         return self.lr
 
     @learning_rate.setter
-    def learning_rate(self, value: float) -> None:
-        value = float(value)
-        if value < 0:
-            raise ValueError(f"{type(self).__name__}: the learning rate must not be negative, got {value}")
-        self.lr = value
-
-    @property
-    def iterations(self) -> int:
-        """How many updates the optimizer has applied (Keras's ``iterations``)."""
-        return self.steps
+    def learning_rate(self, value: Hyperparameter) -> None:
+        check_positive(type(self).__name__, allow_zero=True, learning_rate=value)
+        self.lr = float(value) if isinstance(value, (int, float, np.number)) else value
 
     @property
     def variables(self) -> list[Tensor]:
-        return [t for slots in self.state for t in (slots or {}).values()]
+        """The optimizer's state: its step count and every slot."""
+        return [self.iterations, *(t for slots in self.state for t in slots.values())]
 
     def bind(self, params: Any) -> Optimizer:
         """Attach the parameters to optimize (a Module or an iterable of tensors)."""
@@ -84,7 +119,10 @@ class Optimizer:
             if not isinstance(p, Tensor) or not p.requires_grad:
                 raise TypeError(f"{type(self).__name__}: parameters must be tensors that require grad")
         self.params = list(found)
-        self.state = [None] * len(self.params)
+        # Made now, not on the first step, so that the first step already has the state of
+        # every later one (under braze.jit: one compile, not one more after the first step).
+        self.state = [self.init_slots(p) for p in self.params]
+        self.iterations = Tensor.from_numpy(np.zeros((), np.int64), self.params[0].device)
         self._index = {id(p): i for i, p in enumerate(self.params)}
         return self
 
@@ -97,14 +135,47 @@ class Optimizer:
         raise NotImplementedError
 
     def constant(self, value: float, like: Tensor) -> Tensor:
-        """``value`` as a 0-d tensor of ``like``'s dtype and device, made once per ``step()``
-        for all the parameters (updates multiply by it as by a number): on a lazy device one
-        constant for the step, not one per parameter. Forgotten when the updates are made,
-        so that a lazy step's barrier never computes them as results."""
+        """``value``, a number written in the update rule (``1.0``), as a 0-d constant of
+        ``like``'s dtype and device, made once per ``step()`` for all the parameters: on a
+        lazy device one constant for the step, not one per parameter. Forgotten when the
+        updates are made, so that a lazy step's barrier never computes them as results."""
         key = (value, like.dtype, like.device)
         found = self._constants.get(key)
         if found is None:
             found = self._constants[key] = full((), value, like.dtype, like.device)
+        return found
+
+    def hyperparameter(self, value: Hyperparameter, like: Tensor) -> Tensor:
+        """A hyperparameter's value now as a 0-d tensor of ``like``'s dtype and device, made
+        once per ``step()``: a number is a constant that a lazy trace takes as a graph input
+        whatever its value (a new learning rate, 1 or 0 included, is not a new graph), a
+        tensor is converted, and a schedule is evaluated at ``iterations``."""
+        number = isinstance(value, (int, float, np.number))
+        key = (("number", value) if number else id(value), like.dtype, like.device)
+        found = self._constants.get(key)
+        if found is None:
+            if not number:  # alive until the step ends, so that its id names nothing else meanwhile
+                self._held.append(value)
+            current = self.current(value)
+            if isinstance(current, Tensor):
+                if current.shape != ():
+                    raise ValueError(f"{type(self).__name__}: a hyperparameter tensor must be 0-d, got {current.shape}")
+                found = astype(current.to(like.device), like.dtype)
+            else:
+                found = scalar_input(current, like.dtype, like.device)
+            self._constants[key] = found
+        return found
+
+    def current(self, value: Hyperparameter) -> Any:
+        """A hyperparameter's value at this step: a schedule evaluated at ``iterations``
+        (once per ``step()``), anything else as it is."""
+        if isinstance(value, Tensor) or not callable(value):
+            return value
+        key = ("schedule", id(value))
+        found = self._constants.get(key)
+        if found is None:
+            self._held.append(value)
+            found = self._constants[key] = value(self.iterations)
         return found
 
     @contextlib.contextmanager
@@ -113,6 +184,7 @@ class Optimizer:
             yield
         finally:
             self._constants.clear()
+            self._held.clear()
 
     def zero_grad(self) -> None:
         for p in self.params:
@@ -125,9 +197,10 @@ class Optimizer:
             raise RuntimeError(f"{type(self).__name__}: no parameters; pass them or a model to the optimizer")
         self._apply([(i, p, p.grad) for i, p in enumerate(self.params) if p.grad is not None])
 
-    def apply_gradients(self, grads_and_vars: Iterable[tuple[Tensor | None, Tensor]]) -> int:
+    def apply_gradients(self, grads_and_vars: Iterable[tuple[Tensor | None, Tensor]]) -> Tensor:
         """Keras's update: each variable takes its gradient's step (a None gradient is
-        skipped); variables the optimizer does not hold yet are added to it."""
+        skipped); variables the optimizer does not hold yet are added to it. Returns
+        ``iterations``."""
         pairs = [(g, v) for g, v in grads_and_vars if g is not None]
         if not pairs:
             raise ValueError(f"{type(self).__name__}.apply_gradients: no gradients (every gradient is None)")
@@ -137,12 +210,15 @@ class Optimizer:
                 raise TypeError(f"{type(self).__name__}.apply_gradients: variables must be tensors that require grad")
             index = self._index.get(id(var))
             if index is None:
-                index = self._index[id(var)] = len(self.params)
-                self.params.append(var)
-                self.state.append(None)
+                if not self.params:
+                    self.bind([var])
+                else:
+                    self.params.append(var)
+                    self.state.append(self.init_slots(var))
+                index = self._index[id(var)] = len(self.params) - 1
             updates.append((index, var, grad))
         self._apply(updates)
-        return self.steps
+        return self.iterations
 
     def apply(self, grads: Any, trainable_variables: Any = None, state: list[Slots] | None = None) -> Any:
         """Keras 3's ``optimizer.apply(grads, variables)`` (without variables, the gradients
@@ -170,8 +246,11 @@ class Optimizer:
         return grads
 
     def _apply(self, updates: list[tuple[int, Tensor, Tensor]]) -> None:
-        """Step each (index, parameter, gradient) in place; then a lazy device's barrier."""
-        self.steps += 1
+        """Step each (index, parameter, gradient) in place and count the step; then a lazy
+        device's barrier."""
+        device = self.params[0].device
+        if self.iterations.device != device:  # the model moved after the optimizer was made
+            self.to(device)
         with no_grad(), self._step_constants():
             grads = self._clipped([grad for _, _, grad in updates])
             for (i, p, _), grad in zip(updates, grads, strict=True):
@@ -180,14 +259,15 @@ class Optimizer:
                 if grad.shape != p.shape:
                     raise ValueError(f"gradient of shape {grad.shape} for a parameter of shape {p.shape}")
                 slots = self.state[i]
-                if slots is None:
-                    slots = self.state[i] = self.init_slots(p)
                 new_p, new_slots = self.update(p, grad, slots)
                 p._assign(new_p)
                 for name, value in new_slots.items():
-                    slots[name]._assign(value)
-        device = updates[0][1].device if updates else None
-        if device is not None and device.is_lazy:
+                    if name in slots:
+                        slots[name]._assign(value)
+                    else:  # a slot needed from now on (momentum turned on mid-run)
+                        slots[name] = value.detach()
+            self.iterations._assign(self.iterations + 1)
+        if device.is_lazy:
             barrier(device)  # a lazy training step ends here, as users of X10's barrier expect
 
     def apply_state(
@@ -207,7 +287,9 @@ class Optimizer:
     def to(self, device: Device | str) -> Optimizer:
         """Move the optimizer's slots (X10's ``SGD(copying:to:)``)."""
         target = as_device(device)
+        if self.iterations is not None:
+            self.iterations.move_(target)
         for slots in self.state:
-            for value in (slots or {}).values():
+            for value in slots.values():
                 value.move_(target)
         return self

@@ -4,22 +4,29 @@ from __future__ import annotations
 
 from typing import Any
 
-from braze.optim.optimizer import Optimizer, Slots, zeros_data
+from braze.optim.optimizer import Hyperparameter, Optimizer, Slots, active, check_positive, zeros_data
 from braze.tensor import Tensor
 
 
 class SGD(Optimizer):
+    """Stochastic gradient descent, with optional (Nesterov) momentum and L2 ``weight_decay``.
+
+    ``lr`` may be a number, a 0-d tensor or a schedule (``braze.optim.schedules``); a zero
+    ``momentum`` or ``weight_decay`` leaves its term out."""
+
+    jit_inputs = ("lr", "momentum", "weight_decay")
+
     def __init__(
         self,
         params: Any = None,
-        lr: float = 0.01,
-        momentum: float = 0.0,
+        lr: Hyperparameter = 0.01,
+        momentum: Hyperparameter = 0.0,
         nesterov: bool = False,
-        weight_decay: float = 0.0,
+        weight_decay: Hyperparameter = 0.0,
     ) -> None:
-        if lr <= 0 or momentum < 0 or weight_decay < 0:
-            raise ValueError(f"SGD: invalid lr={lr}, momentum={momentum} or weight_decay={weight_decay}")
-        if nesterov and momentum == 0:
+        check_positive("SGD", lr=lr)
+        check_positive("SGD", allow_zero=True, momentum=momentum, weight_decay=weight_decay)
+        if nesterov and not active(momentum):
             raise ValueError("SGD: Nesterov momentum needs momentum > 0")
         self.lr, self.momentum, self.nesterov, self.weight_decay = lr, momentum, nesterov, weight_decay
         super().__init__(params)
@@ -32,15 +39,16 @@ class SGD(Optimizer):
         return cls(**config)
 
     def init_slots(self, param: Tensor) -> Slots:
-        return {"momentum": zeros_data(param)} if self.momentum else {}
+        return {"momentum": zeros_data(param)} if active(self.momentum) else {}
 
     def update(self, param: Tensor, grad: Tensor, slots: Slots) -> tuple[Tensor, Slots]:
-        lr = self.constant(self.lr, param)
-        if self.weight_decay:
-            grad = grad + param * self.constant(self.weight_decay, param)
-        if not self.momentum:
+        lr = self.hyperparameter(self.lr, param)
+        if active(self.weight_decay):
+            grad = grad + param * self.hyperparameter(self.weight_decay, param)
+        if not active(self.momentum):
             return param - grad * lr, {}
-        momentum = self.constant(self.momentum, param)
-        velocity = slots["momentum"] * momentum + grad
+        momentum = self.hyperparameter(self.momentum, param)
+        previous = slots.get("momentum")  # none yet when momentum was turned on after the optimizer was made
+        velocity = grad if previous is None else previous * momentum + grad
         direction = grad + velocity * momentum if self.nesterov else velocity
         return param - direction * lr, {"momentum": velocity}

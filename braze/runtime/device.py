@@ -81,7 +81,9 @@ class Device:
 
 
 CPU = Device("CPU", 0, "EAGER")
+"""The eager CPU, ``cpu:0:eager``: ops run at once, on NumPy. The default device."""
 LAZY_CPU = Device("CPU", 0, "LAZY")
+"""The lazy CPU, ``cpu:0:lazy`` (X10's ``Device.defaultXLA``): ops are recorded and compiled at a barrier."""
 _DEFAULT: list[Device] = [CPU]
 
 
@@ -91,6 +93,7 @@ def default_device() -> Device:
 
 
 def set_default_device(device: Device | str) -> None:
+    """Make ``device`` the one new tensors and models are created on (``braze.config.set_jit`` sets the lazy CPU)."""
     _DEFAULT[0] = as_device(device)
 
 

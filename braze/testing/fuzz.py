@@ -7,7 +7,10 @@ passes alone), ``cpu`` (native code, fused) and ``cpu-unfused`` (one kernel per 
 ``BRAZE_FUSION=0``). Programs are traced as ``@braze.jit`` traces them and go through the
 same pass pipeline; the native ones are compiled a batch at a time into one library. The
 ``jit`` backend calls ``braze.jit`` itself, one compile per program: slower, and it also
-covers how jit passes arguments and results in and out.
+covers how jit passes arguments and results in and out. The ``jit-state`` backend runs,
+for each seed, a stateful program instead (:mod:`braze.testing.stateful`): a model trained
+and evaluated over several jitted calls while hyperparameters, the mode, the random seed
+and a closed-over number change between them, against the same calls made eagerly.
 
 Program ``i`` of a run with seed ``K`` is drawn from seed ``K + i``, so a failure is
 reproduced exactly by ``braze fuzz --seed K+i --programs 1``.
@@ -15,10 +18,11 @@ reproduced exactly by ``braze fuzz --seed K+i --programs 1``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,9 +38,10 @@ from braze.ir.graph import Graph
 from braze.passes import pipeline
 from braze.testing.generate import draw_program
 from braze.testing.programs import Program, step_function, valid
+from braze.testing.stateful import StatefulProgram, check_stateful, draw_stateful
 
-BACKENDS = ("reference", "cpu", "cpu-unfused", "jit")
-DEFAULT_BACKENDS = BACKENDS[:3]  # "jit" (the user's path, one compile per program) on request
+BACKENDS = ("reference", "cpu", "cpu-unfused", "jit", "jit-state")
+DEFAULT_BACKENDS = BACKENDS[:3]  # "jit" and "jit-state" (the user's path, compiles per program) on request
 RTOL = {"float32": 2e-5, "float64": 1e-11}
 EPS = {"float32": float(np.finfo(np.float32).eps), "float64": float(np.finfo(np.float64).eps)}
 OTHER = {"float32": "float64", "float64": "float32"}
@@ -44,7 +49,7 @@ OTHER = {"float32": "float64", "float64": "float32"}
 
 @dataclass
 class Failure:
-    program: Program
+    program: Program | StatefulProgram
     backend: str
     kind: str  # "crash" or "mismatch"
     message: str
@@ -190,6 +195,11 @@ def _crash(error: BaseException) -> str:
 def check_batch(programs: Sequence[Program], backends: Sequence[str], cache: cpu.DiskCache | None) -> list[Failure]:
     """Run every program on every backend; the failures (at most one per program and backend)."""
     failures: list[Failure] = []
+    if "jit-state" in backends:
+        failures += _check_stateful([program.seed for program in programs], cache)
+        backends = [b for b in backends if b != "jit-state"]
+        if not backends:
+            return failures
     ready: list[tuple[Program, Baseline, Graph, list[np.ndarray]]] = []
     for program in programs:
         try:
@@ -243,24 +253,46 @@ def check_batch(programs: Sequence[Program], backends: Sequence[str], cache: cpu
     return failures
 
 
-def _run_jit(program: Program, cache: cpu.DiskCache | None) -> list[np.ndarray]:
+@contextlib.contextmanager
+def _jit_settings(cache: cpu.DiskCache | None) -> Iterator[None]:
+    """Native fused code for ``braze.jit``, compiled into the run's own cache."""
     settings = {"BRAZE_BACKEND": "cpu", "BRAZE_FUSION": "1"}
     if cache is not None:
         settings["BRAZE_CACHE"] = str(cache.root.parent)
     saved = {name: os.environ.get(name) for name in settings}
     os.environ.update(settings)
     try:
-        # An updated input's buffer may take its new value, as an optimizer's parameters do.
-        donated = program.differentiated if program.update else ()
-        step = B.jit(program.function(), donate_argnums=donated)
-        with np.errstate(all="ignore"):
-            return [t.numpy() for t in step(*[B.tensor(a) for a in program.arrays()])]
+        yield
     finally:
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def _run_jit(program: Program, cache: cpu.DiskCache | None) -> list[np.ndarray]:
+    with _jit_settings(cache):
+        # An updated input's buffer may take its new value, as an optimizer's parameters do.
+        donated = program.differentiated if program.update else ()
+        step = B.jit(program.function(), donate_argnums=donated)
+        with np.errstate(all="ignore"):
+            return [t.numpy() for t in step(*[B.tensor(a) for a in program.arrays()])]
+
+
+def _check_stateful(seeds: Sequence[int], cache: cpu.DiskCache | None) -> list[Failure]:
+    failures = []
+    for seed in seeds:
+        program = draw_stateful(seed)
+        try:
+            with _jit_settings(cache):
+                why = check_stateful(program)
+        except Exception as error:  # noqa: BLE001 - any error of braze's is a finding
+            failures.append(Failure(program, "jit-state", "crash", _crash(error)))
+            continue
+        if why:
+            failures.append(Failure(program, "jit-state", "mismatch", why))
+    return failures
 
 
 def _runners(backend: str, graphs: list[Graph], cache: cpu.DiskCache | None) -> list[Callable]:
@@ -305,7 +337,7 @@ def fuzz(
     Each failure is shrunk to a minimal failing program and written under ``out`` (with
     ``shrink``); the report lists them. ``log`` (``braze fuzz``: stderr) receives a progress
     line and the summary."""
-    from braze.testing.shrink import shrink_failure, write_failure
+    from braze.testing.shrink import shrink_failure, write_failure, write_stateful_failure
 
     backends = tuple(backends or available_backends())
     unknown = [b for b in backends if b not in BACKENDS]
@@ -329,7 +361,9 @@ def fuzz(
             failures = check_batch(batch, backends, cache)
             report.programs += count
             for failure in _first_per_program(failures):
-                if shrink and out is not None:
+                if isinstance(failure.program, StatefulProgram):  # reproduced by its seed, not shrunk
+                    failure.folder = None if out is None else write_stateful_failure(failure, Path(out))
+                elif shrink and out is not None:
                     failure.folder = write_failure(shrink_failure(failure, cache), Path(out))
                 report.failures.append(failure)
             report.seconds = time.perf_counter() - start

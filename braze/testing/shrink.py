@@ -109,6 +109,32 @@ def write_failure(failure: Failure, out: Path) -> Path:
     return folder
 
 
+def write_stateful_failure(failure: Failure, out: Path) -> Path:
+    """Write a stateful program's failure to ``out/program-SEED-jit-state/``: ``program.txt``
+    (the program and what went wrong) and ``program.py``, which checks it again."""
+    program = failure.program
+    folder = out / f"program-{program.seed}-{failure.backend}"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "program.txt").write_text(f"{failure.kind}: {failure.message}\n{program.describe()}\n")
+    (folder / "program.py").write_text(
+        f'''"""Found by braze fuzz: {failure.kind} on {failure.backend} (stateful program {program.seed}).
+
+{failure.message}
+"""
+
+import sys
+
+from braze.testing.stateful import check_stateful, draw_stateful
+
+if __name__ == "__main__":
+    why = check_stateful(draw_stateful({program.seed}))
+    print(why or "eager and @braze.jit agree")
+    sys.exit(1 if why else 0)
+'''
+    )
+    return folder
+
+
 def script(failure: Failure) -> str:
     """A standalone Python script that runs the program eagerly and under ``@braze.jit`` on
     the failure's backend and compares; it exits non-zero while the bug is there."""

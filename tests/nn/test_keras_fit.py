@@ -207,3 +207,34 @@ def test_fit_with_jit_compile_and_set_jit_matches_eager():
         np.testing.assert_allclose(other.predict(x), eager.predict(x), rtol=1e-4, atol=1e-5)
         expected = eager.evaluate(x, y, verbose=0)
         np.testing.assert_allclose(other.evaluate(x, y, verbose=0), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_fit_with_a_schedule_and_dropout_matches_eager_under_jit_compile_and_set_jit():
+    from braze.keras.optimizers.schedules import CosineDecay
+
+    x, y = data()
+
+    def fitted(**options):
+        g = braze.Generator(0)
+        net = Sequential(
+            Dense(8, activation="relu", input_dim=FEATURES, generator=g),
+            braze.nn.Dropout(0.3, seed=5),
+            Dense(1, activation="sigmoid", generator=g),
+        )
+        schedule = CosineDecay(0.0, 8, warmup_target=0.05, warmup_steps=3)
+        net.compile(loss="binary_crossentropy", optimizer=Adam(lr=schedule), **options)
+        net.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
+        return net
+
+    eager = fitted()
+    jitted = fitted(jit_compile=True)
+    braze.config.set_jit(True)
+    try:
+        lazy = fitted()
+    finally:
+        braze.config.set_jit(False)
+    for other in (jitted, lazy):
+        for a, b in zip(other.parameters(), eager.parameters(), strict=True):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-5)
+    # One step graph per batch size (16, and the last batch's 6), whatever the learning rate and masks.
+    assert jitted._trainer.train_function.compiles == 2

@@ -88,7 +88,7 @@ def test_updates_follow_keras_formulas(optimizer, reference):
     for _ in range(3):
         opt.apply_gradients([(braze.tensor(gradient(w.numpy()).astype(np.float32)), w)])
     np.testing.assert_allclose(w.numpy(), numpy_run(reference), rtol=1e-5, atol=1e-6)
-    assert opt.iterations == 3
+    assert opt.iterations.item() == 3
 
 
 def test_clipping_and_learning_rate_changes():
@@ -107,12 +107,19 @@ def test_clipping_and_learning_rate_changes():
     assert clipped.item() == pytest.approx(1.5)
 
 
+def test_a_keras_schedule_sets_each_steps_learning_rate():
+    schedule = optimizers.schedules.ExponentialDecay(0.5, decay_steps=1, decay_rate=0.5)
+    w = braze.tensor([1.0], requires_grad=True)
+    opt = optimizers.SGD(schedule)
+    for _ in range(3):
+        opt.apply_gradients([(braze.tensor([1.0]), w)])
+    assert w.item() == pytest.approx(1.0 - 0.5 - 0.25 - 0.125)
+
+
 def test_a_none_gradient_is_skipped_and_unsupported_options_fail_at_once():
     w, unused = braze.tensor([1.0], requires_grad=True), braze.tensor([1.0], requires_grad=True)
     optimizers.SGD(0.5).apply_gradients([(braze.tensor([1.0]), w), (None, unused)])
     assert (w.item(), unused.item()) == (0.5, 1.0)
-    with pytest.raises(NotImplementedError, match="schedules are not supported yet"):
-        optimizers.Adam(learning_rate=lambda step: 0.1)
     with pytest.raises(NotImplementedError, match="use_ema"):
         optimizers.Adam(use_ema=True)
     with pytest.raises(TypeError, match=r"unexpected argument\(s\) \['decay'\]"):

@@ -43,14 +43,20 @@ def test_build_runs_once_on_first_use_with_the_full_shape():
 
 def test_training_follows_the_call_then_the_enclosing_call_then_the_mode():
     inner = Scale()
-    model = keras.Sequential([inner])
+    inputs = keras.Input(shape=(2,))
+    model = keras.Model(inputs, inner(inputs))
     model(np.ones((1, 2), np.float32))
-    assert inner.seen_training is False  # a Keras model runs in inference mode by default
+    assert inner.seen_training is False  # a functional model runs in inference mode by default
     model(np.ones((1, 2), np.float32), training=True)
     assert inner.seen_training is True
     model.train()
     model(np.ones((1, 2), np.float32))
     assert inner.seen_training is True
+    sequential = keras.Sequential([inner])
+    sequential(np.ones((1, 2), np.float32))
+    assert inner.seen_training is True  # a Sequential starts in training mode, as braze's modules do
+    sequential(np.ones((1, 2), np.float32), training=False)
+    assert inner.seen_training is False
 
 
 def test_add_loss_and_regularizers_are_the_layers_losses_for_the_last_call():

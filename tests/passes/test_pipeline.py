@@ -28,7 +28,8 @@ def test_lenet_step_kernel_count_and_peak_memory_are_pinned():
     optimized, _ = pipeline.run(graph, verify=True)
     report = build_report(graph, optimized)
     # Regressions in fusion show up here first; update the numbers only for a deliberate change.
-    assert (report.unfused_kernels, report.kernels) == (122, 48), report.summary()
+    # (One of them counts the optimizer's steps, an int64 scalar that fuses with nothing.)
+    assert (report.unfused_kernels, report.kernels) == (123, 49), report.summary()
     assert report.unfused_peak_bytes == 19_416_064, report.summary()
     assert report.peak_bytes == 15_332_608, report.summary()
     assert report.peak_bytes < report.unfused_peak_bytes
@@ -82,7 +83,7 @@ def test_braze_hlo_prints_the_lenet_step(capsys, tmp_path):
     dot = tmp_path / "lenet.dot"
     assert cli.main(["hlo", "lenet", "--summary", "--dot", str(dot)]) == 0
     out = capsys.readouterr().out
-    assert "kernels: 48 after fusion (unfused: 122)" in out
+    assert "kernels: 49 after fusion (unfused: 123)" in out
     assert dot.read_text().startswith("digraph braze {")
 
 

@@ -1,0 +1,313 @@
+"""What a jitted function reads from Python, found on every call by walking what it can reach.
+
+The roots are the arguments and the function's own state: the object of a bound method, a
+callable object itself, the cells a function closes over and the globals its code names,
+and the same of every user function met on the way (functions of braze, the standard
+library and installed packages are only compared by identity). From the roots the walk
+follows lists, tuples, dicts and the public attributes of objects (names without a
+leading underscore), at most ``MAX_DEPTH`` deep, and sorts what it meets:
+
+- **tensors** are state: their values are the executable's inputs, read on every call;
+- **numbers held in an attribute that the object's class lists in** ``jit_inputs`` (an
+  optimizer's learning rate and its other hyperparameters) are inputs too, read on every
+  call; a zero one is a guard instead, since a zero term (no weight decay, no momentum)
+  is left out of the computation;
+- **objects whose class sets** ``jit_ignore = True`` (Keras callbacks, such as the
+  ``model.history`` that ``fit`` keeps) are passed over: they hold nothing a step computes
+  with;
+- **everything else** is a guard, part of the key under which the executable is cached:
+  every other number, bool, string and None (a module's ``training`` flag, a dropout rate,
+  a closed-over float), a NumPy array's shape, dtype and identity (and the values of a
+  small one), and the identity of functions, classes, modules and random generators
+  (whose keys are drawn as inputs, see :mod:`braze.ops.random`).
+
+A tensor's guard is its shape, dtype and device. The key holds each entry with the path
+it was reached by (``args[1].lr``, ``scale``, ``args[0].layers[2].training``), so that a
+new key can be explained by the entries that changed.
+"""
+
+from __future__ import annotations
+
+import dis
+import enum
+import functools
+import os
+import sysconfig
+import types
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from braze.ir.dtypes import DType
+from braze.ops.random import Generator
+from braze.runtime.device import Device
+from braze.tensor import Tensor
+
+MAX_DEPTH = 32  # containers and objects nested deeper are guarded by their path alone
+SMALL_ARRAY = 64  # elements: up to this size a NumPy array is guarded by its values
+
+# Compared by value: a change is a change of the key.
+_VALUES = (bool, int, float, complex, str, bytes, type(None), np.generic, np.dtype, DType, Device, enum.Enum)
+_REAL = (int, float, np.integer, np.floating)
+_CODE = (types.FunctionType, types.MethodType, functools.partial)
+_LIBRARY = tuple(
+    {
+        os.path.dirname(os.path.abspath(__file__)) + os.sep,
+        *(sysconfig.get_paths()[name] + os.sep for name in ("stdlib", "platstdlib", "purelib", "platlib")),
+        "<frozen ",
+    }
+)
+
+_USER_IN_BRAZE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testing") + os.sep
+INPUT = "input"  # the key's mark of a number that is an input
+
+
+@dataclass
+class Holder:
+    """Where one input number lives: ``getattr(owner, name)``, or its ``index``-th item."""
+
+    owner: Any
+    name: str
+    index: int | None
+    path: str
+
+
+class Reads:
+    """What one call reads: its state tensors (with their paths), the input numbers (with
+    where they live) and the key of everything guarded."""
+
+    __slots__ = ("tensors", "paths", "numbers", "holders", "entries")
+
+    def __init__(self) -> None:
+        self.tensors: list[Tensor] = []
+        self.paths: list[str] = []
+        self.numbers: list[float] = []
+        self.holders: list[Holder] = []
+        self.entries: list[tuple] = []
+
+    @property
+    def key(self) -> tuple:
+        return tuple(self.entries)
+
+
+def function_roots(fn: Callable[..., Any]) -> list[tuple[str, Any]]:
+    """The roots of ``fn``'s own state, as (path, value) pairs read now."""
+    if isinstance(fn, types.MethodType):
+        return [("self", fn.__self__), *function_roots(fn.__func__)]
+    if isinstance(fn, functools.partial):
+        return [("partial", (fn.args, fn.keywords)), *function_roots(fn.func)]
+    if not isinstance(fn, types.FunctionType):
+        return [("fn", fn)]
+    if _is_library(fn.__code__):
+        return []
+    roots = []
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True):
+        try:
+            roots.append((name, cell.cell_contents))
+        except ValueError:  # a cell not filled yet (a name assigned after the function was made)
+            continue
+    namespace = fn.__globals__
+    roots += [(name, namespace[name]) for name in _global_names(fn.__code__) if name in namespace]
+    return roots
+
+
+@functools.cache
+def _global_names(code: types.CodeType) -> tuple[str, ...]:
+    """Every name that ``code`` and the code inside it (lambdas, comprehensions) read as a global."""
+    names = dict.fromkeys(i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME"))
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names.update(dict.fromkeys(_global_names(const)))
+    return tuple(names)
+
+
+@functools.cache
+def _is_library(code: types.CodeType) -> bool:
+    """Code of braze (but its fuzzer's programs), the standard library or an installed package."""
+    return code.co_filename.startswith(_LIBRARY) and not code.co_filename.startswith(_USER_IN_BRAZE)
+
+
+# How the walk treats a value, by its type (found once per type, see _category).
+_SCALAR, _TENSOR, _SEQUENCE, _DICT, _ARRAY, _FUNCTION, _OPAQUE, _OBJECT, _IGNORED = range(9)
+_CATEGORIES: dict[type, int] = {bool: _SCALAR, int: _SCALAR, float: _SCALAR, str: _SCALAR, type(None): _SCALAR}
+
+
+def _category(kind: type) -> int:
+    if getattr(kind, "jit_ignore", False) is True:
+        found = _IGNORED
+    elif issubclass(kind, _VALUES):
+        found = _SCALAR
+    elif issubclass(kind, Tensor):
+        found = _TENSOR
+    elif kind is list or kind is tuple:
+        found = _SEQUENCE
+    elif kind is dict:
+        found = _DICT
+    elif issubclass(kind, np.ndarray):
+        found = _ARRAY
+    elif issubclass(kind, _CODE):
+        found = _FUNCTION
+    elif issubclass(kind, (Generator, type, types.ModuleType, types.BuiltinFunctionType)):
+        found = _OPAQUE
+    else:
+        found = _OBJECT  # an object without a __dict__ is compared by identity (see visit)
+    _CATEGORIES[kind] = found
+    return found
+
+
+def read(roots: list[tuple[str, Any]]) -> Reads:
+    """Walk ``roots`` (path, value) and sort what they reach (see the module docstring)."""
+    reads = Reads()
+    seen: set[int] = set()
+    tensors, paths, entries = reads.tensors, reads.paths, reads.entries
+    categories = _CATEGORIES
+
+    def visit(value: Any, path: str, depth: int) -> None:
+        kind = type(value)
+        category = categories.get(kind)
+        if category is None:
+            category = _category(kind)
+        if category == _SCALAR:
+            entries.append((path, kind, value))
+        elif category == _TENSOR:
+            if id(value) not in seen:
+                seen.add(id(value))
+                tensors.append(value)
+                paths.append(path)
+                entries.append((path, value._aval, value.device))
+        elif id(value) in seen:
+            return
+        elif depth > MAX_DEPTH:
+            entries.append((path, "beyond the walk's depth"))
+        elif category == _OBJECT and hasattr(value, "__dict__"):
+            seen.add(id(value))
+            lifted = getattr(kind, "jit_inputs", ())
+            entries.append((path, kind))
+            for name, item in vars(value).items():
+                if name[0] == "_":
+                    continue
+                child = f"{path}.{name}"
+                if name in lifted and _lift(reads, value, name, item, child):
+                    continue
+                visit(item, child, depth + 1)
+        elif category == _SEQUENCE:
+            seen.add(id(value))
+            entries.append((path, kind, len(value)))
+            for i, item in enumerate(value):
+                visit(item, f"{path}[{i}]", depth + 1)
+        elif category == _DICT:
+            seen.add(id(value))
+            entries.append((path, kind, tuple(value)))
+            for name, item in value.items():
+                visit(item, f"{path}[{name!r}]", depth + 1)
+        elif category == _ARRAY:
+            contents = value.tobytes() if value.size <= SMALL_ARRAY else id(value)
+            entries.append((path, value.shape, value.dtype, contents))
+        elif category == _FUNCTION:
+            seen.add(id(value))
+            entries.append((path, value))
+            for name, item in function_roots(value):
+                visit(item, f"{path}.{name}", depth + 1)
+        elif category == _IGNORED:
+            return
+        else:
+            entries.append((path, _identity(value)))
+
+    for path, value in roots:
+        visit(value, path, 0)
+    return reads
+
+
+def _identity(value: Any) -> Any:
+    try:
+        hash(value)
+    except TypeError:
+        return (type(value), id(value))
+    return value
+
+
+def _lift(reads: Reads, owner: Any, name: str, value: Any, path: str) -> bool:
+    """Note ``value`` (a number, or a tuple or list of numbers) as inputs; False when it is
+    something else, which the walk then visits."""
+    if isinstance(value, _REAL) and not isinstance(value, (bool, np.bool_)):
+        _lift_number(reads, Holder(owner, name, None, path), value)
+        return True
+    if type(value) in (tuple, list) and value and all(isinstance(v, _REAL) and not isinstance(v, bool) for v in value):
+        reads.entries.append((path, type(value), len(value)))
+        for i, item in enumerate(value):
+            _lift_number(reads, Holder(owner, name, i, f"{path}[{i}]"), item)
+        return True
+    return False
+
+
+def _lift_number(reads: Reads, holder: Holder, value: Any) -> None:
+    if value == 0:  # leaves its term out of the computation: a guard
+        reads.entries.append((holder.path, type(value), value))
+        return
+    reads.entries.append((holder.path, INPUT))
+    reads.numbers.append(float(value))
+    reads.holders.append(holder)
+
+
+def differences(before: tuple, after: tuple) -> Iterator[tuple[str, tuple | None, tuple | None]]:
+    """(path, old payload, new payload) of each entry that differs between two keys; None
+    for an entry that one of them does not have."""
+    old = {entry[0]: entry[1:] for entry in before}
+    new = {entry[0]: entry[1:] for entry in after}
+    for path, payload in new.items():
+        if old.get(path) != payload:
+            yield path, old.get(path), payload
+    for path, payload in old.items():
+        if path not in new:
+            yield path, payload, None
+
+
+def changes(before: tuple, after: tuple) -> Iterator[str]:
+    """The entries of key ``after`` that differ from ``before``, in words."""
+    for path, old, new in differences(before, after):
+        if old is None:
+            yield f"{path} is new"
+        elif new is None:
+            yield f"{path} is gone"
+        else:
+            yield _changed(path, old, new)
+
+
+def _changed(path: str, old: tuple, new: tuple) -> str:
+    if _is_tensor(old) and _is_tensor(new):
+        (old_aval, old_device), (new_aval, new_device) = old, new
+        if old_device != new_device:
+            return f"{path} device changed from {old_device} to {new_device}"
+        what = "shape" if old_aval.dtype == new_aval.dtype else "dtype"
+        return f"{path} {what} changed from {_aval(old_aval)} to {_aval(new_aval)}"
+    return f"{path} changed from {describe(old)} to {describe(new)}"
+
+
+def _is_tensor(payload: tuple) -> bool:
+    return len(payload) == 2 and isinstance(payload[1], Device)
+
+
+def _aval(aval: Any) -> str:
+    return f"{aval.dtype.name}{list(aval.shape)}"
+
+
+def describe(payload: tuple) -> str:
+    """One key entry's payload as a user reads it."""
+    if _is_tensor(payload):
+        return f"a {_aval(payload[0])} tensor on {payload[1]}"
+    if payload == (INPUT,):
+        return "an input number"
+    if len(payload) == 2 and isinstance(payload[0], type):
+        kind, value = payload
+        if kind in (list, tuple):
+            return f"a {kind.__name__} of {value}"
+        if kind is dict:
+            return f"a dict of keys {list(value)}"
+        return repr(value)
+    if len(payload) == 1 and isinstance(payload[0], type):
+        return f"a {payload[0].__name__}"
+    if len(payload) == 3 and isinstance(payload[0], tuple):
+        return f"an array {payload[1]}{list(payload[0])}"
+    return repr(payload[0]) if len(payload) == 1 else repr(payload)
