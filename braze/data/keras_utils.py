@@ -76,3 +76,4 @@ class Sequence:
 
 
 PyDataset = Sequence
+"""Keras 3's name of ``Sequence``."""

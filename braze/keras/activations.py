@@ -1,6 +1,35 @@
 """``keras.activations``."""
 
-from braze.nn.activations import *  # noqa: F403 - the same functions, under Keras's module path
-from braze.nn.activations import ACTIVATIONS, get
+from braze.nn.activations import (
+    elu,
+    gelu,
+    get,
+    leaky_relu,
+    linear,
+    log_softmax,
+    relu,
+    selu,
+    sigmoid,
+    silu,
+    softmax,
+    softplus,
+    swish,
+    tanh,
+)
 
-__all__ = [*ACTIVATIONS, "get"]
+__all__ = [
+    "elu",
+    "gelu",
+    "get",
+    "leaky_relu",
+    "linear",
+    "log_softmax",
+    "relu",
+    "selu",
+    "sigmoid",
+    "silu",
+    "softmax",
+    "softplus",
+    "swish",
+    "tanh",
+]

@@ -1,6 +1,41 @@
 """``keras.initializers``."""
 
-from braze.nn.initializers import *  # noqa: F403 - the same initializers, under Keras's module path
-from braze.nn.initializers import CLASSES, Initializer, deserialize, get, serialize
+from braze.nn.initializers import (
+    Constant,
+    GlorotNormal,
+    GlorotUniform,
+    HeNormal,
+    HeUniform,
+    Initializer,
+    LecunNormal,
+    LecunUniform,
+    Ones,
+    RandomNormal,
+    RandomUniform,
+    TruncatedNormal,
+    VarianceScaling,
+    Zeros,
+    deserialize,
+    get,
+    serialize,
+)
 
-__all__ = [*CLASSES, "Initializer", "deserialize", "get", "serialize"]
+__all__ = [
+    "Constant",
+    "GlorotNormal",
+    "GlorotUniform",
+    "HeNormal",
+    "HeUniform",
+    "Initializer",
+    "LecunNormal",
+    "LecunUniform",
+    "Ones",
+    "RandomNormal",
+    "RandomUniform",
+    "TruncatedNormal",
+    "VarianceScaling",
+    "Zeros",
+    "deserialize",
+    "get",
+    "serialize",
+]

@@ -1,16 +1,122 @@
 """``keras.layers``: braze's layers, which carry Keras's names and signatures."""
 
-from braze.nn.conv import *  # noqa: F403 - the same layers, under Keras's module path
-from braze.nn.conv import __all__ as _conv
-from braze.nn.functional import Input, InputLayer
-from braze.nn.layer import Layer
-from braze.nn.layers import *  # noqa: F403
-from braze.nn.layers import __all__ as _core
-from braze.nn.merging import *  # noqa: F403
-from braze.nn.merging import __all__ as _merging
-from braze.nn.normalization import BatchNormalization
+from braze.nn.conv import (
+    AveragePooling1D,
+    AveragePooling2D,
+    AvgPool1D,
+    AvgPool2D,
+    Conv1D,
+    Conv2D,
+    Convolution1D,
+    Convolution2D,
+    GlobalAveragePooling1D,
+    GlobalAveragePooling2D,
+    GlobalAvgPool1D,
+    GlobalAvgPool2D,
+    GlobalMaxPool1D,
+    GlobalMaxPool2D,
+    GlobalMaxPooling1D,
+    GlobalMaxPooling2D,
+    Layer,
+    MaxPool1D,
+    MaxPool2D,
+    MaxPooling1D,
+    MaxPooling2D,
+)
+from braze.nn.functional import (
+    Input,
+    InputLayer,
+)
+from braze.nn.layers import (
+    ELU,
+    Activation,
+    Dense,
+    Dropout,
+    Flatten,
+    Lambda,
+    LeakyReLU,
+    Linear,
+    ReLU,
+    Rescaling,
+    Reshape,
+    Sigmoid,
+    Softmax,
+    Tanh,
+)
+from braze.nn.merging import (
+    Add,
+    Average,
+    Concatenate,
+    Maximum,
+    Minimum,
+    Multiply,
+    Subtract,
+    add,
+    average,
+    concatenate,
+    maximum,
+    minimum,
+    multiply,
+    subtract,
+)
+from braze.nn.normalization import (
+    BatchNormalization,
+)
 
-__all__ = [*_conv, *_core, *_merging, "BatchNormalization", "Input", "InputLayer", "Layer"]
+__all__ = [
+    "Activation",
+    "Add",
+    "Average",
+    "AveragePooling1D",
+    "AveragePooling2D",
+    "AvgPool1D",
+    "AvgPool2D",
+    "BatchNormalization",
+    "Concatenate",
+    "Conv1D",
+    "Conv2D",
+    "Convolution1D",
+    "Convolution2D",
+    "Dense",
+    "Dropout",
+    "ELU",
+    "Flatten",
+    "GlobalAveragePooling1D",
+    "GlobalAveragePooling2D",
+    "GlobalAvgPool1D",
+    "GlobalAvgPool2D",
+    "GlobalMaxPool1D",
+    "GlobalMaxPool2D",
+    "GlobalMaxPooling1D",
+    "GlobalMaxPooling2D",
+    "Input",
+    "InputLayer",
+    "Lambda",
+    "Layer",
+    "LeakyReLU",
+    "Linear",
+    "MaxPool1D",
+    "MaxPool2D",
+    "MaxPooling1D",
+    "MaxPooling2D",
+    "Maximum",
+    "Minimum",
+    "Multiply",
+    "ReLU",
+    "Rescaling",
+    "Reshape",
+    "Sigmoid",
+    "Softmax",
+    "Subtract",
+    "Tanh",
+    "add",
+    "average",
+    "concatenate",
+    "maximum",
+    "minimum",
+    "multiply",
+    "subtract",
+]
 
 # Keras layers braze does not have, with what comes nearest in braze.
 _MISSING = {

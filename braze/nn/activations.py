@@ -67,6 +67,9 @@ def gelu(x: Tensor, approximate: bool = True) -> Tensor:
     return 0.5 * x * (1.0 + ops.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)))
 
 
+swish = silu
+"""Keras's other name of ``silu``."""
+
 ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
     "linear": linear,
     "relu": relu,

@@ -108,7 +108,7 @@ class Batches:
 
     def _unpack(self, batch: Any) -> Any:
         if self.inputs_only:
-            return unpack(batch)[0]
+            return pack(unpack(batch)[0])  # several inputs stay one structure: (x,)
         if self.class_weight is None:
             return batch
         x, y, weight = unpack(batch)

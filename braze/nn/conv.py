@@ -151,7 +151,10 @@ class Conv1D(_Conv):
         return self._finish(self.convolution_op(x, self.kernel))
 
 
-Convolution1D, Convolution2D = Conv1D, Conv2D
+Convolution1D = Conv1D
+"""Keras's long name of ``Conv1D``."""
+Convolution2D = Conv2D
+"""Keras's long name of ``Conv2D``."""
 
 
 class _Pooling(Layer):
@@ -180,24 +183,38 @@ class _Pooling(Layer):
 
 
 class MaxPooling2D(_Pooling):
-    pass
+    """Max pooling over ``pool_size`` windows of NHWC images (``strides`` defaults to
+    ``pool_size``; padding ``"valid"`` or ``"same"``)."""
 
 
 class AveragePooling2D(_Pooling):
+    """Average pooling over ``pool_size`` windows of NHWC images (padded pixels not counted)."""
+
     reduce = staticmethod(ops.avg_pool2d)
 
 
 class MaxPooling1D(_Pooling):
+    """Max pooling over ``pool_size`` steps of (batch, steps, channels) sequences."""
+
     rank = 1
 
 
 class AveragePooling1D(_Pooling):
+    """Average pooling over ``pool_size`` steps of (batch, steps, channels) sequences."""
+
     rank = 1
     reduce = staticmethod(ops.avg_pool2d)
 
 
 # Keras has both spellings of each pooling layer; the long ones name them in summaries.
-MaxPool2D, AvgPool2D, MaxPool1D, AvgPool1D = MaxPooling2D, AveragePooling2D, MaxPooling1D, AveragePooling1D
+MaxPool2D = MaxPooling2D
+"""Keras's short name of ``MaxPooling2D``."""
+AvgPool2D = AveragePooling2D
+"""Keras's short name of ``AveragePooling2D``."""
+MaxPool1D = MaxPooling1D
+"""Keras's short name of ``MaxPooling1D``."""
+AvgPool1D = AveragePooling1D
+"""Keras's short name of ``AveragePooling1D``."""
 
 
 class _GlobalPooling(Layer):
@@ -217,20 +234,30 @@ class _GlobalPooling(Layer):
 
 
 class GlobalAveragePooling1D(_GlobalPooling):
-    pass
+    """The mean over the steps of (batch, steps, channels) sequences (``keepdims`` keeps the axis)."""
 
 
 class GlobalAveragePooling2D(_GlobalPooling):
-    pass
+    """The mean over the pixels of NHWC images, one value per channel."""
 
 
 class GlobalMaxPooling1D(_GlobalPooling):
+    """The maximum over the steps of (batch, steps, channels) sequences."""
+
     take_max = True
 
 
 class GlobalMaxPooling2D(_GlobalPooling):
+    """The maximum over the pixels of NHWC images, one value per channel."""
+
     take_max = True
 
 
-GlobalAvgPool1D, GlobalAvgPool2D = GlobalAveragePooling1D, GlobalAveragePooling2D
-GlobalMaxPool1D, GlobalMaxPool2D = GlobalMaxPooling1D, GlobalMaxPooling2D
+GlobalAvgPool1D = GlobalAveragePooling1D
+"""Keras's short name of ``GlobalAveragePooling1D``."""
+GlobalAvgPool2D = GlobalAveragePooling2D
+"""Keras's short name of ``GlobalAveragePooling2D``."""
+GlobalMaxPool1D = GlobalMaxPooling1D
+"""Keras's short name of ``GlobalMaxPooling1D``."""
+GlobalMaxPool2D = GlobalMaxPooling2D
+"""Keras's short name of ``GlobalMaxPooling2D``."""

@@ -157,6 +157,8 @@ class Dropout(Layer):
 
 
 class Activation(Layer):
+    """An activation as a layer, by Keras's name (``"relu"``, ``"gelu"``...) or a function."""
+
     def __init__(self, activation: str | Callable, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.activation = activation
@@ -185,6 +187,8 @@ class ReLU(Layer):
 
 
 class LeakyReLU(Layer):
+    """``x`` where positive, else ``negative_slope * x`` (Keras 2's ``alpha`` too)."""
+
     def __init__(self, negative_slope: float = 0.3, **kwargs: Any) -> None:
         alpha = kwargs.pop("alpha", None)  # Keras 2's name
         super().__init__(**kwargs)
@@ -195,6 +199,8 @@ class LeakyReLU(Layer):
 
 
 class ELU(Layer):
+    """``x`` where positive, else ``alpha * (exp(x) - 1)``."""
+
     def __init__(self, alpha: float = 1.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.alpha = float(alpha)
@@ -204,6 +210,8 @@ class ELU(Layer):
 
 
 class Softmax(Layer):
+    """The softmax over ``axis`` (the last by default) as a layer."""
+
     def __init__(self, axis: int = -1, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.axis = axis
@@ -213,6 +221,7 @@ class Softmax(Layer):
 
 
 def Sigmoid() -> Activation:  # noqa: N802 - PyTorch's layer constructors are capitalised
+    """The ``sigmoid`` activation as a layer."""
     return Activation("sigmoid")
 
 

@@ -47,27 +47,37 @@ class _Merge(Layer):
 
 
 class Add(_Merge):
-    pass
+    """The sum of a list of inputs of one shape (or shapes that broadcast)."""
 
 
 class Subtract(_Merge):
+    """The first of two inputs minus the second."""
+
     combine = staticmethod(ops.subtract)
     needs_two = True
 
 
 class Multiply(_Merge):
+    """The elementwise product of a list of inputs."""
+
     combine = staticmethod(ops.multiply)
 
 
 class Maximum(_Merge):
+    """The elementwise maximum of a list of inputs."""
+
     combine = staticmethod(ops.maximum)
 
 
 class Minimum(_Merge):
+    """The elementwise minimum of a list of inputs."""
+
     combine = staticmethod(ops.minimum)
 
 
 class Average(_Merge):
+    """The elementwise mean of a list of inputs."""
+
     def merge(self, inputs: list[Tensor]) -> Tensor:
         return reduce(ops.add, inputs) / len(inputs)
 
@@ -94,11 +104,15 @@ def _functional(cls: type[_Merge]) -> Callable[..., Any]:
     def merge(inputs: Sequence[Any], **kwargs: Any) -> Any:
         return cls(**kwargs)(list(inputs))
 
-    merge.__name__ = cls.__name__.lower()
-    merge.__doc__ = f"``{cls.__name__}(**kwargs)(inputs)``."
+    merge.__name__ = merge.__qualname__ = cls.__name__.lower()
+    merge.__doc__ = f"``{cls.__name__}(**kwargs)(inputs)``: the layer made and called at once."
     return merge
 
 
-add, subtract, multiply = _functional(Add), _functional(Subtract), _functional(Multiply)
-average, maximum, minimum = _functional(Average), _functional(Maximum), _functional(Minimum)
+add = _functional(Add)
+subtract = _functional(Subtract)
+multiply = _functional(Multiply)
+average = _functional(Average)
+maximum = _functional(Maximum)
+minimum = _functional(Minimum)
 concatenate = _functional(Concatenate)

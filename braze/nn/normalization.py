@@ -24,6 +24,9 @@ from braze.tensor import Tensor
 
 
 class BatchNormalization(Layer):
+    """Keras's batch normalization: batch statistics while training (and moving averages of
+    them updated in place), the moving statistics in inference; see the module's text."""
+
     def __init__(
         self,
         axis: int = -1,

@@ -12,22 +12,27 @@ from braze.tensor import Tensor
 
 
 def relu(features: Any) -> Tensor:
+    """``max(features, 0)``: ``tf.nn.relu``."""
     return ops.relu(ops.as_tensor(features))
 
 
 def sigmoid(x: Any) -> Tensor:
+    """``1 / (1 + exp(-x))``: ``tf.nn.sigmoid``."""
     return ops.sigmoid(ops.as_tensor(x))
 
 
 def tanh(x: Any) -> Tensor:
+    """The hyperbolic tangent: ``tf.nn.tanh``."""
     return ops.tanh(ops.as_tensor(x))
 
 
 def softmax(logits: Any, axis: int = -1) -> Tensor:
+    """The softmax over ``axis``: ``tf.nn.softmax``."""
     return ops.softmax(logits, axis)
 
 
 def log_softmax(logits: Any, axis: int = -1) -> Tensor:
+    """The log of the softmax over ``axis``, computed stably: ``tf.nn.log_softmax``."""
     return ops.log_softmax(logits, axis)
 
 

@@ -14,26 +14,32 @@ from braze.tensor import Tensor
 
 
 def reduce_sum(input_tensor: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
+    """The sum over ``axis`` (all axes when None): ``tf.reduce_sum``."""
     return reduction.sum(input_tensor, axis, keepdims)
 
 
 def reduce_mean(input_tensor: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
+    """The mean over ``axis`` (all axes when None): ``tf.reduce_mean``."""
     return reduction.mean(input_tensor, axis, keepdims)
 
 
 def reduce_max(input_tensor: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
+    """The maximum over ``axis`` (all axes when None): ``tf.reduce_max``."""
     return reduction.max(input_tensor, axis, keepdims)
 
 
 def reduce_min(input_tensor: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
+    """The minimum over ``axis`` (all axes when None): ``tf.reduce_min``."""
     return reduction.min(input_tensor, axis, keepdims)
 
 
 def concat(values: Sequence[Any], axis: int) -> Tensor:
+    """The tensors joined along ``axis``: ``tf.concat``."""
     return shape.concatenate(values, axis)
 
 
 def cast(x: Any, dtype: Any) -> Tensor:
+    """``x`` converted to ``dtype``: ``tf.cast``."""
     return astype(as_tensor(x), dtype)
 
 
@@ -49,15 +55,18 @@ def constant(value: Any, dtype: Any = None, shape: Sequence[int] | None = None) 
 
 
 def convert_to_tensor(value: Any, dtype: Any = None) -> Tensor:
+    """A tensor of ``value`` (an array, list or number; a tensor as it is): ``tf.convert_to_tensor``."""
     return as_tensor(value, dtype)
 
 
 def square(x: Any) -> Tensor:
+    """``x * x``: ``tf.square``."""
     x = as_tensor(x)
     return x * x
 
 
 def clip_by_value(t: Any, clip_value_min: Any, clip_value_max: Any) -> Tensor:
+    """``t`` clipped to ``[clip_value_min, clip_value_max]``: ``tf.clip_by_value``."""
     return math.clip(t, clip_value_min, clip_value_max)
 
 
