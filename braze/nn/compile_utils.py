@@ -53,6 +53,11 @@ def weights_per_output(sample_weight: Any, names: list[str]) -> list[Any]:
     return targets_per_output(sample_weight, names)
 
 
+def per_output(y_true: Any, y_pred: Any, sample_weight: Any, names: list[str]) -> tuple[list, list, list]:
+    """The predictions, targets and sample weights of each output."""
+    return tree.leaves(y_pred), targets_per_output(y_true, names), weights_per_output(sample_weight, names)
+
+
 def _names(y_pred: Any, output_names: list[str]) -> list[str]:
     count = len(tree.leaves(y_pred))
     if isinstance(y_pred, dict):
@@ -108,9 +113,7 @@ class CompileLoss:
         names = _names(y_pred, self.names)
         if self.losses is None or len(self.losses) != len(names):
             self.resolve(names)
-        preds = tree.leaves(y_pred)
-        targets = targets_per_output(y_true, names)
-        weights = weights_per_output(sample_weight, names)
+        preds, targets, weights = per_output(y_true, y_pred, sample_weight, names)
         total = None
         for i, (loss, weight) in enumerate(zip(self.losses, self.weights, strict=True)):
             if loss is None or targets[i] is None:
@@ -170,9 +173,7 @@ class CompileMetrics(Metric):
         names = _names(y_pred, self.names)
         if self.by_output is None or len(self.by_output) != len(names):
             self.resolve(names)
-        preds = tree.leaves(y_pred)
-        targets = targets_per_output(y_true, names)
-        weights = weights_per_output(sample_weight, names)
+        preds, targets, weights = per_output(y_true, y_pred, sample_weight, names)
         for (plain, weighted), target, pred, weight in zip(self.by_output, targets, preds, weights, strict=True):
             if target is None:
                 continue

@@ -13,9 +13,8 @@ from typing import Any
 
 from braze import ops
 from braze.ir.errors import ShapeError
-from braze.nn import activations, regularizers
 from braze.nn.layer import Layer
-from braze.nn.layers import reject_constraints
+from braze.nn.layers import KernelAndBias, reject_constraints
 from braze.ops.random import Generator
 from braze.tensor import Tensor, user_error
 
@@ -52,7 +51,7 @@ def _ints(value: int | Sequence[int], n: int) -> tuple[int, ...]:
     return (int(value),) * n if isinstance(value, int) else tuple(int(v) for v in value)
 
 
-class _Conv(Layer):
+class _Conv(KernelAndBias):
     """What Conv1D and Conv2D share: arguments, weights and the bias and activation."""
 
     rank = 2
@@ -86,32 +85,16 @@ class _Conv(Layer):
         self.kernel_size = _ints(kernel_size, self.rank)
         self.strides, self.dilation_rate = _ints(strides, self.rank), _ints(dilation_rate, self.rank)
         self.padding = padding.lower() if isinstance(padding, str) else padding
-        self.activation = activations.get(activation)
-        self.use_bias = use_bias
-        self.kernel_initializer, self.bias_initializer = kernel_initializer, bias_initializer
-        self.kernel_regularizer = regularizers.get(kernel_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
-        self._generator = generator
+        self._weights_options(
+            activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer, generator
+        )
         self._build_if_known()
 
     def build(self, input_shape: tuple[int | None, ...]) -> None:
         if len(input_shape) != self.rank + 2:
             layout = "NHWC images" if self.rank == 2 else "(batch, steps, channels) sequences"
             raise user_error(ShapeError, f"{self.name}: expected {layout}, got inputs of shape {input_shape}")
-        self.kernel = self.add_weight(
-            shape=(*self.kernel_size, input_shape[-1], self.filters),
-            initializer=self.kernel_initializer,
-            regularizer=self.kernel_regularizer,
-        )
-        if self.use_bias:
-            self.bias = self.add_weight(
-                shape=(self.filters,), initializer=self.bias_initializer, regularizer=self.bias_regularizer
-            )
-
-    def _finish(self, y: Tensor) -> Tensor:
-        if self.use_bias:
-            y = y + self.bias
-        return self.activation(y)
+        self._add_kernel_and_bias((*self.kernel_size, input_shape[-1], self.filters))
 
 
 class Conv2D(_Conv):

@@ -46,7 +46,43 @@ def reject_constraints(layer: str, kwargs: dict) -> None:
         raise NotImplementedError(f"{layer}: weight constraints ({', '.join(given)}) are not supported")
 
 
-class Dense(Layer):
+class KernelAndBias(Layer):
+    """What Dense and the convolutions share: an activation, a kernel and an optional bias
+    with Keras's initializer and regularizer arguments."""
+
+    def _weights_options(
+        self,
+        activation: Any,
+        use_bias: bool,
+        kernel_initializer: Any,
+        bias_initializer: Any,
+        kernel_regularizer: Any,
+        bias_regularizer: Any,
+        generator: Generator | None,
+    ) -> None:
+        self.activation = activations.get(activation)
+        self.use_bias = use_bias
+        self.kernel_initializer, self.bias_initializer = kernel_initializer, bias_initializer
+        self.kernel_regularizer = regularizers.get(kernel_regularizer)
+        self.bias_regularizer = regularizers.get(bias_regularizer)
+        self._generator = generator
+
+    def _add_kernel_and_bias(self, kernel_shape: tuple[int, ...]) -> None:
+        self.kernel = self.add_weight(
+            shape=kernel_shape, initializer=self.kernel_initializer, regularizer=self.kernel_regularizer
+        )
+        if self.use_bias:
+            self.bias = self.add_weight(
+                shape=(kernel_shape[-1],), initializer=self.bias_initializer, regularizer=self.bias_regularizer
+            )
+
+    def _finish(self, y: Tensor) -> Tensor:
+        if self.use_bias:
+            y = y + self.bias
+        return self.activation(y)
+
+
+class Dense(KernelAndBias):
     """``activation(x @ kernel + bias)`` over the last axis; ``input_dim`` builds it at once."""
 
     def __init__(
@@ -65,26 +101,15 @@ class Dense(Layer):
         reject_constraints("Dense", kwargs)
         super().__init__(**kwargs)
         self.units = int(units)
-        self.activation = activations.get(activation)
-        self.use_bias = use_bias
-        self.kernel_initializer, self.bias_initializer = kernel_initializer, bias_initializer
-        self.kernel_regularizer = regularizers.get(kernel_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
-        self._generator = generator
+        self._weights_options(
+            activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer, generator
+        )
         self._build_if_known()
 
     def build(self, input_shape: tuple[int | None, ...]) -> None:
         if input_shape[-1] is None:
             raise user_error(ShapeError, f"{self.name}: the last dimension of its inputs must be known")
-        self.kernel = self.add_weight(
-            shape=(input_shape[-1], self.units),
-            initializer=self.kernel_initializer,
-            regularizer=self.kernel_regularizer,
-        )
-        if self.use_bias:
-            self.bias = self.add_weight(
-                shape=(self.units,), initializer=self.bias_initializer, regularizer=self.bias_regularizer
-            )
+        self._add_kernel_and_bias((input_shape[-1], self.units))
 
     def call(self, x: Tensor) -> Tensor:
         if x.shape[-1] != self.kernel.shape[0]:
@@ -93,10 +118,7 @@ class Dense(Layer):
                 f"Dense: input of shape {x.shape} has {x.shape[-1]} features but the layer expects "
                 f"{self.kernel.shape[0]}",
             )
-        y = x @ self.kernel
-        if self.use_bias:
-            y = y + self.bias
-        return self.activation(y)
+        return self._finish(x @ self.kernel)
 
 
 class Linear(Dense):

@@ -274,10 +274,10 @@ def _compile_config(model: Any) -> dict[str, Any] | None:
     metrics_spec, weighted = model.compiled_metrics.specs
     return {
         "optimizer": {"class_name": _optimizer_name(inner), "config": _encode(inner.get_config(), "the optimizer")},
-        "loss": _loss_spec(model.loss),
+        "loss": _spec(model.loss, keras_losses.CLASSES, "the loss"),
         "loss_weights": _encode(model.compiled_loss.loss_weights, "loss_weights"),
-        "metrics": _metric_spec(metrics_spec),
-        "weighted_metrics": _metric_spec(weighted),
+        "metrics": _spec(metrics_spec, metrics.CLASSES, "a metric"),
+        "weighted_metrics": _spec(weighted, metrics.CLASSES, "a metric"),
         "jit_compile": model._trainer.jit_compile,
     }
 
@@ -297,28 +297,18 @@ def _optimizer_name(optimizer: Any) -> str:
     return type(optimizer).__name__
 
 
-def _loss_spec(loss: Any) -> Any:
-    if loss is None or isinstance(loss, str):
-        return loss
-    if isinstance(loss, (list, tuple)):
-        return [_loss_spec(item) for item in loss]
-    if isinstance(loss, dict):
-        return {k: _loss_spec(v) for k, v in loss.items()}
-    if isinstance(loss, keras_losses.Loss) and type(loss).__name__ in keras_losses.CLASSES:
-        return {"class_name": type(loss).__name__, "config": _encode(loss.get_config(), "the loss")}
-    return {"function": getattr(loss, "__name__", type(loss).__name__)}
-
-
-def _metric_spec(spec: Any) -> Any:
-    if spec is None or isinstance(spec, str):
-        return spec
-    if isinstance(spec, (list, tuple)):
-        return [_metric_spec(item) for item in spec]
-    if isinstance(spec, dict):
-        return {k: _metric_spec(v) for k, v in spec.items()}
-    if isinstance(spec, metrics.Metric) and type(spec).__name__ in metrics.CLASSES:
-        return {"class_name": type(spec).__name__, "config": _encode(spec.get_config(), "a metric")}
-    return {"function": getattr(spec, "__name__", type(spec).__name__)}
+def _spec(value: Any, classes: dict[str, type], what: str) -> Any:
+    """What ``compile`` was given as a loss or metric (names, lists and dicts of them,
+    braze's classes by their config, anything else by its function's name) as JSON."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_spec(item, classes, what) for item in value]
+    if isinstance(value, dict):
+        return {k: _spec(v, classes, what) for k, v in value.items()}
+    if classes.get(type(value).__name__) is type(value):
+        return {"class_name": type(value).__name__, "config": _encode(value.get_config(), what)}
+    return {"function": getattr(value, "__name__", type(value).__name__)}
 
 
 def _spec_from(value: Any, custom: dict[str, Any], kind: str) -> Any:
