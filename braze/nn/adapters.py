@@ -42,10 +42,14 @@ def is_arrays(value: Any) -> bool:
     return is_array(value)
 
 
-def as_input(value: Any) -> np.ndarray:
-    """A host array; float64 becomes float32, Keras's floatx, which the layers hold."""
+def as_input(value: Any, model: Any) -> np.ndarray:
+    """A host array for ``model``: float64 becomes the dtype of its parameters (float32,
+    Keras's floatx, unless the model was converted with ``model.to(dtype=...)``)."""
     array = np.asarray(value)
-    return array.astype(np.float32) if array.dtype == np.float64 else array
+    if array.dtype != np.float64:
+        return array
+    params = model.parameters()
+    return array.astype(params[0].dtype.numpy if params else np.float32)
 
 
 def unpack(data: Any) -> tuple[Any, Any, Any]:
@@ -136,10 +140,7 @@ class _ArrayBatches:
 
     def __init__(self, structure: Any, batch_size: int | None, shuffle: bool) -> None:
         self.structure = structure
-        leaves = [
-            as_input(leaf) if not isinstance(leaf, Tensor) else np.asarray(leaf.numpy())
-            for leaf in tree.leaves(structure)
-        ]
+        leaves = [np.asarray(leaf.numpy() if isinstance(leaf, Tensor) else leaf) for leaf in tree.leaves(structure)]
         seed = default_generator.next_key() if shuffle else None
         self.loader = DataLoader(
             tuple(leaves), batch_size or DEFAULT_BATCH_SIZE, shuffle=shuffle, seed=seed, prefetch=0

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from braze.ir.dtypes import as_dtype
 from braze.nn.checkpoint import CheckpointError, read_checkpoint, write_checkpoint
 from braze.nn.keras_methods import KerasMethods
 from braze.nn.state import is_buffer, mark_buffer, set_value
@@ -128,11 +129,24 @@ class Module(KerasMethods):
         for p in self.parameters():
             p.grad = None
 
-    def to(self, device: Device | str) -> Module:
-        """Move every parameter to ``device`` in place (X10's ``model.move(to:)``)."""
-        target = as_device(device)
-        for t in self._state().values():
-            t.move_(target)
+    def to(self, device: Device | str | None = None, dtype: Any = None) -> Module:
+        """Move every parameter and buffer to ``device`` in place (X10's ``model.move(to:)``),
+        and/or convert every floating-point one to the float ``dtype`` in place (PyTorch's
+        ``module.to(dtype=torch.float64)``; ``braze.float64`` trains in double precision)."""
+        state = self._state().values()
+        if dtype is not None:
+            target_dtype = as_dtype(dtype, "Module.to")
+            if not target_dtype.is_float:
+                raise TypeError(f"Module.to: parameters must stay floats, not {target_dtype.name}")
+            for t in state:
+                if t.dtype.is_float:
+                    set_value(t, t.numpy().astype(target_dtype.numpy))
+                    t._aval = t._aval._replace(dtype=target_dtype)
+                    t.grad = None
+        if device is not None:
+            target = as_device(device)
+            for t in state:
+                t.move_(target)
         return self
 
     @property

@@ -89,7 +89,7 @@ class Trainer:
                 return value
             if isinstance(value, Tensor):
                 return value if value.device == device else value.to(device)
-            return ops.tensor(adapters.as_input(value), device=device)
+            return ops.tensor(adapters.as_input(value, self.model), device=device)
 
         data = tree.map_leaves(convert, batch)
         if not self._built:
