@@ -99,3 +99,17 @@ def test_moving_statistics_are_state_a_compiled_step_updates_as_eager_does():
         buffers, params = _train(device, mode)
         for got, expected in zip(buffers + params, eager_buffers + eager_params, strict=True):
             np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5, err_msg=mode)
+
+
+def test_to_a_float_dtype_converts_the_moving_statistics_too():
+    model = braze.keras.Sequential([layers.Dense(3, input_shape=(2,)), layers.BatchNormalization()])
+    model.to(dtype=braze.float64)
+    bn = model.layers[-1]
+    assert bn.moving_mean.dtype == braze.float64 and bn.moving_variance.dtype == braze.float64
+    x = np.random.default_rng(0).standard_normal((8, 2))
+    dense = x @ model.layers[0].kernel.numpy() + model.layers[0].bias.numpy()
+    model.compile(optimizer="sgd", loss="mse")
+    model.fit(x, x[:, :1].repeat(3, 1), batch_size=8, verbose=0)
+    # One step at momentum 0.99 from a zero mean: 1% of the batch's mean, in float64 maths.
+    assert bn.moving_mean.dtype == braze.float64
+    np.testing.assert_allclose(bn.moving_mean.numpy(), 0.01 * dense.mean(0), rtol=1e-12)
