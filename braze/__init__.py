@@ -12,6 +12,7 @@ import importlib
 import importlib.util
 from typing import TYPE_CHECKING, Any
 
+import braze.backends  # noqa: F401 - importing the backends registers them
 from braze import config
 from braze.autodiff import GradientTape, enable_grad, grad, no_grad, value_and_grad
 from braze.function import function

@@ -20,17 +20,15 @@ data) is never recorded and keeps running its rules.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 from braze.ir import primitive as prim_layer
 from braze.runtime import metrics
+from braze.runtime.cache import BoundedCache
 from braze.tensor import GradNode, Tensor, executor_for
 
 Cotangents = dict[int, tuple[Tensor, Tensor]]
-
-_MAX_PROGRAMS = 64
 
 
 class Program:
@@ -45,7 +43,7 @@ class Program:
 
 
 _UNRECORDABLE = Program([], [], [])
-_PROGRAMS: OrderedDict[tuple, Program] = OrderedDict()
+_PROGRAMS: BoundedCache[tuple, Program] = BoundedCache(64)
 _RECORDING = threading.Lock()
 
 
@@ -110,13 +108,10 @@ def cotangents(
             program, result = _record(slots, leaves, walk)
         finally:
             _RECORDING.release()
-        _PROGRAMS[key] = program
-        if len(_PROGRAMS) > _MAX_PROGRAMS:
-            _PROGRAMS.popitem(last=False)
+        _PROGRAMS.put(key, program)
         return result
     if program is _UNRECORDABLE:
         return walk(None)
-    _PROGRAMS.move_to_end(key)
     metrics.count("BackwardReplay")
     if not retain_graph:
         for i in program.reached:  # as the rules would: activations are freed, old parameters lose a holder

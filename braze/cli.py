@@ -195,7 +195,7 @@ def _bench(args: argparse.Namespace) -> int:
 
 def fuzz_backends(text: str) -> tuple[str, ...]:
     """argparse type: a comma-separated list of the fuzzer's backends."""
-    from braze.testing.fuzz import BACKENDS
+    from braze.testing.oracle import BACKENDS
 
     names = tuple(name.strip() for name in text.split(",") if name.strip())
     unknown = [name for name in names if name not in BACKENDS]

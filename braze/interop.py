@@ -17,6 +17,7 @@ import numpy as np
 
 from braze.ir.dtypes import as_dtype
 from braze.ir.errors import DeviceError
+from braze.runtime.backend import home_backend
 from braze.runtime.device import CPU
 from braze.tensor import Tensor, executor_for
 
@@ -44,5 +45,5 @@ def exported_array(tensor: Tensor) -> np.ndarray:
     buffer itself (not the read-only view ``numpy()`` returns), for DLPack to share; for a
     GPU tensor, a copy of its own (a lazy GPU tensor's download serves later reads, so the
     other library must not write into it)."""
-    array = executor_for(tensor.device).to_numpy(tensor._value)
-    return np.array(array) if tensor.device.kind == "GPU" else array
+    array = executor_for(tensor.device).to_numpy(tensor._value, tensor.device)
+    return array if home_backend(tensor.device.kind).host_memory else np.array(array)

@@ -54,12 +54,13 @@ from typing import Any
 import numpy as np
 
 from braze import config, jit_state, lazy
-from braze.backends import gpu
 from braze.ir.errors import DeviceError, TraceError
 from braze.ir.graph import Graph
 from braze.ops import random
 from braze.ops.random import Generator
 from braze.runtime import metrics
+from braze.runtime.backend import Backend
+from braze.runtime.cache import BoundedCache
 from braze.runtime.device import LAZY_CPU, Device
 from braze.tensor import Tensor, executor_for, user_location
 
@@ -71,7 +72,7 @@ class RecompileWarning(UserWarning):
 
 
 def _host_array(t: Tensor) -> np.ndarray:
-    return executor_for(t.device).to_numpy(t._value)
+    return executor_for(t.device).to_numpy(t._value, t.device)
 
 
 @dataclass
@@ -86,10 +87,12 @@ class Compiled:
     rebuild: Callable[[list[Tensor]], Any]
     state_slots: list[tuple[int, int]] = field(default_factory=list)  # (tensor position, output position)
     grad_slots: list[tuple[int, int]] = field(default_factory=list)
-    # Every tensor is an eager GPU tensor: the executable runs on their device arrays and
-    # its outputs become their values, so a call copies nothing between host and device.
+    # Every tensor is an eager tensor of a device with memory of its own (a GPU): the
+    # executable runs on their device arrays and its outputs become their values, so a
+    # call copies nothing between host and device.
     on_device: bool = False
     generators: list[Generator] = field(default_factory=list)  # each call draws one key from each, in order
+    backend: Backend | None = None  # that compiled it, and uploads what each call gives it
 
 
 class JittedFunction:
@@ -98,7 +101,7 @@ class JittedFunction:
         self.fn = fn
         self.static_argnums = tuple(static_argnums)
         self.donate_argnums = tuple(donate_argnums)
-        self._compiled: dict[tuple, Compiled] = {}
+        self._compiled: BoundedCache[tuple, Compiled] = BoundedCache(256)
         self._traces = 0
         self._recent: collections.deque[tuple] = collections.deque(maxlen=_RECENT)  # the last traces' keys
         self._compiles = 0
@@ -178,9 +181,9 @@ class JittedFunction:
                 t = tensors[slot]
                 arguments.append(t._value if compiled.on_device else _host_array(t))
             elif kind == "number":
-                arguments.append(_per_call(np.array(numbers[slot], np.float64), compiled.on_device))
+                arguments.append(_per_call(np.array(numbers[slot], np.float64), compiled))
             elif kind == "draw":
-                arguments.append(_per_call(np.array(keys[slot], np.int64), compiled.on_device))
+                arguments.append(_per_call(np.array(keys[slot], np.int64), compiled))
             else:
                 arguments.append(slot)
         return arguments
@@ -207,8 +210,9 @@ class JittedFunction:
         tensors = reads.tensors
         # The trace is recorded on the lazy CPU device whatever the tensors' device (recording
         # is device-independent); the executable is built for the device they live on.
-        target = "gpu" if any(t.device.kind == "GPU" for t in tensors) else lazy.backend_name()
-        on_device = target == "gpu" and all(t.device.kind == "GPU" and not t.device.is_lazy for t in tensors)
+        home = next((t.device for t in tensors if t.device.kind != LAZY_CPU.kind), LAZY_CPU)
+        target = lazy.backend_of(home)
+        on_device = not target.host_memory and all(t.device.kind == home.kind and not t.device.is_lazy for t in tensors)
         device: Device = LAZY_CPU
         with lazy.recording(tensors, device) as recorded, random.recording_draws() as drawn:
             numbers = _InputNumbers(reads.holders, reads.numbers, device)
@@ -262,7 +266,7 @@ class JittedFunction:
         executable = lazy.compile_for_target(graph, target)
         self._compiles += 1
         if on_device:  # captured values never change: uploaded once, here
-            inputs = [(kind, gpu.upload(slot) if kind == "captured" else slot) for kind, slot in inputs]
+            inputs = [(kind, target.upload(slot) if kind == "captured" else slot) for kind, slot in inputs]
         compiled = Compiled(
             executable,
             inputs,
@@ -272,6 +276,7 @@ class JittedFunction:
             grad_slots,
             on_device,
             [generator for generator, _ in drawn],
+            target,
         )
         keys = [int(key_tensor.item()) for _, key_tensor in drawn]  # this call's draws, made while tracing
         outputs = self._execute(compiled, self._arguments(compiled, tensors, reads.numbers, keys))
@@ -280,7 +285,7 @@ class JittedFunction:
             t.device = home
             _write(t, outputs[position])
         if cacheable:
-            self._compiled[key] = compiled
+            self._compiled.put(key, compiled)
         return self._finish(compiled, tensors, outputs)
 
     def _donating(self, graph: Graph, state_slots, paths: list[str], parameter_of: dict[int, int]) -> Graph:
@@ -348,24 +353,24 @@ def _static(value: Any) -> Any:
     return value
 
 
-def _per_call(array: np.ndarray, on_device: bool) -> Any:
+def _per_call(array: np.ndarray, compiled: Compiled) -> Any:
     """A number or key given to each call: on the device when the call runs there."""
-    return gpu.upload(array) if on_device else array
+    return compiled.backend.upload(array) if compiled.on_device and compiled.backend else array
 
 
 def _write(t: Tensor, output: Any) -> None:
     """Make an executable's output ``t``'s value: a device array as it is (the call ran on
     the device), a NumPy array through ``t``'s executor."""
-    if isinstance(output, gpu.DeviceArray):
-        t._value = output
-    else:
+    if isinstance(output, np.ndarray):
         t._value = executor_for(t.device).from_numpy(output, t.device)
+    else:
+        t._value = output
 
 
 def _tensor(output: Any, device: Device) -> Tensor:
-    if isinstance(output, gpu.DeviceArray):
-        return Tensor._make(output, output.aval, device)
-    return Tensor.from_numpy(output, device)
+    if isinstance(output, np.ndarray):
+        return Tensor.from_numpy(output, device)
+    return Tensor._make(output, output.aval, device)
 
 
 def _eager_of(device: Device) -> Device:

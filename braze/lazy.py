@@ -10,6 +10,9 @@ cuts the trace.
 Reading a value (``.numpy()``, ``.item()``, ``print``) runs only the part of the trace it
 needs and leaves the trace intact, so the graph at the next barrier is the usual step
 graph and still hits the cache.
+
+The backend that compiles a device's graphs, and the one holding its data, come from the
+registry (``runtime.backend``): this module names none.
 """
 
 from __future__ import annotations
@@ -21,25 +24,22 @@ import os
 import sys
 import threading
 import weakref
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
-from braze.backends import cpu, gpu
-from braze.backends.reference.interpreter import compile_graph as compile_reference
 from braze.ir.errors import TraceError
 from braze.ir.graph import Graph, Node, parameter
 from braze.ir.primitive import Aval, Primitive
 from braze.ir.prims.sources import constant
 from braze.ir.text import format_aval
-from braze.passes import pipeline
 from braze.passes.report import Report, build_report
 from braze.runtime import metrics
-from braze.runtime.cache import ExecutableCache
+from braze.runtime.backend import Backend, backend_for, home_backend
+from braze.runtime.cache import BoundedCache, ExecutableCache
 from braze.runtime.device import LAZY_CPU as LAZY
-from braze.runtime.device import Device, default_device, set_default_device, set_gpu_probe
+from braze.runtime.device import Device, default_device, set_default_device
 from braze.tensor import Tensor, executor_for, register_executor, user_location
 
 _SEQUENCE = itertools.count()
@@ -173,7 +173,7 @@ class Trace:
                     nodes.append(params[op])
                 else:
                     inputs = tuple([nodes[k] for k in entry[-1]])
-                    nodes.append(Node.make(op.primitive.name, inputs, op.attrs, op.aval))
+                    nodes.append(Node.make(op.primitive, inputs, op.attrs, op.aval))
             self._graph = Graph(tuple(params), tuple([nodes[k] for k in self._outputs]))
         return self._graph
 
@@ -252,24 +252,23 @@ def call_site() -> str:
     return "<unknown>" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
-def backend_name() -> str:
-    """``$BRAZE_BACKEND`` ("cpu" or "reference"); by default native code when a C compiler exists."""
-    requested = os.environ.get("BRAZE_BACKEND", "").lower()
-    if requested not in ("", "cpu", "reference"):
-        raise ValueError(f"unknown BRAZE_BACKEND {requested!r}: expected 'cpu' or 'reference'")
-    if requested == "reference" or not cpu.available():
-        return "reference"
-    return "cpu"
+def backend_of(device: Device) -> Backend:
+    """The backend that compiles ``device``'s graphs: ``$BRAZE_BACKEND`` when it names one
+    serving the device's kind, else the preferred available one (native code on the CPU
+    when a C compiler exists, else the reference interpreter)."""
+    return backend_for(device.kind)
 
 
-def compile_for_target(graph: Graph, target: str) -> Any:
-    """Optimize ``graph`` with the pass pipeline, then build the target's executable."""
-    optimized, _ = pipeline.run(graph)
-    if target == "cpu":
-        return cpu.compile_graph(optimized)
-    if target == "gpu":
-        return gpu.compile_graph(optimized)
-    return compile_reference(optimized)
+def compile_for_target(graph: Graph, backend: Backend) -> Any:
+    """Optimize ``graph`` with ``backend``'s pass pipeline, then build its executable."""
+    return backend.compile(graph)
+
+
+def on_backend(backend: Backend, args: Sequence[Any]) -> list[Any]:
+    """``args`` in ``backend``'s memory: host arrays (a step's new scalars) uploaded."""
+    if backend.host_memory:
+        return list(args)
+    return [backend.upload(a) if isinstance(a, np.ndarray) else a for a in args]
 
 
 class LiveTensors:
@@ -304,8 +303,7 @@ class TraceCache:
     (least recently used entries evicted past ``max_size``)."""
 
     def __init__(self, max_size: int = 256) -> None:
-        self.max_size = max_size
-        self._graphs: OrderedDict[tuple, Graph] = OrderedDict()
+        self._graphs: BoundedCache[tuple, Graph] = BoundedCache(max_size)
 
     def __len__(self) -> int:
         return len(self._graphs)
@@ -317,14 +315,10 @@ class TraceCache:
         except TypeError:  # an unhashable attribute value: this trace is never cached
             return _donating(trace.graph, donated)
         if graph is not None:
-            self._graphs.move_to_end(key)
             metrics.count("TraceCacheHit")
             return graph
         metrics.count("TraceCacheMiss")
-        graph = self._graphs[key] = _donating(trace.graph, donated)
-        while len(self._graphs) > self.max_size:
-            self._graphs.popitem(last=False)
-        return graph
+        return self._graphs.put(key, _donating(trace.graph, donated))
 
     def clear(self) -> None:
         self._graphs.clear()
@@ -342,7 +336,6 @@ class LazyExecutor:
         self.traces = TraceCache()
         self.explainer = RecompileExplainer()
         self._live: dict[Device, LiveTensors] = {}
-        self._on_gpu: weakref.WeakSet[Expr] = weakref.WeakSet()  # pending values of GPU tensors
 
     # Executor protocol --------------------------------------------------------------
 
@@ -352,14 +345,15 @@ class LazyExecutor:
         return Expr(primitive, tuple(values), attrs, aval, signature)
 
     def from_numpy(self, array: np.ndarray, device: Device) -> Expr:
-        if device.kind == "GPU":  # the data lives on the device from here on (the upload is counted)
-            data: Any = gpu.upload(array)
-        else:
+        home = home_backend(device.kind)
+        if home.host_memory:
             metrics.count("TransferToDevice")
             data = np.require(array, requirements="C")
+        else:  # the data lives on the device from here on (the upload is counted)
+            data = home.upload(array)
         return Expr(None, (), {}, _aval_of(array), None, data=data)
 
-    def to_numpy(self, expr: Expr) -> np.ndarray:
+    def to_numpy(self, expr: Expr, device: Device) -> np.ndarray:
         if getattr(_HOLD, "recording", False):
             raise TraceError(
                 f"a {format_aval(expr.aval)} tensor's value was read while tracing (at {user_location()}): a "
@@ -367,15 +361,15 @@ class LazyExecutor:
                 "Compute with tensor ops instead (braze.where for a choice between values), or return the "
                 "tensor and read it after the call"
             )
-        on_gpu = isinstance(expr.data, gpu.DeviceArray) or (expr.data is None and expr in self._on_gpu)
-        if not on_gpu:
+        home = home_backend(device.kind)
+        if home.host_memory:
             metrics.count("TransferFromDevice")
             if expr.data is not None:
                 return expr.data
         if expr.read_value is None:  # computed once; device data never changes, so one download serves every read
-            value = expr.data if expr.data is not None else self.run([expr], on_gpu=on_gpu)[0]
-            expr.read_value = value.numpy() if on_gpu else value  # a download counts itself
-            if on_gpu:  # shared by every later read: nobody may write into it
+            value = expr.data if expr.data is not None else self.run([expr], device)[0]
+            expr.read_value = value if home.host_memory else home.download(value)  # a download counts itself
+            if not home.host_memory:  # shared by every later read: nobody may write into it
                 expr.read_value.flags.writeable = False
         return expr.read_value
 
@@ -386,8 +380,6 @@ class LazyExecutor:
             if live is None:
                 live = self._live[tensor.device] = LiveTensors()
             live.add(tensor)
-            if tensor.device.kind == "GPU":
-                self._on_gpu.add(value)
             if previous is not None and previous.data is not None and value.donor is None:
                 value.donor = previous
 
@@ -407,7 +399,7 @@ class LazyExecutor:
             return
         metrics.count("Barrier")
         try:
-            results = self.run(roots, donate=True, on_gpu=device.kind == "GPU")
+            results = self.run(roots, device, donate=True)
         except BaseException:
             # Failed before the executable ran (out of memory, a compile error, Ctrl-C): the step's
             # tensors stay pending, so the next barrier runs them again.
@@ -418,30 +410,27 @@ class LazyExecutor:
         for root, result in zip(roots, results, strict=True):
             root.materialize(result)
 
-    def run(self, roots: Sequence[Expr], donate: bool = False, on_gpu: bool = False) -> list[Any]:
-        """Compile (or find) and execute the graph computing ``roots``: NumPy arrays, or with
-        ``on_gpu`` device arrays computed by the GPU backend; with ``donate``, outputs that
-        replace dead device data are written into its buffers."""
+    def run(self, roots: Sequence[Expr], device: Device, donate: bool = False) -> list[Any]:
+        """Compile (or find) and execute the graph computing ``roots`` on the backend of
+        ``device``: the results are values in its memory (NumPy arrays on the CPU); with
+        ``donate``, outputs that replace dead device data are written into its buffers
+        where the backend allows it."""
+        backend = backend_of(device)
         with metrics.timed("TraceTime"):
             trace = Trace(roots)
-            # On the GPU every result gets a new device buffer: nothing is donated.
-            donated = donations(roots, trace) if donate and not on_gpu else {}
+            donated = donations(roots, trace) if donate and backend.donates else {}
             graph = self.traces.graph(trace, donated)
             args = trace.args
             del trace
         if donated:
             metrics.count("DonatedBuffers", len(donated))
         metrics.record("GraphNodes", len(graph.nodes()))
-        target = "gpu" if on_gpu else backend_name()
-        executable, hit = self.cache.get_or_compile(graph, target, lambda g: compile_for_target(g, target))
+        executable, hit = self.cache.get_or_compile(graph, backend.name, lambda g: compile_for_target(g, backend))
         if not hit:
             self.explainer.note_compile(call_site(), graph)  # the stack still holds the user's frame
         with metrics.timed("ExecuteTime"):
-            if on_gpu:  # device data in and out; only the step's new scalars (a learning rate) are uploaded
-                device_args = [a if isinstance(a, gpu.DeviceArray) else gpu.upload(a) for a in args]
-                results = executable.run(device_args)
-            else:
-                results = executable(args)
+            # Device data in and out; only the step's new scalars (a learning rate) are uploaded.
+            results = executable.run(on_backend(backend, args))
         metrics.count("Execute")
         return results
 
@@ -454,7 +443,6 @@ def _aval_of(array: np.ndarray) -> Aval:
 
 EXECUTOR = LazyExecutor()
 register_executor("LAZY", EXECUTOR)
-set_gpu_probe(gpu.available)
 
 
 _HOLD = threading.local()
@@ -492,7 +480,7 @@ def recording(tensors: Sequence[Tensor], device: Device = LAZY) -> Iterator[Reco
     Afterwards every tensor has its own value, device, gradient and gradient record back,
     what the block left pending is dropped (it is never run by a later barrier), and the
     tensors pending on ``device`` before the block are pending again."""
-    arrays = [executor_for(t.device).to_numpy(t._value) for t in tensors]
+    arrays = [executor_for(t.device).to_numpy(t._value, t.device) for t in tensors]
     saved = [(t, t._value, t.device, t.grad, t._grad_node) for t in tensors]
     before = EXECUTOR._live.pop(device, None)
     start = next(_SEQUENCE)
@@ -559,8 +547,9 @@ def trace(fn: Callable[..., Any], *args: Any, device: Device | None = None) -> G
 def explain(fn: Callable[..., Any], *args: Any, device: Device | None = None) -> Report:
     """Trace ``fn(*args)``, run the pass pipeline, and report what the compiler made of it:
     the fused graph, each fusion group, kernel count and peak memory against the unfused graph."""
-    graph = trace(fn, *args, device=device)
-    optimized, _ = pipeline.run(graph)
-    report = build_report(graph, optimized)
-    EXECUTOR._live.pop(device or LAZY, None)  # what was traced for the report is not run
+    target = device or LAZY
+    graph = trace(fn, *args, device=target)
+    backend = backend_of(target)
+    report = build_report(graph, backend.optimize(graph), backend.alignment)
+    EXECUTOR._live.pop(target, None)  # what was traced for the report is not run
     return report

@@ -5,7 +5,8 @@ GPU, a pending trace node on a lazy device), its abstract value (shape and dtype
 device and, when it takes part in a gradient computation, the ``GradNode`` that produced
 it. ``bind`` checks the op with the primitive's shape rule (so errors are raised where the
 user wrote the op, in both modes), asks the device's executor for the result, and records
-the gradient edge.
+the gradient edge. Eager ops run on the backend that the registry (``runtime.backend``)
+gives the device's kind; this module names none.
 """
 
 from __future__ import annotations
@@ -19,12 +20,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from braze.backends.gpu import DeviceArray, upload
-from braze.backends.gpu import eager as gpu_eager
-from braze.backends.reference import apply_primitive
 from braze.ir.dtypes import DType
 from braze.ir.errors import BrazeError, DeviceError
 from braze.ir.primitive import Aval, Primitive, set_binder
+from braze.runtime.backend import home_backend
+from braze.runtime.cache import BoundedCache
 from braze.runtime.device import Device, default_device
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -54,37 +54,27 @@ class Executor(Protocol):
 
     def from_numpy(self, array: np.ndarray, device: Device) -> Any: ...
 
-    def to_numpy(self, value: Any) -> np.ndarray: ...
+    def to_numpy(self, value: Any, device: Device) -> np.ndarray: ...
 
     def track(self, tensor: Tensor, previous: Any = None) -> None: ...
 
 
-# A literal is already a value; a collective runs on the host transport.
-_HOST_ONLY = frozenset({"constant", "all_reduce"})
-
-
 class EagerExecutor:
-    """Runs every primitive at once: with its NumPy twin on NumPy arrays, or on a GPU device
-    as a single-op GPU kernel on device arrays, which are copied to the host only when read."""
+    """Runs every primitive at once on the backend of the device's kind: with its NumPy twin
+    on NumPy arrays on the CPU, as a single-op kernel on device arrays on a GPU (copied to
+    the host only when read)."""
 
     def apply(
         self, primitive: Primitive, values: list, attrs: dict, aval: Aval, device: Device, signature: int | None
     ) -> Any:
-        if device.kind == "GPU":
-            if primitive.name in _HOST_ONLY:
-                return gpu_eager.apply_on_host(primitive, values, attrs, aval)
-            return gpu_eager.apply(primitive.name, values, attrs, aval)
-        return apply_primitive(primitive, values, attrs, aval)
+        return home_backend(device.kind).apply(primitive, values, attrs, aval)
 
     def from_numpy(self, array: np.ndarray, device: Device) -> Any:
-        if device.kind == "GPU":
-            return upload(array)
-        return array
+        home = home_backend(device.kind)
+        return array if home.host_memory else home.upload(array)
 
-    def to_numpy(self, value: Any) -> np.ndarray:
-        if isinstance(value, DeviceArray):
-            return value.numpy()
-        return value
+    def to_numpy(self, value: Any, device: Device) -> np.ndarray:
+        return home_backend(device.kind).download(value)
 
     def track(self, tensor: Tensor, previous: Any = None) -> None:
         """Eager values are never pending: nothing to track."""
@@ -135,10 +125,9 @@ class GradNode:
 
 
 # Shape rule results by (primitive, input avals, attributes), each with a *signature*: a
-# number naming that triple, never reused in this process (after a clear, a triple gets a
-# new one). A lazy trace's key is made of signatures, which hash and compare as numbers.
-_AVALS: dict[tuple, tuple[Aval, int]] = {}
-_AVALS_MAX = 4096
+# number naming that triple, never reused in this process (an evicted triple gets a new
+# one). A lazy trace's key is made of signatures, which hash and compare as numbers.
+_AVALS: BoundedCache[tuple, tuple[Aval, int]] = BoundedCache(4096, recency=False)
 _SIGNATURES = itertools.count()
 
 
@@ -159,9 +148,7 @@ def _abstract_eval(primitive: Primitive, args: tuple, attrs: dict) -> tuple[Aval
             raise type(error)(f"{error} (at {user_location()})") from None
         if key is None:
             return aval, None
-        if len(_AVALS) >= _AVALS_MAX:
-            _AVALS.clear()
-        found = _AVALS[key] = (aval, next(_SIGNATURES))
+        found = _AVALS.put(key, (aval, next(_SIGNATURES)))
     return found
 
 
@@ -265,7 +252,7 @@ class Tensor:
 
     def numpy(self) -> np.ndarray:
         """The value as a read-only NumPy array (materialises a lazy tensor)."""
-        array = executor_for(self.device).to_numpy(self._value)
+        array = executor_for(self.device).to_numpy(self._value, self.device)
         view = array.view()
         view.flags.writeable = False
         return view

@@ -23,8 +23,7 @@ from braze.backends.gpu.target import H200
 from braze.backends.reference.interpreter import evaluate
 from braze.ir.graph import Graph
 from braze.ir.text import parse_graph, print_graph
-from braze.passes import pipeline
-from braze.runtime.cache import ExecutableCache
+from braze.runtime.cache import BoundedCache, ExecutableCache
 from braze.runtime.diskcache import DiskCache
 
 os.environ.setdefault("BRAZE_GPU_ALLOW_CPU", "1")
@@ -57,7 +56,7 @@ def assert_tiled_kernels_match_reference(
     an H200, compile as CUDA C for sm_90."""
     runtime = gpu.runtime()
     monkeypatch.setattr(runtime, "info", dataclasses.replace(runtime.info, warp=warp))
-    graphs = [pipeline.run(parse_graph(text), verify=True)[0] for text, _ in cases]
+    graphs = [gpu.optimize(parse_graph(text), verify=True) for text, _ in cases]
     for graph in graphs:
         _, source = gpu.render([graph], runtime.info)
         assert source.count("__kernel") == 1 and "xtile" in source, print_graph(graph)
@@ -83,6 +82,6 @@ def recording_gpu_graphs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Graph
         return compile_graphs(graphs, *args, **kwargs)
 
     monkeypatch.setattr(gpu, "compile_graphs", recording)
-    monkeypatch.setattr(gpu_eager, "_KERNELS", {})
+    monkeypatch.setattr(gpu_eager, "_KERNELS", BoundedCache(1024))
     monkeypatch.setattr(lazy.EXECUTOR, "cache", ExecutableCache())
     yield recorded

@@ -1,5 +1,7 @@
 """Imports only point down the layers of docs/design.md, function-level imports included:
-a circle between packages (layers reaching optimizers reaching layers) is a test failure."""
+a circle between packages (layers reaching optimizers reaching layers) is a test failure.
+The core finds backends through the registry and names none; one backend never reaches
+into another's package (a GPU dialect does not lean on the CPU's C)."""
 
 import ast
 from pathlib import Path
@@ -61,3 +63,25 @@ def test_imports_point_down(path):
         if RANK.get(_layer(name), -1) > RANK[own]
     ]
     assert not upward, f"{relative} ({own}) imports from a layer above it: {upward}"
+
+
+# The core modules that run ops, trace and compile: they find a backend from the device.
+_FINDS_BACKENDS = ("tensor.py", "lazy.py", "jit.py")
+
+
+@pytest.mark.parametrize("name", _FINDS_BACKENDS)
+def test_the_core_imports_no_backend(name):
+    path = PACKAGE / name
+    named = [f"line {line}: {module}" for module, line in _imported(ast.parse(path.read_text()))]
+    assert not [n for n in named if "braze.backends" in n], f"braze/{name} imports a backend: {named}"
+
+
+@pytest.mark.parametrize(("backend", "other"), [("gpu", "cpu"), ("cpu", "gpu")])
+def test_a_backend_imports_nothing_of_another(backend, other):
+    reaching = [
+        f"{path.relative_to(PACKAGE)} line {line}: {module}"
+        for path in sorted((PACKAGE / "backends" / backend).rglob("*.py"))
+        for module, line in _imported(ast.parse(path.read_text()))
+        if module == f"braze.backends.{other}" or module.startswith(f"braze.backends.{other}.")
+    ]
+    assert not reaching, f"backends/{backend} imports backends/{other}: {reaching}"

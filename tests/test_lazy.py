@@ -14,6 +14,7 @@ from braze import lazy
 from braze.data import DataLoader, load_mnist
 from braze.ir.graph import Graph, Node, parameter
 from braze.ir.primitive import Aval
+from braze.ir.prims.elementwise import neg
 from braze.models import LeNet
 from braze.nn import Statistics, softmax_cross_entropy
 from braze.optim import SGD
@@ -219,7 +220,7 @@ def test_cache_evicts_the_least_recently_used_graph():
 
     def graph(n: int) -> Graph:
         p = parameter(0, Aval((n,), braze.float32))
-        return Graph((p,), (Node.make("neg", (p,), {}, p.aval),))
+        return Graph((p,), (Node.make(neg, (p,), {}, p.aval),))
 
     compiled = []
     for n in (1, 2, 1, 3, 2):

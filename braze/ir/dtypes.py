@@ -19,7 +19,8 @@ from braze.ir.errors import DTypeError
 
 @dataclass(frozen=True, eq=False)
 class DType:
-    """One element type: its public name, short IR name, NumPy twin and C spelling.
+    """One element type: its public name, short IR name and NumPy twin (backends spell it
+    in their own languages).
 
     The five dtypes below are the only instances (a copy or an unpickled one is the same
     object, see ``__reduce__``), so equality and hashing are by identity: every shape rule,
@@ -29,7 +30,6 @@ class DType:
     short: str
     kind: str  # "b" bool, "i" signed integer, "f" float
     numpy: np.dtype
-    c_type: str
 
     @property
     def itemsize(self) -> int:
@@ -49,15 +49,15 @@ class DType:
         return self.name
 
 
-bool_ = DType("bool", "pred", "b", np.dtype(np.bool_), "unsigned char")
+bool_ = DType("bool", "pred", "b", np.dtype(np.bool_))
 """Booleans (comparisons, masks)."""
-int32 = DType("int32", "s32", "i", np.dtype(np.int32), "int32_t")
+int32 = DType("int32", "s32", "i", np.dtype(np.int32))
 """32-bit integers: Python lists of ints default to it."""
-int64 = DType("int64", "s64", "i", np.dtype(np.int64), "int64_t")
+int64 = DType("int64", "s64", "i", np.dtype(np.int64))
 """64-bit integers: NumPy int64 arrays keep it."""
-float32 = DType("float32", "f32", "f", np.dtype(np.float32), "float")
+float32 = DType("float32", "f32", "f", np.dtype(np.float32))
 """32-bit floats: the default dtype."""
-float64 = DType("float64", "f64", "f", np.dtype(np.float64), "double")
+float64 = DType("float64", "f64", "f", np.dtype(np.float64))
 """64-bit floats: NumPy float64 arrays keep it; supported everywhere (gradient checks use it)."""
 
 ALL_DTYPES: tuple[DType, ...] = (bool_, int32, int64, float32, float64)

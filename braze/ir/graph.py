@@ -2,9 +2,10 @@
 
 Building a node that already exists returns the existing object, so structurally equal
 subgraphs are shared (common-subexpression elimination for free) and two graphs built
-from the same structure have identical output nodes. Every node carries a structural hash
-computed from its op, attributes, aval and its inputs' hashes: it ignores names and node
-ids but not shapes, dtypes, attributes or edges.
+from the same structure have identical output nodes. A node's op is the primitive itself
+(compared by identity; its category and properties answer what passes ask). Every node
+carries a structural hash computed from its op, attributes, aval and its inputs' hashes: it
+ignores names and node ids but not shapes, dtypes, attributes or edges.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from braze.ir.dtypes import DType
-from braze.ir.primitive import Aval
+from braze.ir.primitive import Aval, Category, Primitive
+from braze.ir.prims import fusion, sources
 
 Attrs = tuple[tuple[str, Any], ...]
 
@@ -34,14 +36,14 @@ class Node:
 
     __slots__ = ("op", "inputs", "attrs", "aval", "structural_hash", "_fingerprint", "__weakref__")
 
-    op: str
+    op: Primitive
     inputs: tuple[Node, ...]
     attrs: Attrs
     aval: Aval  # a tuple of Avals for a multi-output fusion
     structural_hash: int
 
     @staticmethod
-    def make(op: str, inputs: tuple[Node, ...], attrs: Mapping[str, Any] | Attrs, aval: Aval) -> Node:
+    def make(op: Primitive, inputs: tuple[Node, ...], attrs: Mapping[str, Any] | Attrs, aval: Aval) -> Node:
         frozen = attrs if isinstance(attrs, tuple) else tuple(sorted((k, freeze(v)) for k, v in attrs.items()))
         key = (op, tuple(id(i) for i in inputs), frozen, aval)
         found = _INTERNED.get(key)
@@ -59,7 +61,7 @@ class Node:
         """A structural hash that is the same in every process (Python's ``hash`` of strings
         is salted per process), for decisions that must not vary from run to run."""
         if self._fingerprint is None:
-            text = repr((self.op, self.attrs, str(self.aval), tuple(i.fingerprint for i in self.inputs)))
+            text = repr((self.op.name, self.attrs, str(self.aval), tuple(i.fingerprint for i in self.inputs)))
             self._fingerprint = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
         return self._fingerprint
 
@@ -91,7 +93,7 @@ class Node:
 
 
 def parameter(index: int, aval: Aval) -> Node:
-    return Node.make("parameter", (), {"index": index, "shape": aval.shape, "dtype": aval.dtype}, aval)
+    return Node.make(sources.parameter, (), {"index": index, "shape": aval.shape, "dtype": aval.dtype}, aval)
 
 
 class Graph:
@@ -164,6 +166,16 @@ def _postorder(root: Node, seen: set[int]) -> Iterator[Node]:
                 stack.append((child, 0))
         else:
             yield node
+
+
+def schedule(graph: Graph) -> list[Node]:
+    """The nodes that run as kernels, in order: everything but parameters and the views
+    (get_element, and constants, which are data)."""
+    return [n for n in graph.nodes() if n.op.category is not Category.PARAMETER and not _is_view(n)]
+
+
+def _is_view(node: Node) -> bool:
+    return node.op is fusion.get_element or node.op is sources.constant
 
 
 def use_counts(graph: Graph) -> dict[int, int]:

@@ -1,8 +1,10 @@
-"""The primitive: one declaration holding an op's shape/dtype rule, NumPy twin and VJP rule.
+"""The primitive: one declaration holding an op's category, properties, shape/dtype rule,
+NumPy twin and VJP rule.
 
 A primitive is the unit every layer agrees on: the tensor API binds primitives, the
-reference interpreter runs their NumPy implementation, the compiler rewrites graphs of them,
-and backends lower them. Gradient (VJP) rules are written by binding other primitives (and
+reference interpreter runs their NumPy implementation, the compiler rewrites graphs of them
+(asking their category and properties, never their names), and backends lower them, each
+from a table keyed by the primitive. Gradient (VJP) rules are written by binding other primitives (and
 with arithmetic operators on the values they receive), never with raw NumPy, so the same rule
 runs eagerly, is traced lazily, and can itself be differentiated.
 
@@ -12,6 +14,7 @@ that carries a bind out (run now, or record into a trace) with ``set_binder``.
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,6 +38,10 @@ class Aval(NamedTuple):
     @property
     def size(self) -> int:
         return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
 
     def __str__(self) -> str:
         return f"{self.dtype.short}[{','.join(map(str, self.shape))}]"
@@ -84,6 +91,29 @@ class InputLiteral(Literal):
     is_input = True
 
 
+class Category(enum.Enum):
+    """What kind of computation a primitive is: what passes and backends ask of it."""
+
+    UNARY = "elementwise unary"
+    BINARY = "elementwise binary"
+    COMPARE = "comparison"  # elementwise, with a bool result
+    SELECT = "select"  # elementwise, of three operands
+    CONVERT = "convert"  # elementwise, to another dtype
+    MOVEMENT = "movement"  # moves data without arithmetic (broadcast, reshape, slice, ...)
+    SOURCE = "source"  # no array operands but a key: constants, iota, random numbers
+    PARAMETER = "parameter"  # a graph's input
+    REDUCTION = "reduction"
+    CONTRACTION = "contraction"  # dot products and convolutions
+    WINDOW = "window"  # sliding windows: pooling and its gradients
+    COLLECTIVE = "collective"  # exchanges data with the other replicas
+    FUSION = "fusion"  # the compiler's own: a fused kernel and one of its results
+
+
+ELEMENTWISE = frozenset({Category.UNARY, Category.BINARY, Category.COMPARE, Category.SELECT, Category.CONVERT})
+# Kernels of their own: each reads its operands from memory, as a whole loop nest.
+ROOTS = frozenset({Category.REDUCTION, Category.CONTRACTION, Category.WINDOW})
+
+
 ShapeRule = Callable[..., Aval]
 Impl = Callable[..., np.ndarray]
 VJPRule = Callable[..., tuple]
@@ -91,9 +121,10 @@ VJPRule = Callable[..., tuple]
 
 @dataclass(frozen=True, eq=False)
 class Primitive:
-    """An op of the closed primitive set.
+    """An op of the closed primitive set, compared by identity.
 
-    ``shape_rule(*avals, **attrs) -> Aval`` validates inputs and gives the output.
+    ``category`` says what kind of computation it is; ``commutative`` that its two operands
+    may be swapped. ``shape_rule(*avals, **attrs) -> Aval`` validates inputs and gives the output.
     ``impl(*arrays, **attrs) -> np.ndarray`` is the NumPy twin (the reference semantics).
     ``vjp(g, *inputs, out=..., **attrs) -> tuple`` gives one cotangent per input (None for
     an input with no gradient, or a zero-argument function computing it, so that expensive
@@ -108,6 +139,17 @@ class Primitive:
     attr_names: tuple[str, ...] = ()
     variadic: bool = False
     doc: str = field(default="", compare=False)
+    category: Category = field(kw_only=True)
+    commutative: bool = field(default=False, kw_only=True)
+
+    @property
+    def elementwise(self) -> bool:
+        """Whether each result element depends only on the operands' elements at its position."""
+        return self.category in ELEMENTWISE
+
+    @property
+    def differentiable(self) -> bool:
+        return self.vjp is not None
 
     def bind(self, *args: Any, like: Any = None, **attrs: Any) -> Any:
         """Apply this primitive to values of the layer above (``like`` gives nullary ops a device)."""
@@ -115,6 +157,9 @@ class Primitive:
 
     def __repr__(self) -> str:
         return f"<primitive {self.name}>"
+
+    def __str__(self) -> str:
+        return self.name
 
 
 PRIMITIVES: dict[str, Primitive] = {}
@@ -126,6 +171,12 @@ def register(primitive: Primitive) -> Primitive:
         raise ValueError(f"primitive {primitive.name!r} declared twice")
     PRIMITIVES[primitive.name] = primitive
     return primitive
+
+
+def withdraw(primitive: Primitive) -> None:
+    """Take ``primitive`` out of the set again: one declared for a while, as a test does."""
+    if PRIMITIVES.get(primitive.name) is primitive:
+        del PRIMITIVES[primitive.name]
 
 
 def _no_binder(primitive: Primitive, args: tuple, attrs: dict, like: Any) -> Any:

@@ -16,13 +16,15 @@ from __future__ import annotations
 import ast
 import math
 import re
+from collections import Counter
 from typing import Any
 
 import numpy as np
 
 from braze.ir.dtypes import ALL_DTYPES, DType, as_dtype
 from braze.ir.graph import Graph, Node, parameter
-from braze.ir.primitive import Aval, Literal
+from braze.ir.primitive import PRIMITIVES, Aval, Category, Literal
+from braze.ir.prims.fusion import fusion
 
 _DTYPE_BY_SHORT = {d.short: d for d in ALL_DTYPES}
 
@@ -81,7 +83,7 @@ def _print_block(graph: Graph, name: str, computations: dict[Graph, str]) -> str
     lines = [f"{name}({', '.join(params)}) {{"]
     counter = len(graph.params)
     for node in graph.nodes():
-        if node.op == "parameter":
+        if node.op.category is Category.PARAMETER:
             continue
         names[id(node)] = f"%{counter}"
         counter += 1
@@ -170,8 +172,6 @@ def parse_graph(text: str) -> Graph:
 
 
 def _parse_block(lines: list[str], start: int, computations: dict[str, Graph]) -> tuple[Graph, int, str]:
-    from braze.ir.primitive import PRIMITIVES
-
     header = _HEADER.match(lines[start])
     if not header:
         raise ParseError(f"line {start + 1}: expected 'name(...) {{', got {lines[start]!r}")
@@ -197,17 +197,18 @@ def _parse_block(lines: list[str], start: int, computations: dict[str, Graph]) -
         match = _NODE.match(line)
         if not match:
             raise ParseError(f"line {number}: cannot read {line.strip()!r}")
-        result, op, operands, attr_text, type_text = match.groups()
-        if op not in PRIMITIVES:
-            raise ParseError(f"line {number}: unknown primitive {op!r}")
-        inputs = tuple(_lookup(values, name, number) for name in _operands(operands))
+        result, name, operands, attr_text, type_text = match.groups()
+        primitive = PRIMITIVES.get(name)
+        if primitive is None:
+            raise ParseError(f"line {number}: unknown primitive {name!r}")
+        inputs = tuple(_lookup(values, operand, number) for operand in _operands(operands))
         attrs = parse_attrs(attr_text or "", computations)
         if "dtype" in attrs:
             attrs["dtype"] = as_dtype(attrs["dtype"])
-        aval = PRIMITIVES[op].shape_rule(*(i.aval for i in inputs), **attrs)
+        aval = primitive.shape_rule(*(i.aval for i in inputs), **attrs)
         if aval != parse_aval(type_text):
-            raise ParseError(f"line {number}: {op} gives {format_aval(aval)}, the text says {type_text}")
-        values[f"%{result}"] = Node.make(op, inputs, attrs, aval)
+            raise ParseError(f"line {number}: {name} gives {format_aval(aval)}, the text says {type_text}")
+        values[f"%{result}"] = Node.make(primitive, inputs, attrs, aval)
     if outputs is None:
         raise ParseError(f"{header.group(1)} has no return line")
     return Graph(tuple(params), outputs, donated), number, header.group(1)
@@ -221,3 +222,16 @@ def _lookup(values: dict[str, Node], name: str, line: int) -> Node:
     if name not in values:
         raise ParseError(f"line {line}: {name} is used before it is defined")
     return values[name]
+
+
+def kernel_label(node: Node) -> str:
+    """One line saying what a kernel computes: its fusion kind, result type and ops."""
+    if node.op is not fusion:
+        return f"{node.op} -> {format_aval(node.aval)}"
+    return f"{node.attr('kind')} fusion -> {format_aval(node.aval)}: {', '.join(fused_ops(node))}"
+
+
+def fused_ops(node: Node) -> list[str]:
+    """The ops a fusion computes, each with its count when more than one ("add x2")."""
+    ops = Counter(m.op.name for m in node.attr("computation").nodes() if m.op.category is not Category.PARAMETER)
+    return [f"{op} x{c}" if c > 1 else op for op, c in ops.items()]

@@ -7,7 +7,7 @@ right number of operands; and re-running its shape rule gives back the node's av
 from __future__ import annotations
 
 from braze.ir.graph import Graph
-from braze.ir.primitive import PRIMITIVES
+from braze.ir.primitive import PRIMITIVES, Category
 
 
 class VerificationError(ValueError):
@@ -17,17 +17,17 @@ class VerificationError(ValueError):
 def verify(graph: Graph) -> Graph:
     """Check ``graph`` and return it; raise VerificationError naming the first broken node."""
     for position, p in enumerate(graph.params):
-        if p.op != "parameter" or p.attr("index") != position:
+        if p.op.category is not Category.PARAMETER or p.attr("index") != position:
             raise VerificationError(f"parameter {position} is {p!r} with index {p.attr_dict.get('index')}")
     declared = {id(p) for p in graph.params}
     for node in graph.nodes():
-        if node.op == "parameter":
+        primitive = node.op
+        if primitive.category is Category.PARAMETER:
             if id(node) not in declared:
                 raise VerificationError(f"parameter {node.attr('index')} is used but not declared")
             continue
-        primitive = PRIMITIVES.get(node.op)
-        if primitive is None:
-            raise VerificationError(f"unknown primitive {node.op!r}")
+        if PRIMITIVES.get(primitive.name) is not primitive:
+            raise VerificationError(f"unknown primitive {primitive.name!r}")
         if set(node.attr_dict) != set(primitive.attr_names):
             raise VerificationError(
                 f"{node.op}: attributes {sorted(node.attr_dict)} differ from the declared "

@@ -5,16 +5,15 @@ the kernel that writes it to the last kernel that reads it; a dead buffer is reu
 later result of the same size (first fit). Results the graph returns get buffers of their
 own, and a result donated to a parameter is written into that parameter's buffer. The
 assignment records each result's offset in one temporary arena and the arena's peak size.
+Every buffer starts at a multiple of the alignment the backend's target asks for.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from braze.ir.graph import Graph, Node
-from braze.ir.primitive import Aval
-
-ALIGN = 64  # bytes: one cache line, and aligned for the widest vector loads
+from braze.ir.graph import Graph, Node, schedule
+from braze.ir.prims.fusion import get_element
 
 
 @dataclass
@@ -34,34 +33,21 @@ class BufferAssignment:
         )
 
 
-def nbytes(aval: Aval) -> int:
-    return aval.size * aval.dtype.itemsize
-
-
-def _aligned(size: int) -> int:
-    return -(-size // ALIGN) * ALIGN
-
-
-def schedule(graph: Graph) -> list[Node]:
-    """The nodes that run as kernels, in order: everything but parameters and the views
-    (get_element, and constants, which are data)."""
-    return [n for n in graph.nodes() if n.op not in ("parameter", "get_element", "constant")]
-
-
 def _results(node: Node, element_of: dict[int, list[Node]]) -> list[Node]:
     return element_of.get(id(node), []) if node.multi_output else [node]
 
 
-def assign(graph: Graph) -> BufferAssignment:
+def assign(graph: Graph, alignment: int) -> BufferAssignment:
+    """Where each kernel result of ``graph`` lives, every buffer ``alignment`` bytes aligned."""
     kernels = schedule(graph)
     position = {id(k): t for t, k in enumerate(kernels)}
     element_of: dict[int, list[Node]] = {}
     for node in graph.nodes():
-        if node.op == "get_element":
+        if node.op is get_element:
             element_of.setdefault(id(node.inputs[0]), []).append(node)
     last_use: dict[int, int] = {}
     for node in graph.nodes():
-        reader = node if node.op != "get_element" else None
+        reader = node if node.op is not get_element else None
         if reader is None or id(reader) not in position:
             continue
         for i in node.inputs:
@@ -85,7 +71,7 @@ def assign(graph: Graph) -> BufferAssignment:
         for node in _results(kernel, element_of):
             if id(node) in result.outputs:
                 continue
-            size = _aligned(nbytes(node.aval))
+            size = -(-node.aval.nbytes // alignment) * alignment
             slot = next((f for f in free if f[1] == size), None)
             if slot is None:
                 slot = (arena, size)
@@ -99,8 +85,8 @@ def assign(graph: Graph) -> BufferAssignment:
     return result
 
 
-def assign_buffers(graph: Graph) -> Graph:
+def assign_buffers(graph: Graph, alignment: int) -> Graph:
     """Attach the buffer assignment to the graph (``graph.annotations["buffers"]``)."""
-    graph.annotations["buffers"] = assign(graph)
+    graph.annotations["buffers"] = assign(graph, alignment)
     graph.notes.append(f"buffers: {graph.annotations['buffers'].describe()}")
     return graph

@@ -18,20 +18,21 @@ from __future__ import annotations
 from typing import Any
 
 from braze.ir.graph import Graph, Node
-from braze.ir.primitive import PRIMITIVES
-from braze.passes.buffers import nbytes
+from braze.ir.primitive import Primitive
+from braze.ir.prims.collectives import all_reduce
+from braze.ir.prims.structural import concatenate, reshape, slice_
 from braze.passes.rewrite import rewrite
 
 THRESHOLD_BYTES = 32 << 20  # XLA's default combine threshold is 30 MiB
 
 
-def _make(name: str, inputs: tuple[Node, ...], **attrs: Any) -> Node:
-    aval = PRIMITIVES[name].shape_rule(*(i.aval for i in inputs), **attrs)
-    return Node.make(name, inputs, attrs, aval)
+def _make(primitive: Primitive, inputs: tuple[Node, ...], **attrs: Any) -> Node:
+    aval = primitive.shape_rule(*(i.aval for i in inputs), **attrs)
+    return Node.make(primitive, inputs, attrs, aval)
 
 
 def _reshaped(node: Node, shape: tuple[int, ...]) -> Node:
-    return node if node.shape == shape else _make("reshape", (node,), new_sizes=shape)
+    return node if node.shape == shape else _make(reshape, (node,), new_sizes=shape)
 
 
 def _upstream_reduces(graph: Graph) -> dict[int, frozenset[int]]:
@@ -41,7 +42,7 @@ def _upstream_reduces(graph: Graph) -> dict[int, frozenset[int]]:
         found: set[int] = set()
         for i in node.inputs:
             found |= upstream[id(i)]
-            if i.op == "all_reduce":
+            if i.op is all_reduce:
                 found.add(id(i))
         upstream[id(node)] = frozenset(found)
     return upstream
@@ -53,11 +54,11 @@ def buckets(graph: Graph, combined: set[int], threshold: int = THRESHOLD_BYTES) 
     open_buckets: dict[tuple, list[Node]] = {}
     result: list[list[Node]] = []
     for node in graph.nodes():
-        if node.op != "all_reduce" or id(node) in combined:
+        if node.op is not all_reduce or id(node) in combined:
             continue
         key = (node.attr("op"), node.dtype)
         bucket = open_buckets.get(key)
-        fits = bucket is not None and sum(nbytes(m.aval) for m in bucket) + nbytes(node.aval) <= threshold
+        fits = bucket is not None and sum(m.aval.nbytes for m in bucket) + node.aval.nbytes <= threshold
         if not fits or any(id(m) in upstream[id(node)] for m in bucket):
             bucket = open_buckets[key] = []
             result.append(bucket)
@@ -68,12 +69,12 @@ def buckets(graph: Graph, combined: set[int], threshold: int = THRESHOLD_BYTES) 
 def _combine(bucket: list[Node]) -> tuple[Node, dict[int, Node]]:
     """The combined all-reduce and, for each member (by id), the slice replacing it."""
     flat = tuple(_reshaped(m.inputs[0], (m.aval.size,)) for m in bucket)
-    joined = _make("concatenate", flat, dimension=0)
-    reduced = _make("all_reduce", (joined,), op=bucket[0].attr("op"))
+    joined = _make(concatenate, flat, dimension=0)
+    reduced = _make(all_reduce, (joined,), op=bucket[0].attr("op"))
     replacements, start = {}, 0
     for member in bucket:
         end = start + member.aval.size
-        piece = _make("slice", (reduced,), start_indices=(start,), limit_indices=(end,), strides=(1,))
+        piece = _make(slice_, (reduced,), start_indices=(start,), limit_indices=(end,), strides=(1,))
         replacements[id(member)] = _reshaped(piece, member.shape)
         start = end
     return reduced, replacements
@@ -89,6 +90,6 @@ def combine_all_reduce(graph: Graph, threshold: int = THRESHOLD_BYTES) -> Graph:
         reduced, replacements = _combine(bucket)
         combined.add(id(reduced))
         graph = rewrite(graph, lambda node, replacements=replacements: replacements.get(id(node)))
-        notes.append(f"combined {len(bucket)} all-reduces into one of {nbytes(reduced.aval)} bytes")
+        notes.append(f"combined {len(bucket)} all-reduces into one of {reduced.aval.nbytes} bytes")
     graph.notes.extend(notes)
     return graph

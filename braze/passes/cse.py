@@ -8,12 +8,11 @@ what structure alone misses: commutative operations get a canonical operand orde
 from __future__ import annotations
 
 from braze.ir.graph import Graph, Node
-from braze.passes.patterns import COMMUTATIVE
 from braze.passes.rewrite import rewrite
 
 
 def _canonical(node: Node) -> Node | None:
-    if node.op not in COMMUTATIVE:
+    if not node.op.commutative:
         return None
     a, b = node.inputs
     if a.fingerprint <= b.fingerprint:

@@ -11,46 +11,47 @@ from __future__ import annotations
 import numpy as np
 
 from braze.ir.graph import Graph, Node
-from braze.ir.primitive import PRIMITIVES, Aval, Literal
-from braze.passes.patterns import COLLECTIVES, ELEMENTWISE, SOURCES, splat, splat_value
+from braze.ir.primitive import Aval, Category, Literal
+from braze.ir.prims.sources import constant
+from braze.passes.patterns import splat, splat_value
 from braze.passes.rewrite import rewrite
 
 LIMIT = 1 << 16
 # A collective's value depends on the other replicas, which compile time knows nothing of.
-_NOT_FOLDABLE = SOURCES | COLLECTIVES | {"parameter", "fusion", "get_element"}
+_NOT_FOLDABLE = frozenset({Category.SOURCE, Category.COLLECTIVE, Category.PARAMETER, Category.FUSION})
 
 
 def _is_constant(node: Node) -> bool:
-    return node.op == "constant" or splat_value(node) is not None
+    return node.op is constant or splat_value(node) is not None
 
 
 def _value(node: Node) -> np.ndarray:
-    if node.op == "constant":
+    if node.op is constant:
         return node.attr("value").array
     return np.broadcast_to(np.asarray(splat_value(node), dtype=node.dtype.numpy), node.shape)
 
 
 def _evaluate(node: Node, arrays: list[np.ndarray], aval: Aval) -> np.ndarray:
     with np.errstate(all="ignore"):
-        result = np.asarray(PRIMITIVES[node.op].impl(*arrays, **node.attr_dict))
+        result = np.asarray(node.op.impl(*arrays, **node.attr_dict))
     return result.astype(aval.dtype.numpy, copy=False)
 
 
 def _fold(node: Node) -> Node | None:
-    if node.op in _NOT_FOLDABLE or not node.inputs or not all(_is_constant(i) for i in node.inputs):
+    if node.op.category in _NOT_FOLDABLE or not node.inputs or not all(_is_constant(i) for i in node.inputs):
         return None
     if splat_value(node) is not None:
         return None  # a broadcast scalar is already the cheapest form of a constant
     if node.multi_output:
         return None
-    if node.op in ELEMENTWISE and all(splat_value(i) is not None for i in node.inputs):
+    if node.op.elementwise and all(splat_value(i) is not None for i in node.inputs):
         scalars = [np.asarray(splat_value(i), dtype=i.dtype.numpy) for i in node.inputs]
         return splat(_evaluate(node, scalars, Aval((), node.dtype)).item(), node.aval)
     size = node.aval.size + sum(i.aval.size for i in node.inputs)
     if size > LIMIT:
         return None
     array = _evaluate(node, [_value(i) for i in node.inputs], node.aval)
-    return Node.make("constant", (), {"value": Literal(array, node.dtype)}, node.aval)
+    return Node.make(constant, (), {"value": Literal(array, node.dtype)}, node.aval)
 
 
 def fold(graph: Graph) -> Graph:

@@ -13,8 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from braze.ir.graph import Graph, Node, parameter
-from braze.passes import fusion_policy as policy
-from braze.passes.patterns import REDUCTIONS
+from braze.ir.primitive import Category
+from braze.ir.prims.fusion import fusion, get_element
+from braze.ir.prims.sources import constant
+from braze.passes.fusion_policy import TARGET_INDEPENDENT, FusionPolicy
 
 
 @dataclass(eq=False)
@@ -41,18 +43,18 @@ def _users(graph: Graph) -> dict[int, list[Node]]:
     return users
 
 
-def plan_singletons(graph: Graph) -> Plan:
+def plan_singletons(graph: Graph, policy: FusionPolicy = TARGET_INDEPENDENT) -> Plan:
     """No fusion: every op is a kernel of its own (scalar constants are still inlined, unless
     they are results of the graph: those are kernels too)."""
     outputs = {id(o) for o in graph.outputs}
 
     def inlined(node: Node) -> bool:
-        return node.op == "constant" and not node.shape and id(node) not in outputs
+        return node.op is constant and not node.shape and id(node) not in outputs
 
     groups = []
     shared: dict[int, list[Group]] = {}
     for node in graph.nodes():
-        if node.op == "parameter" or inlined(node):
+        if node.op.category is Category.PARAMETER or inlined(node):
             continue
         groups.append(Group(policy.kind_of_root(node), [node]))
     for group in groups:
@@ -65,7 +67,7 @@ def plan_singletons(graph: Graph) -> Plan:
     return Plan(groups, shared, [])
 
 
-def plan_fusion(graph: Graph) -> Plan:
+def plan_fusion(graph: Graph, policy: FusionPolicy = TARGET_INDEPENDENT) -> Plan:
     nodes = graph.nodes()
     users = _users(graph)
     outputs = {id(o) for o in graph.outputs}
@@ -106,7 +108,7 @@ def plan_fusion(graph: Graph) -> Plan:
                 owner[id(summed)] = group
 
     for node in reversed(nodes):
-        if node.op == "parameter" or id(node) in owner:
+        if node.op.category is Category.PARAMETER or id(node) in owner:
             continue
         reader_groups: dict[int, Group | None] = {}
         for u in users[id(node)]:
@@ -127,7 +129,7 @@ def plan_fusion(graph: Graph) -> Plan:
                 for group in shared[id(node)]:
                     group.add(node)
                 continue
-            reduction = _reduction_reader(node, reader_groups, users, owner)
+            reduction = _reduction_reader(node, reader_groups, users, owner, policy)
             if reduction is not None:
                 # Producer multi-output fusion: the reduction kernel computes it and also writes it out.
                 reduction.add(node)
@@ -139,7 +141,7 @@ def plan_fusion(graph: Graph) -> Plan:
         groups.append(group)
         owner[id(node)] = group
 
-    groups = _merge_siblings(groups, owner, users, refusals)
+    groups = _merge_siblings(groups, owner, users, refusals, policy)
     return Plan(groups, shared, refusals)
 
 
@@ -158,9 +160,13 @@ def _reaches(node: Node, targets: set[int], position: dict[int, int], start: int
     return False
 
 
-def _reduction_reader(node: Node, reader_groups: dict, users, owner: dict[int, Group]) -> Group | None:
+def _reduction_reader(
+    node: Node, reader_groups: dict, users, owner: dict[int, Group], policy: FusionPolicy
+) -> Group | None:
     """The one reduction kernel among ``node``'s readers that may compute it for all of them."""
-    reductions = [g for g in reader_groups.values() if g.kind == "input" and g.members[0].op in REDUCTIONS]
+    reductions = [
+        g for g in reader_groups.values() if g.kind == "input" and g.members[0].op.category is Category.REDUCTION
+    ]
     if len(reductions) != 1:
         return None
     group = reductions[0]
@@ -200,7 +206,9 @@ def _depends_on(group: Group, other: Group, owner: dict[int, Group]) -> bool:
     return False
 
 
-def _merge_siblings(groups: list[Group], owner: dict[int, Group], users, refusals: list[str]) -> list[Group]:
+def _merge_siblings(
+    groups: list[Group], owner: dict[int, Group], users, refusals: list[str], policy: FusionPolicy
+) -> list[Group]:
     """Merge loop kernels of one shape that read the same input (e.g. relu and its mask)."""
     merged = True
     while merged:
@@ -210,7 +218,7 @@ def _merge_siblings(groups: list[Group], owner: dict[int, Group], users, refusal
             if group.kind != "loop":
                 continue
             for i in _external_inputs(group):
-                if i.op != "parameter" or i.aval.size > 1:
+                if i.op.category is not Category.PARAMETER or i.aval.size > 1:
                     by_input.setdefault(id(i), []).append(group)
         for readers in by_input.values():
             for a_index, first in enumerate(readers):
@@ -257,10 +265,11 @@ def _schedule(groups: list[Group], order: dict[int, int]) -> list[Group]:
     return result
 
 
-def fuse(graph: Graph, enabled: bool = True) -> Graph:
-    """Replace every kernel's worth of nodes by one ``fusion`` node (one node per kernel when
-    fusion is disabled, which is how the compiled backend is tested unfused)."""
-    plan = plan_fusion(graph) if enabled else plan_singletons(graph)
+def fuse(graph: Graph, enabled: bool = True, policy: FusionPolicy = TARGET_INDEPENDENT) -> Graph:
+    """Replace every kernel's worth of nodes by one ``fusion`` node, as ``policy`` decides
+    (one node per kernel when fusion is disabled, which is how the compiled backends are
+    tested unfused)."""
+    plan = plan_fusion(graph, policy) if enabled else plan_singletons(graph, policy)
     order = {id(n): i for i, n in enumerate(graph.nodes())}
     users = _users(graph)
     graph_outputs = {id(o) for o in graph.outputs}
@@ -284,13 +293,13 @@ def fuse(graph: Graph, enabled: bool = True) -> Graph:
         computation = Graph(tuple(inner[id(i)] for i in inputs), tuple(inner[id(r)] for r in results))
         avals = tuple(r.aval for r in results)
         kernel = Node.make(
-            "fusion",
+            fusion,
             tuple(value[id(i)] for i in inputs),
             {"kind": group.kind, "computation": computation},
             avals[0] if len(avals) == 1 else avals,
         )
         for k, r in enumerate(results):
-            value[id(r)] = kernel if len(results) == 1 else Node.make("get_element", (kernel,), {"index": k}, r.aval)
+            value[id(r)] = kernel if len(results) == 1 else Node.make(get_element, (kernel,), {"index": k}, r.aval)
     fused = Graph(graph.params, tuple(value[id(o)] for o in graph.outputs), graph.donated)
     fused.notes = [f"fusion refused: {reason}" for reason in dict.fromkeys(plan.refusals)]
     return fused

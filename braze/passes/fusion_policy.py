@@ -1,8 +1,11 @@
 """Fusion policy: which producers join which kernels, and why not when they don't.
 
-Every decision returns a ``Decision``; a refusal carries a sentence that the dump after
-the fusion pass shows, so a missed fusion can be read rather than guessed. The mechanics
-that carry the decisions out live in ``fuse.py``.
+``FusionPolicy`` is the target-independent base (XLA's ``InstructionFusion``): every
+decision returns a ``Decision``, and a refusal carries a sentence that the dump after the
+fusion pass shows, so a missed fusion can be read rather than guessed. A backend whose code
+generator has limits of its own overrides the hooks (``should_fuse``, ``epilogue_sum``),
+as XLA's CPU and GPU fusion passes override ``ShouldFuse``. The mechanics that carry the
+decisions out live in ``fuse.py``.
 """
 
 from __future__ import annotations
@@ -11,20 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from braze.ir.graph import Node
-from braze.passes.patterns import (
-    COLLECTIVES,
-    CONTRACTIONS,
-    ELEMENTWISE,
-    MOVEMENT,
-    REDUCTIONS,
-    SOURCES,
-    WINDOWED,
-    scatters_once,
-    splat_value,
-)
-
-MAX_FUSED_OPS = 96
-MAX_SUMMED_CHANNELS = 4096  # a pooling-gradient kernel's per-thread sums live on each thread's stack
+from braze.ir.primitive import ROOTS, Category
+from braze.ir.prims.elementwise import convert
+from braze.ir.prims.reductions import reduce_sum
+from braze.ir.prims.sources import constant, iota
+from braze.ir.prims.structural import broadcast_in_dim, reshape, transpose
+from braze.ir.prims.window import scatters_once, select_and_scatter_add
+from braze.passes.patterns import splat_value
 
 
 @dataclass(frozen=True)
@@ -40,113 +36,120 @@ def no(reason: str) -> Decision:
     return Decision(False, reason)
 
 
-def takes_epilogue(node: Node) -> bool:
-    """Kernels that apply elementwise readers of their result as they store it."""
-    return node.op in CONTRACTIONS or scatters_once(node)
+# What a fused kernel can compute at any element: the rest are kernels of their own.
+_FUSIBLE = frozenset({Category.MOVEMENT, Category.SOURCE})
+_FREE_TO_DUPLICATE = frozenset({constant, iota})
+_CHEAP_MOVES = frozenset({broadcast_in_dim, reshape, transpose, convert})
+# Operands read from memory, never from a fused producer: a collective hands its operand's
+# buffer to the transport.
+_READS_BUFFERS = frozenset({Category.CONTRACTION, Category.WINDOW, Category.COLLECTIVE})
 
 
-def kind_of_root(node: Node) -> str:
-    if takes_epilogue(node):
-        return "output"
-    if node.op in REDUCTIONS or node.op in WINDOWED:
-        return "input"
-    if node.op in COLLECTIVES:
-        return "collective"
-    return "loop"
+class FusionPolicy:
+    """The decisions every target shares; ``max_fused_ops`` bounds a kernel's size."""
 
+    max_fused_ops = 96
 
-def is_free_to_duplicate(node: Node) -> bool:
-    """Sources, and movement of a parameter or a constant: recomputing them in every kernel
-    that reads them costs nothing but index arithmetic and keeps them out of memory."""
-    if node.op in ("constant", "iota"):
-        return True
-    if node.op in ("broadcast_in_dim", "reshape", "transpose", "convert"):
-        source = node.inputs[0]
-        return source.op == "parameter" or source.op == "constant" or splat_value(source) is not None
-    return False
+    def takes_epilogue(self, node: Node) -> bool:
+        """Kernels that apply elementwise readers of their result as they store it."""
+        return node.op.category is Category.CONTRACTION or scatters_once(node)
 
+    def kind_of_root(self, node: Node) -> str:
+        if self.takes_epilogue(node):
+            return "output"
+        if node.op.category in ROOTS:
+            return "input"
+        if node.op.category is Category.COLLECTIVE:
+            return "collective"
+        return "loop"
 
-def reads_buffers(node: Node) -> bool:
-    """Contractions, windowed ops and collectives (which hand their operand's buffer to the
-    transport) read their operands from memory, never from a fused producer."""
-    return node.op in CONTRACTIONS or node.op in WINDOWED or node.op in COLLECTIVES
+    def is_free_to_duplicate(self, node: Node) -> bool:
+        """Sources, and movement of a parameter or a constant: recomputing them in every
+        kernel that reads them costs nothing but index arithmetic and keeps them out of memory."""
+        if node.op in _FREE_TO_DUPLICATE:
+            return True
+        if node.op in _CHEAP_MOVES:
+            source = node.inputs[0]
+            return source.op.category is Category.PARAMETER or source.op is constant or splat_value(source) is not None
+        return False
 
+    def reads_buffers(self, node: Node) -> bool:
+        """Contractions, windowed ops and collectives read their operands from memory."""
+        return node.op.category in _READS_BUFFERS
 
-def should_fuse(producer: Node, members: list[Node], kind: str, readers_in_group: list[Node]) -> Decision:
-    """May ``producer`` be computed inside a kernel of ``kind`` whose nodes ``readers_in_group`` read it?"""
-    name = f"{producer.op} {producer.aval}"
-    if producer.op in REDUCTIONS or producer.op in CONTRACTIONS or producer.op in WINDOWED:
-        return no(f"{name} is a kernel of its own: inside a consumer it would be recomputed per element")
-    if producer.op in COLLECTIVES:
-        return no(f"{name} exchanges data with the other replicas: a call into the transport, not a loop")
-    if producer.op not in ELEMENTWISE and producer.op not in MOVEMENT and producer.op not in SOURCES:
-        return no(f"{name} cannot be fused")
-    if producer.op == "rev" and kind == "input":
-        # GCC 12.2 at -O3 miscompiles a sum whose loop nest reads an inner axis backwards
-        # (outer-loop vectorization of the in-order reduction; found by braze fuzz): a
-        # reversal is cheap to write out and rare, so reductions read it from memory.
-        return no(f"{name}: reductions read reversed axes from memory, never through a fused rev")
-    if len(members) >= MAX_FUSED_OPS:
-        return no(f"{name}: the consumer kernel already holds {MAX_FUSED_OPS} ops")
-    roots = [r for r in readers_in_group if reads_buffers(r)]
-    if roots:
-        return no(f"{name} is an operand of {roots[0].op}, which reads materialized operands")
-    return YES
+    def should_fuse(self, producer: Node, members: list[Node], kind: str, readers_in_group: list[Node]) -> Decision:
+        """May ``producer`` be computed inside a kernel of ``kind`` whose nodes ``readers_in_group`` read it?"""
+        name = f"{producer.op} {producer.aval}"
+        if producer.op.category in ROOTS:
+            return no(f"{name} is a kernel of its own: inside a consumer it would be recomputed per element")
+        if producer.op.category is Category.COLLECTIVE:
+            return no(f"{name} exchanges data with the other replicas: a call into the transport, not a loop")
+        if not producer.op.elementwise and producer.op.category not in _FUSIBLE:
+            return no(f"{name} cannot be fused")
+        if len(members) >= self.max_fused_ops:
+            return no(f"{name}: the consumer kernel already holds {self.max_fused_ops} ops")
+        roots = [r for r in readers_in_group if self.reads_buffers(r)]
+        if roots:
+            return no(f"{name} is an operand of {roots[0].op}, which reads materialized operands")
+        return YES
 
-
-def epilogue(
-    producer: Node,
-    users: list[Node],
-    is_output: bool,
-    independent: Callable[[Node], bool],
-    kernel_of: Callable[[Node], Node | None],
-) -> tuple[Node | None, Decision]:
-    """The elementwise op that may join the epilogue of a dot, conv or tiled pooling-gradient
-    kernel, after ``producer``. Its other operands are recomputed per element (free ones) or
-    must not depend on the kernel (``independent``): those are read at the element being
-    stored, or computed there when producer fusion later pulls them into the kernel. A reader
-    already in the epilogue of another kernel (``kernel_of`` gives that kernel's root) stays
-    there: in both kernels it would make each read the other's result, a cycle."""
-    name = f"{producer.op} {producer.aval}"
-    if is_output:
-        return None, no(f"epilogue stops at {name}: it is a result of the graph")
-    if len(users) != 1:
-        return None, no(f"epilogue stops at {name}: it has {len(users)} readers")
-    user = users[0]
-    if user.op not in ELEMENTWISE or user.multi_output or user.aval.shape != producer.aval.shape:
-        return None, no(f"epilogue stops at {name}: its reader {user.op} {user.aval} is not elementwise on it")
-    root = kernel_of(user)
-    if root is not None:
-        return None, no(f"epilogue stops before {user.op} {user.aval}: it is in the epilogue of {root.op} {root.aval}")
-    for other in user.inputs:
-        if other is not producer and not is_free_to_duplicate(other) and not independent(other):
+    def epilogue(
+        self,
+        producer: Node,
+        users: list[Node],
+        is_output: bool,
+        independent: Callable[[Node], bool],
+        kernel_of: Callable[[Node], Node | None],
+    ) -> tuple[Node | None, Decision]:
+        """The elementwise op that may join the epilogue of a dot, conv or tiled pooling-gradient
+        kernel, after ``producer``. Its other operands are recomputed per element (free ones) or
+        must not depend on the kernel (``independent``): those are read at the element being
+        stored, or computed there when producer fusion later pulls them into the kernel. A reader
+        already in the epilogue of another kernel (``kernel_of`` gives that kernel's root) stays
+        there: in both kernels it would make each read the other's result, a cycle."""
+        name = f"{producer.op} {producer.aval}"
+        if is_output:
+            return None, no(f"epilogue stops at {name}: it is a result of the graph")
+        if len(users) != 1:
+            return None, no(f"epilogue stops at {name}: it has {len(users)} readers")
+        user = users[0]
+        if not user.op.elementwise or user.multi_output or user.aval.shape != producer.aval.shape:
+            return None, no(f"epilogue stops at {name}: its reader {user.op} {user.aval} is not elementwise on it")
+        root = kernel_of(user)
+        if root is not None:
             return None, no(
-                f"epilogue stops before {user.op}: its operand {other.op} {other.aval} must be computed first"
+                f"epilogue stops before {user.op} {user.aval}: it is in the epilogue of {root.op} {root.aval}"
             )
-    return user, YES
+        for other in user.inputs:
+            if other is not producer and not self.is_free_to_duplicate(other) and not independent(other):
+                return None, no(
+                    f"epilogue stops before {user.op}: its operand {other.op} {other.aval} must be computed first"
+                )
+        return user, YES
 
-
-def epilogue_sum(root: Node, last: Node, users: list[Node]) -> Node | None:
-    """A bias gradient that may join a pooling-gradient kernel: the float sum, over every
-    axis but the last, of its epilogue's result ``last`` (``root`` itself when it has none).
-    The kernel adds each element into per-channel sums as it stores it, which spares a
-    pass over a tensor the size of the pooled input (350 MB for the XLA article's CNN)."""
-    if root.op != "select_and_scatter_add" or not scatters_once(root) or last.shape[-1] > MAX_SUMMED_CHANNELS:
+    def epilogue_sum(self, root: Node, last: Node, users: list[Node]) -> Node | None:
+        """A bias gradient that may join a pooling-gradient kernel: the float sum, over every
+        axis but the last, of its epilogue's result ``last`` (``root`` itself when it has none).
+        The kernel adds each element into per-channel sums as it stores it, which spares a
+        pass over a tensor the size of the pooled input (350 MB for the XLA article's CNN)."""
+        if root.op is not select_and_scatter_add or not scatters_once(root):
+            return None
+        for user in users:
+            if (
+                user.op is reduce_sum
+                and user.inputs[0] is last
+                and user.dtype.is_float
+                and tuple(user.attr("axes")) == tuple(range(len(last.shape) - 1))
+            ):
+                return user
         return None
-    for user in users:
-        if (
-            user.op == "reduce_sum"
-            and user.inputs[0] is last
-            and user.dtype.is_float
-            and tuple(user.attr("axes")) == tuple(range(len(last.shape) - 1))
-        ):
-            return user
-    return None
+
+    def siblings(self, first_shape: tuple[int, ...], second_shape: tuple[int, ...], connected: bool) -> Decision:
+        if first_shape != second_shape:
+            return no(f"sibling kernels of shapes {first_shape} and {second_shape} do not share a loop")
+        if connected:
+            return no("sibling kernels depend on each other")
+        return YES
 
 
-def siblings(first_shape: tuple[int, ...], second_shape: tuple[int, ...], connected: bool) -> Decision:
-    if first_shape != second_shape:
-        return no(f"sibling kernels of shapes {first_shape} and {second_shape} do not share a loop")
-    if connected:
-        return no("sibling kernels depend on each other")
-    return YES
+TARGET_INDEPENDENT = FusionPolicy()

@@ -1,12 +1,15 @@
 """The compiler's target-independent pipeline: a readable list of named passes.
 
-``run(graph)`` applies them in order. With ``verify=True`` (or ``BRAZE_VERIFY=1``) the
-verifier runs after every pass; with ``BRAZE_DUMP=dir`` the graph after every pass is
-written as text, numbered in order, with each pass's notes (fusion refusals, buffers).
+``run(graph)`` applies them in order; a backend gives its fusion policy (the hooks of its
+code generator's limits) and the alignment its target wants buffers at. With
+``verify=True`` (or ``BRAZE_VERIFY=1``) the verifier runs after every pass; with
+``BRAZE_DUMP=dir`` the graph after every pass is written as text, numbered in order, with
+each pass's notes (fusion refusals, buffers).
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import time
@@ -23,21 +26,34 @@ from braze.passes.cse import cse
 from braze.passes.dce import dce
 from braze.passes.fold import fold
 from braze.passes.fuse import fuse
+from braze.passes.fusion_policy import TARGET_INDEPENDENT, FusionPolicy
 from braze.passes.simplify import simplify
 
 Pass = Callable[[Graph], Graph]
 
-PIPELINE: tuple[tuple[str, Pass], ...] = (
-    ("simplify", simplify),
-    ("cse", cse),
-    ("fold", fold),
-    ("simplify", simplify),
-    ("dce", dce),
-    ("combine_all_reduce", combine_all_reduce),
-    ("fuse", fuse),
-    ("dce", dce),
-    ("assign_buffers", assign_buffers),
-)
+# Bytes a buffer starts at where no backend asks for another: a cache line.
+ALIGNMENT = 64
+
+
+def passes(
+    policy: FusionPolicy = TARGET_INDEPENDENT, alignment: int = ALIGNMENT, fusion: bool = True
+) -> tuple[tuple[str, Pass], ...]:
+    """The pipeline for a backend's fusion ``policy`` and buffer ``alignment``
+    (``fusion=False``: every op left a kernel of its own)."""
+    return (
+        ("simplify", simplify),
+        ("cse", cse),
+        ("fold", fold),
+        ("simplify", simplify),
+        ("dce", dce),
+        ("combine_all_reduce", combine_all_reduce),
+        ("fuse", functools.partial(fuse, enabled=fusion, policy=policy)),
+        ("dce", dce),
+        ("assign_buffers", functools.partial(assign_buffers, alignment=alignment)),
+    )
+
+
+PIPELINE = passes()
 
 _DUMPS = itertools.count()
 
@@ -50,19 +66,19 @@ class PassLog:
         return "\n".join(f"{name}: {seconds * 1000:.2f} ms, {nodes} nodes" for name, seconds, nodes in self.entries)
 
 
-def without_fusion() -> tuple[tuple[str, Pass], ...]:
-    """The pipeline with every op left a kernel of its own."""
-    return tuple((name, (lambda g: fuse(g, enabled=False)) if name == "fuse" else apply) for name, apply in PIPELINE)
-
-
 def run(
-    graph: Graph, verify: bool | None = None, dump_dir: str | None = None, fusion: bool | None = None
+    graph: Graph,
+    verify: bool | None = None,
+    dump_dir: str | None = None,
+    fusion: bool | None = None,
+    policy: FusionPolicy = TARGET_INDEPENDENT,
+    alignment: int = ALIGNMENT,
 ) -> tuple[Graph, PassLog]:
-    """Optimize ``graph``; return the result and the log of each pass's time and size.
+    """Optimize ``graph`` for a backend's fusion ``policy`` and buffer ``alignment``; return
+    the result and the log of each pass's time and size.
 
     ``fusion=False`` (or ``BRAZE_FUSION=0``) keeps one kernel per op."""
     fusion = os.environ.get("BRAZE_FUSION", "1") != "0" if fusion is None else fusion
-    passes = PIPELINE if fusion else without_fusion()
     verify = os.environ.get("BRAZE_VERIFY") == "1" if verify is None else verify
     dump_dir = dump_dir if dump_dir is not None else os.environ.get("BRAZE_DUMP")
     dump = Path(dump_dir) / f"graph{next(_DUMPS):04d}" if dump_dir else None
@@ -70,7 +86,7 @@ def run(
         dump.mkdir(parents=True, exist_ok=True)
         (dump / "00_input.txt").write_text(print_graph(graph) + "\n")
     log = PassLog()
-    for step, (name, apply) in enumerate(passes, start=1):
+    for step, (name, apply) in enumerate(passes(policy, alignment, fusion), start=1):
         start = time.perf_counter()
         graph = apply(graph)
         elapsed = time.perf_counter() - start

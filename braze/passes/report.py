@@ -4,21 +4,13 @@ graph, and a Graphviz rendering of the fused graph."""
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 
-from braze.ir.graph import Graph, Node
-from braze.ir.text import format_aval, print_graph
-from braze.passes.buffers import assign, schedule
-
-
-def kernel_label(node: Node) -> str:
-    """One line saying what a kernel computes: its fusion kind, result type and ops."""
-    if node.op != "fusion":
-        return f"{node.op} -> {format_aval(node.aval)}"
-    ops = Counter(m.op for m in node.attr("computation").nodes() if m.op != "parameter")
-    listed = ", ".join(f"{op} x{c}" if c > 1 else op for op, c in ops.items())
-    return f"{node.attr('kind')} fusion -> {format_aval(node.aval)}: {listed}"
+from braze.ir.graph import Graph, schedule
+from braze.ir.primitive import Category
+from braze.ir.prims.fusion import fusion
+from braze.ir.text import format_aval, fused_ops, kernel_label, print_graph
+from braze.passes.buffers import assign
 
 
 @dataclass
@@ -38,7 +30,7 @@ class Report:
         )
 
     def groups(self) -> str:
-        kernels = (k for k in schedule(self.optimized) if k.op == "fusion")
+        kernels = (k for k in schedule(self.optimized) if k.op is fusion)
         return "\n".join(f"kernel {n}: {kernel_label(node)}" for n, node in enumerate(kernels))
 
     def text(self) -> str:
@@ -46,14 +38,16 @@ class Report:
         return f"{self.summary()}\n\n{self.groups()}\n\n{notes}{print_graph(self.optimized)}"
 
 
-def build_report(unfused: Graph, optimized: Graph) -> Report:
+def build_report(unfused: Graph, optimized: Graph, alignment: int) -> Report:
+    """The report on ``optimized``, compiled from ``unfused`` for a backend whose buffers
+    start at multiples of ``alignment`` bytes."""
     return Report(
         unfused,
         optimized,
         unfused_kernels=len(schedule(unfused)),
         kernels=len(schedule(optimized)),
-        unfused_peak_bytes=assign(unfused).peak_bytes,
-        peak_bytes=assign(optimized).peak_bytes,
+        unfused_peak_bytes=assign(unfused, alignment).peak_bytes,
+        peak_bytes=assign(optimized, alignment).peak_bytes,
     )
 
 
@@ -62,13 +56,12 @@ def to_dot(graph: Graph) -> str:
     ids = {id(n): f"n{i}" for i, n in enumerate(graph.nodes())}
     lines = ["digraph braze {", "  rankdir=TB;", '  node [shape=box, fontname="monospace"];']
     for node in graph.nodes():
-        if node.op == "parameter":
+        if node.op.category is Category.PARAMETER:
             label = f"param {node.attr('index')}\\n{format_aval(node.aval)}"
             lines.append(f'  {ids[id(node)]} [label="{label}", shape=ellipse];')
             continue
-        if node.op == "fusion":
-            ops = Counter(m.op for m in node.attr("computation").nodes() if m.op != "parameter")
-            body = "\\n".join(f"{op} x{c}" if c > 1 else op for op, c in ops.items())
+        if node.op is fusion:
+            body = "\\n".join(fused_ops(node))
             label = f"{node.attr('kind')} fusion\\n{body}\\n{format_aval(node.aval)}"
         else:
             label = f"{node.op}\\n{format_aval(node.aval)}"

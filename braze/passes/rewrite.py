@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from braze.ir.graph import Graph, Node
+from braze.ir.primitive import Category
 
 Rule = Callable[[Node], "Node | None"]
 
@@ -21,7 +22,7 @@ def rewrite(graph: Graph, rule: Rule, max_rounds: int = 32) -> Graph:
     """Apply ``rule`` to every node of ``graph`` after its inputs; keep parameters and donations."""
     mapping: dict[int, Node] = {id(p): p for p in graph.params}
     for node in graph.nodes():
-        if node.op == "parameter":
+        if node.op.category is Category.PARAMETER:
             continue
         current = rebuild(node, tuple(mapping[id(i)] for i in node.inputs))
         for _ in range(max_rounds):

@@ -7,15 +7,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from braze.ir.graph import Graph, Node
-from braze.ir.primitive import Aval
-from braze.passes.patterns import ELEMENTWISE, splat, splat_value
+from braze.ir.primitive import Aval, Primitive
+from braze.ir.prims import elementwise as ew
+from braze.ir.prims.structural import broadcast_in_dim, reshape, transpose
+from braze.passes.patterns import splat, splat_value
 from braze.passes.rewrite import rewrite
 
 
 @dataclass(frozen=True)
 class Rule:
+    """``apply`` rewrites a node of ``op`` (of every elementwise primitive when None)."""
+
     name: str
-    op: str
+    op: Primitive | None
     apply: Callable[[Node], Node | None]
 
 
@@ -38,16 +42,16 @@ def _same_input(node: Node) -> Node | None:
     return a if a is b else None
 
 
-def _double(op: str) -> Callable[[Node], Node | None]:
-    return lambda node: node.inputs[0].inputs[0] if node.inputs[0].op == op else None
+def _double(op: Primitive) -> Callable[[Node], Node | None]:
+    return lambda node: node.inputs[0].inputs[0] if node.inputs[0].op is op else None
 
 
 def _reshape(node: Node) -> Node | None:
     source = node.inputs[0]
     if node.shape == source.shape:
         return source
-    if source.op == "reshape":
-        return Node.make("reshape", source.inputs, node.attrs, node.aval)
+    if source.op is reshape:
+        return Node.make(reshape, source.inputs, node.attrs, node.aval)
     if splat_value(source) is not None:
         return splat(splat_value(source), node.aval)
     return None
@@ -58,10 +62,10 @@ def _transpose(node: Node) -> Node | None:
     source = node.inputs[0]
     if list(perm) == sorted(perm):
         return source
-    if source.op == "transpose":
+    if source.op is transpose:
         inner = source.attr("permutation")
         composed = tuple(inner[p] for p in perm)
-        return Node.make("transpose", source.inputs, {"permutation": composed}, node.aval)
+        return Node.make(transpose, source.inputs, {"permutation": composed}, node.aval)
     if splat_value(source) is not None:
         return splat(splat_value(source), node.aval)
     return None
@@ -72,11 +76,11 @@ def _broadcast(node: Node) -> Node | None:
     dims = node.attr("broadcast_dimensions")
     if source.shape == node.shape and list(dims) == list(range(len(dims))):
         return source
-    if source.op == "broadcast_in_dim":
+    if source.op is broadcast_in_dim:
         inner = source.attr("broadcast_dimensions")
         composed = tuple(dims[d] for d in inner)
         return Node.make(
-            "broadcast_in_dim", source.inputs, {"shape": node.shape, "broadcast_dimensions": composed}, node.aval
+            broadcast_in_dim, source.inputs, {"shape": node.shape, "broadcast_dimensions": composed}, node.aval
         )
     return None
 
@@ -91,35 +95,40 @@ def _on_scalars(node: Node) -> Node | None:
     (Adam's bias corrections, pow(beta, step), are computed once rather than per weight)."""
     if not node.shape or not node.inputs:
         return None
-    if not all(i.op == "broadcast_in_dim" and not i.inputs[0].shape for i in node.inputs):
+    if not all(i.op is broadcast_in_dim and not i.inputs[0].shape for i in node.inputs):
         return None
     scalar = Node.make(node.op, tuple(i.inputs[0] for i in node.inputs), node.attrs, Aval((), node.dtype))
-    return Node.make("broadcast_in_dim", (scalar,), {"shape": node.shape, "broadcast_dimensions": ()}, node.aval)
+    return Node.make(broadcast_in_dim, (scalar,), {"shape": node.shape, "broadcast_dimensions": ()}, node.aval)
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("mul_by_one", "mul", lambda n: _other_if_splat(n, 1)),
-    Rule("add_zero", "add", lambda n: _other_if_splat(n, 0)),
-    Rule("sub_zero", "sub", lambda n: _other_if_splat(n, 0, positions=(1,))),
-    Rule("div_by_one", "div", lambda n: _other_if_splat(n, 1, positions=(1,))),
-    Rule("sub_self_integer", "sub", _sub_self),
-    Rule("double_negation", "neg", _double("neg")),
-    Rule("max_self", "max", _same_input),
-    Rule("min_self", "min", _same_input),
-    Rule("select_same", "select", _same_input),
-    Rule("reshape", "reshape", _reshape),
-    Rule("transpose", "transpose", _transpose),
-    Rule("broadcast", "broadcast_in_dim", _broadcast),
-    Rule("convert_same_dtype", "convert", _convert),
-    *(Rule("on_scalars", op, _on_scalars) for op in sorted(ELEMENTWISE)),
+    Rule("mul_by_one", ew.mul, lambda n: _other_if_splat(n, 1)),
+    Rule("add_zero", ew.add, lambda n: _other_if_splat(n, 0)),
+    Rule("sub_zero", ew.sub, lambda n: _other_if_splat(n, 0, positions=(1,))),
+    Rule("div_by_one", ew.div, lambda n: _other_if_splat(n, 1, positions=(1,))),
+    Rule("sub_self_integer", ew.sub, _sub_self),
+    Rule("double_negation", ew.neg, _double(ew.neg)),
+    Rule("max_self", ew.max_, _same_input),
+    Rule("min_self", ew.min_, _same_input),
+    Rule("select_same", ew.select, _same_input),
+    Rule("reshape", reshape, _reshape),
+    Rule("transpose", transpose, _transpose),
+    Rule("broadcast", broadcast_in_dim, _broadcast),
+    Rule("convert_same_dtype", ew.convert, _convert),
+    Rule("on_scalars", None, _on_scalars),
 )
-_BY_OP: dict[str, list[Rule]] = {}
+_BY_OP: dict[Primitive, list[Rule]] = {}
 for _rule in RULES:
-    _BY_OP.setdefault(_rule.op, []).append(_rule)
+    if _rule.op is not None:
+        _BY_OP.setdefault(_rule.op, []).append(_rule)
+_ELEMENTWISE_RULES = tuple(rule for rule in RULES if rule.op is None)
 
 
 def simplify_node(node: Node) -> Node | None:
-    for rule in _BY_OP.get(node.op, ()):
+    rules = _BY_OP.get(node.op, ())
+    if node.op.elementwise:
+        rules = (*rules, *_ELEMENTWISE_RULES)
+    for rule in rules:
         result = rule.apply(node)
         if result is not None and result is not node:
             return result

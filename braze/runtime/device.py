@@ -9,27 +9,18 @@ default devices.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from braze.ir.errors import DeviceError
+from braze.runtime.backend import kind_available
 
 KINDS = ("CPU", "GPU")
 BACKENDS = ("EAGER", "LAZY")
 
 
-_GPU_PROBE: list[Callable[[], bool]] = []
-
-
-def set_gpu_probe(probe: Callable[[], bool]) -> None:
-    """Install how to ask whether a GPU runtime is usable (the GPU backend sits above this
-    layer; the lazy runtime installs its answer at import)."""
-    _GPU_PROBE[:] = [probe]
-
-
 def gpu_available() -> bool:
     """Whether a GPU runtime (CUDA, or an OpenCL GPU) can be used."""
-    return bool(_GPU_PROBE) and _GPU_PROBE[0]()
+    return kind_available("GPU")
 
 
 @dataclass(frozen=True)

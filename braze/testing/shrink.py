@@ -17,8 +17,7 @@ from pathlib import Path
 
 from braze.backends import cpu
 from braze.ir.text import print_graph
-from braze.passes import pipeline
-from braze.testing.fuzz import RTOL, Failure, check_batch, trace
+from braze.testing.oracle import RTOL, Failure, check_batch, optimize_for, trace
 from braze.testing.programs import Program, valid
 
 
@@ -102,7 +101,7 @@ def write_failure(failure: Failure, out: Path) -> Path:
         return folder
     (folder / "graph.txt").write_text(print_graph(graph) + "\n")
     try:
-        optimized, _ = pipeline.run(graph, fusion=failure.backend != "cpu-unfused")
+        optimized = optimize_for(failure.backend, graph)
         (folder / "optimized.txt").write_text(print_graph(optimized) + "\n")
     except Exception as error:  # noqa: BLE001
         (folder / "optimized.txt").write_text(f"# the pass pipeline failed: {type(error).__name__}: {error}\n")

@@ -17,7 +17,6 @@ from braze.backends.cpu import autotune
 from braze.backends.cpu.compiler import find_compiler
 from braze.backends.reference.interpreter import evaluate
 from braze.lazy import EXECUTOR, build_graph
-from braze.passes import pipeline
 from braze.runtime import metrics
 from braze.runtime.diskcache import CacheWarning
 
@@ -47,7 +46,7 @@ def _training_graph(seed: int = 0):
     value, (gw, gv) = braze.value_and_grad(loss, (0, 1))(w, v)
     traced = build_graph([value._value, gw._value, gv._value])
     EXECUTOR._live.clear()
-    return pipeline.run(traced.graph)[0], traced.args
+    return cpu.optimize(traced.graph), traced.args
 
 
 @pytest.mark.parametrize("target", runnable_targets())
@@ -121,4 +120,4 @@ def test_turned_off_or_small_kernels_time_nothing(tmp_path, monkeypatch):
     w = braze.tensor(np.ones((3, 3, 3, 8), np.float32), device=braze.LAZY_CPU)
     small = build_graph([braze.conv2d(x, w)._value])
     EXECUTOR._live.clear()
-    assert autotune.menus(pipeline.run(small.graph)[0], find_compiler("native")) == []
+    assert autotune.menus(cpu.optimize(small.graph), find_compiler("native")) == []

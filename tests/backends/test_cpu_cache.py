@@ -15,7 +15,6 @@ import braze
 from braze.backends import cpu
 from braze.backends.cpu import compiler as cc
 from braze.ir.text import parse_graph
-from braze.passes import pipeline
 from braze.runtime import metrics
 from braze.runtime.diskcache import CacheWarning
 
@@ -29,7 +28,7 @@ TEXT = """graph(%0: f32[64]) {
 
 
 def build(cache_root):
-    graph, _ = pipeline.run(parse_graph(TEXT))
+    graph = cpu.optimize(parse_graph(TEXT))
     return cpu.compile_graph(graph, cpu.DiskCache(cache_root))
 
 
@@ -105,7 +104,7 @@ def test_several_processes_compiling_the_same_graph_all_succeed(tmp_path):
 
 def test_a_compile_error_names_the_source_and_the_message(tmp_path, monkeypatch):
     monkeypatch.setattr("braze.backends.cpu.emit_module", _broken_emitter())
-    graph, _ = pipeline.run(parse_graph(TEXT))
+    graph = cpu.optimize(parse_graph(TEXT))
     with pytest.raises(cc.CompileError, match=r"failed to compile .*failed/[0-9a-f]{16}\.c:\n.*error"):
         cpu.compile_graph(graph, cpu.DiskCache(tmp_path))
     (kept,) = (tmp_path / "kernels" / "failed").glob("*.c")

@@ -13,7 +13,6 @@ import pytest
 import braze
 from braze.backends import cpu
 from braze.lazy import EXECUTOR, build_graph
-from braze.passes import pipeline
 
 pytestmark = pytest.mark.skipif(not cpu.available(), reason="no C compiler")
 
@@ -30,7 +29,7 @@ def _padded_conv_graph(batch: int, padding):
     w = braze.tensor(np.ones((3, 3, 4, 16), np.float32), device=braze.LAZY_CPU)
     traced = build_graph([braze.conv2d(x, w, padding=padding)._value])
     EXECUTOR._live.clear()
-    return pipeline.run(traced.graph)[0], traced.args
+    return cpu.optimize(traced.graph), traced.args
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc")
@@ -63,6 +62,6 @@ def test_scratch_that_cannot_be_allocated_is_a_memory_error_naming_its_size(tmp_
     out = braze.conv2d(x, w, stride=100_000, padding=((pad, pad), (pad, pad)))
     traced = build_graph([out._value])
     EXECUTOR._live.clear()
-    executable = cpu.compile_graph(pipeline.run(traced.graph)[0], cpu.DiskCache(tmp_path))
+    executable = cpu.compile_graph(cpu.optimize(traced.graph), cpu.DiskCache(tmp_path))
     with pytest.raises(MemoryError, match=r"cannot allocate 640,025,600,256 bytes \(596\.1 GiB\) of kernel scratch"):
         executable(traced.args)

@@ -8,7 +8,6 @@ import pytest
 
 from braze.backends import cpu
 from braze.ir.text import parse_graph
-from braze.passes import pipeline
 
 pytestmark = pytest.mark.skipif(not cpu.available(), reason="no C compiler")
 
@@ -20,7 +19,7 @@ TEXT = """graph(%0: f32[256,64], %1: f32[64,32]) {
 
 
 def compiled(tmp_path):
-    graph, _ = pipeline.run(parse_graph(TEXT))
+    graph = cpu.optimize(parse_graph(TEXT))
     return cpu.compile_graph(graph, cpu.DiskCache(tmp_path))
 
 

@@ -19,7 +19,6 @@ from braze.backends.cpu import compiler as cc
 from braze.backends.cpu import target
 from braze.backends.cpu.emit import emit_module, prelude, translation_units
 from braze.ir.text import parse_graph
-from braze.passes import pipeline
 from braze.passes.buffers import assign
 from braze.runtime.diskcache import CacheWarning
 
@@ -30,7 +29,7 @@ V2_HOST = frozenset(target._LEVEL_FLAGS["x86-64-v2"])
 
 
 def _graph():
-    return pipeline.run(parse_graph(TEXT))[0]
+    return cpu.optimize(parse_graph(TEXT))
 
 
 @pytest.fixture
@@ -135,8 +134,8 @@ def test_every_kernel_compiles_for_every_x86_64_level(level, tmp_path):
     assert resolved.vector_bytes == VECTOR_BYTES[level]
     graphs = [traced(c, "float32").graph for c in CASES]
     graphs += [traced_gradients(c, "float32").graph for c in CASES if c.grad]
-    optimized = [pipeline.run(g)[0] for g in graphs]
-    plans = [emit_module(g, assign(g), resolved, f"braze_run{i}") for i, g in enumerate(optimized)]
+    optimized = [cpu.optimize(g) for g in graphs]
+    plans = [emit_module(g, assign(g, resolved.alignment), resolved, f"braze_run{i}") for i, g in enumerate(optimized)]
     units = translation_units(prelude(resolved), plans, 3)
     library = cc.compile_library(
         cc.Compiler(found.path, probed.version, probed.flags(level), resolved), units, tmp_path

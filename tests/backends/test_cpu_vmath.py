@@ -17,7 +17,6 @@ from braze.backends import cpu
 from braze.backends.cpu.compiler import find_compiler
 from braze.backends.cpu.vmath import VECTOR_MATH
 from braze.lazy import EXECUTOR, build_graph
-from braze.passes import pipeline
 
 pytestmark = pytest.mark.skipif(not cpu.available(), reason="no C compiler")
 
@@ -109,7 +108,7 @@ def results(request, tmp_path_factory):
     arguments[("power", "float32")] = (x, y)
     traces = [build_graph([root._value]) for root in roots]
     EXECUTOR._live.clear()
-    graphs = [pipeline.run(t.graph, verify=True)[0] for t in traces]
+    graphs = [cpu.optimize(t.graph, verify=True) for t in traces]
     executables = cpu.compile_graphs(graphs, cpu.DiskCache(tmp_path_factory.mktemp(f"cache-{level}")), level)
     return {
         key: (arguments[key], executable(trace.args)[0])

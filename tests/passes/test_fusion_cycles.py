@@ -67,4 +67,4 @@ def test_second_epilogue_stops_before_an_op_another_kernel_took():
     assert owners == [1, 1, 1, 1]
     assert any("epilogue stops before add f32[4,4]: it is in the epilogue of dot_general" in r for r in plan.refusals)
     optimized, _ = pipeline.run(graph, verify=True)
-    assert sum(node.op == "fusion" for node in optimized.nodes()) == 2
+    assert sum(node.op.name == "fusion" for node in optimized.nodes()) == 2

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from braze.backends import cpu
-from braze.testing.fuzz import available_backends, check_batch
+from braze.testing.fuzz import available_backends
+from braze.testing.oracle import check_batch
 from braze.testing.programs import Input, Program, Step
 
 FINDINGS = {

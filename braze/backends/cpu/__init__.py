@@ -1,5 +1,6 @@
 """The CPU backend: fused kernels emitted as C, compiled by the system's C compiler into a
-shared library (cached on disk), and run as one native call per graph."""
+shared library (cached on disk), and run as one native call per graph. Eager CPU ops run
+with NumPy, as the reference backend's do."""
 
 from __future__ import annotations
 
@@ -12,21 +13,29 @@ from braze.backends.cpu.compiler import CompileError, compile_library, find_comp
 from braze.runtime.diskcache import CacheWarning, DiskCache, digest
 
 __all__ = [
+    "CPU_BACKEND",
     "CompileError",
+    "CpuBackend",
     "CpuExecutable",
     "DiskCache",
     "NoCompilerWarning",
     "available",
     "compile_graph",
     "compile_graphs",
+    "optimize",
 ]
-from braze.backends.cpu.emit import FEATURES_MARKER, emit_module, prelude, translation_units
+from braze.backends.cpu.emit import FEATURES_MARKER, C, emit_module, prelude, translation_units
 from braze.backends.cpu.executable import CpuExecutable, openmp_defaults
+from braze.backends.cpu.fusion import CPU_FUSION
 from braze.backends.cpu.loader import Library
+from braze.backends.cpu.lowering import LOWERINGS
 from braze.backends.cpu.target import CpuTarget, missing_features
+from braze.backends.reference.twins import apply_primitive
 from braze.ir.graph import Graph
 from braze.passes.buffers import assign
 from braze.runtime import metrics
+from braze.runtime.backend import Backend, register_backend
+from braze.runtime.dumps import dump_source
 
 CODEGEN_VERSION = "2"
 _WARNED: list[bool] = []
@@ -85,7 +94,7 @@ def compile_graphs(
     plans = [
         emit_module(
             g,
-            g.annotations.get("buffers") or assign(g),
+            g.annotations.get("buffers") or assign(g, compiler.target.alignment),
             compiler.target,
             f"braze_run{i}",
             profile,
@@ -95,11 +104,7 @@ def compile_graphs(
     ]
     (source,) = translation_units(prelude(compiler.target), plans, 1)
     key = digest(source, compiler.identity, CODEGEN_VERSION)
-    dump = os.environ.get("BRAZE_DUMP")
-    if dump:
-        folder = Path(dump) / "kernels"
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"{key[:16]}.c").write_text(source)
+    dump_source(source, C.source_suffix)
 
     def build(folder: Path) -> Path:
         with metrics.timed("NativeCompileTime"):
@@ -130,3 +135,34 @@ def compile_graphs(
         data, _ = cache.get_or_build(key, build)
         library = Library(data, key[:16])
     return [CpuExecutable(g, p, library) for g, p in zip(graphs, plans, strict=True)]
+
+
+class CpuBackend(Backend):
+    name = "cpu"
+    kinds = ("CPU",)
+    priority = 10  # native code before the reference interpreter
+    fusion_policy = CPU_FUSION
+
+    def available(self) -> bool:
+        return available()
+
+    @property
+    def alignment(self) -> int:
+        compiler = find_compiler()
+        if compiler is None:
+            raise CompileError("no C compiler available")
+        return compiler.target.alignment
+
+    def lower(self, optimized: Graph) -> CpuExecutable:
+        return compile_graph(optimized)
+
+    apply = staticmethod(apply_primitive)  # eager ops: NumPy
+
+
+CPU_BACKEND = register_backend(CpuBackend(LOWERINGS))
+
+
+def optimize(graph: Graph, verify: bool | None = None, fusion: bool | None = None) -> Graph:
+    """``graph`` through the pass pipeline as this backend compiles it (its fusion hooks and
+    its target's alignment): what ``compile_graph`` takes."""
+    return CPU_BACKEND.optimize(graph, verify, fusion)

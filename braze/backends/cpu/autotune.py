@@ -30,13 +30,12 @@ from pathlib import Path
 import numpy as np
 
 from braze.backends.cpu.compiler import CompileError, Compiler, compile_library
-from braze.backends.cpu.elemental import c_type
 from braze.backends.cpu.emit import ConstantPool, KernelSource, ModulePlan, emit_kernel, prelude, translation_units
 from braze.backends.cpu.executable import aligned_zeros, openmp_defaults
 from braze.backends.cpu.loader import Library
-from braze.ir.graph import Graph, Node
-from braze.passes.buffers import schedule
-from braze.passes.patterns import CONTRACTIONS
+from braze.backends.cstyle import c_type
+from braze.ir.graph import Graph, Node, schedule
+from braze.ir.primitive import Category
 from braze.runtime import metrics
 from braze.runtime.cachedir import read_record, write_record
 from braze.runtime.diskcache import digest
@@ -71,7 +70,7 @@ def menus(graph: Graph, compiler: Compiler) -> list[tuple[int, Node, str, dict[s
     for t, kernel in enumerate(schedule(graph)):
         if kernel.attr("kind") == "collective":
             continue
-        if not any(n.op in CONTRACTIONS for n in kernel.attr("computation").nodes()):
+        if not any(n.op.category is Category.CONTRACTION for n in kernel.attr("computation").nodes()):
             continue  # only contraction emitters offer choices: no need to emit the others twice
         pool = ConstantPool("braze_tune")
         source = emit_kernel("braze_tune", kernel, pool, False, compiler.target)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from braze.backends.cpu import loops
-from braze.backends.cpu.elemental import Emitter, Index, c_type
+from braze.backends.cpu.elemental import Emitter
 from braze.backends.cpu.interleaved import emit_interleaved_conv, emit_interleaved_filter_grad, interleaves
 from braze.backends.cpu.loops import (
     close_loops,
@@ -28,7 +28,11 @@ from braze.backends.cpu.loops import (
     store_results,
 )
 from braze.backends.cpu.target import CpuTarget
+from braze.backends.cstyle import Index, c_type
 from braze.ir.graph import Graph, Node
+from braze.ir.primitive import Category
+from braze.ir.prims.conv import conv, conv_grad_filter, conv_grad_input
+from braze.ir.prims.linalg import dot_general
 
 
 def strides(shape: tuple[int, ...]) -> list[int]:
@@ -45,7 +49,7 @@ def _offset(names: list[str], steps: list[int]) -> str:
 
 
 def _operand(em: Emitter, node: Node) -> str:
-    assert node.op == "parameter", "contractions read their operands from buffers"
+    assert node.op.category is Category.PARAMETER, "contractions read their operands from buffers"
     return em.inputs[node.attr("index")]
 
 
@@ -805,8 +809,8 @@ def _row_filter_grad(p: _Conv) -> None:
 
 
 CONTRACTION_EMITTERS = {
-    "dot_general": emit_dot,
-    "conv": emit_conv,
-    "conv_grad_input": emit_conv_grad_input,
-    "conv_grad_filter": emit_conv_grad_filter,
+    dot_general: emit_dot,
+    conv: emit_conv,
+    conv_grad_input: emit_conv_grad_input,
+    conv_grad_filter: emit_conv_grad_filter,
 }

@@ -14,16 +14,18 @@ from typing import NamedTuple
 import numpy as np
 
 from braze.backends.cpu import collectives
-from braze.backends.cpu.contractions import CONTRACTION_EMITTERS
-from braze.backends.cpu.elemental import Emitter, c_literal, c_type
-from braze.backends.cpu.loops import emit_loop_kernel, emit_reduction_kernel
+from braze.backends.cpu.elemental import Emitter
+from braze.backends.cpu.loops import emit_loop_kernel
+from braze.backends.cpu.lowering import LOWERINGS
 from braze.backends.cpu.target import CpuTarget
 from braze.backends.cpu.vmath import VECTOR_MATH
-from braze.backends.cpu.windows import WINDOW_EMITTERS
+from braze.backends.cstyle import CLanguage, c_literal, c_type
+from braze.backends.layout import Output, lay_out
 from braze.ir.graph import Graph, Node
-from braze.passes.buffers import BufferAssignment, schedule
-from braze.passes.patterns import CONTRACTIONS, ELEMENTWISE, REDUCTIONS, WINDOWED
-from braze.passes.report import kernel_label
+from braze.ir.primitive import ROOTS
+from braze.ir.prims.fusion import fusion, get_element
+from braze.ir.text import kernel_label
+from braze.passes.buffers import BufferAssignment
 
 _COMMON = """\
 #include <math.h>
@@ -132,6 +134,13 @@ def prelude(target: CpuTarget) -> str:
 
 FEATURES_MARKER = "braze-target:"
 
+# The CPU's C: kernels are plain functions of host pointers. noinline: each kernel's
+# restrict pointers hold only within that kernel; inlined into the entry function, GCC 12
+# let a kernel read an output of the kernel before it ahead of its store (a transpose of a
+# slice read stale data; found by the random-graph test). Hidden: the kernels of one
+# library may sit in several translation units.
+C = CLanguage(name="c", source_suffix=".c", kernel='__attribute__((noinline, visibility("hidden")))')
+
 
 # How many threads a kernel may run on, for sizing per-thread scratch buffers.
 _MAX_THREADS = "int64_t braze_max_threads(void) { return braze_threads(); }\n"
@@ -151,15 +160,6 @@ def translation_units(preamble: str, plans: list[ModulePlan], units: int) -> lis
 
 
 @dataclass
-class OutputPlan:
-    """Where each graph output comes from: a parameter, a constant, or an output buffer."""
-
-    kind: str  # "param", "constant", "buffer"
-    index: int = 0
-    array: np.ndarray | None = None
-
-
-@dataclass
 class ModulePlan:
     """A graph's C code in parts, so that its kernels can be compiled in several translation
     units: each unit holds the prelude, every constant and declaration, and some kernels."""
@@ -170,8 +170,8 @@ class ModulePlan:
     kernel_sources: list[str] = field(default_factory=list)  # one definition per kernel, in run order
     entry_source: str = ""  # the entry function (and its timers)
     scratch: list[tuple[int, bool]] = field(default_factory=list)  # kernels' scratch: (bytes, per thread)
-    buffers: list[tuple[tuple[int, ...], np.dtype]] = field(default_factory=list)  # output buffers
-    outputs: list[OutputPlan] = field(default_factory=list)
+    buffers: list[tuple[tuple[int, ...], np.dtype]] = field(default_factory=list)  # result buffers, by slot
+    outputs: list[Output] = field(default_factory=list)
     in_place: dict[int, int] = field(default_factory=dict)  # output buffer -> parameter written in place
     arena_bytes: int = 0
     kernels: int = 0
@@ -216,19 +216,15 @@ def emit_kernel(
     """The C function computing one fusion node, with the autotuner's ``tuning`` if any."""
     computation: Graph = node.attr("computation")
     restrict = "" if in_place else " restrict"
-    params = [f"const {c_type(p.dtype)}*{restrict} in{k}" for k, p in enumerate(computation.params)]
-    params += [f"{c_type(o.dtype)}*{restrict} out{k}" for k, o in enumerate(computation.outputs)]
-    em = Emitter({k: f"in{k}" for k in range(len(computation.params))}, pool, target, tuning=tuning)
+    params = [f"{C.pointer(c_type(p.dtype), True)}{restrict} in{k}" for k, p in enumerate(computation.params)]
+    params += [f"{C.pointer(c_type(o.dtype), False)}{restrict} out{k}" for k, o in enumerate(computation.outputs)]
+    em = Emitter(LOWERINGS, {k: f"in{k}" for k in range(len(computation.params))}, pool, target, tuning=tuning)
     outputs = [f"out{k}" for k in range(len(computation.outputs))]
-    roots = [n for n in computation.nodes() if n.op in CONTRACTIONS or n.op in WINDOWED or n.op in REDUCTIONS]
-    if not roots:
-        emit_loop_kernel(em, computation, outputs)
-    elif roots[0].op in CONTRACTIONS:
-        CONTRACTION_EMITTERS[roots[0].op](em, computation, outputs, roots[0])
-    elif roots[0].op in WINDOWED:
-        WINDOW_EMITTERS[roots[0].op](em, computation, outputs, roots[0])
+    roots = [n for n in computation.nodes() if n.op.category in ROOTS]
+    if roots:  # a reduction, contraction or window op: the kernel its lowering writes
+        LOWERINGS[roots[0].op](em, computation, outputs, roots[0])
     else:
-        emit_reduction_kernel(em, computation, outputs, roots[0])
+        emit_loop_kernel(em, computation, outputs)
     params += [f"{ctype}* restrict {buffer}" for ctype, buffer, _, _ in em.scratch]
     body = "\n".join(em.lines)
     # GCC 12 at -O3 -march=native miscompiles loops whose branches load memory once it
@@ -236,11 +232,7 @@ def emit_kernel(
     # test), so kernels with such branches keep their branches.
     branchy = any(line.lstrip().startswith(("if (", "} else")) for line in em.lines)
     attribute = '__attribute__((optimize("no-tree-loop-if-convert"))) ' if branchy else ""
-    # noinline: each kernel's restrict pointers hold only within that kernel; inlined into
-    # the entry function, GCC 12 let a kernel read an output of the kernel before it ahead of
-    # its store (a transpose of a slice read stale data; found by the random-graph test).
-    # Hidden: the kernels of one library may sit in several translation units.
-    head = f'__attribute__((noinline, visibility("hidden"))) void {name}({", ".join(params) or "void"})'
+    head = f"{C.kernel} void {name}({', '.join(params) or 'void'})"
     return KernelSource(f"{head};", f"{attribute}{head} {{\n{body}\n}}\n", em.scratch, em.menu, em.menu_work)
 
 
@@ -248,7 +240,7 @@ def _writes_in_place_safely(kernel: Node, parameter_index: int, graph: Graph, po
     """A donated parameter may be overwritten by an elementwise loop kernel of its own shape
     that reads it only at the element it writes, when no later kernel reads it."""
     source = graph.params[parameter_index]
-    if kernel.op != "fusion" or kernel.attr("kind") != "loop" or kernel.multi_output:
+    if kernel.op is not fusion or kernel.attr("kind") != "loop" or kernel.multi_output:
         return False
     computation: Graph = kernel.attr("computation")
     for k, operand in enumerate(kernel.inputs):
@@ -256,7 +248,7 @@ def _writes_in_place_safely(kernel: Node, parameter_index: int, graph: Graph, po
             continue
         inner = computation.params[k]
         readers = [n for n in computation.nodes() if inner in n.inputs]
-        if any(n.op not in ELEMENTWISE or n.shape != source.shape for n in readers):
+        if any(not n.op.elementwise or n.shape != source.shape for n in readers):
             return False
     later = [
         n
@@ -276,7 +268,8 @@ def emit_module(
 ) -> ModulePlan:
     """``profile``: time every kernel call (BRAZE_PROFILE=1), for finding the slow ones;
     ``tunings``: the autotuner's choices for kernels, by position in the schedule."""
-    kernels = schedule(graph)
+    layout = lay_out(graph, assignment)
+    kernels = layout.kernels
     position = {id(k): t for t, k in enumerate(kernels)}
     pool = ConstantPool(entry)
     plan = ModulePlan(
@@ -285,46 +278,35 @@ def emit_module(
         kernels=len(kernels),
         labels=[kernel_label(k) for k in kernels] if profile else [],
         profiled=profile,
+        buffers=[(r.shape, r.dtype.numpy) for r in layout.results],
+        outputs=layout.outputs,
     )
     buffer_of: dict[int, str] = {id(p): f"params[{p.attr('index')}]" for p in graph.params}
-    output_buffer: dict[int, int] = {}
+    first_position = {}  # a result returned twice may take the donation of its first position
     for k, output in enumerate(graph.outputs):
-        if output.op == "parameter":
-            plan.outputs.append(OutputPlan("param", output.attr("index")))
-        elif output.op == "constant":
-            plan.outputs.append(OutputPlan("constant", array=np.array(output.attr("value").array)))
-        else:
-            if id(output) not in output_buffer:
-                output_buffer[id(output)] = len(plan.buffers)
-                plan.buffers.append((output.shape, output.dtype.numpy))
-                buffer_of[id(output)] = f"outputs[{output_buffer[id(output)]}]"
-                donated = graph.donated.get(k)
-                producer = output.inputs[0] if output.op == "get_element" else output
-                if donated is not None and _writes_in_place_safely(producer, donated, graph, position):
-                    plan.in_place[output_buffer[id(output)]] = donated
-                    buffer_of[id(output)] = f"params[{donated}]"
-            plan.outputs.append(OutputPlan("buffer", output_buffer[id(output)]))
+        first_position.setdefault(id(output), k)
+    for slot, result in enumerate(layout.results):
+        buffer_of[id(result)] = f"outputs[{slot}]"
+        donated = graph.donated.get(first_position[id(result)])
+        producer = result.inputs[0] if result.op is get_element else result
+        if donated is not None and _writes_in_place_safely(producer, donated, graph, position):
+            plan.in_place[slot] = donated
+            buffer_of[id(result)] = f"params[{donated}]"
     for node_id, offset in assignment.offsets.items():
         buffer_of.setdefault(node_id, f"(arena + {offset})")
     calls = []
-    elements: dict[int, list[Node]] = {}
-    for node in graph.nodes():
-        if node.op == "get_element":
-            elements.setdefault(id(node.inputs[0]), []).append(node)
     for t, kernel in enumerate(kernels):
         name = f"{entry}_kernel{t}"
         if kernel.attr("kind") == "collective":
             (reduce,) = kernel.attr("computation").outputs
-            shape, call = collectives.emit_call(
+            shape, call = LOWERINGS[reduce.op](
                 reduce, buffer_of[id(kernel.inputs[0])], buffer_of[id(kernel)], f"{entry}_reduce{t}_shape"
             )
             pool.lines.append(shape)
             plan.collectives += 1
             calls.append(f"  {call}")
             continue
-        results = (
-            sorted(elements.get(id(kernel), []), key=lambda e: e.attr("index")) if kernel.multi_output else [kernel]
-        )
+        results = [r for r in layout.results_of(kernel) if r is not None]
         in_place = any(buffer_of[id(r)].startswith("params[") for r in results)
         declaration, definition, scratch, *_ = emit_kernel(name, kernel, pool, in_place, target, (tunings or {}).get(t))
         plan.declarations.append(declaration)

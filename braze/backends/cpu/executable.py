@@ -107,6 +107,8 @@ class CpuExecutable:
         with self._lock:
             return self._call(args)
 
+    run = __call__  # its memory is the host's
+
     def _call(self, args: Sequence[np.ndarray]) -> list[np.ndarray]:
         if len(args) != len(self._param_types):
             raise ValueError(f"the graph takes {len(self._param_types)} arguments, got {len(args)}")

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 
-from braze.backends.cpu.elemental import Emitter, Index, c_type
+from braze.backends.cpu.elemental import Emitter
 from braze.backends.cpu.loops import (
     close_loops,
     contraction_pragma,
@@ -34,6 +34,7 @@ from braze.backends.cpu.loops import (
     open_thread_block,
     store_results,
 )
+from braze.backends.cstyle import Index, c_type
 from braze.ir.graph import Graph, Node
 
 MAX_INPUT_CHANNELS = 4  # each input channel is expanded o times: worth it for a first layer only

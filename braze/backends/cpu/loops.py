@@ -11,9 +11,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from braze.backends.cpu.elemental import Emitter, Index, c_literal, c_type
+from braze.backends.cpu.elemental import Emitter
+from braze.backends.cstyle import Index, c_literal, c_type
 from braze.ir.graph import Graph, Node
-from braze.passes.patterns import ELEMENTWISE
+from braze.ir.primitive import Primitive
+from braze.ir.prims.reductions import reduce_sum
+from braze.ir.prims.sources import iota
+from braze.ir.prims.structural import broadcast_in_dim, concatenate, pad, rev, slice_, transpose
 
 # A parallel region pays for waking the other threads, which sleep between regions (see
 # executable.openmp_defaults): tens of microseconds on a virtual machine. So only kernels
@@ -22,14 +26,14 @@ from braze.passes.patterns import ELEMENTWISE
 # with these; 2^24 multiply-adds made it 3.0 ms).
 PARALLEL_MIN_ELEMENTS = 1 << 18
 PARALLEL_MIN_MACS = 1 << 22
-_NEEDS_DIMS = {"transpose", "rev", "slice", "pad", "concatenate", "iota"}
+_NEEDS_DIMS = frozenset({transpose, rev, slice_, pad, concatenate, iota})
 
 
 def needs_dims(computation: Graph) -> bool:
     for node in computation.nodes():
         if node.op in _NEEDS_DIMS:
             return True
-        if node.op == "broadcast_in_dim" and node.inputs[0].shape:
+        if node.op is broadcast_in_dim and node.inputs[0].shape:
             return True
     return False
 
@@ -166,7 +170,7 @@ def emit_loop_kernel(em: Emitter, computation: Graph, outputs: list[str]) -> Non
     flat = not needs_dims(computation)
     # Scalar arithmetic (Adam's bias corrections) is computed once, before the loops.
     for node in computation.nodes():
-        if node.shape == () and node.op in ELEMENTWISE:
+        if node.shape == () and node.op.elementwise:
             em.value(node, Index((), (), "0"))
     by_shape: dict[tuple[int, ...], list[int]] = {}
     for k, out in enumerate(computation.outputs):
@@ -181,15 +185,15 @@ def emit_loop_kernel(em: Emitter, computation: Graph, outputs: list[str]) -> Non
         loop_nest(em, shape, flat, body)
 
 
-def _combine(kind: str, acc: str, value: str, dtype) -> str:
-    if kind == "reduce_sum":
+def _combine(kind: Primitive, acc: str, value: str, dtype) -> str:
+    if kind is reduce_sum:
         return f"{acc} + {value}"
     nan = f"({value} != {value}) | " if dtype.is_float else ""
     return f"({nan}({value} > {acc})) ? {value} : {acc}"
 
 
-def reduction_init(op: str, dtype) -> str:
-    if op == "reduce_sum":
+def reduction_init(op: Primitive, dtype) -> str:
+    if op is reduce_sum:
         return c_literal(0, dtype)
     if dtype.is_float:
         return c_literal(float("-inf"), dtype)
@@ -232,7 +236,7 @@ def emit_reduction_kernel(em: Emitter, computation: Graph, outputs: list[str], r
     parallel = bool(shape) and 0 not in axes and parallel_pragma(math.prod(shape), shape[0])
     if parallel:
         em.emit(str(parallel))
-    elif outer and 0 in axes and root.op == "reduce_sum" and not extras and root.aval.size <= 4096:
+    elif outer and 0 in axes and root.op is reduce_sum and not extras and root.aval.size <= 4096:
         # The leading axis is summed away (a bias gradient): each thread sums its rows into
         # a private copy of the small result, and OpenMP adds the copies. (Not when it is
         # the only axis: its loop is then the accumulator's, after the declaration.)
@@ -244,7 +248,7 @@ def emit_reduction_kernel(em: Emitter, computation: Graph, outputs: list[str], r
         em.push()
 
     if inner_reduced:
-        t = "double" if root.op == "reduce_sum" and dtype.is_float else c_type(dtype)
+        t = "double" if root.op is reduce_sum and dtype.is_float else c_type(dtype)
         em.emit(f"{t} acc = {target}[{kept_linear}];")
         last = names[-1]
         em.emit(f"for (int64_t {last} = 0; {last} < {shape[-1]}; {last}++) {{")
@@ -272,7 +276,7 @@ def _period(em: Emitter, computation: Graph, root: Node, axes: set[int]) -> int 
     read their inputs at the element itself, summed as a flat array whose values repeat the
     kept axis: its period in whole (double) vectors; None for any other reduction."""
     shape = root.inputs[0].shape
-    if root.op != "reduce_sum" or not root.dtype.is_float or len(shape) < 2 or needs_dims(computation):
+    if root.op is not reduce_sum or not root.dtype.is_float or len(shape) < 2 or needs_dims(computation):
         return None
     if axes != set(range(len(shape) - 1)):
         return None

@@ -24,6 +24,7 @@ from pathlib import Path
 from braze.runtime.cores import available_cores
 
 LEVELS = ("x86-64-v2", "x86-64-v3", "x86-64-v4")
+CACHE_LINE = 64  # bytes
 _TARGET_NAMES = (*LEVELS, "native")
 
 # Compiler feature macros and the /proc/cpuinfo flag of the instructions each one lets the
@@ -108,6 +109,12 @@ class CpuTarget:
     def lanes(self, itemsize: int) -> int:
         """Elements of ``itemsize`` bytes in one vector."""
         return self.vector_bytes_for(itemsize) // itemsize
+
+    @property
+    def alignment(self) -> int:
+        """Bytes every buffer of a kernel starts at: a cache line, which also aligns the
+        widest vector loads."""
+        return max(CACHE_LINE, self.vector_bytes)
 
     @property
     def key(self) -> str:

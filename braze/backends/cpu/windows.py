@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from braze.backends.cpu import loops
 from braze.backends.cpu.contractions import strides
-from braze.backends.cpu.elemental import Emitter, Index, c_type
+from braze.backends.cpu.elemental import Emitter
 from braze.backends.cpu.loops import (
     close_loops,
     close_parallel,
@@ -18,12 +18,23 @@ from braze.backends.cpu.loops import (
     reduction_init,
     store_results,
 )
+from braze.backends.cstyle import Index, c_type
+from braze.ir.dtypes import float32
 from braze.ir.graph import Graph, Node
-from braze.passes.patterns import nhwc_pool_windows, scatters_once, tiling_windows
+from braze.ir.primitive import Category
+from braze.ir.prims.reductions import reduce_max, reduce_sum
+from braze.ir.prims.window import (
+    nhwc_pool_windows,
+    reduce_window,
+    scatters_once,
+    select_and_gather_add,
+    select_and_scatter_add,
+    tiling_windows,
+)
 
 
 def _operand(em: Emitter, node: Node) -> str:
-    assert node.op == "parameter", "windowed ops read their operands from buffers"
+    assert node.op.category is Category.PARAMETER, "windowed ops read their operands from buffers"
     return em.inputs[node.attr("index")]
 
 
@@ -95,7 +106,7 @@ def emit_reduce_window(em: Emitter, computation: Graph, outputs: list[str], root
         return
 
     def body(index: Index) -> None:
-        em.emit(f"{t} acc = {reduction_init('reduce_sum' if kind == 'sum' else 'reduce_max', root.dtype)};")
+        em.emit(f"{t} acc = {reduction_init(reduce_sum if kind == 'sum' else reduce_max, root.dtype)};")
         names, valid = _window_positions(em, root, em.dims(index), source.shape)
         offset = " + ".join(f"{n} * {s}" for n, s in zip(names, steps, strict=True)) or "0"
         value = f"{x}[{offset}]"
@@ -154,14 +165,14 @@ def _tiled_select_and_scatter(
         open_loop(em, "bn", n)
         em.emit(f"memset({out} + (bn * {h} + {oh * kh}) * {w * c}, 0, sizeof({t}) * {h % kh * w * c});")
         close_loops(em, 1)
-    summed = next((r for r in computation.outputs if r.op == "reduce_sum"), None)
+    summed = next((r for r in computation.outputs if r.op is reduce_sum), None)
     stored = [r for r in computation.outputs if r is not summed]
     epilogue = len(stored) != 1 or stored[0] is not root
     assert not epilogue or scatters_once(root), "an epilogue needs windows that cover the operand"
     result = stored[-1] if stored else None
     streamed = (
         len(stored) == 1
-        and result.dtype.c_type == "float"
+        and result.dtype == float32
         and c % em.target.lanes(4) == 0
         and kh * kw * c * 4 <= 64 << 10  # the staged window, on the stack
         and loops.streams(em, result.aval.size * 4)
@@ -252,7 +263,7 @@ def emit_select_and_gather(em: Emitter, computation: Graph, outputs: list[str], 
 
 
 WINDOW_EMITTERS = {
-    "reduce_window": emit_reduce_window,
-    "select_and_scatter_add": emit_select_and_scatter,
-    "select_and_gather_add": emit_select_and_gather,
+    reduce_window: emit_reduce_window,
+    select_and_scatter_add: emit_select_and_scatter,
+    select_and_gather_add: emit_select_and_gather,
 }

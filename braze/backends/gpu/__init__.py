@@ -11,29 +11,36 @@ from __future__ import annotations
 
 import functools
 import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from braze.backends.gpu.dialect import DIALECTS, Dialect
 from braze.backends.gpu.executable import DeviceArray, GpuExecutable
-from braze.backends.gpu.kernels import LaunchShape
+from braze.backends.gpu.lowering import LOWERINGS
 from braze.backends.gpu.module import ModulePlan, plan_module
 from braze.backends.gpu.target import DeviceInfo, GpuError
 from braze.ir.graph import Graph
+from braze.ir.primitive import Aval, Primitive
+from braze.ir.prims.collectives import all_reduce
+from braze.ir.prims.sources import constant
 from braze.runtime import metrics
+from braze.runtime.backend import Backend, register_backend
 from braze.runtime.diskcache import DiskCache
+from braze.runtime.dumps import dump_source
 
 __all__ = [
+    "GPU_BACKEND",
     "DeviceArray",
     "DeviceInfo",
     "GpuError",
+    "GpuBackend",
     "GpuExecutable",
     "available",
     "compile_graph",
     "compile_graphs",
     "module_source",
+    "optimize",
     "render",
     "runtime",
     "upload",
@@ -87,14 +94,10 @@ def module_source(plans: list[ModulePlan], dialect: Dialect) -> str:
     return "\n".join([dialect.prelude, *kernels])
 
 
-def plan_graphs(graphs: list[Graph], dialect: Dialect, launch: LaunchShape) -> list[ModulePlan]:
-    return [plan_module(g, dialect, launch, f"braze_g{i}") for i, g in enumerate(graphs)]
-
-
 def render(graphs: list[Graph], device: DeviceInfo) -> tuple[list[ModulePlan], str]:
     """The kernels of optimized ``graphs`` for ``device``, and their source in its dialect."""
-    dialect = DIALECTS[device.runtime]
-    plans = plan_graphs(graphs, dialect, device.launch_shape())
+    dialect, launch = DIALECTS[device.runtime], device.launch_shape()
+    plans = [plan_module(g, dialect, launch, f"braze_g{i}", device.alignment) for i, g in enumerate(graphs)]
     return plans, module_source(plans, dialect)
 
 
@@ -102,11 +105,7 @@ def compile_graphs(graphs: list[Graph], cache: DiskCache | None = None) -> list[
     """Optimized graphs as executables of one program (one compiler run)."""
     gpu = runtime()
     plans, source = render(graphs, gpu.info)
-    dump = os.environ.get("BRAZE_DUMP")
-    if dump:
-        folder = Path(dump) / "kernels"
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"gpu_{abs(hash(source)):016x}{gpu.dialect.source_suffix}").write_text(source)
+    dump_source(source, gpu.dialect.source_suffix)
     with metrics.timed("NativeCompileTime"):
         kernels = gpu.load(source, [k.name for p in plans for k in p.kernels], cache or DiskCache())
     return [GpuExecutable(p, kernels, gpu) for p in plans]
@@ -114,3 +113,48 @@ def compile_graphs(graphs: list[Graph], cache: DiskCache | None = None) -> list[
 
 def compile_graph(graph: Graph, cache: DiskCache | None = None) -> GpuExecutable:
     return compile_graphs([graph], cache)[0]
+
+
+# A literal is already a value; a collective runs on the host transport.
+_HOST_ONLY = frozenset({constant, all_reduce})
+
+
+class GpuBackend(Backend):
+    """Eager ops are single-op kernels on device arrays (``eager.py``); lazy traces and
+    jitted functions are one launch sequence (``executable.py``)."""
+
+    name = "gpu"
+    kinds = ("GPU",)
+    priority = 10
+    host_memory = False
+    donates = False  # every result gets a new device buffer
+
+    def available(self) -> bool:
+        return available()
+
+    @property
+    def alignment(self) -> int:
+        return runtime().info.alignment
+
+    def lower(self, optimized: Graph) -> GpuExecutable:
+        return compile_graph(optimized)
+
+    def apply(self, primitive: Primitive, values: list, attrs: dict, aval: Aval) -> DeviceArray:
+        if primitive in _HOST_ONLY:
+            return eager.apply_on_host(primitive, values, attrs, aval)
+        return eager.apply(primitive, values, attrs, aval)
+
+    def upload(self, array: np.ndarray) -> DeviceArray:
+        return upload(array)
+
+
+GPU_BACKEND = register_backend(GpuBackend(LOWERINGS))
+
+
+def optimize(graph: Graph, verify: bool | None = None, fusion: bool | None = None) -> Graph:
+    """``graph`` through the pass pipeline as this backend compiles it: what
+    ``compile_graph`` takes."""
+    return GPU_BACKEND.optimize(graph, verify, fusion)
+
+
+from braze.backends.gpu import eager  # noqa: E402 - it compiles its kernels with compile_graph above

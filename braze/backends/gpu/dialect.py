@@ -1,15 +1,17 @@
-"""The two C dialects one kernel emitter renders: CUDA C (compiled by NVRTC) and OpenCL C.
+"""The two C dialects one kernel emitter renders: CUDA C (compiled by NVRTC) and OpenCL C,
+each a ``CLanguage`` of the C-family renderer (``backends/cstyle``).
 
 The emitter writes every kernel once, in terms of this class: address-space qualifiers,
 the work-item and work-group indices, the barrier and the work-group-local arrays differ,
-and each dialect's prelude gives the helpers the shared elemental code calls (the CPU
-backend's names: ``braze_expf``, ``braze_powf``, ``braze_uniform32``...) their meaning on
-that dialect, so the elemental emitter is the CPU backend's, unchanged.
+and each dialect's prelude gives the helpers the shared op table calls (``braze_expf``,
+``braze_powf``, ``braze_uniform32``...) their meaning on that dialect.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from braze.backends.cstyle import CLanguage
 
 # Shared by both dialects once their own lines have defined the types and the math names.
 _COMMON = """\
@@ -74,17 +76,14 @@ typedef unsigned long long uint64_t;
 
 
 @dataclass(frozen=True)
-class Dialect:
-    name: str
-    prelude_lines: str
-    kernel: str  # what precedes a kernel's return type
-    global_: str  # the qualifier of a pointer to device memory
-    local: str  # the qualifier of a work-group-local array
-    local_id: str
-    group_id: str
-    groups: str
-    barrier: str
-    source_suffix: str
+class Dialect(CLanguage):
+    prelude_lines: str = ""
+    local: str = ""  # the qualifier of a work-group-local array
+    local_id: str = ""
+    group_id: str = ""
+    groups: str = ""
+    barrier: str = ""
+    launch_bounds: bool = False  # a kernel says how many work-items a group has (CUDA)
 
     @property
     def prelude(self) -> str:
@@ -92,38 +91,35 @@ class Dialect:
 
     def signature(self, name: str, buffers: int, local_size: int) -> str:
         """A kernel taking the arena and ``buffers`` device pointers, as bytes."""
-        params = ", ".join([f"{self.global_}char* arena"] + [f"{self.global_}char* b{k}" for k in range(buffers)])
-        bounds = f"__launch_bounds__({local_size}) " if self.name == "cuda" else ""
+        params = ", ".join([f"{self.buffer}char* arena"] + [f"{self.buffer}char* b{k}" for k in range(buffers)])
+        bounds = f"__launch_bounds__({local_size}) " if self.launch_bounds else ""
         return f"{self.kernel} {bounds}void {name}({params})"
-
-    def pointer(self, ctype: str, const: bool) -> str:
-        return f"{self.global_}{'const ' if const else ''}{ctype}*"
 
 
 OPENCL = Dialect(
     name="opencl",
+    source_suffix=".cl",
     prelude_lines=_OPENCL,
     kernel="__kernel",
-    global_="__global ",
+    buffer="__global ",
     local="__local",
     local_id="(int64_t)get_local_id(0)",
     group_id="(int64_t)get_group_id(0)",
     groups="(int64_t)get_num_groups(0)",
     barrier="barrier(CLK_LOCAL_MEM_FENCE);",
-    source_suffix=".cl",
 )
 
 CUDA = Dialect(
     name="cuda",
+    source_suffix=".cu",
     prelude_lines=_CUDA,
     kernel='extern "C" __global__',
-    global_="",
     local="__shared__",
     local_id="(int64_t)threadIdx.x",
     group_id="(int64_t)blockIdx.x",
     groups="(int64_t)gridDim.x",
     barrier="__syncthreads();",
-    source_suffix=".cu",
+    launch_bounds=True,
 )
 
 DIALECTS = {d.name: d for d in (OPENCL, CUDA)}

@@ -14,23 +14,25 @@ from typing import Any
 from braze.backends import gpu
 from braze.backends.gpu.executable import DeviceArray, GpuExecutable
 from braze.backends.gpu.module import as_computation
-from braze.backends.reference import apply_primitive
+from braze.backends.reference.twins import apply_primitive
 from braze.ir.graph import Node, freeze, parameter
 from braze.ir.primitive import Aval, Literal, Primitive
+from braze.ir.prims.sources import constant
 from braze.runtime import metrics
+from braze.runtime.cache import BoundedCache
 
-_KERNELS: dict[tuple, GpuExecutable] = {}
+_KERNELS: BoundedCache[tuple, GpuExecutable] = BoundedCache(1024)
 
 
-def apply(name: str, arrays: Sequence[DeviceArray], attrs: dict[str, Any], aval: Aval) -> DeviceArray:
-    """``name`` applied to device arrays by its single-op GPU kernel; no host copy."""
+def apply(primitive: Primitive, arrays: Sequence[DeviceArray], attrs: dict[str, Any], aval: Aval) -> DeviceArray:
+    """``primitive`` applied to device arrays by its single-op GPU kernel; no host copy."""
     avals = tuple([a.aval for a in arrays])
-    key = (name, tuple(sorted((k, freeze(v)) for k, v in attrs.items())), avals)
+    key = (primitive, tuple(sorted((k, freeze(v)) for k, v in attrs.items())), avals)
     executable = _KERNELS.get(key)
     if executable is None:
         metrics.count("EagerKernelCompile")
         params = tuple(parameter(k, a) for k, a in enumerate(avals))
-        executable = _KERNELS[key] = gpu.compile_graph(as_computation(Node.make(name, params, attrs, aval)))
+        executable = _KERNELS.put(key, gpu.compile_graph(as_computation(Node.make(primitive, params, attrs, aval))))
     (result,) = executable.run(arrays)
     return result
 
@@ -39,8 +41,7 @@ def apply(name: str, arrays: Sequence[DeviceArray], attrs: dict[str, Any], aval:
 # per number): an expression's Python scalars are uploaded once, not at every op, and on
 # CUDA every upload waits for the stream. Device values are never written in place, so
 # every tensor holding a literal may share its copy.
-_SCALARS: dict[Literal, DeviceArray] = {}
-_SCALARS_MAX = 1024
+_SCALARS: BoundedCache[Literal, DeviceArray] = BoundedCache(1024, recency=False)
 
 
 def apply_on_host(
@@ -49,13 +50,11 @@ def apply_on_host(
     """A primitive that has no kernel (a literal, a collective over the host transport):
     its operands are downloaded, it runs with its NumPy twin, and the result is uploaded
     (a 0-d literal once)."""
-    literal = attrs.get("value") if primitive.name == "constant" and not aval.shape else None
+    literal = attrs.get("value") if primitive is constant and not aval.shape else None
     found = _SCALARS.get(literal) if literal is not None else None
     if found is not None:
         return found
     result = gpu.upload(apply_primitive(primitive, [a.numpy() for a in arrays], attrs, aval))
     if literal is not None:
-        if len(_SCALARS) >= _SCALARS_MAX:
-            _SCALARS.clear()
-        _SCALARS[literal] = result
+        _SCALARS.put(literal, result)
     return result

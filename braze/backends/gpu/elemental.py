@@ -1,22 +1,22 @@
 """One element of any fused node, on one GPU work-item.
 
-The CPU backend's elemental emitter already writes C for movement and elementwise ops at
-an index; on a GPU the same C is valid in both dialects (each dialect's prelude defines its
-helpers). What it leaves to loop nests, a GPU work-item does itself here: a reduction,
-contraction, convolution or window op at one output position is a loop over what that
-element sums, and everything fused into it is computed inside the loop at the position the
-loop reads. This is the simple, always-correct form; kernels.py gives the roots that repay
-it work-group reductions through local memory.
+The C-family element emitter (``backends/cstyle``) writes movement, source and elementwise
+ops at an index in C that both dialects compile (each dialect's prelude defines its
+helpers). What a CPU kernel leaves to loop nests, a GPU work-item does itself here: a
+reduction, contraction, convolution or window op at one output position is a loop over
+what that element sums, and everything fused into it is computed inside the loop at the
+position the loop reads. This is the simple, always-correct form; kernels.py gives the
+roots that repay it work-group reductions through local memory.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from braze.backends.cpu.elemental import Emitter, Index, c_literal, c_type, wrapping
+from braze.backends.cstyle import CEmitter, Index, c_literal, c_type, wrapping
 from braze.ir.dtypes import DType
 from braze.ir.graph import Node
+from braze.ir.prims.conv import conv
 from braze.ir.prims.linalg import free_dims
+from braze.ir.prims.reductions import reduce_sum
 
 
 def lowest(dtype: DType) -> str:
@@ -44,19 +44,9 @@ def identity(kind: str, dtype: DType) -> str:
     return c_literal(0, dtype) if kind == "sum" else lowest(dtype)
 
 
-class GpuEmitter(Emitter):
-    """The CPU elemental emitter plus the ops a work-item computes with its own loops."""
-
-    def __init__(self, inputs: dict[int, str], constants: Callable[[Node], str], indent: str = "  ") -> None:
-        super().__init__(inputs, constants, None, indent)  # type: ignore[arg-type]  # no CPU target
-
-    def _compute(self, node: Node, index: Index) -> str:
-        handler = _LOOPS.get(node.op)
-        if handler is not None:
-            return handler(self, node, index)
-        if node.op == "all_reduce":
-            raise NotImplementedError("the GPU backend does not lower all_reduce (collectives run on the CPU)")
-        return super()._compute(node, index)
+class GpuEmitter(CEmitter):
+    """The C-family element emitter plus the ops a work-item computes with its own loops
+    (the lowerings of reductions, contractions and windows in ``lowering.py``)."""
 
     # Loops ------------------------------------------------------------------------------
 
@@ -84,7 +74,7 @@ class GpuEmitter(Emitter):
     # Reductions and contractions ----------------------------------------------------------
 
     def reduce(self, node: Node, index: Index) -> str:
-        kind = "sum" if node.op == "reduce_sum" else "max"
+        kind = "sum" if node.op is reduce_sum else "max"
         source = node.inputs[0]
         axes = set(node.attr("axes"))
         acc = self.accumulator(node.dtype, identity(kind, node.dtype))
@@ -124,7 +114,7 @@ class GpuEmitter(Emitter):
         (sh, sw), (dh, dw), ((pt, _), (pl, _)) = node.attr("strides"), node.attr("dilation"), node.attr("padding")
         a, b = node.inputs
         acc = self.accumulator(node.dtype, c_literal(0, node.dtype))
-        if node.op == "conv":  # out (n, oh, ow, o) += x[n, oh*s + kh*d - p, ..., c] * w[kh, kw, c, o]
+        if node.op is conv:  # out (n, oh, ow, o) += x[n, oh*s + kh*d - p, ..., c] * w[kh, kw, c, o]
             n, oh, ow, o = self.dims(index)
             kh, kw, c = self.loop(b.shape[0]), self.loop(b.shape[1]), self.loop(b.shape[2])
             other = Index(b.shape, (kh, kw, c, o))
@@ -243,19 +233,6 @@ class GpuEmitter(Emitter):
         for _ in range(2 + self.window_loops(node)):
             self.close()
         return acc
-
-
-_LOOPS: dict[str, Callable[[GpuEmitter, Node, Index], str]] = {
-    "reduce_sum": GpuEmitter.reduce,
-    "reduce_max": GpuEmitter.reduce,
-    "dot_general": GpuEmitter.dot,
-    "conv": GpuEmitter.conv,
-    "conv_grad_input": GpuEmitter.conv_grad_input,
-    "conv_grad_filter": GpuEmitter.conv,
-    "reduce_window": GpuEmitter.reduce_window,
-    "select_and_gather_add": GpuEmitter.gather,
-    "select_and_scatter_add": GpuEmitter.scatter,
-}
 
 
 def _affine(position: str, stride: int, tap: str, offset: int) -> str:

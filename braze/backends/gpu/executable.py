@@ -17,7 +17,6 @@ import numpy as np
 from braze.backends.gpu.module import ModulePlan
 from braze.ir.dtypes import as_dtype
 from braze.ir.primitive import Aval
-from braze.passes.buffers import nbytes
 from braze.runtime import metrics
 
 
@@ -29,7 +28,7 @@ class DeviceArray:
     def __init__(self, runtime: Any, aval: Aval, buffer: Any = None) -> None:
         self.runtime = runtime
         self.aval = aval
-        self.buffer = runtime.allocate(nbytes(aval)) if buffer is None else buffer
+        self.buffer = runtime.allocate(aval.nbytes) if buffer is None else buffer
 
     @staticmethod
     def from_numpy(runtime: Any, array: np.ndarray) -> DeviceArray:
@@ -80,18 +79,18 @@ class GpuExecutable:
         for kernel, groups, local in self.launches:
             self.runtime.launch(kernel, groups, local, arguments)
         outputs = []
-        for kind, what in self.plan.outputs:
-            if kind == "result":
-                outputs.append(results[what])  # type: ignore[index]
-            elif kind == "param":
-                outputs.append(self._copy(inputs[what]))  # type: ignore[index]
+        for output in self.plan.outputs:
+            if output.kind == "result":
+                outputs.append(results[output.index])
+            elif output.kind == "param":
+                outputs.append(self._copy(inputs[output.index]))
             else:
-                outputs.append(DeviceArray.from_numpy(self.runtime, what))  # type: ignore[arg-type]
+                outputs.append(DeviceArray.from_numpy(self.runtime, output.array))
         return outputs
 
     def _copy(self, array: DeviceArray) -> DeviceArray:
         copy = DeviceArray(self.runtime, array.aval)
-        self.runtime.copy(array.buffer, copy.buffer, nbytes(array.aval))
+        self.runtime.copy(array.buffer, copy.buffer, array.aval.nbytes)
         return copy
 
     def __call__(self, args: Sequence[np.ndarray]) -> list[np.ndarray]:

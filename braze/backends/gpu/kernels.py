@@ -24,14 +24,17 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from braze.backends.cpu.elemental import Index, c_type
+from braze.backends.cstyle import Index, c_type
 from braze.backends.gpu.dialect import Dialect
 from braze.backends.gpu.elemental import GpuEmitter, combine, identity
+from braze.backends.gpu.lowering import LOWERINGS
 from braze.backends.gpu.tiled import TiledDot, TiledProduct, is_tiled, tiled_root
 from braze.backends.gpu.tiled_conv import TiledConv, is_tiled_conv
 from braze.ir.graph import Graph, Node
+from braze.ir.prims.linalg import dot_general
+from braze.ir.prims.reductions import reduce_max, reduce_sum
 
-REDUCTIONS = {"reduce_sum": "sum", "reduce_max": "max"}
+REDUCTIONS = {reduce_sum: "sum", reduce_max: "max"}
 
 
 @dataclass(frozen=True)
@@ -98,7 +101,7 @@ class KernelWriter:
             p.attr("index"): self.pointer(f"in{k}", c_type(p.dtype), self.operands[k], True)
             for k, p in enumerate(computation.params)
         }
-        emitter = GpuEmitter(inputs, self.constant)
+        emitter = GpuEmitter(LOWERINGS, inputs, self.constant, indent="  ")
         size = self.launch.local_size
         groups = 1
         for k, (result, where) in enumerate(zip(computation.outputs, self.results, strict=True)):
@@ -109,7 +112,7 @@ class KernelWriter:
             if result.op in REDUCTIONS and _reduced_count(result) > 1:
                 groups = max(groups, self._reduction(emitter, result, out, k))
             elif product is not None:
-                tiled: type[TiledProduct] = TiledDot if product.op == "dot_general" else TiledConv
+                tiled: type[TiledProduct] = TiledDot if product.op is dot_general else TiledConv
                 phase = tiled(self.dialect, size, self.launch.local_memory, product, result, out, k)
                 self.declarations[:0] = phase.locals
                 groups = max(groups, phase.write(emitter))

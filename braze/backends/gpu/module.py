@@ -16,9 +16,11 @@ import numpy as np
 
 from braze.backends.gpu.dialect import Dialect
 from braze.backends.gpu.kernels import Kernel, KernelWriter, LaunchShape
+from braze.backends.layout import Layout, Output, buffers_of, lay_out
 from braze.ir.graph import Graph, Node, parameter
-from braze.passes.buffers import BufferAssignment, assign, schedule
-from braze.passes.patterns import REDUCTIONS
+from braze.ir.primitive import Category
+from braze.ir.prims.fusion import fusion
+from braze.ir.prims.sources import constant
 
 
 @dataclass
@@ -28,8 +30,7 @@ class ModulePlan:
     arena_bytes: int
     results: list[Node] = field(default_factory=list)  # the nodes with a result buffer, by slot
     constants: list[np.ndarray] = field(default_factory=list)  # the constant buffers' contents, by slot
-    # For each graph output: ("result", slot), ("param", index) or ("constant", array).
-    outputs: list[tuple[str, object]] = field(default_factory=list)
+    outputs: list[Output] = field(default_factory=list)  # where each graph output comes from
 
     @property
     def buffer_count(self) -> int:
@@ -46,32 +47,27 @@ class _Locations:
     """Where each value lives; result slots are fixed before any kernel is written, so a
     constant found while writing one takes the next buffer after them."""
 
-    def __init__(self, graph: Graph, buffers: BufferAssignment) -> None:
-        self.buffers = buffers
-        self.slots: dict[int, int] = {}
-        self.results: list[Node] = []
+    def __init__(self, layout: Layout) -> None:
+        self.layout = layout
         self.constants: list[np.ndarray] = []
         self.constant_slots: dict[int, int] = {}
-        self.first = len(graph.params)
-        for output in graph.outputs:
-            if output.op not in ("parameter", "constant") and id(output) not in self.slots:
-                self.slots[id(output)] = len(self.results)
-                self.results.append(output)
+        self.first = len(layout.graph.params)
 
     def constant(self, node: Node) -> str:
         if id(node) not in self.constant_slots:
             self.constant_slots[id(node)] = len(self.constants)
             self.constants.append(np.ascontiguousarray(node.attr("value").array))
-        return f"b{self.first + len(self.results) + self.constant_slots[id(node)]}"
+        return f"b{self.first + len(self.layout.results) + self.constant_slots[id(node)]}"
 
     def of(self, node: Node) -> str:
-        if node.op == "parameter":
+        if node.op.category is Category.PARAMETER:
             return f"b{node.attr('index')}"
-        if node.op == "constant":
+        if node.op is constant:
             return self.constant(node)
-        if id(node) in self.slots:
-            return f"b{self.first + self.slots[id(node)]}"
-        return f"(arena + {self.buffers.offsets[id(node)]})"
+        slot = self.layout.slots.get(id(node))
+        if slot is not None:
+            return f"b{self.first + slot}"
+        return f"(arena + {self.layout.buffers.offsets[id(node)]})"
 
 
 def _reductions_apart(
@@ -86,7 +82,7 @@ def _reductions_apart(
     apart = [
         k
         for k, o in enumerate(computation.outputs)
-        if o.op in REDUCTIONS
+        if o.op.category is Category.REDUCTION
         and results[k] is not None
         and id(o.inputs[0]) in position
         and results[position[id(o.inputs[0])]] is not None
@@ -104,33 +100,17 @@ def _reductions_apart(
     return jobs
 
 
-def plan_module(graph: Graph, dialect: Dialect, launch: LaunchShape, prefix: str) -> ModulePlan:
+def plan_module(graph: Graph, dialect: Dialect, launch: LaunchShape, prefix: str, alignment: int) -> ModulePlan:
     """The kernels of an optimized graph (every op in a fusion, or run as one on its own)."""
-    buffers = graph.annotations.get("buffers") or assign(graph)
-    where = _Locations(graph, buffers)
-    elements: dict[int, dict[int, Node]] = {}
-    for node in graph.nodes():
-        if node.op == "get_element":
-            elements.setdefault(id(node.inputs[0]), {})[node.attr("index")] = node
+    layout = lay_out(graph, buffers_of(graph, alignment))
+    where = _Locations(layout)
     jobs = []
-    for node in schedule(graph):
-        computation = node.attr("computation") if node.op == "fusion" else as_computation(node)
-        if node.multi_output:
-            produced = elements.get(id(node), {})
-            results = [where.of(produced[k]) if k in produced else None for k in range(len(computation.outputs))]
-        else:
-            results = [where.of(node)]
+    for node in layout.kernels:
+        computation = node.attr("computation") if node.op is fusion else as_computation(node)
+        results = [None if r is None else where.of(r) for r in layout.results_of(node)]
         jobs += _reductions_apart(computation, [where.of(i) for i in node.inputs], results)
     kernels = [
         KernelWriter(dialect, launch, operands, results, where.constant).write(f"{prefix}_k{k}", computation)
         for k, (computation, operands, results) in enumerate(jobs)
     ]
-    outputs: list[tuple[str, object]] = []
-    for output in graph.outputs:
-        if output.op == "parameter":
-            outputs.append(("param", output.attr("index")))
-        elif output.op == "constant":
-            outputs.append(("constant", np.array(output.attr("value").array)))
-        else:
-            outputs.append(("result", where.slots[id(output)]))
-    return ModulePlan(graph, kernels, buffers.peak_bytes, where.results, where.constants, outputs)
+    return ModulePlan(graph, kernels, layout.buffers.peak_bytes, layout.results, where.constants, layout.outputs)

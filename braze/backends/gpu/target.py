@@ -30,6 +30,7 @@ class DeviceInfo:
     compute_units: int
     global_memory: int
     is_gpu: bool = True
+    alignment: int = 64  # bytes each buffer of the arena starts at: any element type's loads line up
 
     def launch_shape(self) -> LaunchShape:
         local = 1

@@ -18,12 +18,12 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from braze.backends.cpu.elemental import Index, c_literal, c_type
+from braze.backends.cstyle import Index, c_literal, c_type
 from braze.backends.gpu.dialect import Dialect
 from braze.backends.gpu.elemental import GpuEmitter, all_of
 from braze.ir.graph import Graph, Node
-from braze.ir.prims.linalg import free_dims
-from braze.passes.patterns import ELEMENTWISE
+from braze.ir.primitive import Category
+from braze.ir.prims.linalg import dot_general, free_dims
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ def dot_tiles(local_size: int, local_memory: int, itemsize: int, columns: int | 
 def is_tiled(node: Node) -> bool:
     """A contraction with a matrix of outputs per batch element (a vector of them reuses no
     operand element across a tile)."""
-    if node.op != "dot_general":
+    if node.op is not dot_general:
         return False
     x, y = node.inputs
     lf = free_dims(x.aval.ndim, node.attr("lhs_contracting"), node.attr("lhs_batch"))
@@ -73,9 +73,9 @@ def tiled_root(result: Node, applies: Callable[[Node], bool]) -> Node | None:
             continue
         if node.aval.shape != result.aval.shape:
             continue
-        if node.op in TILED_OPS:
+        if node.op.category is Category.CONTRACTION:  # kernels.py maps each to its phase
             roots[id(node)] = node
-        elif node.op in ELEMENTWISE:
+        elif node.op.elementwise:
             chain[id(node)] = node
             stack.extend(node.inputs)
     if len(roots) != 1:
@@ -83,10 +83,6 @@ def tiled_root(result: Node, applies: Callable[[Node], bool]) -> Node | None:
     (root,) = roots.values()
     readers = [n for n in Graph((), (result,)).nodes() if any(i is root for i in n.inputs)]
     return root if applies(root) and all(id(n) in chain for n in readers) else None
-
-
-# What a tiled product can be: kernels.py maps each to its phase.
-TILED_OPS = frozenset({"dot_general", "conv", "conv_grad_filter", "conv_grad_input"})
 
 
 class TiledProduct:

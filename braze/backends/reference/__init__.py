@@ -1,24 +1,39 @@
-"""The reference backend: NumPy implementations of every primitive.
-
-``apply_primitive`` runs one primitive; eager CPU execution is exactly this, and the graph
-interpreter evaluates a whole graph node by node with it. Floating-point warnings are
-silenced because IEEE results (inf, nan) are values here, as in every framework.
-"""
+"""The reference backend: every primitive by its NumPy twin, one op at a time or a whole
+graph node by node (the interpreter). It is the correctness oracle of every other backend,
+and runs lazy CPU graphs where no C compiler exists (or with ``BRAZE_BACKEND=reference``)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
+from braze.backends.reference.interpreter import ReferenceExecutable, evaluate
+from braze.backends.reference.twins import apply_primitive
+from braze.ir.graph import Graph
+from braze.ir.primitive import PRIMITIVES, Aval, Category, Primitive
+from braze.runtime.backend import Backend, register_backend
 
-from braze.ir.primitive import Aval, Primitive
+__all__ = ["REFERENCE", "ReferenceBackend", "ReferenceExecutable", "apply_primitive", "evaluate"]
 
 
-def apply_primitive(primitive: Primitive, arrays: list[np.ndarray], attrs: dict[str, Any], aval: Aval) -> np.ndarray:
-    """Evaluate one primitive with its NumPy twin, returning an array of exactly ``aval``."""
-    with np.errstate(all="ignore"):
-        result = primitive.impl(*arrays, **attrs)
-    out = np.asarray(result)
-    if out.dtype != aval.dtype.numpy:
-        out = out.astype(aval.dtype.numpy)
-    return out
+class ReferenceBackend(Backend):
+    name = "reference"
+    kinds = ("CPU",)
+
+    @property
+    def lowerings(self) -> Mapping[Primitive, Any]:
+        """A primitive's declaration is its lowering here: its NumPy twin (the interpreter
+        walks the computations of fusions itself)."""
+        return {p: p.impl for p in PRIMITIVES.values() if p.category is not Category.FUSION}
+
+    def register_lowering(self, primitive: Primitive, rule: Any) -> None:
+        raise ValueError(f"the reference backend runs {primitive.name} by its NumPy twin: it takes no lowering")
+
+    def lower(self, optimized: Graph) -> ReferenceExecutable:
+        return ReferenceExecutable(optimized)
+
+    def apply(self, primitive: Primitive, values: list, attrs: dict, aval: Aval) -> Any:
+        return apply_primitive(primitive, values, attrs, aval)
+
+
+REFERENCE = register_backend(ReferenceBackend())

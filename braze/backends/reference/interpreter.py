@@ -12,9 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from braze.backends.reference import apply_primitive
+from braze.backends.reference.twins import apply_primitive
 from braze.ir.graph import Graph, use_counts
-from braze.ir.primitive import PRIMITIVES
+from braze.ir.primitive import Category
+from braze.ir.prims.fusion import fusion
 
 
 def evaluate(graph: Graph, args: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -29,16 +30,14 @@ def evaluate(graph: Graph, args: Sequence[np.ndarray]) -> list[np.ndarray]:
             raise ValueError(f"argument {p.attr('index')} is {array.dtype}{array.shape}, the graph expects {p.aval}")
         values[id(p)] = array
     for node in graph.nodes():
-        if node.op == "parameter":
+        if node.op.category is Category.PARAMETER:
             continue
         inputs = [values[id(i)] for i in node.inputs]
-        if node.op == "fusion":
+        if node.op is fusion:
             results = evaluate(node.attr("computation"), inputs)
             values[id(node)] = results[0] if len(results) == 1 else tuple(results)
-        elif node.op == "get_element":
-            values[id(node)] = inputs[0][node.attr("index")]
-        else:
-            values[id(node)] = apply_primitive(PRIMITIVES[node.op], inputs, node.attr_dict, node.aval)
+        else:  # get_element's twin picks one of a multi-output fusion's results
+            values[id(node)] = apply_primitive(node.op, inputs, node.attr_dict, node.aval)
         for i in node.inputs:
             remaining[id(i)] -= 1
             if remaining[id(i)] == 0:
@@ -53,6 +52,9 @@ class ReferenceExecutable:
 
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
+
+    def run(self, args: Sequence[np.ndarray]) -> list[np.ndarray]:
+        return self(args)
 
     def __call__(self, args: Sequence[np.ndarray]) -> list[np.ndarray]:
         results = evaluate(self.graph, args)

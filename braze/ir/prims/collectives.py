@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from braze.ir.errors import ShapeError
-from braze.ir.primitive import Aval, Primitive, register
+from braze.ir.primitive import Aval, Category, Primitive, register
 from braze.ir.prims import checks, elementwise
 
 REDUCE_OPS = ("sum", "mean", "max")
@@ -61,6 +61,8 @@ def _all_reduce_vjp(g, x, out, *, op):
     return (all_reduce.bind(g, op="sum") / all_reduce.bind(mask, op="sum") * mask,)
 
 
-all_reduce = register(Primitive("all_reduce", _all_reduce_rule, _all_reduce_impl, _all_reduce_vjp, ("op",)))
+all_reduce = register(
+    Primitive("all_reduce", _all_reduce_rule, _all_reduce_impl, _all_reduce_vjp, ("op",), category=Category.COLLECTIVE)
+)
 
 __all__ = ["REDUCE_OPS", "Transport", "all_reduce", "set_transport", "transport"]

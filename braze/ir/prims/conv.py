@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from braze.ir.errors import ShapeError
-from braze.ir.primitive import Aval, Primitive, register
+from braze.ir.primitive import Aval, Category, Primitive, register
 from braze.ir.prims import checks
 from braze.ir.prims.checks import fmt_shape
 
@@ -173,10 +173,14 @@ def _grad_filter_vjp(ct, x, g, out, *, filter_hw, strides, padding, dilation):
     )
 
 
-conv = register(Primitive("conv", _conv_rule, _conv_impl, _conv_vjp, ATTRS))
-conv_grad_input = register(
-    Primitive("conv_grad_input", _grad_input_rule, _grad_input_impl, _grad_input_vjp, ("input_hw", *ATTRS))
+def _contraction(name: str, rule, impl, vjp, attr_names: tuple[str, ...]) -> Primitive:
+    return register(Primitive(name, rule, impl, vjp, attr_names, category=Category.CONTRACTION))
+
+
+conv = _contraction("conv", _conv_rule, _conv_impl, _conv_vjp, ATTRS)
+conv_grad_input = _contraction(
+    "conv_grad_input", _grad_input_rule, _grad_input_impl, _grad_input_vjp, ("input_hw", *ATTRS)
 )
-conv_grad_filter = register(
-    Primitive("conv_grad_filter", _grad_filter_rule, _grad_filter_impl, _grad_filter_vjp, ("filter_hw", *ATTRS))
+conv_grad_filter = _contraction(
+    "conv_grad_filter", _grad_filter_rule, _grad_filter_impl, _grad_filter_vjp, ("filter_hw", *ATTRS)
 )

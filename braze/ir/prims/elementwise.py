@@ -11,7 +11,7 @@ from collections.abc import Callable
 import numpy as np
 
 from braze.ir.dtypes import DType, bool_
-from braze.ir.primitive import Aval, Primitive, register
+from braze.ir.primitive import Aval, Category, Primitive, register
 from braze.ir.prims import checks
 
 NUMERIC = "if"
@@ -39,11 +39,17 @@ def _binary_rule(name: str, kinds: str, result: DType | None = None) -> Callable
 
 
 def unary(name: str, impl: Callable, vjp: Callable | None, kinds: str = FLOAT) -> Primitive:
-    return register(Primitive(name, _unary_rule(name, kinds), impl, vjp))
+    """Declare an elementwise primitive of one operand of the dtype ``kinds`` allow (FLOAT
+    or NUMERIC), whose result has the operand's type."""
+    return register(Primitive(name, _unary_rule(name, kinds), impl, vjp, category=Category.UNARY))
 
 
-def binary(name: str, impl: Callable, vjp: Callable | None, kinds: str = NUMERIC) -> Primitive:
-    return register(Primitive(name, _binary_rule(name, kinds), impl, vjp))
+def binary(
+    name: str, impl: Callable, vjp: Callable | None, kinds: str = NUMERIC, commutative: bool = False
+) -> Primitive:
+    """Declare an elementwise primitive of two operands of one type, whose result has it."""
+    rule = _binary_rule(name, kinds)
+    return register(Primitive(name, rule, impl, vjp, category=Category.BINARY, commutative=commutative))
 
 
 def _as_mask(mask, like):
@@ -100,9 +106,9 @@ relu = unary("relu", _relu, lambda g, x, out: (g * sign.bind(out),), NUMERIC)
 # A binary op's cotangents are thunks where they cost ops: autodiff calls one only when its
 # operand needs a gradient, so a product with a constant (a learning rate, a pooling
 # divisor) records nothing for the constant's side.
-add = binary("add", np.add, lambda g, x, y, out: (g, g))
+add = binary("add", np.add, lambda g, x, y, out: (g, g), commutative=True)
 sub = binary("sub", np.subtract, lambda g, x, y, out: (g, lambda: -g))
-mul = binary("mul", np.multiply, lambda g, x, y, out: (lambda: g * y, lambda: g * x))
+mul = binary("mul", np.multiply, lambda g, x, y, out: (lambda: g * y, lambda: g * x), commutative=True)
 div = binary("div", _divide, lambda g, x, y, out: (lambda: g / y, lambda: -g * out / y))
 pow_ = binary(
     "pow",
@@ -123,16 +129,17 @@ def _min_vjp(g, x, y, out):
     return gx, g - gx
 
 
-max_ = binary("max", np.maximum, _max_vjp, ANY)
-min_ = binary("min", np.minimum, _min_vjp, ANY)
+max_ = binary("max", np.maximum, _max_vjp, ANY, commutative=True)
+min_ = binary("min", np.minimum, _min_vjp, ANY, commutative=True)
 
 
-def _compare(name: str, impl: Callable) -> Primitive:
-    return register(Primitive(name, _binary_rule(name, ANY, bool_), impl, None))
+def _compare(name: str, impl: Callable, commutative: bool = False) -> Primitive:
+    rule = _binary_rule(name, ANY, bool_)
+    return register(Primitive(name, rule, impl, None, category=Category.COMPARE, commutative=commutative))
 
 
-eq = _compare("eq", np.equal)
-ne = _compare("ne", np.not_equal)
+eq = _compare("eq", np.equal, commutative=True)
+ne = _compare("ne", np.not_equal, commutative=True)
 lt = _compare("lt", np.less)
 le = _compare("le", np.less_equal)
 gt = _compare("gt", np.greater)
@@ -152,7 +159,7 @@ def _select_vjp(g, pred, on_true, on_false, out):
     return None, select.bind(pred, g, zeros), select.bind(pred, zeros, g)
 
 
-select = register(Primitive("select", _select_rule, np.where, _select_vjp))
+select = register(Primitive("select", _select_rule, np.where, _select_vjp, category=Category.SELECT))
 
 
 def _convert_rule(x: Aval, *, dtype: DType) -> Aval:
@@ -177,4 +184,6 @@ def _convert_vjp(g, x, out, *, dtype: DType):
     return (convert.bind(g, dtype=x.dtype),)
 
 
-convert = register(Primitive("convert", _convert_rule, _convert_impl, _convert_vjp, ("dtype",)))
+convert = register(
+    Primitive("convert", _convert_rule, _convert_impl, _convert_vjp, ("dtype",), category=Category.CONVERT)
+)

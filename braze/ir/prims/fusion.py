@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from braze.ir.errors import ShapeError
-from braze.ir.primitive import Aval, Primitive, register
+from braze.ir.primitive import Aval, Category, Primitive, register
 
 KINDS = ("loop", "input", "output", "collective")
 
@@ -33,5 +33,19 @@ def _evaluated_elsewhere(*args: Any, **attrs: Any) -> Any:
     raise RuntimeError("fusion nodes are evaluated by the interpreter and the backends, not by NumPy directly")
 
 
-fusion = register(Primitive("fusion", _fusion_rule, _evaluated_elsewhere, None, ("kind", "computation"), variadic=True))
-get_element = register(Primitive("get_element", _get_element_rule, lambda x, *, index: x[index], None, ("index",)))
+fusion = register(
+    Primitive(
+        "fusion",
+        _fusion_rule,
+        _evaluated_elsewhere,
+        None,
+        ("kind", "computation"),
+        variadic=True,
+        category=Category.FUSION,
+    )
+)
+get_element = register(
+    Primitive(
+        "get_element", _get_element_rule, lambda x, *, index: x[index], None, ("index",), category=Category.FUSION
+    )
+)

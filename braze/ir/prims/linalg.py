@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from braze.ir.errors import ShapeError
-from braze.ir.primitive import Aval, Primitive, register
+from braze.ir.primitive import Aval, Category, Primitive, register
 from braze.ir.prims import checks, structural
 from braze.ir.prims.checks import fmt_shape
 
@@ -109,4 +109,4 @@ def _vjp(g, x, y, out, *, lhs_contracting, rhs_contracting, lhs_batch, rhs_batch
     return gx, gy
 
 
-dot_general = register(Primitive("dot_general", _rule, _impl, _vjp, ATTRS))
+dot_general = register(Primitive("dot_general", _rule, _impl, _vjp, ATTRS, category=Category.CONTRACTION))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from braze.ir.primitive import Aval, Primitive, register
+from braze.ir.primitive import Aval, Category, Primitive, register
 from braze.ir.prims import checks, elementwise, structural
 
 
@@ -51,5 +51,9 @@ def _lowest(dtype: np.dtype):
     return -np.inf if dtype.kind == "f" else (np.iinfo(dtype).min if dtype.kind == "i" else False)
 
 
-reduce_sum = register(Primitive("reduce_sum", _reduce_rule("reduce_sum", "if"), _sum_impl, _sum_vjp, ("axes",)))
-reduce_max = register(Primitive("reduce_max", _reduce_rule("reduce_max", "bif"), _max_impl, _max_vjp, ("axes",)))
+def _reduction(name: str, kinds: str, impl, vjp) -> Primitive:
+    return register(Primitive(name, _reduce_rule(name, kinds), impl, vjp, ("axes",), category=Category.REDUCTION))
+
+
+reduce_sum = _reduction("reduce_sum", "if", _sum_impl, _sum_vjp)
+reduce_max = _reduction("reduce_max", "bif", _max_impl, _max_vjp)

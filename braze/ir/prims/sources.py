@@ -8,7 +8,7 @@ import numpy as np
 
 from braze.ir.dtypes import DType, int64
 from braze.ir.errors import DTypeError, ShapeError
-from braze.ir.primitive import Aval, Literal, Primitive, register
+from braze.ir.primitive import Aval, Category, Literal, Primitive, register
 from braze.ir.prims import checks
 
 GOLDEN = 0x9E3779B97F4A7C15
@@ -30,7 +30,11 @@ def _parameter_impl(*, index, shape, dtype):
     raise RuntimeError(f"parameter {index} has no value outside a graph evaluation")
 
 
-parameter = register(Primitive("parameter", _parameter_rule, _parameter_impl, None, ("index", "shape", "dtype")))
+parameter = register(
+    Primitive(
+        "parameter", _parameter_rule, _parameter_impl, None, ("index", "shape", "dtype"), category=Category.PARAMETER
+    )
+)
 
 constant = register(
     Primitive(
@@ -39,6 +43,7 @@ constant = register(
         lambda *, value: value.array,
         None,
         ("value",),
+        category=Category.SOURCE,
     )
 )
 
@@ -56,7 +61,9 @@ def _iota_impl(*, shape, dimension, dtype):
     return np.broadcast_to(line.reshape(view), shape)
 
 
-iota = register(Primitive("iota", _iota_rule, _iota_impl, None, ("shape", "dimension", "dtype")))
+iota = register(
+    Primitive("iota", _iota_rule, _iota_impl, None, ("shape", "dimension", "dtype"), category=Category.SOURCE)
+)
 
 
 def splitmix64(z: np.ndarray) -> np.ndarray:
@@ -88,6 +95,8 @@ def _rng_impl(key, *, shape, dtype):
     return uniform_bits_to_float(splitmix64(seed + index), dtype).reshape(shape)
 
 
-rng_uniform = register(Primitive("rng_uniform", _rng_rule, _rng_impl, None, ("shape", "dtype")))
+rng_uniform = register(
+    Primitive("rng_uniform", _rng_rule, _rng_impl, None, ("shape", "dtype"), category=Category.SOURCE)
+)
 
 __all__ = ["Literal", "constant", "iota", "parameter", "rng_uniform", "splitmix64"]

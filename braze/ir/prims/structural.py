@@ -11,7 +11,7 @@ import numpy as np
 
 from braze.ir.dtypes import as_dtype
 from braze.ir.errors import ShapeError
-from braze.ir.primitive import Aval, Primitive, register
+from braze.ir.primitive import Aval, Category, Primitive, register
 from braze.ir.prims import checks, reductions
 from braze.ir.prims.checks import fmt_shape
 
@@ -53,6 +53,7 @@ broadcast_in_dim = register(
         _broadcast_impl,
         _broadcast_vjp,
         ("shape", "broadcast_dimensions"),
+        category=Category.MOVEMENT,
     )
 )
 
@@ -70,6 +71,7 @@ reshape = register(
         lambda x, *, new_sizes: x.reshape(new_sizes),
         lambda g, x, out, *, new_sizes: (reshape.bind(g, new_sizes=tuple(x.shape)),),
         ("new_sizes",),
+        category=Category.MOVEMENT,
     )
 )
 
@@ -89,6 +91,7 @@ transpose = register(
             transpose.bind(g, permutation=tuple(int(i) for i in np.argsort(permutation))),
         ),
         ("permutation",),
+        category=Category.MOVEMENT,
     )
 )
 
@@ -106,6 +109,7 @@ rev = register(
         lambda g, x, out, *, dimensions: (rev.bind(g, dimensions=dimensions),),
         ("dimensions",),
         doc="Reverse the order of elements along ``dimensions`` (HLO's ``rev``; negative-step slices).",
+        category=Category.MOVEMENT,
     )
 )
 
@@ -136,7 +140,14 @@ def _slice_vjp(g, x, out, *, start_indices, limit_indices, strides):
 
 
 slice_ = register(
-    Primitive("slice", _slice_rule, _slice_impl, _slice_vjp, ("start_indices", "limit_indices", "strides"))
+    Primitive(
+        "slice",
+        _slice_rule,
+        _slice_impl,
+        _slice_vjp,
+        ("start_indices", "limit_indices", "strides"),
+        category=Category.MOVEMENT,
+    )
 )
 
 
@@ -173,7 +184,9 @@ def _pad_vjp(g, x, out, *, low, high, interior, value):
     return (slice_.bind(g, start_indices=tuple(low), limit_indices=limits, strides=strides),)
 
 
-pad = register(Primitive("pad", _pad_rule, _pad_impl, _pad_vjp, ("low", "high", "interior", "value")))
+pad = register(
+    Primitive("pad", _pad_rule, _pad_impl, _pad_vjp, ("low", "high", "interior", "value"), category=Category.MOVEMENT)
+)
 
 
 def _concat_rule(*xs: Aval, dimension: int) -> Aval:
@@ -215,5 +228,6 @@ concatenate = register(
         lambda g, *xs, out, dimension: _split(g, [x.shape[dimension] for x in xs], dimension),
         ("dimension",),
         variadic=True,
+        category=Category.MOVEMENT,
     )
 )

@@ -9,14 +9,18 @@ picks the value at its maximal input) and vice versa, as in XLA.
 from __future__ import annotations
 
 import itertools
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from braze.ir.errors import ShapeError
-from braze.ir.primitive import Aval, Primitive, register
+from braze.ir.primitive import Aval, Category, Primitive, register
 from braze.ir.prims import checks, structural
 from braze.ir.prims.checks import fmt_shape
+
+if TYPE_CHECKING:
+    from braze.ir.graph import Node
 
 ATTRS = ("window_dimensions", "window_strides", "padding")
 KINDS = ("sum", "max")
@@ -120,7 +124,14 @@ def _reduce_window_vjp(g, x, out, *, kind, window_dimensions, window_strides, pa
 
 
 reduce_window = register(
-    Primitive("reduce_window", _reduce_window_rule, _reduce_window_impl, _reduce_window_vjp, ("kind", *ATTRS))
+    Primitive(
+        "reduce_window",
+        _reduce_window_rule,
+        _reduce_window_impl,
+        _reduce_window_vjp,
+        ("kind", *ATTRS),
+        category=Category.WINDOW,
+    )
 )
 
 
@@ -176,6 +187,7 @@ select_and_scatter_add = register(
         _scatter_impl,
         lambda ct, source, operand, out, **attrs: (select_and_gather_add.bind(ct, operand, **attrs), None),
         ATTRS,
+        category=Category.WINDOW,
     )
 )
 select_and_gather_add = register(
@@ -185,5 +197,35 @@ select_and_gather_add = register(
         _gather_impl,
         lambda ct, tangents, operand, out, **attrs: (select_and_scatter_add.bind(ct, operand, **attrs), None),
         ATTRS,
+        category=Category.WINDOW,
     )
 )
+
+
+MAX_UNROLLED_TAPS = 25  # window taps a kernel writes out one by one
+
+
+def nhwc_pool_windows(node: Node) -> bool:
+    """Windows over H and W only, without padding, of at most MAX_UNROLLED_TAPS taps."""
+    windows, steps = node.attr("window_dimensions"), node.attr("window_strides")
+    return (
+        len(windows) == 4
+        and windows[0] == windows[3] == steps[0] == steps[3] == 1
+        and windows[1] * windows[2] <= MAX_UNROLLED_TAPS
+        and not any(low or high for low, high in node.attr("padding"))
+    )
+
+
+def tiling_windows(node: Node) -> bool:
+    """NHWC pool windows that do not overlap: each element is in at most one window."""
+    return nhwc_pool_windows(node) and tuple(node.attr("window_dimensions")) == tuple(node.attr("window_strides"))
+
+
+def scatters_once(node: Node) -> bool:
+    """A select_and_scatter_add whose windows tile its operand exactly: every element is
+    written once (the window's cotangent or 0), so elementwise readers can join its kernel
+    as an epilogue, as they join a dot's or a conv's."""
+    if node.op is not select_and_scatter_add or not tiling_windows(node):
+        return False
+    windows = node.attr("window_dimensions")
+    return node.shape[1] % windows[1] == 0 and node.shape[2] % windows[2] == 0

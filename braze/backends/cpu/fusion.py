@@ -1,0 +1,30 @@
+"""The CPU's fusion hooks: where GCC and the CPU kernels' own limits refuse what the
+target-independent policy would fuse (XLA's ``CpuInstructionFusion::ShouldFuse``)."""
+
+from __future__ import annotations
+
+from braze.ir.graph import Node
+from braze.ir.prims.structural import rev
+from braze.passes.fusion_policy import Decision, FusionPolicy, no
+
+MAX_SUMMED_CHANNELS = 4096  # a pooling-gradient kernel's per-thread sums live on each thread's stack
+
+
+class CpuFusionPolicy(FusionPolicy):
+    def should_fuse(self, producer: Node, members: list[Node], kind: str, readers_in_group: list[Node]) -> Decision:
+        if producer.op is rev and kind == "input":
+            # GCC 12.2 at -O3 miscompiles a sum whose loop nest reads an inner axis backwards
+            # (outer-loop vectorization of the in-order reduction; found by braze fuzz): a
+            # reversal is cheap to write out and rare, so reductions read it from memory.
+            return no(
+                f"{producer.op} {producer.aval}: reductions read reversed axes from memory, never through a fused rev"
+            )
+        return super().should_fuse(producer, members, kind, readers_in_group)
+
+    def epilogue_sum(self, root: Node, last: Node, users: list[Node]) -> Node | None:
+        if last.shape[-1] > MAX_SUMMED_CHANNELS:
+            return None
+        return super().epilogue_sum(root, last, users)
+
+
+CPU_FUSION = CpuFusionPolicy()

@@ -1,0 +1,23 @@
+"""The C-family renderer that the CPU's C and the GPU's CUDA and OpenCL share (tinygrad's
+``CStyleLanguage``): one type map and exact literals (``language.py``), one op table of
+elementwise C expressions (``ops.py``), and the emitter computing any fused element at an
+index, with the rules of the movement and source primitives (``emitter.py``). A dialect
+specialises a few fields of ``CLanguage``; a backend builds its lowering table from the
+rules here and adds its own (loops, kernels)."""
+
+from braze.backends.cstyle.emitter import ELEMENT_RULES, CEmitter, ElementRule, Index, elementwise
+from braze.backends.cstyle.language import CLanguage, c_literal, c_type, wrapping
+from braze.backends.cstyle.ops import OPS
+
+__all__ = [
+    "ELEMENT_RULES",
+    "OPS",
+    "CEmitter",
+    "CLanguage",
+    "ElementRule",
+    "Index",
+    "c_literal",
+    "c_type",
+    "elementwise",
+    "wrapping",
+]

@@ -1,0 +1,287 @@
+"""The element emitter: C code computing one element of any fused node.
+
+A kernel's loop nest supplies an ``Index`` (the element's position, as C expressions);
+``CEmitter.value(node, index)`` emits the statements that compute ``node`` at that
+position and returns the C name holding it, by the rule its backend's lowering table
+gives the node's primitive. The rules here are every C dialect's: movement ops
+(broadcast, reshape, transpose, rev, slice) only change the index, pad and concatenate
+evaluate their operands inside a conditional scope so that out-of-range elements are never
+read, sources compute their element, and elementwise ops combine their operands' values at
+the same index by the op table. Values are memoised per (node, index) inside a scope, so a
+node read twice at one position is computed once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from braze.backends.cstyle.language import c_literal, c_type
+from braze.backends.cstyle.ops import OPS, OpRule, render
+from braze.ir.graph import Node
+from braze.ir.primitive import Primitive
+from braze.ir.prims import sources, structural
+from braze.runtime.backend import NotLowered
+
+
+@dataclass
+class Index:
+    """A position in an array of ``shape``: per-dimension C expressions and/or the row-major
+    linear offset; the missing one is derived on demand."""
+
+    shape: tuple[int, ...]
+    dims: tuple[str, ...] | None = None
+    linear: str | None = None
+
+    def __post_init__(self) -> None:
+        # Fixed at construction: dims or linear are filled in later, but the position is the same.
+        self.key = (self.shape, self.dims) if self.dims is not None else (self.shape, "linear", self.linear)
+
+
+class Scope:
+    def __init__(self, parent: Scope | None = None) -> None:
+        self.parent = parent
+        self.memo: dict[tuple, str] = {}
+
+    def find(self, key: tuple) -> str | None:
+        scope: Scope | None = self
+        while scope is not None:
+            if key in scope.memo:
+                return scope.memo[key]
+            scope = scope.parent
+        return None
+
+
+# An element rule: the statements computing ``node`` at ``index``; returns the C name (or
+# expression) holding the value.
+ElementRule = Callable[["CEmitter", Node, Index], str]
+
+
+class CEmitter:
+    """Emits the body of one loop iteration. ``rules``: the backend's lowering table (an
+    element rule per primitive computed here); ``inputs`` maps a computation parameter's
+    index to the C pointer name it is read from; ``constants`` names a non-scalar constant's
+    array; ``overrides`` gives nodes whose value is already a C expression (a contraction's
+    accumulator)."""
+
+    def __init__(
+        self,
+        rules: Mapping[Primitive, Any],
+        inputs: dict[int, str],
+        constants: Callable[[Node], str],
+        indent: str = "    ",
+    ) -> None:
+        self.rules = rules
+        self.inputs = inputs
+        self.constant_array = constants
+        self.lines: list[str] = []
+        self.indent = indent
+        self.scope = Scope()
+        self.counter = 0
+        self.overrides: dict[int, Callable[[Index], str]] = {}
+
+    # Statements -------------------------------------------------------------------------
+
+    def emit(self, line: str) -> None:
+        self.lines.append(self.indent + line)
+
+    def fresh(self, prefix: str = "v") -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def let(self, ctype: str, expression: str, prefix: str = "v") -> str:
+        name = self.fresh(prefix)
+        self.emit(f"const {ctype} {name} = {expression};")
+        return name
+
+    def push(self) -> None:
+        self.scope = Scope(self.scope)
+        self.indent += "  "
+
+    def pop(self) -> None:
+        assert self.scope.parent is not None
+        self.scope = self.scope.parent
+        self.indent = self.indent[:-2]
+
+    # Indices ----------------------------------------------------------------------------
+
+    def dims(self, index: Index) -> tuple[str, ...]:
+        if index.dims is None:
+            remaining, dims = index.linear, []
+            for size in reversed(index.shape):
+                dims.append(self.let("int64_t", f"({remaining}) % {size}", "d") if size > 1 else "0")
+                remaining = f"({remaining}) / {size}"
+            index.dims = tuple(reversed(dims))
+        return index.dims
+
+    def linear(self, index: Index) -> str:
+        if index.linear is None:
+            expression = "0"
+            for size, dim in zip(index.shape, index.dims or (), strict=True):
+                expression = dim if expression == "0" else f"({expression}) * {size} + {dim}"
+            index.linear = expression if len(index.shape) <= 1 else self.let("int64_t", expression, "l")
+        return index.linear
+
+    # Values -----------------------------------------------------------------------------
+
+    def value(self, node: Node, index: Index) -> str:
+        if id(node) in self.overrides:
+            return self.overrides[id(node)](index)
+        key = (id(node), index.key)
+        found = self.scope.find(key)
+        if found is not None:
+            return found
+        result = self._compute(node, index)
+        self.scope.memo[key] = result
+        return result
+
+    def _compute(self, node: Node, index: Index) -> str:
+        rule = self.rules.get(node.op)
+        if rule is None or isinstance(rule, NotLowered):
+            why = rule.reason if rule is not None else "this backend has no lowering for it"
+            raise NotImplementedError(f"{node.op} cannot be computed inside a fused loop: {why}")
+        return rule(self, node, index)
+
+
+def elementwise(rule: OpRule) -> ElementRule:
+    """The lowering of an elementwise primitive whose element is ``rule`` (a row of the op
+    table, or a new primitive's own): each operand computed at the element, then combined."""
+
+    def lower(em: CEmitter, node: Node, index: Index) -> str:
+        operands = [em.value(i, index) for i in node.inputs]
+        return em.let(c_type(node.dtype), render(rule, operands, node))
+
+    return lower
+
+
+def _parameter(em: CEmitter, node: Node, index: Index) -> str:
+    return em.let(c_type(node.dtype), f"{em.inputs[node.attr('index')]}[{em.linear(index)}]")
+
+
+def _constant(em: CEmitter, node: Node, index: Index) -> str:
+    array = node.attr("value").array
+    if array.ndim == 0:
+        return c_literal(array.item(), node.dtype)
+    return f"{em.constant_array(node)}[{em.linear(index)}]"
+
+
+def _iota(em: CEmitter, node: Node, index: Index) -> str:
+    return f"(({c_type(node.dtype)}){em.dims(index)[node.attr('dimension')]})"
+
+
+def _rng_uniform(em: CEmitter, node: Node, index: Index) -> str:
+    key = em.value(node.inputs[0], Index((), (), "0"))
+    bits = "32" if node.dtype.itemsize == 4 else "64"
+    return em.let(c_type(node.dtype), f"braze_uniform{bits}((uint64_t){key}, (uint64_t)({em.linear(index)}))")
+
+
+def _moved(where: Callable[[CEmitter, Node, Index], Index]) -> ElementRule:
+    """A movement op: its operand's value at the position ``where`` maps ``index`` to."""
+
+    def lower(em: CEmitter, node: Node, index: Index) -> str:
+        return em.value(node.inputs[0], where(em, node, index))
+
+    return lower
+
+
+def _reshaped(em: CEmitter, node: Node, index: Index) -> Index:
+    return Index(node.inputs[0].shape, None, em.linear(index))
+
+
+def _broadcast(em: CEmitter, node: Node, index: Index) -> Index:
+    source, dims = node.inputs[0].shape, em.dims(index)
+    mapped = node.attr("broadcast_dimensions")
+    return Index(source, tuple(dims[d] if size > 1 else "0" for size, d in zip(source, mapped, strict=True)))
+
+
+def _transposed(em: CEmitter, node: Node, index: Index) -> Index:
+    source, dims = node.inputs[0].shape, em.dims(index)
+    inverse = [0] * len(dims)
+    for out_dim, in_dim in enumerate(node.attr("permutation")):
+        inverse[in_dim] = out_dim
+    return Index(source, tuple(dims[inverse[d]] for d in range(len(source))))
+
+
+def _reversed(em: CEmitter, node: Node, index: Index) -> Index:
+    source, dims = node.inputs[0].shape, em.dims(index)
+    flipped = node.attr("dimensions")
+    moved = (f"({n - 1} - {i})" if d in flipped else i for d, (n, i) in enumerate(zip(source, dims, strict=True)))
+    return Index(source, tuple(moved))
+
+
+def _sliced(em: CEmitter, node: Node, index: Index) -> Index:
+    source, dims = node.inputs[0].shape, em.dims(index)
+    starts, strides = node.attr("start_indices"), node.attr("strides")
+    return Index(source, tuple(_affine(d, s, st) for d, s, st in zip(dims, starts, strides, strict=True)))
+
+
+def _pad(em: CEmitter, node: Node, index: Index) -> str:
+    t = c_type(node.dtype)
+    source = node.inputs[0].shape
+    result = em.fresh()
+    em.emit(f"{t} {result} = {c_literal(node.attr('value'), node.dtype)};")
+    conditions, dims = [], []
+    for d, (size, low, inner) in enumerate(zip(source, node.attr("low"), node.attr("interior"), strict=True)):
+        shifted = f"({em.dims(index)[d]} - {low})"
+        step = inner + 1
+        conditions.append(f"{shifted} >= 0")
+        if step > 1:
+            conditions.append(f"{shifted} % {step} == 0")
+            dims.append(f"({shifted} / {step})")
+        else:
+            dims.append(shifted)
+        conditions.append(f"{dims[-1]} < {size}")
+    em.emit(f"if ({' && '.join(conditions) or '1'}) {{")
+    em.push()
+    inner_value = em.value(node.inputs[0], Index(source, tuple(dims)))
+    em.emit(f"{result} = {inner_value};")
+    em.pop()
+    em.emit("}")
+    return result
+
+
+def _concatenate(em: CEmitter, node: Node, index: Index) -> str:
+    t = c_type(node.dtype)
+    axis = node.attr("dimension")
+    dims = em.dims(index)
+    result = em.fresh()
+    em.emit(f"{t} {result};")
+    offset = 0
+    for k, part in enumerate(node.inputs):
+        size = part.shape[axis]
+        if k == 0:
+            em.emit(f"if ({dims[axis]} < {offset + size}) {{")
+        elif k == len(node.inputs) - 1:
+            em.emit("} else {")
+        else:
+            em.emit(f"}} else if ({dims[axis]} < {offset + size}) {{")
+        em.push()
+        shifted = tuple(f"({d} - {offset})" if i == axis and offset else d for i, d in enumerate(dims))
+        em.emit(f"{result} = {em.value(part, Index(part.shape, shifted))};")
+        em.pop()
+        offset += size
+    em.emit("}")
+    return result
+
+
+def _affine(dim: str, start: int, stride: int) -> str:
+    scaled = dim if stride == 1 else f"{dim} * {stride}"
+    return scaled if start == 0 else f"({scaled} + {start})"
+
+
+# Every C dialect's rules: what one element of a fused loop computes.
+ELEMENT_RULES: dict[Primitive, ElementRule] = {
+    sources.parameter: _parameter,
+    sources.constant: _constant,
+    sources.iota: _iota,
+    sources.rng_uniform: _rng_uniform,
+    structural.broadcast_in_dim: _moved(_broadcast),
+    structural.reshape: _moved(_reshaped),
+    structural.transpose: _moved(_transposed),
+    structural.rev: _moved(_reversed),
+    structural.slice_: _moved(_sliced),
+    structural.pad: _pad,
+    structural.concatenate: _concatenate,
+    **{primitive: elementwise(rule) for primitive, rule in OPS.items()},
+}
