@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import braze.backends  # noqa: F401 - importing the backends registers them
 from braze import config
-from braze.autodiff import enable_grad, grad, no_grad, value_and_grad
+from braze.autodiff import GradientTape, enable_grad, grad, no_grad, value_and_grad
+from braze.function import function
 from braze.interop import from_dlpack
 from braze.ir.dtypes import DType, bool_, float32, float64, int32, int64
 from braze.ir.errors import BrazeError, DeviceError, DTypeError, ShapeError, TraceError
@@ -22,6 +23,7 @@ from braze.jit import RecompileWarning, jit
 from braze.lazy import barrier, explain
 from braze.ops import *  # noqa: F403 - the op library is the public API
 from braze.ops import __all__ as _ops_all
+from braze.ops.tensorflow import random
 from braze.runtime import metrics
 from braze.runtime.device import CPU, LAZY_CPU, Device, as_device, default_device, set_default_device
 from braze.tensor import Tensor
@@ -57,6 +59,7 @@ __all__ = [
     "DTypeError",
     "Device",
     "DeviceError",
+    "GradientTape",
     "RecompileWarning",
     "ShapeError",
     "Tensor",
@@ -67,6 +70,7 @@ __all__ = [
     "data",
     "explain",
     "from_dlpack",
+    "function",
     "jit",
     "keras",
     "metrics",
@@ -83,6 +87,7 @@ __all__ = [
     "int32",
     "int64",
     "no_grad",
+    "random",
     "set_default_device",
     "value_and_grad",
 ]

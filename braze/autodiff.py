@@ -253,3 +253,51 @@ def grad(fun: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux: b
         return (grads, value[1]) if has_aux else grads
 
     return wrapped
+
+
+class GradientTape:
+    """TensorFlow's ``tf.GradientTape``: ``tape.gradient(target, sources)`` after a block
+    that computed ``target`` from ``sources`` (parameters, or tensors given to ``watch``).
+
+    braze records every op on tensors that require grad, so the block only marks which
+    computation is asked about; a source the target does not depend on gets None, as in
+    TensorFlow. Unless ``persistent``, one ``gradient`` call releases what it used."""
+
+    def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True) -> None:
+        self.persistent = persistent
+        self._used = False
+
+    def __enter__(self) -> GradientTape:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    def watch(self, tensor: Any) -> None:
+        """Record gradients for ``tensor`` (or each tensor of a structure), a leaf."""
+        for t in _flatten(tensor)[0]:
+            if not t.is_leaf:
+                raise RuntimeError("GradientTape.watch: only tensors not yet computed from others can be watched")
+            if not t.requires_grad:
+                t.requires_grad_()
+
+    def gradient(self, target: Tensor, sources: Any, output_gradients: Tensor | None = None) -> Any:
+        """d(target)/d(source) for each source, in the sources' structure; a target with more
+        than one element is summed first, as TensorFlow does."""
+        from braze import ops
+
+        if self._used and not self.persistent:
+            raise RuntimeError("GradientTape.gradient can only be called once on a tape that is not persistent")
+        self._used = True
+        leaves, rebuild = _flatten(sources)
+        if not target.requires_grad:
+            return rebuild([None] * len(leaves))
+        for t in leaves:
+            if not t.is_leaf:
+                raise RuntimeError(
+                    "GradientTape.gradient: sources must be variables (leaf tensors that require grad), not computed "
+                    "tensors"
+                )
+        seed = _seed(target, output_gradients) if output_gradients is not None else ops.ones_like(target)
+        found = _cotangents(target, seed, retain_graph=self.persistent)
+        return rebuild([found[id(t)][1] if id(t) in found else None for t in leaves])

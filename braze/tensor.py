@@ -312,6 +312,12 @@ class Tensor:
     def __str__(self) -> str:
         return np.array2string(self.numpy(), separator=", ")
 
+    def __format__(self, spec: str) -> str:
+        """``f"{loss:.4f}"`` formats a one-element tensor's value, as for a number."""
+        if spec and self.size == 1:
+            return format(self.item(), spec)
+        return format(str(self), spec)
+
     __hash__ = object.__hash__
 
     # Devices and autodiff ------------------------------------------------------------
@@ -376,7 +382,10 @@ class Tensor:
     def _assign(self, other: Tensor) -> Tensor:
         """Replace this tensor's value in place (the meaning of ``+=`` and of optimizer steps)."""
         if self.requires_grad and GRAD_MODE.enabled:
-            raise RuntimeError("in-place update of a tensor that requires grad: wrap it in `with braze.no_grad():`")
+            raise RuntimeError(
+                "in-place update of a tensor that requires grad (a parameter): wrap it in `with braze.no_grad():`, "
+                "or let an optimizer update it"
+            )
         if other._aval != self._aval or (other.device is not self.device and other.device != self.device):
             raise ValueError(
                 f"in-place update must keep shape, dtype and device: {self.dtype.name}{self.shape} on "
@@ -393,6 +402,21 @@ class Tensor:
     def assign(self, value: Any) -> Tensor:
         """Set this tensor's value in place (TensorFlow's ``Variable.assign``)."""
         return self._assign(ops.as_tensor(value, like=self))
+
+    def assign_add(self, value: Any) -> Tensor:
+        """``self += value`` in place, recording no gradient (``Variable.assign_add``)."""
+        return self._assign_without_grad(ops.add, value)
+
+    def assign_sub(self, value: Any) -> Tensor:
+        """``self -= value`` in place, recording no gradient (``Variable.assign_sub``)."""
+        return self._assign_without_grad(ops.subtract, value)
+
+    def _assign_without_grad(self, op: Any, value: Any) -> Tensor:
+        previous, GRAD_MODE.enabled = GRAD_MODE.enabled, False
+        try:
+            return self._assign(op(self, ops.as_tensor(value, like=self)))
+        finally:
+            GRAD_MODE.enabled = previous
 
     # Operators -----------------------------------------------------------------------
 
@@ -481,16 +505,26 @@ class Tensor:
         return ops.logical_not(self)
 
     def __iadd__(self, other: Any) -> Tensor:
-        return self._assign(ops.add(self, other))
+        return self._in_place(ops.add, other)
 
     def __isub__(self, other: Any) -> Tensor:
-        return self._assign(ops.subtract(self, other))
+        return self._in_place(ops.subtract, other)
 
     def __imul__(self, other: Any) -> Tensor:
-        return self._assign(ops.multiply(self, other))
+        return self._in_place(ops.multiply, other)
 
     def __itruediv__(self, other: Any) -> Tensor:
-        return self._assign(ops.divide(self, other))
+        return self._in_place(ops.divide, other)
+
+    def _in_place(self, op: Any, other: Any) -> Tensor:
+        """``x op= y``: in place for data (statistics, parameters under ``no_grad``); for a
+        tensor computed in a gradient computation, a new tensor, as TensorFlow's immutable
+        tensors make ``x -= y`` mean ``x = x - y`` (an update in place would cut the
+        gradient's path)."""
+        result = op(self, other)
+        if self._grad_node is not None and GRAD_MODE.enabled:
+            return result
+        return self._assign(result)
 
     def __getitem__(self, index: Any) -> Tensor:
         return ops.getitem(self, index)

@@ -16,7 +16,7 @@ LAYERS = (
     {"passes"},
     {"runtime"},
     {"backends"},
-    {"tensor", "ops", "autodiff", "backward_replay", "lazy", "jit", "jit_state", "config", "interop"},
+    {"tensor", "ops", "autodiff", "backward_replay", "lazy", "jit", "jit_state", "function", "config", "interop"},
     {"data"},
     {"optim"},
     {"nn"},
