@@ -3,6 +3,7 @@ compile/fit/evaluate/predict/summary)."""
 
 from braze.nn import regularizers
 from braze.nn.callbacks import Callback, CSVLogger, EarlyStopping, History, ModelCheckpoint
+from braze.nn.functional import functional_call
 from braze.nn.init import glorot_uniform
 from braze.nn.layers import (
     Activation,
@@ -58,6 +59,7 @@ __all__ = [
     "Statistics",
     "Tanh",
     "binary_cross_entropy",
+    "functional_call",
     "categorical_crossentropy",
     "count_correct",
     "glorot_uniform",
