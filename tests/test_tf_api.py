@@ -111,3 +111,16 @@ def test_tensorflow_op_names():
     v = tf.Variable(np.ones(2, np.float32))
     v.assign_sub(tf.constant([0.5, 0.25]))
     np.testing.assert_allclose(v.numpy(), [0.5, 0.75])
+
+
+def test_nested_tapes_give_the_second_derivative():
+    """TensorFlow's nested tapes: the inner gradient is recorded by the outer tape."""
+    x = tf.Variable(np.array([0.5, -1.25, 2.0], np.float64))
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            y = tf.reduce_sum(tf.exp(x) * x)
+        dy = inner.gradient(y, x)
+    d2 = outer.gradient(dy, x)
+    v = x.numpy()
+    np.testing.assert_allclose(dy.numpy(), np.exp(v) * (v + 1), rtol=1e-12)
+    np.testing.assert_allclose(d2.numpy(), np.exp(v) * (v + 2), rtol=1e-12)

@@ -38,6 +38,7 @@ from braze.nn.conv import (
     MaxPooling2D,
 )
 from braze.nn.functional import Input, InputLayer
+from braze.nn.functional_call import functional_call
 from braze.nn.initializers import glorot_uniform
 from braze.nn.layer import Layer
 from braze.nn.layers import (
@@ -162,6 +163,7 @@ __all__ = [
     "add",
     "average",
     "binary_cross_entropy",
+    "functional_call",
     "categorical_crossentropy",
     "concatenate",
     "conv2d",
