@@ -70,9 +70,33 @@ from braze.ops.random import Generator, manual_seed, normal_quantile, rand, rand
 from braze.ops.reduction import argmax, argmin, log_softmax, logsumexp, max, mean, min, prod, softmax, sum, var
 from braze.ops.shape import concatenate, expand_dims, flatten, flip, getitem, pad, reshape, squeeze, stack, transpose
 from braze.ops.sorting import argsort, cumprod, cumsum, sort
+from braze.ops.tensorflow import (
+    Variable,
+    cast,
+    clip_by_value,
+    concat,
+    constant,
+    convert_to_tensor,
+    reduce_max,
+    reduce_mean,
+    reduce_min,
+    reduce_sum,
+    square,
+)
 
 __all__ = [
     "Generator",
+    "Variable",
+    "cast",
+    "clip_by_value",
+    "concat",
+    "constant",
+    "convert_to_tensor",
+    "reduce_max",
+    "reduce_mean",
+    "reduce_min",
+    "reduce_sum",
+    "square",
     "abs",
     "acos",
     "acosh",

@@ -1,12 +1,13 @@
-"""Every primitive has a VJP rule (or is declared non-differentiable), and every VJP rule
-agrees with float64 finite differences, including the rules only reached by second-order
-use (the conv transposes, select_and_gather_add)."""
+"""Every primitive has a VJP and a JVP rule (or is declared non-differentiable), and both
+agree with float64 finite differences, at the first order and the second, forward and
+reverse, including the rules only reached by second-order use (the conv transposes,
+select_and_gather_add)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from gradcheck import assert_gradients_match
+from gradcheck import Runner, assert_gradients_match, check_grads
 
 from braze.ir import PRIMITIVES
 from braze.ir.primitive import Literal
@@ -26,6 +27,14 @@ NON_DIFFERENTIABLE = {
     "rng_uniform",
     "fusion",
     "get_element",
+    "nextafter",
+    "argsort",
+    "and",
+    "or",
+    "xor",
+    "not",
+    "shift_left",
+    "shift_right",
 }
 
 CONV = {"strides": (2, 1), "padding": ((1, 2), (0, 1)), "dilation": (1, 2)}
@@ -52,6 +61,28 @@ PRIMITIVE_CASES = [
     ("abs", {}, [r(3, 2, low=0.3)], [0]),
     ("sign", {}, [r(3, 2, low=0.3)], [0]),
     ("relu", {}, [r(3, 4)], [0]),
+    ("sin", {}, [r(3, 2)], [0]),
+    ("cos", {}, [r(3, 2)], [0]),
+    ("tan", {}, [r(3, 2, low=-1.2, high=1.2)], [0]),
+    ("asin", {}, [r(3, 2, low=-0.8, high=0.8)], [0]),
+    ("acos", {}, [r(3, 2, low=-0.8, high=0.8)], [0]),
+    ("atan", {}, [r(3, 2)], [0]),
+    ("sinh", {}, [r(3, 2)], [0]),
+    ("cosh", {}, [r(3, 2)], [0]),
+    ("asinh", {}, [r(3, 2)], [0]),
+    ("acosh", {}, [r(3, 2, low=1.2, high=3.0)], [0]),
+    ("atanh", {}, [r(3, 2, low=-0.8, high=0.8)], [0]),
+    ("log1p", {}, [r(3, 2, low=-0.5)], [0]),
+    ("expm1", {}, [r(3, 2)], [0]),
+    # Piecewise constant: a zero gradient away from the steps (here, between 0.1 and 0.4).
+    ("floor", {}, [r(3, 2, low=0.1, high=0.4)], [0]),
+    ("ceil", {}, [r(3, 2, low=0.1, high=0.4)], [0]),
+    ("round", {}, [r(3, 2, low=0.1, high=0.4)], [0]),
+    ("trunc", {}, [r(3, 2, low=0.1, high=0.4)], [0]),
+    ("atan2", {}, [r(4), r(4, low=0.5, seed=1)], [0, 1]),
+    ("copysign", {}, [r(4, low=0.3), r(4, low=0.3, seed=1)], [0, 1]),
+    ("hypot", {}, [r(4, low=0.3), r(4, seed=1)], [0, 1]),
+    ("rem", {}, [r(4, low=1.2, high=1.8), r(4, low=1.0, high=1.1, seed=1)], [0, 1]),
     ("add", {}, [r(4), r(4, seed=1)], [0, 1]),
     ("sub", {}, [r(4), r(4, seed=1)], [0, 1]),
     ("mul", {}, [r(4), r(4, seed=1)], [0, 1]),
@@ -63,6 +94,11 @@ PRIMITIVE_CASES = [
     ("convert", {"dtype": "float64"}, [r(5).astype(np.float32)], [0]),
     ("reduce_sum", {"axes": (0, 2)}, [r(2, 3, 4)], [0]),
     ("reduce_max", {"axes": (1,)}, [r(2, 5, 3)], [0]),
+    ("reduce_prod", {"axes": (0, 2)}, [r(2, 3, 4, low=0.5)], [0]),
+    ("cumsum", {"dimension": 1}, [r(3, 4)], [0]),
+    ("cumprod", {"dimension": 0}, [r(4, 3)], [0]),
+    ("sort", {"dimension": 1, "descending": False}, [r(3, 5)], [0]),
+    ("sort", {"dimension": 0, "descending": True}, [r(4, 3)], [0]),
     ("broadcast_in_dim", {"shape": (2, 3, 4), "broadcast_dimensions": (0, 2)}, [r(2, 1)], [0]),
     ("reshape", {"new_sizes": (3, 4)}, [r(2, 6)], [0]),
     ("transpose", {"permutation": (1, 2, 0)}, [r(2, 3, 4)], [0]),
@@ -95,9 +131,15 @@ def test_every_primitive_has_a_gradient_rule_and_a_case():
     for name, primitive in PRIMITIVES.items():
         if name in NON_DIFFERENTIABLE:
             assert primitive.vjp is None, f"{name} is declared non-differentiable but has a VJP"
+            assert primitive.jvp is None, f"{name} is declared non-differentiable but has a JVP"
         else:
             assert primitive.vjp is not None, f"primitive {name} lacks a VJP rule"
             assert name in covered, f"primitive {name} has no finite-difference case"
+
+
+def test_every_differentiable_primitive_has_a_jvp_rule():
+    missing = [name for name, p in PRIMITIVES.items() if p.vjp is not None and p.jvp is None]
+    assert not missing, f"differentiable primitives without a JVP rule (forward mode fails on them): {missing}"
 
 
 def _attrs(attrs: dict) -> dict:
@@ -122,6 +164,42 @@ def test_primitive_vjp_matches_finite_differences(name, attrs, arrays, wrt):
         atol=1e-6,
         eps=1e-2 if coarse else 1e-6,
     )
+
+
+@pytest.mark.parametrize("mode", ["eager", "lazy"])
+@pytest.mark.parametrize(
+    "name,attrs,arrays,wrt", PRIMITIVE_CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(PRIMITIVE_CASES)]
+)
+def test_primitive_second_order_matches_finite_differences(name, attrs, arrays, wrt, mode, monkeypatch):
+    monkeypatch.setenv("BRAZE_BACKEND", "reference")
+    primitive = PRIMITIVES[name]
+    attrs = _attrs(attrs)
+    fn, fixed, operands = _fixing(primitive, attrs, arrays, wrt)
+    coarse = any(a.dtype == np.float32 for a in arrays)
+    check_grads(
+        fn,
+        fixed,
+        operands,
+        run=Runner(mode),
+        rtol=1e-3 if coarse else 1e-5,
+        eps=1e-2 if coarse else 1e-6,
+    )
+
+
+def _fixing(primitive, attrs, arrays, wrt):
+    """The primitive as a function of the operands in ``wrt``, the others fixed (a select's
+    predicate, the operand whose maxima a window scatter picks)."""
+    others = [i for i in range(len(arrays)) if i not in wrt]
+
+    def of_operands(fixed, operands):
+        tensors = [None] * len(arrays)
+        for i, t in zip(others, fixed, strict=True):
+            tensors[i] = t
+        for i, t in zip(wrt, operands, strict=True):
+            tensors[i] = t
+        return (primitive.bind(*tensors, **attrs),)
+
+    return of_operands, [arrays[i] for i in others], [arrays[i] for i in wrt]
 
 
 def test_constant_literal_hashes_by_value():

@@ -16,7 +16,7 @@ import numpy as np
 from braze.ir.dtypes import DType, int64
 from braze.ir.errors import DTypeError, ShapeError
 from braze.ir.primitive import Aval, Category, Literal, Primitive, register
-from braze.ir.prims import checks, elementwise, reductions, sources, structural
+from braze.ir.prims import checks, derived, elementwise, reductions, sources, structural
 
 
 def _check_dimension(op: str, x: Aval, dimension: int) -> None:
@@ -72,18 +72,29 @@ def _full(like, value: float):
     return structural.broadcast_in_dim.bind(scalar, shape=tuple(like.shape), broadcast_dimensions=())
 
 
-def _cumprod_vjp(g, x, out, *, dimension):
-    # d out_j / d x_i = (prod_{k<i} x_k) (prod_{i<k<=j} x_k) for j >= i: the first factor is
-    # the exclusive cumulative product, the sum over j of g_j times the second a cumulative
-    # product along j of a matrix holding x_j right of the diagonal and 1 elsewhere.
+def _spans(x, dimension: int):
+    """For the line's pairs (i along ``dimension``, j after it): prod_{i<k<=j} x_k where
+    j >= i, 0 where j < i, so that d out_j / d x_i = exclusive(out)_i * spans[i, j]."""
     d = dimension
     xj = _pairs(x, d, 1)
     shape = tuple(xj.shape)
     i, j = _positions(shape, d, x.device), _positions(shape, d + 1, x.device)
     right = cumprod.bind(elementwise.select.bind(elementwise.gt.bind(j, i), xj, _full(xj, 1.0)), dimension=d + 1)
-    spans = elementwise.select.bind(elementwise.ge.bind(j, i), right, _full(xj, 0.0))
-    weighted = reductions.reduce_sum.bind(spans * _pairs(g, d, 1), axes=(d + 1,))
+    return elementwise.select.bind(elementwise.ge.bind(j, i), right, _full(xj, 0.0))
+
+
+def _cumprod_vjp(g, x, out, *, dimension):
+    # The Jacobian exactly, with no division, so exact where the operand holds zeros: each
+    # x_i gets exclusive(out)_i times the sum over j of g_j spans[i, j].
+    d = dimension
+    weighted = reductions.reduce_sum.bind(_spans(x, d) * _pairs(g, d, 1), axes=(d + 1,))
     return (exclusive(out, d) * weighted,)
+
+
+def _cumprod_jvp(tangents, x, out, *, dimension):
+    d = dimension
+    started = _pairs(exclusive(out, d) * tangents[0], d, 0)
+    return reductions.reduce_sum.bind(_spans(x, d) * started, axes=(d,))
 
 
 def exclusive(out, dimension: int):
@@ -97,10 +108,26 @@ def exclusive(out, dimension: int):
 
 
 cumsum = register(
-    Primitive("cumsum", _scan_rule("cumsum"), _cumsum_impl, _cumsum_vjp, ("dimension",), category=Category.SCAN)
+    Primitive(
+        "cumsum",
+        _scan_rule("cumsum"),
+        _cumsum_impl,
+        _cumsum_vjp,
+        ("dimension",),
+        category=Category.SCAN,
+        jvp=derived.LINEAR,
+    )
 )
 cumprod = register(
-    Primitive("cumprod", _scan_rule("cumprod"), _cumprod_impl, _cumprod_vjp, ("dimension",), category=Category.SCAN)
+    Primitive(
+        "cumprod",
+        _scan_rule("cumprod"),
+        _cumprod_impl,
+        _cumprod_vjp,
+        ("dimension",),
+        category=Category.SCAN,
+        jvp=_cumprod_jvp,
+    )
 )
 
 
@@ -122,15 +149,26 @@ def _sort_impl(x: np.ndarray, *, dimension: int, descending: bool) -> np.ndarray
     return np.take_along_axis(x, sorted_positions(x, dimension, descending), axis=dimension)
 
 
+def _came_from(x, dimension: int, descending: bool):
+    """For the line's pairs (k along ``dimension``, i after it): whether the value at sorted
+    position k came from position i (one i for each k)."""
+    order = argsort.bind(x, dimension=dimension, descending=descending, dtype=int64)
+    taken = _pairs(order, dimension, 0)
+    return elementwise.eq.bind(taken, _positions(tuple(taken.shape), dimension + 1, x.device))
+
+
 def _sort_vjp(g, x, out, *, dimension, descending):
-    # The value at sorted position k came from position p_k: x's cotangent at i is the sum
-    # over k of g_k where p_k = i (one k each), as a masked sum over the pairs (k, i).
-    d = dimension
-    order = argsort.bind(x, dimension=d, descending=descending, dtype=int64)
-    taken = _pairs(order, d, 0)
-    came_from = elementwise.eq.bind(taken, _positions(tuple(taken.shape), d + 1, x.device))
-    spread = _pairs(g, d, 0)
-    return (reductions.reduce_sum.bind(elementwise.select.bind(came_from, spread, _full(spread, 0.0)), axes=(d,)),)
+    # x's cotangent at i is the sum over k of g_k where the value at k came from i.
+    spread = _pairs(g, dimension, 0)
+    picked = elementwise.select.bind(_came_from(x, dimension, descending), spread, _full(spread, 0.0))
+    return (reductions.reduce_sum.bind(picked, axes=(dimension,)),)
+
+
+def _sort_jvp(tangents, x, out, *, dimension, descending):
+    # The tangent at k is the tangent at the position its value came from.
+    spread = _pairs(tangents[0], dimension, 1)
+    picked = elementwise.select.bind(_came_from(x, dimension, descending), spread, _full(spread, 0.0))
+    return reductions.reduce_sum.bind(picked, axes=(dimension + 1,))
 
 
 def _argsort_rule(x: Aval, *, dimension: int, descending: bool, dtype: DType) -> Aval:
@@ -145,7 +183,15 @@ def _argsort_impl(x: np.ndarray, *, dimension: int, descending: bool, dtype: DTy
 
 
 sort = register(
-    Primitive("sort", _sort_rule, _sort_impl, _sort_vjp, ("dimension", "descending"), category=Category.SCAN)
+    Primitive(
+        "sort",
+        _sort_rule,
+        _sort_impl,
+        _sort_vjp,
+        ("dimension", "descending"),
+        category=Category.SCAN,
+        jvp=_sort_jvp,
+    )
 )
 argsort = register(
     Primitive(
