@@ -2,21 +2,25 @@
 against braze.array_api, eagerly: every test passes but those of the expected-failure
 file, each listed with its reason, and every entry there still fails.
 
-The suite is looked for beside the repository (``../shared/array-api-tests``); where it is
-absent the test is skipped. It runs from a writable copy, at few examples per test so that
-it takes a few minutes on two cores (benchmarks/bench_array_api.py runs more, beside NumPy
-and array-api-strict, and through the lazy wrapper).
+The suite is looked for at ``$BRAZE_ARRAY_API_SUITE``, else beside the repository
+(``../shared/array-api-tests``); where it is absent the test is skipped. It runs from a
+writable copy, at few examples per test so that it takes a few minutes on two cores
+(benchmarks/bench_array_api.py runs more, beside NumPy and array-api-strict, and through
+the lazy wrapper).
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from braze.testing.array_api_suite import read_expected_failures, run
 
-SUITE = Path(__file__).resolve().parents[2].parent / "shared" / "array-api-tests"
+SUITE = Path(
+    os.environ.get("BRAZE_ARRAY_API_SUITE") or Path(__file__).resolve().parents[2].parent / "shared" / "array-api-tests"
+)
 EXPECTED_FAILURES = Path(__file__).with_name("expected_failures.txt")
 MAX_EXAMPLES = 5
 # Entries beyond the complex-number special cases, which array-api-strict fails as well.
