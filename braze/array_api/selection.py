@@ -33,6 +33,13 @@ def in_range(op: str, indices: Tensor, size: int) -> Tensor:
     return ops.where(indices < 0, indices + size, indices)
 
 
+def _candidates(size: int, at: int, rank: int, indices: Tensor) -> Tensor:
+    """The positions 0 .. size-1 of an axis along axis ``at`` of ``rank`` axes (1 long
+    but that one), in the dtype and on the device of ``indices``."""
+    shape = (1,) * at + (size,) + (1,) * (rank - at - 1)
+    return sources.iota.bind(shape=shape, dimension=at, dtype=indices.dtype, like=indices.device)
+
+
 def _keep_matches(x: Tensor, hits: Tensor, axis: int) -> Tensor:
     """The maximum over ``axis`` of ``x`` where ``hits``, the dtype's lowest elsewhere."""
     shape = broadcast_shapes("take", x.shape, hits.shape)
@@ -48,13 +55,7 @@ def take(x: Tensor, indices: Tensor, axis: int) -> Tensor:
     axis = normalize_axis("take", axis, x.ndim)
     size, rank = x.shape[axis], indices.ndim
     positions = ops.reshape(in_range("take", indices, size), (1,) * axis + indices.shape + (1,) * (x.ndim - axis))
-    candidates = sources.iota.bind(
-        shape=(1,) * (axis + rank) + (size,) + (1,) * (x.ndim - axis - 1),
-        dimension=axis + rank,
-        dtype=indices.dtype,
-        like=x.device,
-    )
-    hits = positions == candidates
+    hits = positions == _candidates(size, axis + rank, x.ndim + rank, indices)
     spread = ops.reshape(x, x.shape[:axis] + (1,) * rank + x.shape[axis:])
     return _keep_matches(spread, hits, axis + rank)
 
@@ -67,13 +68,8 @@ def take_along_axis(x: Tensor, indices: Tensor, axis: int) -> Tensor:
     axis = normalize_axis("take_along_axis", axis, x.ndim)
     size = x.shape[axis]
     positions = ops.expand_dims(in_range("take_along_axis", indices, size), axis + 1)
-    candidates = sources.iota.bind(
-        shape=(1,) * (axis + 1) + (size,) + (1,) * (x.ndim - axis - 1),
-        dimension=axis + 1,
-        dtype=indices.dtype,
-        like=x.device,
-    )
-    return _keep_matches(ops.expand_dims(x, axis), positions == candidates, axis + 1)
+    hits = positions == _candidates(size, axis + 1, x.ndim + 1, indices)
+    return _keep_matches(ops.expand_dims(x, axis), hits, axis + 1)
 
 
 def by_arrays(x: Tensor, items: list[Tensor | int]) -> Tensor:

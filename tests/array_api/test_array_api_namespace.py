@@ -203,3 +203,13 @@ def test_integer_arrays_and_integers_index_as_numpy_does():
         x[:, xp.asarray([0])]
     with pytest.raises(IndexError, match="out of bounds"):
         x[xp.asarray([0]), 3]
+
+
+def test_gradients_of_a_selection_add_up_at_the_positions_selected():
+    leaf = braze.tensor([[0.5, -1.0, 2.0], [1.5, 3.0, -2.0]], requires_grad=True)
+    weights = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], np.float32)
+    picked = xp.take(leaf, xp.asarray([2, 0, 2]), axis=1)  # column 2 twice
+    xp.sum(picked * xp.asarray(weights)).backward()
+    expected = np.zeros((2, 3), np.float32)
+    np.add.at(expected, (slice(None), [2, 0, 2]), weights)
+    np.testing.assert_array_equal(leaf.grad.numpy(), expected)
