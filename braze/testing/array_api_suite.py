@@ -6,8 +6,9 @@ configuration.
 The configuration is braze's: the dtypes braze lacks are skipped
 (``ARRAY_API_TESTS_SKIP_DTYPES``), the ``fft`` and ``linalg`` extensions are disabled, the
 standard's version is 2024.12, Hypothesis draws ``max_examples`` examples per test from one
-seed with its example database off, and no test has a deadline (braze's lazy devices
-compile on first use, and tests never assert timings). The suite runs from a writable copy
+seed with its example database off, and no test has a deadline nor Hypothesis' health
+checks (braze's lazy devices compile on first use, a loaded machine is slow to draw
+examples, and tests never assert timings). The suite runs from a writable copy
 of its folder, in a process of its own; its JSON report gives every test's outcome.
 """
 
@@ -33,12 +34,12 @@ MODULES = {
     "numpy": "numpy",
     "array-api-strict": "array_api_strict",
 }
-# Loaded before the suite's conftest registers its profile, which inherits the database.
-_NO_DATABASE = """\
-from hypothesis import settings
+# Loaded before the suite's conftest registers its profile, which inherits these settings.
+_SETTINGS = """\
+from hypothesis import HealthCheck, settings
 
-settings.register_profile("no-database", database=None)
-settings.load_profile("no-database")
+settings.register_profile("braze", database=None, suppress_health_check=list(HealthCheck))
+settings.load_profile("braze")
 """
 _REPOSITORY = Path(__file__).resolve().parents[2]
 
@@ -87,7 +88,7 @@ def run(
     with tempfile.TemporaryDirectory(prefix="braze-array-api-") as scratch:
         work = Path(scratch)
         copy = writable_copy(Path(suite), work)
-        (work / "braze_no_database.py").write_text(_NO_DATABASE)
+        (work / "braze_hypothesis_settings.py").write_text(_SETTINGS)
         report = work / "report.json"
         env = dict(os.environ)
         env.update(
@@ -99,7 +100,7 @@ def run(
         )
         env.pop("ARRAY_API_TESTS_XFAIL_MARK", None)
         command = [sys.executable, "-m", "pytest", *(tests or ("array_api_tests/",))]
-        command += ["-p", "braze_no_database", "-p", "no:cacheprovider", "-o", "addopts=", "-q"]
+        command += ["-p", "braze_hypothesis_settings", "-p", "no:cacheprovider", "-o", "addopts=", "-q"]
         command += ["--disable-extension", "fft", "linalg", "--disable-deadline"]
         command += ["--max-examples", str(max_examples), "--hypothesis-seed", str(seed)]
         command += ["--json-report", f"--json-report-file={report}"]
