@@ -166,8 +166,8 @@ class ModulePlan:
 
     entry: str
     constants: list[str] = field(default_factory=list)  # file-scope arrays the kernels read
-    declarations: list[str] = field(default_factory=list)  # one per kernel
-    kernel_sources: list[str] = field(default_factory=list)  # one definition per kernel, in run order
+    declarations: list[str] = field(default_factory=list)  # one per distinct kernel
+    kernel_sources: list[str] = field(default_factory=list)  # one definition per distinct kernel, in run order
     entry_source: str = ""  # the entry function (and its timers)
     scratch: list[tuple[int, bool]] = field(default_factory=list)  # kernels' scratch: (bytes, per thread)
     buffers: list[tuple[tuple[int, ...], np.dtype]] = field(default_factory=list)  # result buffers, by slot
@@ -295,6 +295,7 @@ def emit_module(
     for node_id, offset in assignment.offsets.items():
         buffer_of.setdefault(node_id, f"(arena + {offset})")
     calls = []
+    emitted: dict[tuple, tuple[str, list]] = {}  # one C function per distinct kernel, called where each runs
     for t, kernel in enumerate(kernels):
         name = f"{entry}_kernel{t}"
         if kernel.attr("kind") == "collective":
@@ -308,9 +309,15 @@ def emit_module(
             continue
         results = [r for r in layout.results_of(kernel) if r is not None]
         in_place = any(buffer_of[id(r)].startswith("params[") for r in results)
-        declaration, definition, scratch, *_ = emit_kernel(name, kernel, pool, in_place, target, (tunings or {}).get(t))
-        plan.declarations.append(declaration)
-        plan.kernel_sources.append(definition)
+        tuning = (tunings or {}).get(t)
+        # Kernels of one structure (each step of an unrolled loop) differ only in their buffers.
+        key = (kernel.attr("computation"), kernel.attr("kind"), in_place, tuple(sorted((tuning or {}).items())))
+        if key not in emitted:
+            declaration, definition, scratch, *_ = emit_kernel(name, kernel, pool, in_place, target, tuning)
+            plan.declarations.append(declaration)
+            plan.kernel_sources.append(definition)
+            emitted[key] = (name, scratch)
+        name, scratch = emitted[key]
         args = [f"(const {c_type(i.dtype)}*){buffer_of[id(i)]}" for i in kernel.inputs]
         args += [f"({c_type(r.dtype)}*){buffer_of[id(r)]}" for r in results]
         for ctype, _, size, per_thread in scratch:
