@@ -270,8 +270,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     train.set_defaults(run=_train)
     hlo = commands.add_parser("hlo", parents=[common], help="print the optimized graph of a case study's training step")
-    hlo.add_argument("model", choices=["lenet", "cnn"])
-    hlo.add_argument("--batch-size", type=positive_int, default=None, help="default: 128 for lenet, 64 for cnn")
+    hlo.add_argument("model", choices=["lenet", "cnn", "resnet"])
+    hlo.add_argument(
+        "--batch-size", type=positive_int, default=None, help="default: 128 for lenet, 64 for cnn and resnet"
+    )
     hlo.add_argument("--summary", action="store_true", help="only the kernel count and peak memory")
     hlo.add_argument(
         "--dot", type=output_file, default=None, help="also write the fused graph as Graphviz source to this file"

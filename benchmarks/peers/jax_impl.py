@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .common import ADAM_BETA1, ADAM_BETA2, ADAM_EPS, BCE_EPS, init_params, make_batch, workload
+from .jax_resnet import make_resnet_step
 
 MODES = ("jit",)
 
@@ -58,6 +59,8 @@ def make_step(name: str, mode: str = "jit") -> tuple[Callable[[], float], str]:
 
     if mode not in MODES:
         raise ValueError(f"jax modes are {MODES}, not {mode!r}")
+    if name == "resnet":
+        return make_resnet_step()
     w = workload(name)
     images, labels = make_batch(name)
     x, y = jnp.asarray(images), jnp.asarray(labels)

@@ -39,9 +39,33 @@ from braze.ops.nn import avg_pool2d, conv2d, max_pool2d
 from braze.ops.random import Generator, manual_seed, normal_quantile, rand, randn, uniform
 from braze.ops.reduction import argmax, log_softmax, logsumexp, max, mean, min, softmax, sum, var
 from braze.ops.shape import concatenate, expand_dims, flatten, flip, getitem, pad, reshape, squeeze, stack, transpose
+from braze.ops.tensorflow import (
+    Variable,
+    cast,
+    clip_by_value,
+    concat,
+    constant,
+    convert_to_tensor,
+    reduce_max,
+    reduce_mean,
+    reduce_min,
+    reduce_sum,
+    square,
+)
 
 __all__ = [
     "Generator",
+    "Variable",
+    "cast",
+    "clip_by_value",
+    "concat",
+    "constant",
+    "convert_to_tensor",
+    "reduce_max",
+    "reduce_mean",
+    "reduce_min",
+    "reduce_sum",
+    "square",
     "abs",
     "add",
     "arange",

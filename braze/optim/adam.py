@@ -34,6 +34,13 @@ class Adam(Optimizer):
         self.lr, self.betas, self.eps, self.weight_decay = lr, tuple(betas), eps, weight_decay
         super().__init__(params)
 
+    def get_config(self) -> dict[str, Any]:
+        return {"lr": self.lr, "betas": list(self.betas), "eps": self.eps, "weight_decay": self.weight_decay}
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> Adam:
+        return cls(**{**config, "betas": tuple(config["betas"])})
+
     def init_slots(self, param: Tensor) -> Slots:
         return {"m": zeros_data(param), "v": zeros_data(param), "step": zeros_data(param, ())}
 

@@ -31,6 +31,13 @@ class SGD(Optimizer):
         self.lr, self.momentum, self.nesterov, self.weight_decay = lr, momentum, nesterov, weight_decay
         super().__init__(params)
 
+    def get_config(self) -> dict[str, Any]:
+        return {"lr": self.lr, "momentum": self.momentum, "nesterov": self.nesterov, "weight_decay": self.weight_decay}
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> SGD:
+        return cls(**config)
+
     def init_slots(self, param: Tensor) -> Slots:
         return {"momentum": zeros_data(param)} if active(self.momentum) else {}
 
