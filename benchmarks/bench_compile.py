@@ -14,14 +14,11 @@ before: 1.0 is linear growth, 2.0 the most the target allows.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
-import subprocess
 
-from bench_chain import cpu_model
+from bench_chain import print_host, run_peer_script
 
-from braze.backends.cpu.compiler import find_compiler
 from braze.bench.compile_scaling import PROGRAMS, Measurement, measure, units_for
 
 # Run by the peers' interpreter: jax.jit lowering and compiling the same chain, in seconds.
@@ -44,18 +41,6 @@ print(json.dumps({"trace_s": traced, "total_s": total, "version": jax.__version_
 """
 
 
-def measure_jax(python: str, units: int) -> dict | str:
-    """jax.jit's seconds for ``units`` units of the chain, or why there are none."""
-    try:
-        result = subprocess.run([python, "-c", JAX_SCRIPT, str(units)], capture_output=True, text=True, timeout=1800)
-    except (OSError, subprocess.SubprocessError) as error:
-        return f"not run ({error})"
-    if result.returncode != 0:
-        last = (result.stderr.strip().splitlines() or ["no output"])[-1]
-        return f"not run ({last})"
-    return json.loads(result.stdout.strip().splitlines()[-1])
-
-
 def phases_line(m: Measurement) -> str:
     return ", ".join(f"{name} {seconds:.3f}" for name, seconds in m.phases.items())
 
@@ -68,10 +53,7 @@ def main() -> None:
     parser.add_argument("--peers-python", default=os.environ.get("BRAZE_PEERS_PYTHON"))
     args = parser.parse_args()
 
-    compiler = find_compiler()
-    print(f"host: {cpu_model()}, {os.cpu_count()} CPUs")
-    if compiler is not None:
-        print(f"braze target: {compiler.target.describe()}, C compiler {compiler.path}")
+    print_host()
     print(f"{'program':9} {'nodes':>7} {'kernels':>7} {'seconds':>8} {'s/1k nodes':>10} {'x/decade':>8}  phases (s)")
     for name in args.programs:
         program = PROGRAMS[name]
@@ -90,7 +72,7 @@ def main() -> None:
             )
             before = m
             if name == "chain" and args.peers_python:
-                jax = measure_jax(args.peers_python, units)
+                jax = run_peer_script(args.peers_python, JAX_SCRIPT, units, timeout=1800)
                 if isinstance(jax, dict):
                     print(
                         f"{'  jax.jit':9} {m.nodes:7} {'':7} {jax['total_s']:8.3f} "
