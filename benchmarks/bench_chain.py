@@ -98,11 +98,11 @@ def measure_braze(x: np.ndarray, y: np.ndarray, repeats: int) -> tuple[float, fl
     return first, median_ms, chain(bx, by).numpy()
 
 
-def measure_jax(python: str, size: int, repeats: int) -> dict | str:
-    """jax.jit's times, or why there are none."""
+def run_peer_script(python: str, script: str, *args: object, timeout: float = 600) -> dict | str:
+    """The JSON that ``script`` prints last, run by the peers' interpreter, or why there is none."""
     try:
         result = subprocess.run(
-            [python, "-c", JAX_SCRIPT, str(size), str(repeats)], capture_output=True, text=True, timeout=600
+            [python, "-c", script, *map(str, args)], capture_output=True, text=True, timeout=timeout
         )
     except (OSError, subprocess.SubprocessError) as error:
         return f"not run ({error})"
@@ -112,6 +112,21 @@ def measure_jax(python: str, size: int, repeats: int) -> dict | str:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+def measure_jax(python: str, size: int, repeats: int) -> dict | str:
+    """jax.jit's times, or why there are none."""
+    return run_peer_script(python, JAX_SCRIPT, size, repeats)
+
+
+def print_host() -> None:
+    """The host's CPU and braze's target for it, above a benchmark's figures."""
+    from braze.backends.cpu.compiler import find_compiler
+
+    compiler = find_compiler()
+    print(f"host: {cpu_model()}, {os.cpu_count()} CPUs")
+    if compiler is not None:
+        print(f"braze target: {compiler.target.describe()}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=SIZE)
@@ -119,12 +134,7 @@ def main() -> None:
     parser.add_argument("--peers-python", default=os.environ.get("BRAZE_PEERS_PYTHON"))
     args = parser.parse_args()
 
-    from braze.backends.cpu.compiler import find_compiler
-
-    compiler = find_compiler()
-    print(f"host: {cpu_model()}, {os.cpu_count()} CPUs")
-    if compiler is not None:
-        print(f"braze target: {compiler.target.describe()}")
+    print_host()
     rng = np.random.default_rng(0)
     x = rng.standard_normal(args.size, dtype=np.float32)
     y = rng.standard_normal(args.size, dtype=np.float32)

@@ -60,7 +60,7 @@ from braze.ir.errors import DeviceError, TraceError
 from braze.ir.graph import Graph
 from braze.ops import random
 from braze.ops.random import Generator
-from braze.runtime import metrics
+from braze.runtime import collector, metrics
 from braze.runtime.backend import Backend
 from braze.runtime.cache import BoundedCache
 from braze.runtime.device import LAZY_CPU, Device
@@ -178,7 +178,8 @@ class JittedFunction:
         compiled = self._compiled.get(key)
         if compiled is None:
             self._explain(key)
-            return self._trace_and_run(args, kwargs, reads, key)
+            with collector.paused():
+                return self._trace_and_run(args, kwargs, reads, key)
         metrics.count("JitCacheHit")
         keys = [g.next_key() for g in compiled.generators]
         outputs = self._execute(compiled, self._arguments(compiled, reads.tensors, reads.numbers, keys))

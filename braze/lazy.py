@@ -35,7 +35,7 @@ from braze.ir.primitive import Aval, Primitive
 from braze.ir.prims.sources import constant
 from braze.ir.text import format_aval
 from braze.passes.report import Report, build_report
-from braze.runtime import metrics
+from braze.runtime import collector, metrics
 from braze.runtime.backend import Backend, backend_for, home_backend
 from braze.runtime.cache import BoundedCache, ExecutableCache
 from braze.runtime.device import LAZY_CPU as LAZY
@@ -261,7 +261,8 @@ def backend_of(device: Device) -> Backend:
 
 def compile_for_target(graph: Graph, backend: Backend) -> Any:
     """Optimize ``graph`` with ``backend``'s pass pipeline, then build its executable."""
-    return backend.compile(graph)
+    with collector.paused():
+        return backend.compile(graph)
 
 
 def on_backend(backend: Backend, args: Sequence[Any]) -> list[Any]:
@@ -536,12 +537,13 @@ def trace(fn: Callable[..., Any], *args: Any, device: Device | None = None) -> G
     target = device or LAZY
     moved = [a.to(target) if isinstance(a, Tensor) else a for a in args]
     start = next(_SEQUENCE)  # what was pending before the call is not part of its graph
-    with barriers_held():  # the whole function is one graph, optimizer steps included
-        result = fn(*moved)
-    results = result if isinstance(result, (tuple, list)) else (result,)
-    roots = [r._value for r in results if isinstance(r, Tensor)]
-    roots += [e for e in EXECUTOR.pending_roots(target) if e.seq > start and all(e is not r for r in roots)]
-    return build_graph([r for r in roots if r.data is None]).graph
+    with collector.paused():
+        with barriers_held():  # the whole function is one graph, optimizer steps included
+            result = fn(*moved)
+        results = result if isinstance(result, (tuple, list)) else (result,)
+        roots = [r._value for r in results if isinstance(r, Tensor)]
+        roots += [e for e in EXECUTOR.pending_roots(target) if e.seq > start and all(e is not r for r in roots)]
+        return build_graph([r for r in roots if r.data is None]).graph
 
 
 def explain(fn: Callable[..., Any], *args: Any, device: Device | None = None) -> Report:

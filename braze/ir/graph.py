@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from braze.ir.dtypes import DType
@@ -61,8 +61,10 @@ class Node:
         """A structural hash that is the same in every process (Python's ``hash`` of strings
         is salted per process), for decisions that must not vary from run to run."""
         if self._fingerprint is None:
-            text = repr((self.op.name, self.attrs, str(self.aval), tuple(i.fingerprint for i in self.inputs)))
-            self._fingerprint = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+            # Inputs first, without recursion: an unrolled loop's graph is deeper than Python's stack.
+            for node in _postorder(self, set(), lambda n: n._fingerprint is not None):
+                text = repr((node.op.name, node.attrs, str(node.aval), tuple(i._fingerprint for i in node.inputs)))
+                node._fingerprint = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
         return self._fingerprint
 
     @property
@@ -151,8 +153,10 @@ class Graph:
         return f"<Graph {len(self.params)} params, {len(self.outputs)} outputs, {len(self.nodes())} nodes>"
 
 
-def _postorder(root: Node, seen: set[int]) -> Iterator[Node]:
-    if id(root) in seen:
+def _postorder(root: Node, seen: set[int], done: Callable[[Node], bool] | None = None) -> Iterator[Node]:
+    """The nodes ``root`` depends on, inputs first, skipping those ``seen`` and those ``done``
+    (and what only they lead to)."""
+    if id(root) in seen or (done is not None and done(root)):
         return
     stack: list[tuple[Node, int]] = [(root, 0)]
     seen.add(id(root))
@@ -161,7 +165,7 @@ def _postorder(root: Node, seen: set[int]) -> Iterator[Node]:
         if i < len(node.inputs):
             stack.append((node, i + 1))
             child = node.inputs[i]
-            if id(child) not in seen:
+            if id(child) not in seen and (done is None or not done(child)):
                 seen.add(id(child))
                 stack.append((child, 0))
         else:

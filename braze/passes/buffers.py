@@ -10,6 +10,8 @@ Every buffer starts at a multiple of the alignment the backend's target asks for
 
 from __future__ import annotations
 
+import heapq
+from collections import deque
 from dataclasses import dataclass, field
 
 from braze.ir.graph import Graph, Node, schedule
@@ -57,30 +59,28 @@ def assign(graph: Graph, alignment: int) -> BufferAssignment:
         result.outputs.setdefault(id(output), k)
         if k in graph.donated:
             result.donated.setdefault(id(output), graph.donated[k])
-    free: list[tuple[int, int]] = []  # (offset, size) of dead buffers
-    live: list[tuple[int, int, int]] = []  # (last use, offset, size)
+    free: dict[int, deque[int]] = {}  # size -> offsets of dead buffers of that size, oldest first
+    live: list[tuple[int, int, int, int]] = []  # heap of (last use, birth, offset, size)
     arena = 0
     for t, kernel in enumerate(kernels):
-        still = []
-        for end, offset, size in live:
-            if end < t:
-                free.append((offset, size))
-            else:
-                still.append((end, offset, size))
-        live = still
+        dead = []
+        while live and live[0][0] < t:
+            dead.append(heapq.heappop(live)[1:])
+        for _, offset, size in sorted(dead):  # freed in the order they were made
+            free.setdefault(size, deque()).append(offset)
         for node in _results(kernel, element_of):
             if id(node) in result.outputs:
                 continue
             size = -(-node.aval.nbytes // alignment) * alignment
-            slot = next((f for f in free if f[1] == size), None)
-            if slot is None:
-                slot = (arena, size)
-                arena += size
+            slots = free.get(size)
+            if slots:
+                offset = slots.popleft()
             else:
-                free.remove(slot)
-            result.offsets[id(node)] = slot[0]
+                offset = arena
+                arena += size
+            result.offsets[id(node)] = offset
             result.sizes[id(node)] = size
-            live.append((last_use.get(id(node), t), slot[0], size))
+            heapq.heappush(live, (last_use.get(id(node), t), len(result.offsets), offset, size))
     result.peak_bytes = arena
     return result
 

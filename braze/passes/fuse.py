@@ -10,22 +10,16 @@ outside the group become its outputs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import heapq
+from dataclasses import dataclass
 
 from braze.ir.graph import Graph, Node, parameter
 from braze.ir.primitive import Category
 from braze.ir.prims.fusion import fusion, get_element
 from braze.ir.prims.sources import constant
 from braze.passes.fusion_policy import TARGET_INDEPENDENT, FusionPolicy
-
-
-@dataclass(eq=False)
-class Group:
-    kind: str
-    members: list[Node] = field(default_factory=list)
-
-    def add(self, node: Node) -> None:
-        self.members.append(node)
+from braze.passes.kernel_graph import Group, KernelGraph, external_inputs
+from braze.passes.sibling_fusion import merge_siblings
 
 
 @dataclass
@@ -47,6 +41,7 @@ def plan_singletons(graph: Graph, policy: FusionPolicy = TARGET_INDEPENDENT) -> 
     """No fusion: every op is a kernel of its own (scalar constants are still inlined, unless
     they are results of the graph: those are kernels too)."""
     outputs = {id(o) for o in graph.outputs}
+    position = {id(n): k for k, n in enumerate(graph.nodes())}
 
     def inlined(node: Node) -> bool:
         return node.op is constant and not node.shape and id(node) not in outputs
@@ -56,15 +51,21 @@ def plan_singletons(graph: Graph, policy: FusionPolicy = TARGET_INDEPENDENT) -> 
     for node in graph.nodes():
         if node.op.category is Category.PARAMETER or inlined(node):
             continue
-        groups.append(Group(policy.kind_of_root(node), [node]))
+        groups.append(_group(policy.kind_of_root(node), node, position))
     for group in groups:
         if group.kind == "collective":
             continue  # the transport reads its operand from a buffer, even a scalar constant's
         for i in group.members[0].inputs:
             if inlined(i):
                 shared.setdefault(id(i), []).append(group)
-                group.add(i)
+                group.add(i, position[id(i)])
     return Plan(groups, shared, [])
+
+
+def _group(kind: str, root: Node, position: dict[int, int]) -> Group:
+    group = Group(kind)
+    group.add(root, position[id(root)])
+    return group
 
 
 def plan_fusion(graph: Graph, policy: FusionPolicy = TARGET_INDEPENDENT) -> Plan:
@@ -82,15 +83,19 @@ def plan_fusion(graph: Graph, policy: FusionPolicy = TARGET_INDEPENDENT) -> Plan
         group = owner.get(id(node))
         return group.members[0] if group is not None else None
 
+    def join(group: Group, node: Node) -> None:
+        group.add(node, position[id(node)])
+        owner[id(node)] = group
+
     for node in nodes:
         if policy.takes_epilogue(node):
-            group = Group("output", [node])
+            group = _group("output", node, position)
             groups.append(group)
             owner[id(node)] = group
             current = node
 
-            def independent(other: Node, group: Group = group, start: int = position[id(node)]) -> bool:
-                return not _reaches(other, {id(m) for m in group.members}, position, start)
+            def independent(other: Node, group: Group = group) -> bool:
+                return not _reaches(other, group, users, position)
 
             while True:
                 user, decision = policy.epilogue(
@@ -99,13 +104,11 @@ def plan_fusion(graph: Graph, policy: FusionPolicy = TARGET_INDEPENDENT) -> Plan
                 if user is None:
                     refusals.append(decision.reason)
                     break
-                group.add(user)
-                owner[id(user)] = group
+                join(group, user)
                 current = user
             summed = policy.epilogue_sum(node, current, users[id(current)])
             if summed is not None:  # a second result of the kernel, summed as it stores
-                group.add(summed)
-                owner[id(summed)] = group
+                join(group, summed)
 
     for node in reversed(nodes):
         if node.op.category is Category.PARAMETER or id(node) in owner:
@@ -120,48 +123,52 @@ def plan_fusion(graph: Graph, policy: FusionPolicy = TARGET_INDEPENDENT) -> Plan
                 readers = [u for u in users[id(node)] if owner.get(id(u)) is group]
                 decision = policy.should_fuse(node, group.members, group.kind, readers)
                 if decision.ok:
-                    group.add(node)
-                    owner[id(node)] = group
+                    join(group, node)
                     continue
                 refusals.append(decision.reason)
             if policy.is_free_to_duplicate(node) and not any(policy.reads_buffers(u) for u in users[id(node)]):
                 shared[id(node)] = list(reader_groups.values())
                 for group in shared[id(node)]:
-                    group.add(node)
+                    group.add(node, position[id(node)])
                 continue
-            reduction = _reduction_reader(node, reader_groups, users, owner, policy)
+            reduction = _reduction_reader(node, reader_groups, users, owner, policy, position[id(node)])
             if reduction is not None:
                 # Producer multi-output fusion: the reduction kernel computes it and also writes it out.
-                reduction.add(node)
-                owner[id(node)] = reduction
+                join(reduction, node)
                 continue
             if len(reader_groups) > 1:
                 refusals.append(f"{node.op} {node.aval} is read by {len(reader_groups)} kernels; it is computed once")
-        group = Group(policy.kind_of_root(node), [node])
+        group = _group(policy.kind_of_root(node), node, position)
         groups.append(group)
         owner[id(node)] = group
 
-    groups = _merge_siblings(groups, owner, users, refusals, policy)
-    return Plan(groups, shared, refusals)
+    groups, sibling_refusals = merge_siblings(groups, owner, KernelGraph(groups, owner), policy)
+    return Plan(groups, shared, refusals + sibling_refusals)
 
 
-def _reaches(node: Node, targets: set[int], position: dict[int, int], start: int) -> bool:
-    """Whether ``node`` depends on any of ``targets``, none of which comes before ``start``
-    in topological order (so the search stops there)."""
-    stack, seen = [node], set()
+def _reaches(node: Node, group: Group, users: dict[int, list[Node]], position: dict[int, int]) -> bool:
+    """Whether ``node`` is or depends on a member of ``group``: whether it is reached going
+    forward from the readers of the group's members outside it (an epilogue's members have
+    one reader each, the next, so that is the op the epilogue would take next), never past
+    ``node``'s topological position."""
+    if node in group:
+        return True
+    limit = position[id(node)]
+    stack = [u for m in group.members for u in users[id(m)] if u not in group]
+    seen: set[int] = set()
     while stack:
         current = stack.pop()
-        if id(current) in targets:
+        if current is node:
             return True
-        if position[id(current)] < start or id(current) in seen:
+        if id(current) in seen or position[id(current)] > limit:
             continue
         seen.add(id(current))
-        stack.extend(current.inputs)
+        stack.extend(users[id(current)])
     return False
 
 
 def _reduction_reader(
-    node: Node, reader_groups: dict, users, owner: dict[int, Group], policy: FusionPolicy
+    node: Node, reader_groups: dict, users, owner: dict[int, Group], policy: FusionPolicy, start: int
 ) -> Group | None:
     """The one reduction kernel among ``node``'s readers that may compute it for all of them."""
     reductions = [
@@ -176,92 +183,53 @@ def _reduction_reader(
     if not policy.should_fuse(node, group.members, group.kind, readers).ok:
         return None
     others = [g for g in reader_groups.values() if g is not group]
-    if any(_depends_on(group, other, owner) for other in others):
+    if any(_depends_on(group, other, owner, start) for other in others):
         return None
     return group
 
 
-def _external_inputs(group: Group) -> list[Node]:
-    inside = {id(m) for m in group.members}
-    seen: dict[int, Node] = {}
-    for member in group.members:
-        for i in member.inputs:
-            if id(i) not in inside:
-                seen.setdefault(id(i), i)
-    return list(seen.values())
-
-
-def _depends_on(group: Group, other: Group, owner: dict[int, Group]) -> bool:
-    """Whether ``group`` reads, directly or through other kernels, a result of ``other``."""
+def _depends_on(group: Group, other: Group, owner: dict[int, Group], start: int) -> bool:
+    """Whether ``group`` reads, directly or through kernels formed so far, a result of
+    ``other``. Kernels are being formed from the graph's end back to position ``start``:
+    every result read of a kernel holding a node after it comes after it, so a kernel whose
+    nodes all come before it leads nowhere and the walk skips it."""
     stack, seen = [group], {id(group)}
     while stack:
         current = stack.pop()
-        for i in _external_inputs(current):
+        for i in external_inputs(current):
             producer = owner.get(id(i))
             if producer is other:
                 return True
-            if producer is not None and id(producer) not in seen:
+            if producer is not None and id(producer) not in seen and producer.last > start:
                 seen.add(id(producer))
                 stack.append(producer)
     return False
 
 
-def _merge_siblings(
-    groups: list[Group], owner: dict[int, Group], users, refusals: list[str], policy: FusionPolicy
-) -> list[Group]:
-    """Merge loop kernels of one shape that read the same input (e.g. relu and its mask)."""
-    merged = True
-    while merged:
-        merged = False
-        by_input: dict[int, list[Group]] = {}
-        for group in groups:
-            if group.kind != "loop":
-                continue
-            for i in _external_inputs(group):
-                if i.op.category is not Category.PARAMETER or i.aval.size > 1:
-                    by_input.setdefault(id(i), []).append(group)
-        for readers in by_input.values():
-            for a_index, first in enumerate(readers):
-                for second in readers[a_index + 1 :]:
-                    connected = _depends_on(first, second, owner) or _depends_on(second, first, owner)
-                    decision = policy.siblings(first.members[0].aval.shape, second.members[0].aval.shape, connected)
-                    if not decision.ok:
-                        refusals.append(decision.reason)
-                        continue
-                    first.members.extend(m for m in second.members if m not in first.members)
-                    for m in second.members:
-                        if owner.get(id(m)) is second:
-                            owner[id(m)] = first
-                    groups = [g for g in groups if g is not second]
-                    merged = True
-                    break
-                if merged:
-                    break
-            if merged:
-                break
-    return groups
-
-
-def _topological(members: list[Node], order: dict[int, int]) -> list[Node]:
-    return sorted(dict.fromkeys(members), key=lambda n: order[id(n)])
-
-
 def _schedule(groups: list[Group], order: dict[int, int]) -> list[Group]:
-    """Groups in an order where every group comes after the groups whose results it reads."""
+    """Groups in an order where every group comes after the groups whose results it reads:
+    of the groups ready to run, always the one whose earliest node comes first."""
     producer = {id(m): g for g in groups for m in g.members}
-    pending = sorted(groups, key=lambda g: min(order[id(m)] for m in g.members))
-    done: set[int] = set()
+    needs: dict[int, set[int]] = {}
+    readers: dict[int, list[Group]] = {id(g): [] for g in groups}
+    for group in groups:
+        needs[id(group)] = {id(producer[id(i)]) for i in external_inputs(group) if id(i) in producer}
+        needs[id(group)].discard(id(group))
+        for needed in needs[id(group)]:
+            readers[needed].append(group)
+    key = {id(g): (min(order[id(m)] for m in g.members), k) for k, g in enumerate(groups)}
+    ready = [(key[id(g)], g) for g in groups if not needs[id(g)]]
+    heapq.heapify(ready)
     result: list[Group] = []
-    while pending:
-        for group in pending:
-            needed = {id(producer[id(i)]) for i in _external_inputs(group) if id(i) in producer}
-            if needed <= done | {id(group)}:
-                result.append(group)
-                done.add(id(group))
-                pending.remove(group)
-                break
-        else:
-            raise AssertionError("fusion groups depend on each other in a cycle")
+    while ready:
+        _, group = heapq.heappop(ready)
+        result.append(group)
+        for reader in readers[id(group)]:
+            needs[id(reader)].discard(id(group))
+            if not needs[id(reader)]:
+                heapq.heappush(ready, (key[id(reader)], reader))
+    if len(result) != len(groups):
+        raise AssertionError("fusion groups depend on each other in a cycle")
     return result
 
 
@@ -274,19 +242,14 @@ def fuse(graph: Graph, enabled: bool = True, policy: FusionPolicy = TARGET_INDEP
     users = _users(graph)
     graph_outputs = {id(o) for o in graph.outputs}
     value: dict[int, Node] = {id(p): p for p in graph.params}
-    member_groups: dict[int, list[Group]] = {}
-    for group in plan.groups:
-        for m in group.members:
-            member_groups.setdefault(id(m), []).append(group)
     for group in _schedule(plan.groups, order):
-        members = _topological(group.members, order)
-        inside = {id(m) for m in members}
+        members = sorted(group.members, key=lambda n: order[id(n)])
         results = [
             m
             for m in members
-            if id(m) not in plan.shared and (id(m) in graph_outputs or any(id(u) not in inside for u in users[id(m)]))
+            if id(m) not in plan.shared and (id(m) in graph_outputs or any(u not in group for u in users[id(m)]))
         ]
-        inputs = _external_inputs(Group(group.kind, members))
+        inputs = external_inputs(group, members)
         inner: dict[int, Node] = {id(i): parameter(k, i.aval) for k, i in enumerate(inputs)}
         for m in members:
             inner[id(m)] = Node.make(m.op, tuple(inner[id(i)] for i in m.inputs), m.attrs, m.aval)

@@ -144,12 +144,18 @@ class FusionPolicy:
                 return user
         return None
 
-    def siblings(self, first_shape: tuple[int, ...], second_shape: tuple[int, ...], connected: bool) -> Decision:
-        if first_shape != second_shape:
-            return no(f"sibling kernels of shapes {first_shape} and {second_shape} do not share a loop")
-        if connected:
+    def siblings(self, shape: tuple[int, ...], connected: Callable[[], bool]) -> Decision:
+        """May two loop kernels of ``shape`` that read one input share a loop (one kernel with
+        two results)? ``connected()`` says whether one reads the other's results, directly or
+        through other kernels (it walks the kernel graph, so it is asked last)."""
+        if connected():
             return no("sibling kernels depend on each other")
         return YES
+
+
+def unlike_shapes(first: tuple[int, ...], second: tuple[int, ...]) -> Decision:
+    """Sibling kernels of different shapes: one loop cannot compute both."""
+    return no(f"sibling kernels of shapes {first} and {second} do not share a loop")
 
 
 TARGET_INDEPENDENT = FusionPolicy()

@@ -166,8 +166,8 @@ class ModulePlan:
 
     entry: str
     constants: list[str] = field(default_factory=list)  # file-scope arrays the kernels read
-    declarations: list[str] = field(default_factory=list)  # one per kernel
-    kernel_sources: list[str] = field(default_factory=list)  # one definition per kernel, in run order
+    declarations: list[str] = field(default_factory=list)  # one per distinct kernel
+    kernel_sources: list[str] = field(default_factory=list)  # one definition per distinct kernel, in run order
     entry_source: str = ""  # the entry function (and its timers)
     scratch: list[tuple[int, bool]] = field(default_factory=list)  # kernels' scratch: (bytes, per thread)
     buffers: list[tuple[tuple[int, ...], np.dtype]] = field(default_factory=list)  # result buffers, by slot
@@ -295,6 +295,7 @@ def emit_module(
     for node_id, offset in assignment.offsets.items():
         buffer_of.setdefault(node_id, f"(arena + {offset})")
     calls = []
+    emitted: dict[tuple, tuple[str, list]] = {}  # one C function per distinct kernel, called where each runs
     for t, kernel in enumerate(kernels):
         name = f"{entry}_kernel{t}"
         if kernel.attr("kind") == "collective":
@@ -308,9 +309,15 @@ def emit_module(
             continue
         results = [r for r in layout.results_of(kernel) if r is not None]
         in_place = any(buffer_of[id(r)].startswith("params[") for r in results)
-        declaration, definition, scratch, *_ = emit_kernel(name, kernel, pool, in_place, target, (tunings or {}).get(t))
-        plan.declarations.append(declaration)
-        plan.kernel_sources.append(definition)
+        tuning = (tunings or {}).get(t)
+        # Kernels of one structure (each step of an unrolled loop) differ only in their buffers.
+        key = (kernel.attr("computation"), kernel.attr("kind"), in_place, tuple(sorted((tuning or {}).items())))
+        if key not in emitted:
+            declaration, definition, scratch, *_ = emit_kernel(name, kernel, pool, in_place, target, tuning)
+            plan.declarations.append(declaration)
+            plan.kernel_sources.append(definition)
+            emitted[key] = (name, scratch)
+        name, scratch = emitted[key]
         args = [f"(const {c_type(i.dtype)}*){buffer_of[id(i)]}" for i in kernel.inputs]
         args += [f"({c_type(r.dtype)}*){buffer_of[id(r)]}" for r in results]
         for ctype, _, size, per_thread in scratch:
@@ -320,9 +327,35 @@ def emit_module(
         if profile:
             call = f"{{ const double start = braze_clock(); {call} {entry}_seconds[{t}] += braze_clock() - start; }}"
         calls.append(f"  {call}")
-    signature = f"void {entry}(void* const* params, void* const* outputs, char* arena, void* const* scratch)"
-    body = "\n".join(calls) or "  (void)params; (void)outputs; (void)arena; (void)scratch;"
-    timers = [f"double {entry}_seconds[{max(len(kernels), 1)}];"] if profile else []
+    timers = [f"double {entry}_seconds[{max(len(kernels), 1)}]"] if profile else []
     plan.constants = pool.lines
-    plan.entry_source = "\n".join([*timers, f"{signature} {{\n{body}\n}}\n"])
+    if len(calls) > CALLS_PER_FUNCTION:
+        plan.declarations += [f"extern {t};" for t in timers]
+        calls = _entry_parts(plan, entry, calls)
+    plan.entry_source = "\n".join([*(f"{t};" for t in timers), _function(f"void {entry}", calls or [_UNUSED])])
     return plan
+
+
+def _entry_parts(plan: ModulePlan, entry: str, calls: list[str]) -> list[str]:
+    """``calls`` moved into functions of a few calls each, spread over the translation units
+    like kernels; the calls of those functions, in order."""
+    steps = []
+    for k in range(0, len(calls), CALLS_PER_FUNCTION):
+        name = f"{entry}_part{len(steps)}"
+        plan.declarations.append(f"{C.kernel} void {name}({_ARGUMENTS});")
+        plan.kernel_sources.append(_function(f"{C.kernel} void {name}", [_UNUSED, *calls[k : k + CALLS_PER_FUNCTION]]))
+        steps.append(f"  {name}(params, outputs, arena, scratch);")
+    return steps
+
+
+# Kernel calls per C function of the entry: the C compiler's time on one function grows
+# faster than its length (a 10^5-node chain's 514 calls in one function took GCC 26 s; in
+# functions of 32 calls, 3 s).
+CALLS_PER_FUNCTION = 32
+_ARGUMENTS = "void* const* params, void* const* outputs, char* arena, void* const* scratch"
+_UNUSED = "  (void)params; (void)outputs; (void)arena; (void)scratch;"
+
+
+def _function(head: str, lines: list[str]) -> str:
+    body = "\n".join(lines)
+    return f"{head}({_ARGUMENTS}) {{\n{body}\n}}\n"
