@@ -304,6 +304,13 @@ class Tensor:
 
         return exported_array(self).__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
+    def __array_namespace__(self, /, *, api_version: str | None = None) -> Any:
+        """The Array API namespace of braze tensors, :mod:`braze.array_api`, whose
+        functions take tensors and give ``braze.array_api.Array`` (a Tensor)."""
+        from braze.array_api.array_object import namespace
+
+        return namespace(api_version)
+
     def __dlpack_device__(self) -> tuple[int, int]:
         from braze.interop import KDL_CPU
 
@@ -528,13 +535,37 @@ class Tensor:
         return ops.greater_equal(self, other)
 
     def __and__(self, other: Any) -> Tensor:
-        return ops.logical_and(self, other)
+        return ops.bitwise_and(self, other)
+
+    def __rand__(self, other: Any) -> Tensor:
+        return ops.bitwise_and(other, self)
 
     def __or__(self, other: Any) -> Tensor:
-        return ops.logical_or(self, other)
+        return ops.bitwise_or(self, other)
+
+    def __ror__(self, other: Any) -> Tensor:
+        return ops.bitwise_or(other, self)
+
+    def __xor__(self, other: Any) -> Tensor:
+        return ops.bitwise_xor(self, other)
+
+    def __rxor__(self, other: Any) -> Tensor:
+        return ops.bitwise_xor(other, self)
+
+    def __lshift__(self, other: Any) -> Tensor:
+        return ops.bitwise_left_shift(self, other)
+
+    def __rlshift__(self, other: Any) -> Tensor:
+        return ops.bitwise_left_shift(other, self)
+
+    def __rshift__(self, other: Any) -> Tensor:
+        return ops.bitwise_right_shift(self, other)
+
+    def __rrshift__(self, other: Any) -> Tensor:
+        return ops.bitwise_right_shift(other, self)
 
     def __invert__(self) -> Tensor:
-        return ops.logical_not(self)
+        return ops.bitwise_not(self)
 
     def __iadd__(self, other: Any) -> Tensor:
         return self._in_place(ops.add, other)
@@ -594,6 +625,22 @@ class Tensor:
     def argmax(self, axis: Any = None, keepdims: bool = False) -> Tensor:
         return ops.argmax(self, axis, keepdims)
 
+    def argmin(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+        return ops.argmin(self, axis, keepdims)
+
+    def prod(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+        return ops.prod(self, axis, keepdims)
+
+    def cumsum(self, axis: int | None = None) -> Tensor:
+        return ops.cumsum(self, axis)
+
+    def sort(self, axis: int = -1, descending: bool = False) -> Tensor:
+        """This tensor sorted along ``axis`` (a new tensor, unlike NumPy's in-place sort)."""
+        return ops.sort(self, axis, descending)
+
+    def argsort(self, axis: int = -1, descending: bool = False) -> Tensor:
+        return ops.argsort(self, axis, descending)
+
     def exp(self) -> Tensor:
         return ops.exp(self)
 
@@ -605,6 +652,21 @@ class Tensor:
 
     def tanh(self) -> Tensor:
         return ops.tanh(self)
+
+    def sin(self) -> Tensor:
+        return ops.sin(self)
+
+    def cos(self) -> Tensor:
+        return ops.cos(self)
+
+    def floor(self) -> Tensor:
+        return ops.floor(self)
+
+    def ceil(self) -> Tensor:
+        return ops.ceil(self)
+
+    def round(self) -> Tensor:
+        return ops.round(self)
 
     def sigmoid(self) -> Tensor:
         return ops.sigmoid(self)

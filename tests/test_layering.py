@@ -31,6 +31,7 @@ LAYERS = (
         "function",
         "config",
         "interop",
+        "array_api",
     },
     {"data"},
     {"optim"},

@@ -6,6 +6,7 @@ from typing import Any
 
 from braze.ir.errors import DTypeError
 from braze.ir.prims import elementwise as ew
+from braze.ir.prims import math as m
 from braze.ops.core import as_tensor, astype, broadcast_shapes, broadcast_to, full, operands, scalar
 from braze.tensor import Tensor, user_error
 
@@ -22,9 +23,21 @@ def _unary(primitive, name: str, float_only: bool = True):
     return op
 
 
-def _binary(primitive, name: str):
+def _rounding(primitive, name: str):
+    def op(x: Any) -> Tensor:
+        x = as_tensor(x)
+        return primitive.bind(x) if x.dtype.is_float else x
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"Elementwise {name} to an integral value (an integer tensor is its own)."
+    return op
+
+
+def _binary(primitive, name: str, float_only: bool = False):
     def op(x: Any, y: Any) -> Tensor:
         a, b = operands(name, x, y)
+        if float_only and not a.dtype.is_float:
+            raise user_error(DTypeError, f"{name}: expected float tensors, got {a.dtype.name}")
         return primitive.bind(a, b)
 
     op.__name__ = op.__qualname__ = name  # the name it is bound to in this module
@@ -42,6 +55,23 @@ sigmoid = _unary(ew.logistic, "sigmoid")
 abs = _unary(ew.abs_, "abs", float_only=False)  # noqa: A001 - NumPy's name
 sign = _unary(ew.sign, "sign", float_only=False)
 relu = _unary(ew.relu, "relu", float_only=False)
+sin = _unary(m.sin, "sin")
+cos = _unary(m.cos, "cos")
+tan = _unary(m.tan, "tan")
+asin = _unary(m.asin, "asin")
+acos = _unary(m.acos, "acos")
+atan = _unary(m.atan, "atan")
+sinh = _unary(m.sinh, "sinh")
+cosh = _unary(m.cosh, "cosh")
+asinh = _unary(m.asinh, "asinh")
+acosh = _unary(m.acosh, "acosh")
+atanh = _unary(m.atanh, "atanh")
+log1p = _unary(m.log1p, "log1p")
+expm1 = _unary(m.expm1, "expm1")
+floor = _rounding(m.floor, "floor")
+ceil = _rounding(m.ceil, "ceil")
+trunc = _rounding(m.trunc, "trunc")
+round = _rounding(m.round_, "round")  # noqa: A001 - NumPy's name; halves go to even
 
 add = _binary(ew.add, "add")
 subtract = _binary(ew.sub, "subtract")
@@ -54,6 +84,11 @@ less = _binary(ew.lt, "less")
 less_equal = _binary(ew.le, "less_equal")
 greater = _binary(ew.gt, "greater")
 greater_equal = _binary(ew.ge, "greater_equal")
+atan2 = _binary(m.atan2, "atan2", float_only=True)
+copysign = _binary(m.copysign, "copysign", float_only=True)
+hypot = _binary(m.hypot, "hypot", float_only=True)
+nextafter = _binary(m.nextafter, "nextafter", float_only=True)
+fmod = _binary(m.rem, "fmod", float_only=True)
 
 
 def divide(x: Any, y: Any) -> Tensor:
@@ -65,10 +100,10 @@ def divide(x: Any, y: Any) -> Tensor:
 
 
 def floor_divide(x: Any, y: Any) -> Tensor:
-    """Integer division rounding towards minus infinity, as ``//``; integer tensors only."""
+    """Division rounding towards minus infinity, as ``//`` (integers: 0 where ``y`` is 0)."""
     a, b = operands("floor_divide", x, y)
     if a.dtype.is_float:
-        raise user_error(DTypeError, "floor_divide: only integer tensors are supported; use divide")
+        return _float_divmod(a, b)[0]
     quotient = ew.div.bind(a, b)
     # div truncates toward zero; floor differs when the signs differ and there is a remainder.
     remainder = a - quotient * b
@@ -78,12 +113,33 @@ def floor_divide(x: Any, y: Any) -> Tensor:
 
 
 def remainder(x: Any, y: Any) -> Tensor:
-    """NumPy's ``x % y`` of integers: the sign of ``y``, 0 where ``y`` is 0."""
+    """NumPy's ``x % y``: the sign of ``y`` (integers: 0 where ``y`` is 0)."""
     a, b = operands("remainder", x, y)
     if a.dtype.is_float:
-        raise user_error(DTypeError, "remainder: only integer tensors are supported")
+        return _float_divmod(a, b)[1]
     zero = scalar(0, a.dtype, a.device)
     return where(b == zero, zero, a - floor_divide(a, b) * b)
+
+
+def _float_divmod(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
+    """Python's ``divmod`` of floats, as NumPy computes it from C's fmod (the quotient
+    exact where ``a / b`` would round to the next integer); a quotient of one infinite
+    operand is ``a / b``, as C99 and the Array API standard give it (NumPy gives NaN)."""
+    zero = full(a.shape, 0.0, a.dtype, a.device)
+    mod = m.rem.bind(a, b)
+    adjust = (mod != zero) & ((b < zero) != (mod < zero))
+    quotient = where(adjust, (a - mod) / b - 1.0, (a - mod) / b)
+    mod = where(adjust, mod + b, where(mod == zero, m.copysign.bind(zero, b), mod))
+    rounded = floor(quotient)
+    rounded = where(quotient - rounded > 0.5, rounded + 1.0, rounded)
+    ratio = ew.div.bind(a, b)
+    rounded = where(quotient == zero, m.copysign.bind(zero, ratio), rounded)
+    one_infinite = _is_inf(a) != _is_inf(b)
+    return where((b == zero) | one_infinite, ratio, rounded), mod
+
+
+def _is_inf(x: Tensor) -> Tensor:
+    return ew.abs_.bind(x) == float("inf")
 
 
 def power(x: Any, y: Any) -> Tensor:

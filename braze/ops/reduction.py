@@ -1,4 +1,5 @@
-"""Reductions: sum, mean, var, max, min, argmax, logsumexp, softmax and log_softmax."""
+"""Reductions: sum, prod, mean, var, max, min, argmax, argmin, logsumexp, softmax and
+log_softmax."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ from typing import Any
 
 from braze.ir.dtypes import int32
 from braze.ir.errors import DTypeError
+from braze.ir.prims import bitwise, reductions, sources, structural
 from braze.ir.prims import elementwise as ew
-from braze.ir.prims import reductions, sources, structural
 from braze.ops.core import as_tensor, astype, broadcast_to, normalize_axes, normalize_axis
 from braze.tensor import Tensor, user_error
 
@@ -28,6 +29,15 @@ def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A0
     return _keep(x, reductions.reduce_sum.bind(x, axes=axes), axes, keepdims)
 
 
+def prod(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
+    """Product over ``axis`` (all axes when None); booleans are multiplied as int32."""
+    x = as_tensor(x)
+    if x.dtype.kind == "b":
+        x = astype(x, int32)
+    axes = normalize_axes("prod", axis, x.ndim)
+    return _keep(x, reductions.reduce_prod.bind(x, axes=axes), axes, keepdims)
+
+
 def max(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001 - NumPy's name
     """The largest element over ``axis`` (all axes when None)."""
     x = as_tensor(x)
@@ -39,9 +49,10 @@ def max(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A0
 def min(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001 - NumPy's name
     """The smallest element over ``axis`` (all axes when None)."""
     x = as_tensor(x)
-    if x.dtype.kind == "b":
-        return ~max(~x, axis, keepdims)
-    return -max(-x, axis, keepdims)
+    if x.dtype.is_float:
+        return -max(-x, axis, keepdims)
+    # ~x = -x - 1 reverses the order of integers (and bools) and, unlike -x, never overflows.
+    return bitwise.not_.bind(max(bitwise.not_.bind(x), axis, keepdims))
 
 
 def _require_nonempty(op: str, x: Tensor, axes: tuple[int, ...]) -> None:
@@ -76,7 +87,8 @@ def var(x: Any, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Tens
 
 
 def argmax(x: Any, axis: int | None = None, keepdims: bool = False) -> Tensor:
-    """Index (int32) of the first maximum along ``axis`` (of the flattened tensor when None)."""
+    """Index (int32) of the first maximum along ``axis`` (of the flattened tensor when
+    None); a NaN is the maximum, as in NumPy."""
     x = as_tensor(x)
     if axis is None:
         x = structural.reshape.bind(x, new_sizes=(x.size,))
@@ -88,9 +100,20 @@ def argmax(x: Any, axis: int | None = None, keepdims: bool = False) -> Tensor:
     # The first maximum has the largest value of (n - index) among the maxima.
     reverse_index = sources.iota.bind(shape=x.shape, dimension=axis, dtype=int32, like=x.device) * -1 + n
     zeros = reverse_index * 0
-    candidates = ew.select.bind(ew.eq.bind(x.detach(), best), reverse_index, zeros)
+    value = x.detach()
+    found = ew.eq.bind(value, best)
+    if x.dtype.is_float:  # where the maximum is NaN, the first NaN
+        found = bitwise.or_.bind(found, ew.ne.bind(value, value))
+    candidates = ew.select.bind(found, reverse_index, zeros)
     first = -reductions.reduce_max.bind(candidates, axes=(axis,)) + n
     return _keep(x, first, (axis,), keepdims)
+
+
+def argmin(x: Any, axis: int | None = None, keepdims: bool = False) -> Tensor:
+    """Index (int32) of the first minimum along ``axis`` (of the flattened tensor when None)."""
+    x = as_tensor(x)
+    flipped = -x if x.dtype.is_float else bitwise.not_.bind(x)  # order-reversing, never overflowing
+    return argmax(flipped, axis, keepdims)
 
 
 def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:

@@ -41,8 +41,8 @@ _FUSIBLE = frozenset({Category.MOVEMENT, Category.SOURCE})
 _FREE_TO_DUPLICATE = frozenset({constant, iota})
 _CHEAP_MOVES = frozenset({broadcast_in_dim, reshape, transpose, convert})
 # Operands read from memory, never from a fused producer: a collective hands its operand's
-# buffer to the transport.
-_READS_BUFFERS = frozenset({Category.CONTRACTION, Category.WINDOW, Category.COLLECTIVE})
+# buffer to the transport, a scan reads each line many times over.
+_READS_BUFFERS = frozenset({Category.CONTRACTION, Category.WINDOW, Category.SCAN, Category.COLLECTIVE})
 
 
 class FusionPolicy:
@@ -74,7 +74,7 @@ class FusionPolicy:
         return False
 
     def reads_buffers(self, node: Node) -> bool:
-        """Contractions, windowed ops and collectives read their operands from memory."""
+        """Contractions, windowed ops, scans and collectives read their operands from memory."""
         return node.op.category in _READS_BUFFERS
 
     def should_fuse(self, producer: Node, members: list[Node], kind: str, readers_in_group: list[Node]) -> Decision:

@@ -31,6 +31,25 @@ UNARY = (
     "{0} ** 2",
     "B.power(B.abs({0}) + 0.5, 1.5)",
     "B.clip({0}, -0.5, 0.75)",
+    "B.sin({0})",
+    "B.cos({0})",
+    "B.tan(B.clip({0}, -1.2, 1.2))",
+    "B.asin(B.clip({0}, -0.9, 0.9))",
+    "B.acos(B.clip({0}, -0.9, 0.9))",
+    "B.atan({0})",
+    "B.sinh(B.clip({0}, -5.0, 5.0))",
+    "B.cosh(B.clip({0}, -5.0, 5.0))",
+    "B.asinh({0})",
+    "B.acosh(B.abs({0}) + 1.25)",
+    "B.atanh(B.clip({0}, -0.9, 0.9))",
+    "B.log1p(B.abs({0}))",
+    "B.expm1(B.clip({0}, -5.0, 5.0))",
+)
+BINARY_FLOAT = (
+    "B.atan2({0}, {1})",
+    "B.copysign({0}, {1})",
+    "B.hypot({0}, B.abs({1}) + 0.5)",  # away from (0, 0), where its gradient is 0/0
+    "B.fmod({0}, B.abs({1}) + 0.5)",
 )
 BINARY = (
     "{0} + {1}",
@@ -48,6 +67,11 @@ INT_BINARY = (
     "B.minimum({0}, {1})",
     "{0} // {1}",
     "{0} % {1}",
+    "{0} & {1}",
+    "{0} | {1}",
+    "{0} ^ {1}",
+    "{0} << ({1} & 15)",
+    "{0} >> ({1} & 15)",
 )
 # Integers at the edges of int32, where C's signed arithmetic is undefined and NumPy wraps:
 # overflowing sums and products, a comparison GCC would fold, INT_MIN (and, with the
@@ -191,7 +215,7 @@ def binary(d: Drawer) -> bool:
     if x is None:
         return False
     y = d.pick(lambda i: _broadcasts(d.shape(x), d.shape(i)))
-    return y is not None and d.add(d.choice(BINARY), (x, y))
+    return y is not None and d.add(d.choice(BINARY if d.rng.random() < 0.8 else BINARY_FLOAT), (x, y))
 
 
 def integers(d: Drawer) -> bool:
@@ -203,7 +227,7 @@ def integers(d: Drawer) -> bool:
         y = d.pick(lambda i: _broadcasts(d.shape(x), d.shape(i)), integer=True)
         return y is not None and d.add(d.choice(INT_BINARY), (x, y), integer=True)
     if roll < 0.6:
-        return d.add(d.choice(("B.abs({0})", "-{0}", "{0} * 3", "{0} - 2")), (x,), integer=True)
+        return d.add(d.choice(("B.abs({0})", "-{0}", "{0} * 3", "{0} - 2", "~{0}")), (x,), integer=True)
     if roll < 0.75 and d.shape(x):
         return d.add(f"B.sum({{0}}, axis={int(d.rng.integers(len(d.shape(x))))})", (x,), integer=True)
     f = d.pick(lambda i: _broadcasts(d.shape(x), d.shape(i)))
@@ -242,6 +266,31 @@ def reduce(d: Drawer) -> bool:
     axis = _axis(d, rank)
     keepdims = bool(d.rng.random() < 0.4)
     return d.add(f"{d.choice(REDUCTIONS)}({{0}}, axis={axis}, keepdims={keepdims})", (x,))
+
+
+def scan(d: Drawer) -> bool:
+    """Running sums and products, sorts, and the positions that sort (of inputs only:
+    rounding would reorder ties), and rounding to integers (of inputs, for the same reason)."""
+    x = d.pick(lambda i: len(d.shape(i)) >= 1)
+    if x is None:
+        return False
+    axis = int(d.rng.integers(-len(d.shape(x)), len(d.shape(x))))
+    roll = d.rng.random()
+    if roll < 0.3:
+        return d.add(f"B.cumsum({{0}}, axis={axis})", (x,))
+    if roll < 0.45:
+        return d.add(f"B.cumprod(B.clip({{0}}, 0.5, 1.5), axis={axis})", (x,))
+    if roll < 0.55:
+        return d.add(f"B.prod(B.clip({{0}}, 0.5, 1.5), axis={axis})", (x,))
+    if roll < 0.8:
+        return d.add(f"B.sort({{0}}, axis={axis}, descending={bool(d.rng.random() < 0.4)})", (x,))
+    source = d.pick(lambda i: i < len(d.inputs) and len(d.shape(i)) >= 1)
+    if source is None:
+        return False
+    if roll < 0.9:
+        return d.add(f"B.argsort({{0}}, axis={axis % len(d.shape(source))})", (source,), integer=True)
+    rounding = d.choice(("B.floor", "B.ceil", "B.round", "B.trunc"))
+    return d.add(f"{rounding}({{0}} * 4.0) * {{0}}", (source,))
 
 
 def softmax(d: Drawer) -> bool:
@@ -445,6 +494,7 @@ FAMILIES_AND_WEIGHTS: tuple[tuple[Callable[[Drawer], bool], float], ...] = (
     (integer_edges, 0.4),
     (compare, 0.5),
     (reduce, 1.5),
+    (scan, 0.8),
     (softmax, 0.7),
     (reshape, 1),
     (transpose, 1),

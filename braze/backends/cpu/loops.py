@@ -15,7 +15,7 @@ from braze.backends.cpu.elemental import Emitter
 from braze.backends.cstyle import Index, c_literal, c_type
 from braze.ir.graph import Graph, Node
 from braze.ir.primitive import Primitive
-from braze.ir.prims.reductions import reduce_sum
+from braze.ir.prims.reductions import reduce_prod, reduce_sum
 from braze.ir.prims.sources import iota
 from braze.ir.prims.structural import broadcast_in_dim, concatenate, pad, rev, slice_, transpose
 
@@ -188,6 +188,8 @@ def emit_loop_kernel(em: Emitter, computation: Graph, outputs: list[str]) -> Non
 def _combine(kind: Primitive, acc: str, value: str, dtype) -> str:
     if kind is reduce_sum:
         return f"{acc} + {value}"
+    if kind is reduce_prod:  # in the element type, as NumPy multiplies: no product escapes its overflow
+        return f"{acc} * {value}"
     nan = f"({value} != {value}) | " if dtype.is_float else ""
     return f"({nan}({value} > {acc})) ? {value} : {acc}"
 
@@ -195,6 +197,8 @@ def _combine(kind: Primitive, acc: str, value: str, dtype) -> str:
 def reduction_init(op: Primitive, dtype) -> str:
     if op is reduce_sum:
         return c_literal(0, dtype)
+    if op is reduce_prod:
+        return c_literal(1, dtype)
     if dtype.is_float:
         return c_literal(float("-inf"), dtype)
     if dtype.kind == "b":

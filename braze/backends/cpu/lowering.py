@@ -1,8 +1,8 @@
 """The CPU backend's lowering table: how generated C computes each primitive.
 
 An elementwise, movement or source primitive (and a parameter) computes one element at an
-index, inside any fused loop: the C-family rules (``cstyle``). A reduction, contraction or
-window primitive is the root of a kernel of its own, ``rule(emitter, computation, outputs,
+index, inside any fused loop: the C-family rules (``cstyle``). A reduction, contraction,
+window or scan primitive is the root of a kernel of its own, ``rule(emitter, computation, outputs,
 root)`` writing the loop nest with its fused producers and epilogue. A collective is a call
 from the entry function into the transport, ``rule(node, operand, result, shape_name)``.
 """
@@ -14,16 +14,23 @@ from typing import Any
 from braze.backends.cpu import collectives
 from braze.backends.cpu.contractions import CONTRACTION_EMITTERS
 from braze.backends.cpu.loops import emit_reduction_kernel
+from braze.backends.cpu.scans import emit_scan_kernel, emit_sort_kernel
 from braze.backends.cpu.windows import WINDOW_EMITTERS
 from braze.backends.cstyle import ELEMENT_RULES
 from braze.ir.primitive import Primitive
 from braze.ir.prims.collectives import all_reduce
-from braze.ir.prims.reductions import reduce_max, reduce_sum
+from braze.ir.prims.reductions import reduce_max, reduce_prod, reduce_sum
+from braze.ir.prims.scans import argsort, cumprod, cumsum, sort
 
 LOWERINGS: dict[Primitive, Any] = {
     **ELEMENT_RULES,
     reduce_sum: emit_reduction_kernel,
+    reduce_prod: emit_reduction_kernel,
     reduce_max: emit_reduction_kernel,
+    cumsum: emit_scan_kernel,
+    cumprod: emit_scan_kernel,
+    sort: emit_sort_kernel,
+    argsort: emit_sort_kernel,
     **CONTRACTION_EMITTERS,
     **WINDOW_EMITTERS,
     all_reduce: collectives.emit_call,

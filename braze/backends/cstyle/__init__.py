@@ -8,6 +8,7 @@ rules here and adds its own (loops, kernels)."""
 from braze.backends.cstyle.emitter import ELEMENT_RULES, CEmitter, ElementRule, Index, elementwise
 from braze.backends.cstyle.language import CLanguage, c_literal, c_type, wrapping
 from braze.backends.cstyle.ops import OPS
+from braze.backends.cstyle.order import goes_before
 
 __all__ = [
     "ELEMENT_RULES",
@@ -19,5 +20,6 @@ __all__ = [
     "c_literal",
     "c_type",
     "elementwise",
+    "goes_before",
     "wrapping",
 ]

@@ -16,7 +16,9 @@ from braze.backends.cstyle.language import c_literal, c_type, wrapping
 from braze.ir.dtypes import DType
 from braze.ir.graph import Node
 from braze.ir.primitive import Primitive
+from braze.ir.prims import bitwise as bits
 from braze.ir.prims import elementwise as ew
+from braze.ir.prims import math as m
 
 OpRule = str | Callable[[Sequence[str], Node], str]
 
@@ -95,6 +97,30 @@ def _float_to_int(x: str, source: DType, dtype: DType) -> str:
     return f"({x} != {x} ? ({t})0 : {x} >= {bound} ? {high} : {x} <= -{bound} ? {low} : ({t}){x})"
 
 
+def _bitwise(symbol: str) -> str:
+    return f"(({{t}})({{0}} {symbol} {{1}}))"
+
+
+def _not(x: Sequence[str], node: Node) -> str:
+    (a,) = x
+    return f"(unsigned char)!{a}" if node.dtype.kind == "b" else f"(({c_type(node.dtype)})~{a})"
+
+
+def _shift(direction: str) -> Callable[[Sequence[str], Node], str]:
+    """A shift by a count outside [0, bits) as the primitive defines it (C leaves it
+    undefined): 0 to the left; to the right 0, or -1 for a negative value."""
+
+    def rule(x: Sequence[str], node: Node) -> str:
+        a, b = x
+        t, width = c_type(node.dtype), 8 * node.dtype.itemsize
+        inside = f"(uint{width}_t){b} < {width}u"
+        if direction == "left":
+            return f"({inside} ? ({t})((uint{width}_t){a} << {b}) : ({t})0)"
+        return f"({inside} ? ({t})({a} >> {b}) : ({t})({a} < 0 ? -1 : 0))"
+
+    return rule
+
+
 def _compare(operator: str) -> str:
     return f"(unsigned char)({{0}} {operator} {{1}})"
 
@@ -125,6 +151,35 @@ OPS: dict[Primitive, OpRule] = {
     ew.ge: _compare(">="),
     ew.select: "({0} ? {1} : {2})",
     ew.convert: _convert,
+    bits.and_: _bitwise("&"),
+    bits.or_: _bitwise("|"),
+    bits.xor: _bitwise("^"),
+    bits.not_: _not,
+    bits.shift_left: _shift("left"),
+    bits.shift_right: _shift("right"),
+    # C99's math library (each GPU prelude gives OpenCL the float spellings)
+    m.sin: "sin{f}({0})",
+    m.cos: "cos{f}({0})",
+    m.tan: "tan{f}({0})",
+    m.asin: "asin{f}({0})",
+    m.acos: "acos{f}({0})",
+    m.atan: "atan{f}({0})",
+    m.sinh: "sinh{f}({0})",
+    m.cosh: "cosh{f}({0})",
+    m.asinh: "asinh{f}({0})",
+    m.acosh: "acosh{f}({0})",
+    m.atanh: "atanh{f}({0})",
+    m.log1p: "log1p{f}({0})",
+    m.expm1: "expm1{f}({0})",
+    m.floor: "floor{f}({0})",
+    m.ceil: "ceil{f}({0})",
+    m.trunc: "trunc{f}({0})",
+    m.round_: "rint{f}({0})",  # halves to even, in the default rounding mode
+    m.atan2: "atan2{f}({0}, {1})",
+    m.copysign: "copysign{f}({0}, {1})",
+    m.hypot: "hypot{f}({0}, {1})",
+    m.nextafter: "nextafter{f}({0}, {1})",
+    m.rem: "fmod{f}({0}, {1})",
 }
 
 

@@ -11,12 +11,15 @@ roots that repay it work-group reductions through local memory.
 
 from __future__ import annotations
 
-from braze.backends.cstyle import CEmitter, Index, c_literal, c_type, wrapping
-from braze.ir.dtypes import DType
+from braze.backends.cstyle import CEmitter, Index, c_literal, c_type, goes_before, wrapping
+from braze.ir.dtypes import DType, int64
 from braze.ir.graph import Node
 from braze.ir.prims.conv import conv
 from braze.ir.prims.linalg import free_dims
-from braze.ir.prims.reductions import reduce_sum
+from braze.ir.prims.reductions import reduce_max, reduce_prod, reduce_sum
+from braze.ir.prims.scans import argsort, cumsum
+
+REDUCTIONS = {reduce_sum: "sum", reduce_prod: "prod", reduce_max: "max"}
 
 
 def lowest(dtype: DType) -> str:
@@ -34,13 +37,15 @@ def all_of(conditions: list[str]) -> str:
 
 def combine(kind: str, dtype: DType, acc: str, value: str) -> str:
     """``acc`` combined with ``value`` (NaN wins a max, as in NumPy)."""
-    if kind == "sum":
-        return wrapping(dtype, acc, "+", value)
+    if kind in ("sum", "prod"):
+        return wrapping(dtype, acc, "+" if kind == "sum" else "*", value)
     nan = f"({value} != {value}) | " if dtype.kind == "f" else ""
     return f"(({nan}({value} > {acc})) ? {value} : {acc})"
 
 
 def identity(kind: str, dtype: DType) -> str:
+    if kind == "prod":
+        return c_literal(1, dtype)
     return c_literal(0, dtype) if kind == "sum" else lowest(dtype)
 
 
@@ -50,7 +55,7 @@ class GpuEmitter(CEmitter):
 
     # Loops ------------------------------------------------------------------------------
 
-    def loop(self, count: int) -> str:
+    def loop(self, count: int | str) -> str:
         """Open ``for (v = 0; v < count; ++v) {`` in a new scope; ``close`` ends it."""
         var = self.fresh("r")
         self.emit(f"for (int64_t {var} = 0; {var} < {count}; ++{var}) {{")
@@ -74,7 +79,7 @@ class GpuEmitter(CEmitter):
     # Reductions and contractions ----------------------------------------------------------
 
     def reduce(self, node: Node, index: Index) -> str:
-        kind = "sum" if node.op is reduce_sum else "max"
+        kind = REDUCTIONS[node.op]
         source = node.inputs[0]
         axes = set(node.attr("axes"))
         acc = self.accumulator(node.dtype, identity(kind, node.dtype))
@@ -85,6 +90,41 @@ class GpuEmitter(CEmitter):
         for _ in axes:
             self.close()
         return acc
+
+    def scan(self, node: Node, index: Index) -> str:
+        """A cumulative sum or product at one position: the line up to it, combined."""
+        kind = "sum" if node.op is cumsum else "prod"
+        source, d = node.inputs[0], node.attr("dimension")
+        dims = list(self.dims(index))
+        acc = self.accumulator(node.dtype, identity(kind, node.dtype))
+        dims[d] = self.loop(f"{dims[d]} + 1")
+        value = self.value(source, Index(source.shape, tuple(dims)))
+        self.emit(f"{acc} = {combine(kind, node.dtype, acc, value)};")
+        self.close()
+        return acc
+
+    def sort(self, node: Node, index: Index) -> str:
+        """A sort (or argsort) at sorted position k: the element of the line whose stable
+        rank is k, the rank of each counted over the line. Quadratic in the line's length
+        per element: the simple, always-correct form."""
+        source, d = node.inputs[0], node.attr("dimension")
+        descending = node.attr("descending")
+        dims = list(self.dims(index))
+        position = dims[d]
+        result = self.accumulator(node.dtype, c_literal(0, node.dtype))
+        dims[d] = j = self.loop(source.shape[d])
+        candidate = self.value(source, Index(source.shape, tuple(dims)))
+        rank = self.accumulator(int64, "0")
+        dims[d] = i = self.loop(source.shape[d])
+        other = self.value(source, Index(source.shape, tuple(dims)))
+        before = goes_before(other, candidate, source.dtype, descending)
+        after = goes_before(candidate, other, source.dtype, descending)
+        self.emit(f"{rank} += {before} | (!{after} & ({i} < {j}));")
+        self.close()
+        chosen = f"({c_type(node.dtype)}){j}" if node.op is argsort else candidate
+        self.emit(f"if ({rank} == {position}) {result} = {chosen};")
+        self.close()
+        return result
 
     def dot(self, node: Node, index: Index) -> str:
         x, y = node.inputs

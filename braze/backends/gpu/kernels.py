@@ -6,7 +6,7 @@ one launch of ``groups`` work-groups of ``local_size`` work-items:
 - an elementwise phase walks the result's elements with a grid-stride loop, each element
   computed by the elemental emitter (reductions and contractions inside it are loops of the
   work-item);
-- a reduction phase (a result that is a reduce_sum or reduce_max) gives each output element
+- a reduction phase (a result that is a reduce_sum, reduce_prod or reduce_max) gives each output element
   to one work-group: its work-items stride over the reduced elements, then combine their
   partial results in a tree through work-group-local memory;
 - a contraction phase (a dot_general or a convolution with a matrix of outputs, or its
@@ -26,15 +26,12 @@ from dataclasses import dataclass
 
 from braze.backends.cstyle import Index, c_type
 from braze.backends.gpu.dialect import Dialect
-from braze.backends.gpu.elemental import GpuEmitter, combine, identity
+from braze.backends.gpu.elemental import REDUCTIONS, GpuEmitter, combine, identity
 from braze.backends.gpu.lowering import LOWERINGS
 from braze.backends.gpu.tiled import TiledDot, TiledProduct, is_tiled, tiled_root
 from braze.backends.gpu.tiled_conv import TiledConv, is_tiled_conv
 from braze.ir.graph import Graph, Node
 from braze.ir.prims.linalg import dot_general
-from braze.ir.prims.reductions import reduce_max, reduce_sum
-
-REDUCTIONS = {reduce_sum: "sum", reduce_max: "max"}
 
 
 @dataclass(frozen=True)

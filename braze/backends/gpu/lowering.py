@@ -1,6 +1,6 @@
 """The GPU backend's lowering table: how a work-item computes each primitive at one
 element (``rule(emitter, node, index)``). Elementwise, movement and source primitives take
-the C-family rules (``cstyle``); a reduction, contraction or window op at an output
+the C-family rules (``cstyle``); a reduction, contraction, window op or scan at an output
 element is a loop of the work-item (``elemental.py``), which kernels.py replaces by
 work-group phases where they repay it."""
 
@@ -14,14 +14,20 @@ from braze.ir.primitive import Primitive
 from braze.ir.prims.collectives import all_reduce
 from braze.ir.prims.conv import conv, conv_grad_filter, conv_grad_input
 from braze.ir.prims.linalg import dot_general
-from braze.ir.prims.reductions import reduce_max, reduce_sum
+from braze.ir.prims.reductions import reduce_max, reduce_prod, reduce_sum
+from braze.ir.prims.scans import argsort, cumprod, cumsum, sort
 from braze.ir.prims.window import reduce_window, select_and_gather_add, select_and_scatter_add
 from braze.runtime.backend import NotLowered
 
 LOWERINGS: dict[Primitive, Any] = {
     **ELEMENT_RULES,
     reduce_sum: GpuEmitter.reduce,
+    reduce_prod: GpuEmitter.reduce,
     reduce_max: GpuEmitter.reduce,
+    cumsum: GpuEmitter.scan,
+    cumprod: GpuEmitter.scan,
+    sort: GpuEmitter.sort,
+    argsort: GpuEmitter.sort,
     dot_general: GpuEmitter.dot,
     conv: GpuEmitter.conv,
     conv_grad_input: GpuEmitter.conv_grad_input,

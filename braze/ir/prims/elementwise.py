@@ -19,11 +19,12 @@ from braze.ir.prims import checks, derived
 NUMERIC = "if"
 FLOAT = "f"
 ANY = "bif"
+_KINDS = {FLOAT: "a float", NUMERIC: "a numeric", ANY: "an", "bi": "an integer or bool", "i": "an integer"}
 
 
 def _unary_rule(name: str, kinds: str) -> Callable[[Aval], Aval]:
     def rule(x: Aval) -> Aval:
-        checks.require_kinds(name, x, kinds, "a float" if kinds == FLOAT else "a numeric")
+        checks.require_kinds(name, x, kinds, _KINDS[kinds])
         return x
 
     return rule
@@ -33,8 +34,7 @@ def _binary_rule(name: str, kinds: str, result: DType | None = None) -> Callable
     def rule(x: Aval, y: Aval) -> Aval:
         shape = checks.same_shapes(name, x, y)
         dtype = checks.same_dtypes(name, x, y)
-        what = {FLOAT: "float", NUMERIC: "numeric", ANY: "any"}[kinds]
-        checks.require_kinds(name, x, kinds, f"a {what}")
+        checks.require_kinds(name, x, kinds, _KINDS[kinds])
         return Aval(shape, result or dtype)
 
     return rule
@@ -47,8 +47,8 @@ def unary(
     kinds: str = FLOAT,
     jvp: JVPRule | Derivation | None = derived.DIAGONAL,
 ) -> Primitive:
-    """Declare an elementwise primitive of one operand of the dtype ``kinds`` allow (FLOAT
-    or NUMERIC), whose result has the operand's type."""
+    """Declare an elementwise primitive of one operand of the dtype ``kinds`` allow (FLOAT,
+    NUMERIC, ANY, or "bi" and "i" for bitwise ops), whose result has the operand's type."""
     return register(
         Primitive(name, _unary_rule(name, kinds), impl, vjp, category=Category.UNARY, jvp=_if_differentiable(vjp, jvp))
     )
