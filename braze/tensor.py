@@ -540,6 +540,9 @@ class Tensor:
     def tanh(self) -> Tensor:
         return ops.tanh(self)
 
+    def erf(self) -> Tensor:
+        return ops.erf(self)
+
     def sigmoid(self) -> Tensor:
         return ops.sigmoid(self)
 

@@ -105,13 +105,14 @@ class Category(enum.Enum):
     REDUCTION = "reduction"
     CONTRACTION = "contraction"  # dot products and convolutions
     WINDOW = "window"  # sliding windows: pooling and its gradients
+    SCATTER = "scatter"  # adds updates into positions an index tensor selects
     COLLECTIVE = "collective"  # exchanges data with the other replicas
     FUSION = "fusion"  # the compiler's own: a fused kernel and one of its results
 
 
 ELEMENTWISE = frozenset({Category.UNARY, Category.BINARY, Category.COMPARE, Category.SELECT, Category.CONVERT})
 # Kernels of their own: each reads its operands from memory, as a whole loop nest.
-ROOTS = frozenset({Category.REDUCTION, Category.CONTRACTION, Category.WINDOW})
+ROOTS = frozenset({Category.REDUCTION, Category.CONTRACTION, Category.WINDOW, Category.SCATTER})
 
 
 ShapeRule = Callable[..., Aval]

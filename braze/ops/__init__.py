@@ -2,6 +2,7 @@
 
 from braze.ops.core import as_tensor, astype, broadcast_to
 from braze.ops.creation import arange, full, full_like, one_hot, ones, ones_like, tensor, zeros, zeros_like
+from braze.ops.indexing import take, take_along_axis
 from braze.ops.linalg import matmul
 from braze.ops.math import (
     abs,
@@ -9,6 +10,7 @@ from braze.ops.math import (
     clip,
     divide,
     equal,
+    erf,
     exp,
     floor_divide,
     greater,
@@ -55,6 +57,7 @@ __all__ = [
     "conv2d",
     "divide",
     "equal",
+    "erf",
     "exp",
     "expand_dims",
     "flatten",
@@ -104,6 +107,8 @@ __all__ = [
     "stack",
     "subtract",
     "sum",
+    "take",
+    "take_along_axis",
     "tanh",
     "tensor",
     "transpose",

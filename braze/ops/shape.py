@@ -122,26 +122,35 @@ def pad(x: Any, pad_width: Sequence[Sequence[int]] | int, value: float = 0.0) ->
 
 
 def getitem(x: Tensor, index: Any) -> Tensor:
-    """Basic indexing: integers, slices (a negative step reverses the axis, then slices it),
-    ``...`` and ``None``."""
+    """Indexing as NumPy's: integers, slices (a negative step reverses the axis, then slices
+    it), ``...`` and ``None``, and integer arrays (tensors, NumPy arrays, lists), which
+    gather (``table[idx]``; see ``braze.ops.indexing``)."""
+    from braze.ops.indexing import index_by_arrays, is_index_array
+
     items = list(index) if isinstance(index, tuple) else [index]
+    arrays = False
     for item in items:
-        if not (item is None or item is Ellipsis or isinstance(item, (int, np.integer, slice))):
+        if is_index_array(item):
+            arrays = True
+        elif not (item is None or item is Ellipsis or isinstance(item, (int, np.integer, slice))):
             raise user_error(
                 TypeError,
-                f"indexing: only integers, slices, ... and None are supported, got {type(item).__name__}; "
-                "use where() or one_hot() for masks and gathers",
+                f"indexing: only integers, slices, ..., None and integer arrays are supported, got "
+                f"{type(item).__name__}; use where() for masks",
             )
-    if items.count(Ellipsis) > 1:
+    ellipses = [k for k, item in enumerate(items) if item is Ellipsis]  # by identity: a tensor's == is elementwise
+    if len(ellipses) > 1:
         raise user_error(IndexError, "indexing: an index can only have one ellipsis (...)")
     consumed = sum(1 for i in items if i is not None and i is not Ellipsis)
     if consumed > x.ndim:
         raise user_error(IndexError, f"indexing: too many indices ({consumed}) for a tensor of rank {x.ndim}")
-    if Ellipsis in items:
-        at = items.index(Ellipsis)
+    if ellipses:
+        at = ellipses[0]
         items[at : at + 1] = [slice(None)] * (x.ndim - consumed)
     else:
         items += [slice(None)] * (x.ndim - consumed)
+    if arrays:
+        return index_by_arrays(x, items)
     starts, limits, strides, out_shape, flipped = [], [], [], [], []
     dim = 0
     for item in items:

@@ -1,8 +1,8 @@
 """The CPU backend's lowering table: how generated C computes each primitive.
 
 An elementwise, movement or source primitive (and a parameter) computes one element at an
-index, inside any fused loop: the C-family rules (``cstyle``). A reduction, contraction or
-window primitive is the root of a kernel of its own, ``rule(emitter, computation, outputs,
+index, inside any fused loop: the C-family rules (``cstyle``). A reduction, contraction,
+window or scatter primitive is the root of a kernel of its own, ``rule(emitter, computation, outputs,
 root)`` writing the loop nest with its fused producers and epilogue. A collective is a call
 from the entry function into the transport, ``rule(node, operand, result, shape_name)``.
 """
@@ -14,10 +14,12 @@ from typing import Any
 from braze.backends.cpu import collectives
 from braze.backends.cpu.contractions import CONTRACTION_EMITTERS
 from braze.backends.cpu.loops import emit_reduction_kernel
+from braze.backends.cpu.scatter import emit_scatter_add
 from braze.backends.cpu.windows import WINDOW_EMITTERS
 from braze.backends.cstyle import ELEMENT_RULES
 from braze.ir.primitive import Primitive
 from braze.ir.prims.collectives import all_reduce
+from braze.ir.prims.indexing import scatter_add
 from braze.ir.prims.reductions import reduce_max, reduce_sum
 
 LOWERINGS: dict[Primitive, Any] = {
@@ -26,5 +28,6 @@ LOWERINGS: dict[Primitive, Any] = {
     reduce_max: emit_reduction_kernel,
     **CONTRACTION_EMITTERS,
     **WINDOW_EMITTERS,
+    scatter_add: emit_scatter_add,
     all_reduce: collectives.emit_call,
 }
