@@ -4,6 +4,6 @@ import Dense``, and so on. Each module re-exports what ``braze.nn`` and ``braze.
 define; nothing here is a second implementation.
 """
 
-from braze.keras import backend, callbacks, layers, models, optimizers, preprocessing, regularizers
+from braze.keras import activations, backend, callbacks, layers, models, optimizers, preprocessing, regularizers
 
-__all__ = ["backend", "callbacks", "layers", "models", "optimizers", "preprocessing", "regularizers"]
+__all__ = ["activations", "backend", "callbacks", "layers", "models", "optimizers", "preprocessing", "regularizers"]

@@ -1,7 +1,8 @@
 """Layers, losses, regularizers, callbacks and the Module base (with Keras's
 compile/fit/evaluate/predict/summary)."""
 
-from braze.nn import regularizers
+from braze.nn import functional, regularizers
+from braze.nn.attention import MultiHeadAttention
 from braze.nn.callbacks import Callback, CSVLogger, EarlyStopping, History, ModelCheckpoint
 from braze.nn.init import glorot_uniform
 from braze.nn.layers import (
@@ -31,6 +32,7 @@ from braze.nn.losses import (
 )
 from braze.nn.module import CheckpointError, Module
 from braze.nn.training import Statistics, count_correct
+from braze.nn.transformer import GELU, Embedding, LayerNorm
 
 __all__ = [
     "Activation",
@@ -43,14 +45,18 @@ __all__ = [
     "Dense",
     "Dropout",
     "EarlyStopping",
+    "Embedding",
     "Flatten",
+    "GELU",
     "History",
     "Layer",
+    "LayerNorm",
     "Linear",
     "MaxPool2D",
     "MaxPooling2D",
     "ModelCheckpoint",
     "Module",
+    "MultiHeadAttention",
     "ReLU",
     "Sequential",
     "Sigmoid",
@@ -60,6 +66,7 @@ __all__ = [
     "binary_cross_entropy",
     "categorical_crossentropy",
     "count_correct",
+    "functional",
     "glorot_uniform",
     "mean_squared_error",
     "regularizers",

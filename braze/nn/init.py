@@ -1,4 +1,5 @@
-"""Keras's default initialisers: Glorot (Xavier) uniform kernels and zero biases."""
+"""Initial parameter values: Keras's defaults (Glorot (Xavier) uniform kernels, zero
+biases), and the normal, uniform and constant values other layers start from."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import math
 import numpy as np
 
 from braze.ops import random
-from braze.ops.creation import zeros
+from braze.ops.creation import ones, zeros
 from braze.runtime.device import CPU, default_device
 from braze.tensor import Tensor
 
@@ -36,3 +37,19 @@ def glorot_uniform(shape: tuple[int, ...], generator: random.Generator | None = 
 
 def zeros_parameter(shape: tuple[int, ...]) -> Tensor:
     return _parameter(zeros(shape, device=CPU))
+
+
+def ones_parameter(shape: tuple[int, ...]) -> Tensor:
+    return _parameter(ones(shape, device=CPU))
+
+
+def normal_parameter(shape: tuple[int, ...], std: float = 1.0, generator: random.Generator | None = None) -> Tensor:
+    """Normal values of mean 0 and ``std`` (PyTorch's ``Embedding`` starts from std 1)."""
+    return _parameter(random.randn(shape, generator=generator, device=CPU) * std)
+
+
+def uniform_parameter(
+    shape: tuple[int, ...], low: float, high: float, generator: random.Generator | None = None
+) -> Tensor:
+    """Uniform values in [low, high) (Keras's ``Embedding`` starts from [-0.05, 0.05))."""
+    return _parameter(random.uniform(shape, low, high, generator=generator, device=CPU))

@@ -12,7 +12,7 @@ from typing import Any
 
 from braze import ops
 from braze.ir.errors import ShapeError
-from braze.nn import init, regularizers
+from braze.nn import functional, init, regularizers
 from braze.nn.module import Module
 from braze.nn.names import snake_case, unique_name
 from braze.ops.random import Generator
@@ -42,6 +42,7 @@ ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
     "sigmoid": ops.sigmoid,
     "tanh": ops.tanh,
     "softmax": ops.softmax,
+    "gelu": functional.gelu,  # exact, as Keras's
     "linear": lambda x: x,
 }
 

@@ -58,9 +58,18 @@ class Module(KerasMethods):
                 yield from value.named_modules(f"{prefix}{name}.")
 
     def named_parameters(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
+        """Every parameter once, under the first name it is reached by: a parameter that two
+        layers share (tied weights) is updated, moved and saved once, as in PyTorch."""
+        seen: set[int] = set()
+        for name, value in self._parameter_paths(prefix):
+            if id(value) not in seen:
+                seen.add(id(value))
+                yield name, value
+
+    def _parameter_paths(self, prefix: str) -> Iterator[tuple[str, Tensor]]:
         for name, value in self._items():
             if isinstance(value, Module):
-                yield from value.named_parameters(f"{prefix}{name}.")
+                yield from value._parameter_paths(f"{prefix}{name}.")
             elif isinstance(value, Tensor) and value.requires_grad:
                 yield f"{prefix}{name}", value
 

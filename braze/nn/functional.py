@@ -1,0 +1,142 @@
+"""PyTorch's ``torch.nn.functional`` names for the transformer's pieces: ``gelu``,
+``layer_norm``, ``embedding`` and ``scaled_dot_product_attention``. The layers of
+``braze.nn`` (``GELU``, ``LayerNorm``, ``Embedding``, ``MultiHeadAttention``) call these,
+so each computation is written once."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from braze import ops
+from braze.ir.errors import DTypeError, ShapeError
+from braze.ops.indexing import rows
+from braze.ops.random import Generator
+from braze.tensor import Tensor, user_error
+
+__all__ = ["causal_mask", "embedding", "gelu", "layer_norm", "normalize", "scaled_dot_product_attention"]
+
+_SQRT_HALF = math.sqrt(0.5)
+_TANH_SCALE = math.sqrt(2.0 / math.pi)
+
+
+def gelu_approximation(approximate: str) -> str:
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return approximate
+
+
+def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    """``x * Phi(x)``, Phi the standard normal's distribution function: exactly,
+    ``0.5 x (1 + erf(x / sqrt 2))`` (``approximate="none"``, PyTorch's default), or by the
+    tanh approximation ``0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))`` (``"tanh"``,
+    GPT-2's)."""
+    if gelu_approximation(approximate) == "none":
+        return x * (ops.erf(x * _SQRT_HALF) + 1.0) * 0.5
+    return x * (ops.tanh((x + x * x * x * 0.044715) * _TANH_SCALE) + 1.0) * 0.5
+
+
+def layer_norm(
+    x: Tensor,
+    normalized_shape: int | Sequence[int],
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
+    """``(x - mean) / sqrt(var + eps) * weight + bias`` over the last axes (as many as
+    ``normalized_shape`` has), the variance biased (divided by the count), as PyTorch's."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, (int, np.integer)) else tuple(normalized_shape)
+    if tuple(x.shape[x.ndim - len(shape) :]) != tuple(shape):
+        raise user_error(
+            ShapeError, f"layer_norm: input of shape {tuple(x.shape)} does not end in the normalized shape {shape}"
+        )
+    return normalize(x, tuple(range(x.ndim - len(shape), x.ndim)), weight, bias, eps)
+
+
+def normalize(x: Tensor, axes: tuple[int, ...], weight: Tensor | None, bias: Tensor | None, eps: float) -> Tensor:
+    """``x`` normalized over ``axes`` (increasing), then scaled by ``weight`` and shifted by
+    ``bias``, each of the shape of those axes."""
+    centered = x - ops.mean(x, axis=axes, keepdims=True)
+    variance = ops.mean(centered * centered, axis=axes, keepdims=True)
+    y = centered * ops.rsqrt(variance + eps)
+    spread = tuple(x.shape[d] if d in axes else 1 for d in range(x.ndim))
+    if weight is not None:
+        y = y * (weight if axes[0] == x.ndim - len(axes) else weight.reshape(spread))
+    if bias is not None:
+        y = y + (bias if axes[0] == x.ndim - len(axes) else bias.reshape(spread))
+    return y
+
+
+def embedding(indices: Any, weight: Tensor) -> Tensor:
+    """The rows of ``weight`` at ``indices`` (integers in ``[0, rows)``; an eager index
+    outside raises an ``IndexError``, compiled code clamps it): ``weight[indices]``, whose
+    gradient adds up the rows' cotangents where indices repeat."""
+    return rows(weight, indices)
+
+
+def causal_mask(length: int, source: int, device: Any) -> Tensor:
+    """``(length, source)`` bools, True where query position ``i`` may attend to key
+    position ``j``: ``j <= i`` (the lower triangle from the top left, as PyTorch's)."""
+    rows = ops.arange(length, dtype="int32", device=device).reshape(length, 1)
+    return ops.arange(source, dtype="int32", device=device) <= rows
+
+
+def scaled_dot_product_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    *,
+    causal: bool | None = None,
+    generator: Generator | None = None,
+) -> Tensor:
+    """``softmax(query @ key^T * scale + mask) @ value`` over the last two axes (``(...,
+    L, E)``, ``(..., S, E)``, ``(..., S, Ev)``: any leading batch and head axes), as
+    PyTorch's. ``causal=True`` (PyTorch's ``is_causal``) lets position ``i`` attend to
+    positions up to ``i`` only; ``attn_mask`` is a bool tensor (True: attend) or a float one
+    added to the scores, broadcast to ``(..., L, S)``; ``scale`` defaults to ``1 /
+    sqrt(E)``; ``dropout_p`` drops attention weights (draws from ``generator``)."""
+    causal = bool(is_causal) if causal is None else bool(causal)
+    if query.ndim < 2 or key.ndim != query.ndim or value.ndim != query.ndim:
+        raise user_error(
+            ShapeError,
+            "scaled_dot_product_attention: query, key and value need one rank of at least 2, got "
+            f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}",
+        )
+    if key.shape[-1] != query.shape[-1] or key.shape[-2] != value.shape[-2]:
+        raise user_error(
+            ShapeError,
+            f"scaled_dot_product_attention: query {tuple(query.shape)}, key {tuple(key.shape)} and value "
+            f"{tuple(value.shape)} do not fit: key needs the query's last size and the value's length",
+        )
+    if causal and attn_mask is not None:
+        raise user_error(ValueError, "scaled_dot_product_attention: give attn_mask or causal=True, not both")
+    factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
+    swap = (*range(key.ndim - 2), key.ndim - 1, key.ndim - 2)
+    scores = ops.matmul(query * factor, ops.transpose(key, swap))
+    if causal:
+        attn_mask = causal_mask(query.shape[-2], key.shape[-2], query.device)
+    if attn_mask is not None:
+        if attn_mask.dtype.kind == "b":
+            scores = ops.where(attn_mask, scores, -math.inf)
+        elif attn_mask.dtype == scores.dtype:
+            scores = scores + attn_mask
+        else:
+            raise user_error(
+                DTypeError,
+                f"scaled_dot_product_attention: attn_mask must be bool or {scores.dtype.name}, got "
+                f"{attn_mask.dtype.name}",
+            )
+    weights = ops.softmax(scores, axis=-1)
+    if dropout_p:
+        if not 0 <= dropout_p < 1:
+            raise ValueError(f"scaled_dot_product_attention: dropout_p must be in [0, 1), got {dropout_p}")
+        keep = ops.rand(weights.shape, weights.dtype, generator=generator, device=weights.device) >= dropout_p
+        weights = ops.where(keep, weights / (1 - dropout_p), 0.0)
+    return ops.matmul(weights, value)
