@@ -370,6 +370,14 @@ class Tensor:
         self.grad = None
         return self
 
+    def _load(self, array: Any) -> None:
+        """Replace the value by ``array`` (in this tensor's dtype and shape) as data on its
+        device: restoring saved state, not an op a lazy device traces."""
+        array = np.require(np.asarray(array).astype(self.dtype.numpy, copy=False), requirements="C")
+        if array.shape != self.shape:
+            raise ValueError(f"cannot load an array of shape {array.shape} into a tensor of shape {self.shape}")
+        self._value = executor_for(self.device).from_numpy(array, self.device)
+
     def cpu(self) -> Tensor:
         from braze.runtime.device import CPU
 

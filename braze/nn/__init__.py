@@ -1,7 +1,7 @@
 """Layers, losses, regularizers, callbacks and the Module base (with Keras's
 compile/fit/evaluate/predict/summary)."""
 
-from braze.nn import regularizers
+from braze.nn import regularizers, utils
 from braze.nn.callbacks import Callback, CSVLogger, EarlyStopping, History, ModelCheckpoint
 from braze.nn.init import glorot_uniform
 from braze.nn.layers import (
@@ -29,7 +29,7 @@ from braze.nn.losses import (
     softmax_cross_entropy,
     sparse_categorical_crossentropy,
 )
-from braze.nn.module import CheckpointError, Module
+from braze.nn.module import CheckpointError, IncompatibleKeys, Module
 from braze.nn.training import Statistics, count_correct
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "EarlyStopping",
     "Flatten",
     "History",
+    "IncompatibleKeys",
     "Layer",
     "Linear",
     "MaxPool2D",
@@ -65,4 +66,5 @@ __all__ = [
     "regularizers",
     "softmax_cross_entropy",
     "sparse_categorical_crossentropy",
+    "utils",
 ]
