@@ -58,6 +58,26 @@ def _topological_order(root: GradNode) -> list[GradNode]:
     return order
 
 
+# The ids of the differentiated arguments of each value_and_grad whose function is running.
+_DIFFERENTIATING: list[set[int]] = []
+
+
+def _check_first_order(tensors: list[Tensor], what: str) -> None:
+    """Refuse a differentiation inside a function being differentiated when ``tensors`` are,
+    or were computed from, the outer one's arguments: its gradient would be computed as a
+    constant of the outer function, so the outer gradient would silently lose that term
+    (``grad(lambda x: grad(f)(x).sum())`` gave zeros)."""
+    outer = set().union(*_DIFFERENTIATING)
+    for t in tensors:
+        nodes = _topological_order(t._grad_node) if t._grad_node is not None else []
+        if id(t) in outer or any(id(p) in outer for node in nodes for p in node.parents if isinstance(p, Tensor)):
+            raise NotImplementedError(
+                f"higher-order derivatives are not supported yet: {what} inside a function that braze.grad "
+                "or braze.value_and_grad is differentiating, of a value that depends on that function's "
+                "arguments (a gradient of a gradient)"
+            )
+
+
 def _accumulate(store: dict, key: int, value: Tensor) -> None:
     existing = store.get(key)
     store[key] = value if existing is None else existing + value
@@ -139,6 +159,8 @@ def backward(root: Tensor, gradient: Tensor | None = None, retain_graph: bool = 
     """Add d(root)/d(leaf) to ``leaf.grad`` for every leaf that requires grad."""
     if not root.requires_grad:
         raise RuntimeError("backward: the tensor does not require grad and has no gradient graph")
+    if _DIFFERENTIATING:
+        _check_first_order([root], "backward()")
     for leaf, grad in _cotangents(root, _seed(root, gradient), retain_graph).values():
         leaf.grad = grad if leaf.grad is None else leaf.grad + grad
 
@@ -191,7 +213,7 @@ def value_and_grad(
         from braze import ops
 
         args = list(args)
-        structures = []
+        structures, given = [], []
         for position in positions:
             if position >= len(args):
                 raise TypeError(f"grad: argnums {position} but the function got {len(args)} positional args")
@@ -199,11 +221,18 @@ def value_and_grad(
             fresh = [Tensor._make(t._value, t._aval, t.device).requires_grad_() for t in leaves]
             args[position] = rebuild(fresh)
             structures.append((fresh, rebuild))
-        with enable_grad():
-            result = fun(*args, **kwargs)
+            given += leaves
+        _DIFFERENTIATING.append({id(t) for fresh, _ in structures for t in fresh})
+        try:
+            with enable_grad():
+                result = fun(*args, **kwargs)
+        finally:
+            _DIFFERENTIATING.pop()
         loss = result[0] if has_aux else result
         if not isinstance(loss, Tensor) or loss.size != 1 or not loss.dtype.is_float:
             raise TypeError("grad: the function must return a float scalar tensor")
+        if _DIFFERENTIATING:
+            _check_first_order([*given, loss], "braze.grad or braze.value_and_grad")
         found = _cotangents(loss, ops.ones(loss.shape, loss.dtype, device=loss.device)) if loss.requires_grad else {}
         grads = []
         for fresh, rebuild in structures:

@@ -1,5 +1,6 @@
 """The ``braze`` command line: ``braze train`` runs a case study, ``braze bench`` runs it eagerly
-then compiled and compares, ``braze hlo`` shows what the compiler makes of its training step."""
+then compiled and compares, ``braze hlo`` shows what the compiler makes of its training step,
+``braze fuzz`` tests the compiler on random programs, ``braze cache`` shows or clears the cache."""
 
 from __future__ import annotations
 
@@ -214,6 +215,18 @@ def _fuzz(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def _cache(args: argparse.Namespace) -> int:
+    from braze.runtime import cachedir
+
+    if args.action == "info":
+        print(cachedir.describe())
+        print(f"size cap of the kernels: {os.environ.get('BRAZE_CACHE_MAX_SIZE', '1G')} (BRAZE_CACHE_MAX_SIZE)")
+    else:
+        files, size = cachedir.clear()
+        print(f"removed {files} files ({size / 2**20:.1f} MiB) from {cachedir.default_root()}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="braze", description="braze: eager and lazy tensors, an XLA-style compiler")
     parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
@@ -297,6 +310,11 @@ def build_parser() -> argparse.ArgumentParser:
     fuzz.add_argument("--out", default="fuzz-failures", help="folder for the shrunk failing programs")
     fuzz.add_argument("--no-shrink", action="store_true", help="report failures without shrinking them")
     fuzz.set_defaults(run=_fuzz)
+    cache = commands.add_parser(
+        "cache", parents=[common], help="show what the cache folder holds ($BRAZE_CACHE, ~/.cache/braze), or clear it"
+    )
+    cache.add_argument("action", choices=["info", "clear"])
+    cache.set_defaults(run=_cache)
     return parser
 
 

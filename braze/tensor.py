@@ -454,6 +454,15 @@ class Tensor:
     def __floordiv__(self, other: Any) -> Tensor:
         return ops.floor_divide(self, other)
 
+    def __rfloordiv__(self, other: Any) -> Tensor:
+        return ops.floor_divide(other, self)
+
+    def __mod__(self, other: Any) -> Tensor:
+        return ops.remainder(self, other)
+
+    def __rmod__(self, other: Any) -> Tensor:
+        return ops.remainder(other, self)
+
     def __pow__(self, other: Any) -> Tensor:
         return ops.power(self, other)
 

@@ -23,9 +23,12 @@ class Arg:
     dtype: str = "float32"
     low: float = -2.0
     high: float = 2.0
+    values: tuple = ()  # given values instead of random ones
 
     def make(self, rng: np.random.Generator, dtype_override: str | None = None) -> np.ndarray:
         dtype = dtype_override if dtype_override and self.dtype.startswith("float") else self.dtype
+        if self.values:
+            return np.array(self.values, dtype).reshape(self.shape)
         if dtype == "bool":
             return rng.random(self.shape) < 0.5
         if dtype.startswith("int"):
@@ -59,6 +62,43 @@ def I(*shape: int, low: int = -5, high: int = 5) -> Arg:  # noqa: E743
 
 def B(*shape: int) -> Arg:
     return Arg(tuple(shape), "bool")
+
+
+def Edges(dtype: str, *values: float) -> Arg:  # noqa: N802 - read as a constructor, as F and I
+    """The given ``values`` (the edges of ``dtype``'s range), in that order."""
+    return Arg((len(values),), dtype, values=values)
+
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+# Integer edges: wrap-around, the one overflowing quotient (INT_MIN / -1) and division by 0,
+# which NumPy answers with 0. Compiled code must give what NumPy gives, never what C leaves
+# undefined (GCC folds x + 1 > x to true; INT_MIN / -1 traps on x86).
+EDGE32 = Edges("int32", INT32_MAX, INT32_MIN, INT32_MIN, -7, 7, 0, INT32_MIN, INT32_MAX, -1, 5)
+DIVISORS32 = Edges("int32", -1, -1, 1, 2, -2, 3, 0, 0, -1, INT32_MIN)
+EDGE64 = Edges("int64", INT64_MAX, INT64_MIN, INT64_MIN, -7, 7, 0, INT64_MIN, INT64_MAX, -1, 5)
+DIVISORS64 = Edges("int64", -1, -1, 1, 2, -2, 3, 0, 0, -1, INT64_MIN)
+# Floats that C's conversion to an integer leaves undefined, and the bounds around them.
+UNREPRESENTABLE = (float("nan"), float("inf"), -float("inf"), 3e9, -3e9, 2.0**31, -(2.0**31), 2.5, -2.5, 1e19, -1e19)
+
+
+def _saturated(values: np.ndarray, dtype: type) -> np.ndarray:
+    """XLA's and JAX's float-to-integer rule, element by element: truncate, saturate, NaN to 0."""
+    limits = np.iinfo(dtype)
+    out = [
+        0 if v != v else limits.max if v >= limits.max else limits.min if v <= limits.min else int(v) for v in values
+    ]
+    return np.array(out, dtype)
+
+
+def _wrapping(fn: Callable) -> Callable:
+    """``fn`` on NumPy integers, which wrap around (NumPy warns of the overflow)."""
+
+    def quiet(*arrays):
+        with np.errstate(over="ignore", divide="ignore"):
+            return fn(*arrays)
+
+    return quiet
 
 
 POS = {"low": 0.5, "high": 3.0}
@@ -149,6 +189,13 @@ CASES: list[OpCase] = [
     OpCase(
         "floor_divide", braze.floor_divide, _floor_div_ref, (I(20, low=-9, high=9), I(20, low=1, high=4)), grad=False
     ),
+    OpCase(
+        "remainder",
+        lambda a, b: a % b,
+        _wrapping(np.remainder),
+        (I(20, low=-9, high=9), I(20, low=-4, high=4)),
+        grad=False,
+    ),
     OpCase("power", braze.power, np.power, (F(2, 3, **POS), F(2, 3))),
     OpCase("power_scalar", lambda x: x**2.0, lambda x: x**2, (F(2, 3),)),
     OpCase("maximum", braze.maximum, np.maximum, (F(3, 4), F(3, 4))),
@@ -169,6 +216,34 @@ CASES: list[OpCase] = [
     OpCase("where", lambda c, a, b: braze.where(c, a, b), np.where, (B(3, 4), F(3, 4), F(4))),
     OpCase("clip", lambda x: braze.clip(x, -0.5, 0.7), lambda x: np.clip(x, -0.5, 0.7), (F(4, 5),)),
     OpCase("astype", lambda x: x.astype("int32"), lambda x: x.astype(np.int32), (F(6, low=-9, high=9),), grad=False),
+    # Integers at the edges of their range, and floats no integer holds.
+    *(
+        OpCase(f"{name}_{bits}", fn, _wrapping(ref), args, grad=False)
+        for bits, (edge, divisors) in {"int32": (EDGE32, DIVISORS32), "int64": (EDGE64, DIVISORS64)}.items()
+        for name, fn, ref, args in [
+            ("add_wraps", lambda x: x + 1, lambda x: x + x.dtype.type(1), (edge,)),
+            ("add_wraps_compared", lambda x: (x + 1) > x, lambda x: (x + x.dtype.type(1)) > x, (edge,)),
+            ("multiply_wraps", lambda x: (x * 2) // 2, lambda x: (x * x.dtype.type(2)) // x.dtype.type(2), (edge,)),
+            ("subtract_wraps", lambda x, y: x - y, np.subtract, (edge, divisors)),
+            ("negative_wraps", braze.negative, np.negative, (edge,)),
+            ("abs_wraps", braze.abs, np.abs, (edge,)),
+            ("floor_divide_edges", braze.floor_divide, np.floor_divide, (edge, divisors)),
+            ("remainder_edges", braze.remainder, np.remainder, (edge, divisors)),
+            ("sum_wraps", braze.sum, lambda x: np.sum(x, dtype=x.dtype), (edge,)),
+        ]
+    ),
+    *(
+        OpCase(
+            f"astype_{source}_to_{bits}",
+            lambda x, b=bits: x.astype(b),
+            lambda x, d=bits: _saturated(x, d),
+            args,
+            grad=False,
+        )
+        for source in ("float32", "float64")
+        for bits in ("int32", "int64")
+        for args in [(Edges(source, *UNREPRESENTABLE),)]
+    ),
     OpCase("astype_float64", lambda x: braze.astype(x, "float64") * 2.0, lambda x: x.astype(np.float64) * 2, (F(6),)),
     # Reductions
     OpCase("sum_all", braze.sum, np.sum, (F(3, 4),), rtol=1e-5),

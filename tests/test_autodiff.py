@@ -97,3 +97,41 @@ def test_relu_gradient_reads_its_result_while_maximum_sends_ties_to_the_first_op
     y = braze.tensor([-1.0, 0.0, 2.0], requires_grad=True)
     braze.maximum(y, 0.0).sum().backward()
     np.testing.assert_array_equal(y.grad.numpy(), [0.0, 1.0, 1.0])
+
+
+def cube_sum(x):
+    return (x * x * x).sum()
+
+
+@pytest.mark.parametrize(
+    "outer",
+    [
+        lambda x: braze.grad(cube_sum)(x).sum(),  # d/dx sum(3 x^2) = 6 x, not zeros
+        lambda x: braze.grad(cube_sum)(x * 2.0).sum(),  # an argument computed from the outer one
+        lambda x: braze.value_and_grad(lambda y: (y * x).sum())(braze.ones(3))[1].sum(),  # x read by closure
+    ],
+    ids=["grad-of-grad", "of-a-derived-argument", "closing-over-the-outer-argument"],
+)
+def test_a_gradient_of_a_gradient_is_an_error_naming_higher_order_derivatives(outer):
+    x = braze.tensor(np.array([1.0, 2.0, 3.0], np.float32))
+    with pytest.raises(NotImplementedError, match="higher-order derivatives are not supported yet"):
+        braze.grad(outer)(x)
+
+
+def test_backward_inside_a_differentiated_function_is_an_error_when_it_reads_the_argument():
+    w = braze.ones(3).requires_grad_()
+
+    def outer(x):
+        (w * x).sum().backward()
+        return (w.grad * x).sum()
+
+    with pytest.raises(NotImplementedError, match=r"higher-order derivatives .*backward\(\)"):
+        braze.grad(outer)(braze.tensor(np.array([1.0, 2.0, 3.0], np.float32)))
+
+
+def test_a_gradient_that_does_not_depend_on_the_outer_argument_is_a_constant_as_it_should_be():
+    x = braze.tensor(np.array([1.0, 2.0, 3.0], np.float32))
+    inner = braze.grad(cube_sum)(braze.ones(3))  # 3 everywhere, computed inside the outer function
+    got = braze.grad(lambda x: (x * braze.grad(cube_sum)(braze.ones(3))).sum())(x)
+    np.testing.assert_array_equal(got.numpy(), inner.numpy())
+    np.testing.assert_array_equal(braze.grad(cube_sum)(x).numpy(), 3 * x.numpy() ** 2)  # nothing left behind

@@ -3,7 +3,6 @@ Keras-style ``fit`` (Adam, batch 64, 840 // 64 steps per epoch, augmentation).""
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from braze.distributed import DistributedOptimizer, all_reduce, rank, size
 from braze.models import XlaArticleCNN
 from braze.nn import History, binary_cross_entropy
 from braze.optim import Adam
+from braze.runtime.cachedir import cache_root, private_folder
 from braze.runtime.device import Device
 
 IMAGE_SIZE = 150
@@ -19,7 +19,8 @@ IMAGE_SIZE = 150
 
 def image_folders(data: str | None, image_size: int = IMAGE_SIZE) -> tuple[Path, Path]:
     """(train, validation) folders: ``data/train`` and ``data/validation``, or a generated
-    two-class folder (840 + 188 images) under the system's temporary directory."""
+    two-class folder (840 + 188 images) in the user's cache folder (``data/`` in
+    ``~/.cache/braze``), private to the user as the kernels are."""
     if data is not None:
         root = Path(data)
         train, validation = root / "train", root / "validation"
@@ -28,7 +29,7 @@ def image_folders(data: str | None, image_size: int = IMAGE_SIZE) -> tuple[Path,
         if not train.is_dir() or not validation.is_dir():
             raise DataError(f"image folder {root} needs 'train' and 'validation' sub-folders of class folders")
         return train, validation
-    root = Path(tempfile.gettempdir()) / f"braze-two-class-{image_size}"
+    root = private_folder(private_folder(cache_root(), "data"), f"two-class-{image_size}")
     return make_two_class_folder(root, size=(image_size, image_size))
 
 
@@ -44,6 +45,7 @@ def train_cnn(
     report: Callable[[str], None] = print,
     eval_steps: int | None = None,
     distributed: bool = False,
+    dtype: str = "float32",
 ) -> tuple[object, History]:
     """Train the CNN with Keras-style ``fit``; return the model and its :class:`History`.
 
@@ -51,7 +53,7 @@ def train_cnn(
     The job trains as one process would, on the same (augmented) batches of
     ``batch_size``: each rank takes its share of every batch, gradients are averaged over
     the ranks and the epoch's statistics summed, so every rank's History holds the job's;
-    rank 0 alone prints the epochs."""
+    rank 0 alone prints the epochs. ``dtype``: the parameters' and images' float dtype."""
     ranks = size() if distributed else 1
     if distributed and data is None and rank() != 0:
         all_reduce(0)  # the generated folder is rank 0's to write: the others wait, then find it made
@@ -61,11 +63,10 @@ def train_cnn(
     shape = (image_size, image_size)
     augment = Augment(shear_range=0.2, zoom_range=0.2, horizontal_flip=True, seed=seed)
     share = batch_size // ranks
-    train = ImageFolder(
-        train_dir, shape, "binary", share, shuffle=True, seed=seed, augment=augment, rescale=1 / 255, shard=distributed
-    )
-    validation = ImageFolder(validation_dir, shape, "binary", share, shuffle=False, rescale=1 / 255, shard=distributed)
-    model = XlaArticleCNN(image_size, seed=seed).to(device)
+    common = {"rescale": 1 / 255, "shard": distributed, "dtype": dtype}
+    train = ImageFolder(train_dir, shape, "binary", share, shuffle=True, seed=seed, augment=augment, **common)
+    validation = ImageFolder(validation_dir, shape, "binary", share, shuffle=False, **common)
+    model = XlaArticleCNN(image_size, seed=seed).to(device, dtype)
     optimizer = Adam(lr=lr, eps=1e-7)
     model.compile(
         loss=binary_cross_entropy,

@@ -9,6 +9,7 @@ silently as garbage, so every field is checked and each failure names the file.
 from __future__ import annotations
 
 import gzip
+import math
 import os
 import zlib
 from pathlib import Path
@@ -28,23 +29,49 @@ IDX_DTYPES: dict[int, np.dtype] = {
 }
 
 
+# Deflate compresses at most about 1032:1, so a gzip file promising more than this many
+# bytes per byte of its own size cannot hold what its header says.
+_MAX_DEFLATE_RATIO = 1032
+
+
 def read_bytes(path: str | os.PathLike) -> bytes:
     """Return the uncompressed content of ``path``, gunzipping it when it ends in ``.gz``.
 
     MNIST is distributed gzipped but often stored unpacked; accepting both means users
-    never have to convert. A file that cannot be read or decompressed is a
+    never have to convert. A gzipped file is inflated only as far as its IDX header says
+    the file goes (a byte more, to tell trailing data), so a small file that inflates to
+    gigabytes costs nothing. A file that cannot be read or decompressed is a
     :class:`DataError` naming it.
     """
     path = Path(path)
     try:
         if path.suffix == ".gz":
             with gzip.open(path, "rb") as f:
-                return f.read()
+                head = f.read(4)
+                ndim = head[3] if len(head) == 4 else 0
+                head += f.read(4 * ndim)
+                promised = _promised_bytes(head)
+                if promised is None:
+                    return head + f.read(4)  # no header to trust: parse_idx says what is wrong
+                if promised > _MAX_DEFLATE_RATIO * path.stat().st_size + len(head):
+                    raise DataError(
+                        f"{path}: its IDX header promises {promised:,} bytes, more than {path.stat().st_size:,} "
+                        "bytes of gzip data can hold (a decompression bomb?)"
+                    )
+                return head + f.read(promised - len(head) + 1)
         return path.read_bytes()
     except (EOFError, gzip.BadGzipFile, zlib.error) as e:
         raise DataError(f"{path}: cannot decompress gzip data ({e})") from e
     except OSError as e:
         raise DataError(f"{path}: cannot read ({e.strerror or e})") from e
+
+
+def _promised_bytes(head: bytes) -> int | None:
+    """The size an IDX file with header ``head`` has, or None for a header that is not one."""
+    if len(head) < 4 or head[0] != 0 or head[1] != 0 or head[2] not in IDX_DTYPES or len(head) < 4 + 4 * head[3]:
+        return None
+    shape = [int.from_bytes(head[4 + 4 * i : 8 + 4 * i], "big") for i in range(head[3])]
+    return len(head) + math.prod(shape) * IDX_DTYPES[head[2]].itemsize
 
 
 def parse_idx(data: bytes, name: str | os.PathLike = "<bytes>") -> np.ndarray:
@@ -69,7 +96,7 @@ def parse_idx(data: bytes, name: str | os.PathLike = "<bytes>") -> np.ndarray:
         )
     shape = tuple(int.from_bytes(data[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim))
     dtype = IDX_DTYPES[code]
-    count = int(np.prod(shape, dtype=np.int64))
+    count = math.prod(shape)
     expected = header_len + count * dtype.itemsize
     if len(data) < expected:
         raise DataError(

@@ -10,10 +10,11 @@ is decoded, so ``import braze.data`` works without it.
 from __future__ import annotations
 
 import os
+import stat
 import struct
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -49,13 +50,16 @@ def load_img(
     _check_options(color_mode, interpolation)
     path = Path(path)
     try:
-        with Image.open(path) as img:
+        with _open_regular(path) as handle, Image.open(handle) as img:
+            _check_pixels(path, img.size, Image.MAX_IMAGE_PIXELS)
             img = img.convert(COLOR_MODES[color_mode][0])  # a loaded copy, independent of the file
             # Pillow sizes are (width, height); target_size is (height, width).
             if target_size is not None and img.size != (target_size[1], target_size[0]):
                 resample = Image.Resampling[interpolation.upper()]
                 img = img.resize((target_size[1], target_size[0]), resample)
             return img
+    except DataError:
+        raise
     except UnidentifiedImageError:
         what = "empty file" if path.stat().st_size == 0 else "unknown image format or wrong magic bytes"
         raise DataError(f"{path}: image does not decode ({what})") from None
@@ -66,11 +70,39 @@ def load_img(
         raise DataError(f"{path}: image does not decode ({e})") from e
 
 
+def _open_regular(path: Path) -> BinaryIO:
+    """``path`` opened for reading when it is a regular file (a FIFO or a device named like
+    an image would block the loader, or never end)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise DataError(f"{path}: not a regular file, not an image")
+    return os.fdopen(fd, "rb")
+
+
+def _check_pixels(path: Path, size: tuple[int, int], limit: int | None) -> None:
+    """Refuse, before it is decoded, an image bigger than Pillow's limit for one image, which
+    Pillow only warns about below twice that (a small file can decode to gigabytes)."""
+    if limit is not None and size[0] * size[1] > limit:
+        raise DataError(
+            f"{path}: {size[0]}x{size[1]} pixels, more than Pillow's limit of {limit:,} for one image "
+            "(a decompression bomb?); raise PIL.Image.MAX_IMAGE_PIXELS to load it anyway"
+        )
+
+
 def _list_images(class_dir: Path) -> list[Path]:
-    """Image files under ``class_dir`` (recursively), in a stable sorted order like Keras."""
+    """Image files under ``class_dir`` (recursively), in a stable sorted order like Keras;
+    a name with an image's extension that is not a regular file is a :class:`DataError`."""
     found = []
     for root, _, files in sorted(os.walk(class_dir), key=lambda entry: entry[0]):
         found.extend(Path(root) / f for f in sorted(files) if f.lower().endswith(IMAGE_EXTENSIONS))
+    for path in found:
+        try:
+            regular = stat.S_ISREG(path.stat().st_mode)
+        except OSError as error:
+            raise DataError(f"{path}: cannot read ({error.strerror or error})") from None
+        if not regular:
+            raise DataError(f"{path}: not a regular file, not an image")
     return found
 
 
@@ -85,9 +117,10 @@ class ImageFolder:
 
     Each ``for`` loop is one epoch of ``len(self)`` batches (the last may be smaller);
     with ``shuffle`` every epoch uses a new permutation from a generator seeded by
-    ``seed``, so runs are reproducible. Images are float32 ``[B, H, W, C]`` (NHWC) with
-    ``target_size = (H, W)``, in 0..255 unless ``rescale`` multiplies them (e.g. 1/255).
-    Labels: ``binary`` float32 ``[B]`` of 0/1, ``categorical`` float32 one-hot
+    ``seed``, so runs are reproducible. Images are ``dtype`` (float32 unless told, as
+    Keras's ``ImageDataGenerator(dtype=...)``) ``[B, H, W, C]`` (NHWC) with ``target_size
+    = (H, W)``, in 0..255 unless ``rescale`` multiplies them (e.g. 1/255). Labels:
+    ``binary`` ``dtype`` ``[B]`` of 0/1, ``categorical`` ``dtype`` one-hot
     ``[B, n_classes]``, ``sparse`` int32 ``[B]``. With ``cache`` each image is decoded
     and resized once and kept in memory as uint8, so later epochs skip the decoding.
     Images are resized with ``interpolation`` (bilinear here; Keras's default is nearest).
@@ -119,6 +152,7 @@ class ImageFolder:
         cache: bool = True,
         interpolation: str = "bilinear",
         shard: bool = False,
+        dtype: str | np.dtype = "float32",
     ) -> None:
         if class_mode not in CLASS_MODES:
             raise DataError(f"class_mode must be one of {CLASS_MODES}, got {class_mode!r}")
@@ -158,6 +192,9 @@ class ImageFolder:
         self.shuffle = shuffle
         self.augment = augment
         self.rescale = rescale
+        self.dtype = np.dtype(dtype)
+        if self.dtype.kind != "f":
+            raise DataError(f"dtype must be a float dtype, got {self.dtype.name}")
         if shard and shuffle and seed is None:
             raise DataError("shard=True with shuffle=True needs a seed, the same on every rank")
         self.rank, self.ranks = shard_position() if shard else (0, 1)
@@ -195,7 +232,7 @@ class ImageFolder:
     def _batch(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """This rank's share of the job's batch of images ``rows``, decoded and augmented."""
         mine = rows[self.rank :: self.ranks]
-        images = np.empty((len(mine), *self.image_shape), dtype=np.float32)
+        images = np.empty((len(mine), *self.image_shape), dtype=self.dtype)
         for position, index in enumerate(rows):
             # Every row's transform is drawn, so each rank's generator stays in step with one process's.
             transform = self.augment.random_params() if self.augment is not None else None
@@ -204,12 +241,12 @@ class ImageFolder:
             image = self._image(int(index))
             images[position // self.ranks] = image if transform is None else apply_transform(image, **transform)
         if self.rescale is not None:
-            images *= np.float32(self.rescale)
+            images *= self.dtype.type(self.rescale)
         return images, self._encode(self.classes[mine])
 
     def _encode(self, labels: np.ndarray) -> np.ndarray:
         if self.class_mode == "binary":
-            return labels.astype(np.float32)
+            return labels.astype(self.dtype)
         if self.class_mode == "categorical":
-            return np.eye(len(self.class_indices), dtype=np.float32)[labels]
+            return np.eye(len(self.class_indices), dtype=self.dtype)[labels]
         return labels.astype(np.int32)

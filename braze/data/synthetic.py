@@ -14,7 +14,9 @@ mislabelled photos too), so no model can be right on every image.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -90,15 +92,46 @@ def _class_counts(n: int) -> dict[str, int]:
     return {CLASS_NAMES[0]: n - n // 2, CLASS_NAMES[1]: n // 2}
 
 
+def _real_folder(path: Path) -> Path:
+    """``path`` made if missing, and refused unless it is a folder itself (not a link to one,
+    which could lead the images' writes elsewhere)."""
+    path.mkdir(exist_ok=True)
+    if not _is(path, stat.S_ISDIR):
+        raise DataError(f"{path} is not a folder (a link?): not writing generated images through it")
+    return path
+
+
+def _is(path: Path, kind) -> bool:
+    """Whether ``path`` itself (not what a link there points to) passes ``kind`` (S_ISREG, S_ISDIR)."""
+    try:
+        return kind(path.lstat().st_mode)
+    except OSError:
+        return False
+
+
+def _read_stamp(path: Path) -> str | None:
+    """The stamp's text, read without following a link; None when there is no such file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return handle.read(4096).decode(errors="replace")
+
+
+def _create(path: Path) -> BinaryIO:
+    """A new file at ``path`` for writing, never through a link found there."""
+    path.unlink(missing_ok=True)  # a stale one of an interrupted run (unlink never follows a link)
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644), "wb")
+
+
 def _is_complete(split_dir: Path, counts: dict[str, int], stamp: str) -> bool:
-    stamp_file = split_dir / _STAMP
-    return (
-        stamp_file.is_file()
-        and stamp_file.read_text() == stamp
-        and all(
-            (split_dir / name).is_dir() and len(list((split_dir / name).glob("*.png"))) == count
-            for name, count in counts.items()
-        )
+    return _read_stamp(split_dir / _STAMP) == stamp and all(
+        _is(split_dir / name, stat.S_ISDIR)
+        and sum(_is(f, stat.S_ISREG) for f in (split_dir / name).glob("*.png")) == count
+        for name, count in counts.items()
     )
 
 
@@ -106,13 +139,13 @@ def _write_split(split_dir: Path, n: int, size: tuple[int, int], rng: np.random.
     from PIL import Image
 
     counts = _class_counts(n)
+    _real_folder(split_dir)
     if _is_complete(split_dir, counts, stamp):
         return
     (split_dir / _STAMP).unlink(missing_ok=True)
     yy, xx = np.mgrid[0 : size[0], 0 : size[1]].astype(np.float32)
     for name, count in counts.items():
-        class_dir = split_dir / name
-        class_dir.mkdir(parents=True, exist_ok=True)
+        class_dir = _real_folder(split_dir / name)
         for stale in class_dir.glob(f"{name}_*.png"):
             stale.unlink()
         for i in range(count):
@@ -126,11 +159,15 @@ def _write_split(split_dir: Path, n: int, size: tuple[int, int], rng: np.random.
             final = class_dir / f"{name}_{i:04d}.png"
             partial = class_dir / f".{final.name}.part"
             try:
-                Image.fromarray(pixels).save(partial, format="PNG", compress_level=1)
+                with _create(partial) as handle:
+                    Image.fromarray(pixels).save(handle, format="PNG", compress_level=1)
                 os.replace(partial, final)
             finally:
                 partial.unlink(missing_ok=True)
-    (split_dir / _STAMP).write_text(stamp)
+    partial = split_dir / f".{_STAMP}.part"
+    with _create(partial) as handle:
+        handle.write(stamp.encode())
+    os.replace(partial, split_dir / _STAMP)
 
 
 def make_two_class_folder(
@@ -146,13 +183,15 @@ def make_two_class_folder(
     ``size`` is ``(height, width)``. The output is deterministic for a given ``seed``.
     A split made before by this version of the generator with the same arguments, whose
     class folders still hold the expected number of PNGs, is left as it is (only the counts
-    are checked), so calling this again is cheap.
+    are checked), so calling this again is cheap. Folders and files are made without
+    following links: a link in their place is an error, never written through.
     """
     if n_train < 2 or n_val < 2:
         raise DataError(f"need at least 2 images per split, got n_train={n_train}, n_val={n_val}")
     if min(size) < 1:
         raise DataError(f"size must be positive (height, width), got {size}")
     root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
     train_seq, val_seq = np.random.SeedSequence(seed).spawn(2)
     train_dir, val_dir = root / "train", root / "validation"
     stamp = f"version {_VERSION}, size {size[0]}x{size[1]}, seed {seed}, images {{}}\n"

@@ -27,10 +27,14 @@ def is_array(value: Any) -> bool:
     return isinstance(value, (np.ndarray, Tensor))
 
 
-def as_input(value: Any) -> np.ndarray:
-    """A host array; float64 becomes float32, Keras's floatx, which the layers hold."""
+def as_input(value: Any, model: Any) -> np.ndarray:
+    """A host array for ``model``: float64 becomes the dtype of its parameters (float32,
+    Keras's floatx, unless the model was converted with ``model.to(dtype=...)``)."""
     array = np.asarray(value)
-    return array.astype(np.float32) if array.dtype == np.float64 else array
+    if array.dtype != np.float64:
+        return array
+    params = model.parameters()
+    return array.astype(params[0].dtype.numpy if params else np.float32)
 
 
 class Batches:
@@ -82,7 +86,7 @@ def _pair(x: Any, y: Any, caller: str) -> tuple[np.ndarray, np.ndarray] | None:
         return None
     if y is None:
         raise ValueError(f"{caller}: x is an array of inputs but y (the targets) is missing")
-    x, y = as_input(x), np.asarray(y)
+    x, y = np.asarray(x), np.asarray(y)
     if len(x) != len(y):
         raise ValueError(f"{caller}: x has {len(x)} samples but y has {len(y)}; they must have one target per input")
     return x, y
@@ -134,5 +138,5 @@ def prediction_batches(x: Any, batch_size: int | None) -> Batches:
     if x is None:
         raise ValueError("predict: no data: give an array of inputs or a loader of batches")
     if is_array(x):
-        return Batches(_arrays((as_input(x),), batch_size, False), "predict", inputs_only=True)
+        return Batches(_arrays((np.asarray(x),), batch_size, False), "predict", inputs_only=True)
     return Batches(x, "predict", inputs_only=True)

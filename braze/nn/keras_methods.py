@@ -122,7 +122,7 @@ class KerasMethods:
         outputs = []
         with evaluating(self), no_grad():
             for inputs in adapters.prediction_batches(x, batch_size).epoch(steps):
-                batch = ops.tensor(adapters.as_input(inputs), device=self.device)
+                batch = ops.tensor(adapters.as_input(inputs, self), device=self.device)
                 outputs.append(np.asarray(self(batch).numpy()))
         if not outputs:
             raise ValueError("predict: the data yielded no batches")

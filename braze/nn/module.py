@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from braze.ir.dtypes import as_dtype
 from braze.nn.checkpoint import CheckpointError, read_checkpoint, write_checkpoint
 from braze.nn.keras_methods import KerasMethods
 from braze.runtime.device import Device, as_device
@@ -83,11 +84,22 @@ class Module(KerasMethods):
         for p in self.parameters():
             p.grad = None
 
-    def to(self, device: Device | str) -> Module:
-        """Move every parameter to ``device`` in place (X10's ``model.move(to:)``)."""
-        target = as_device(device)
-        for p in self.parameters():
-            p.move_(target)
+    def to(self, device: Device | str | None = None, dtype: Any = None) -> Module:
+        """Move every parameter to ``device`` in place (X10's ``model.move(to:)``), and/or
+        convert every parameter to the float ``dtype`` in place (PyTorch's
+        ``module.to(dtype=torch.float64)``; ``braze.float64`` trains in double precision)."""
+        if dtype is not None:
+            target_dtype = as_dtype(dtype, "Module.to")
+            if not target_dtype.is_float:
+                raise TypeError(f"Module.to: parameters must stay floats, not {target_dtype.name}")
+            for p in self.parameters():
+                _set_value(p, p.numpy().astype(target_dtype.numpy))
+                p._aval = p._aval._replace(dtype=target_dtype)
+                p.grad = None
+        if device is not None:
+            target = as_device(device)
+            for p in self.parameters():
+                p.move_(target)
         return self
 
     @property

@@ -143,7 +143,7 @@ class Trainer:
 
     def _tensors(self, x: Any, y: Any) -> tuple[Tensor, Tensor]:
         device = self._device()
-        x, y = ops.tensor(adapters.as_input(x), device=device), ops.tensor(y, device=device)
+        x, y = ops.tensor(adapters.as_input(x, self.model), device=device), ops.tensor(y, device=device)
         if not self._built:
             self._build(x)
         return x, y

@@ -73,8 +73,17 @@ def floor_divide(x: Any, y: Any) -> Tensor:
     # div truncates toward zero; floor differs when the signs differ and there is a remainder.
     remainder = a - quotient * b
     zero = scalar(0, a.dtype, a.device)
-    adjust = (remainder != zero) & ((a < zero) != (b < zero))
+    adjust = (remainder != zero) & ((a < zero) != (b < zero)) & (b != zero)
     return where(adjust, quotient - 1, quotient)
+
+
+def remainder(x: Any, y: Any) -> Tensor:
+    """NumPy's ``x % y`` of integers: the sign of ``y``, 0 where ``y`` is 0."""
+    a, b = operands("remainder", x, y)
+    if a.dtype.is_float:
+        raise user_error(DTypeError, "remainder: only integer tensors are supported")
+    zero = scalar(0, a.dtype, a.device)
+    return where(b == zero, zero, a - floor_divide(a, b) * b)
 
 
 def power(x: Any, y: Any) -> Tensor:

@@ -5,7 +5,8 @@
 interpreter and from compiled steps alike). Before every reduction the ranks compare what
 they are about to reduce, in one 16-byte all-reduce, so ranks that disagree in shape,
 dtype or op get an error naming each rank's operand instead of MPI's undefined behaviour
-(a hang or a truncated buffer).
+(a hang or a truncated buffer). Ranks exchange fixed-size numeric buffers only, never
+Python objects: an object another rank sends would be unpickled, and could run its code.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ class ReplicaMismatchError(BrazeError):
 
 def describe(array: np.ndarray, op: str) -> str:
     return f"{op} of {array.dtype.name}{fmt_shape(array.shape)}"
+
+
+# How much of each rank's description of its operand the others see when ranks disagree.
+_DESCRIPTION_BYTES = 240
 
 
 def _fingerprint(text: str) -> int:
@@ -56,8 +61,13 @@ class MpiTransport:
         self.comm.Allreduce(MPI.IN_PLACE, bounds, op=MPI.MAX)
         if bounds[0] == mine and -bounds[1] == mine:
             return
-        seen = self.comm.allgather(what)
-        ranks = "; ".join(f"rank {r} has {text}" for r, text in enumerate(seen))
+        mine_text = np.zeros(_DESCRIPTION_BYTES, np.uint8)
+        encoded = what.encode()[:_DESCRIPTION_BYTES]
+        mine_text[: len(encoded)] = np.frombuffer(encoded, np.uint8)
+        seen = np.empty((self.size, _DESCRIPTION_BYTES), np.uint8)
+        self.comm.Allgather(mine_text, seen)
+        texts = [bytes(row).rstrip(b"\0").decode(errors="replace") for row in seen]
+        ranks = "; ".join(f"rank {r} has {text}" for r, text in enumerate(texts))
         raise ReplicaMismatchError(f"{collective}: the ranks' operands disagree: {ranks}")
 
     def __call__(self, array: np.ndarray, op: str) -> np.ndarray:

@@ -1,11 +1,15 @@
-"""The persistent cache of compiled kernels, under ``~/.cache/braze`` (``$BRAZE_CACHE``).
+"""The persistent cache of compiled kernels: ``kernels/`` in the cache folder
+(``~/.cache/braze``, ``$BRAZE_CACHE``; see :mod:`braze.runtime.cachedir` for what braze
+trusts there).
 
-Entries are named by a digest of everything that determines the library (the generated
-source, which encodes the graph, and the compiler's identity and flags). Every file is
-written to a temporary name and renamed into place, so a reader never sees half a file and
-several processes building the same entry all succeed. The directory is private to the
-user (0700); a library owned by someone else or writable by others is never loaded; an
-entry whose recorded SHA-256 does not match its bytes is reported and rebuilt.
+Entries are named by a digest of everything that determines the binary (the generated
+source, which encodes the graph, and the compiler's identity, flags and target). Every file
+is written to a temporary name and renamed into place, so a reader never sees half a file
+and several processes building the same entry all succeed. A lookup opens an entry once,
+checks it on the open file (the user's own regular file, writable by nobody else) and
+against its recorded SHA-256, and returns those bytes: callers load what was checked,
+never the path again. The folder is kept under a size (``BRAZE_CACHE_MAX_SIZE``, 1G by
+default) by removing the least recently used entries.
 """
 
 from __future__ import annotations
@@ -13,114 +17,130 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import stat
 import tempfile
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 
+from braze.runtime.cachedir import (
+    CacheWarning,
+    UntrustedFile,
+    cache_root,
+    cannot_persist,
+    default_root,
+    private_folder,
+    read_private,
+    try_write,
+    warn_once,
+    write_atomically,
+)
 
-class CacheWarning(UserWarning):
-    """A cache entry that could not be used (and was rebuilt)."""
+__all__ = ["CacheWarning", "DiskCache", "default_root", "digest", "size_limit", "write_atomically"]
 
-
-def default_root() -> Path:
-    configured = os.environ.get("BRAZE_CACHE")
-    return Path(configured) if configured else Path.home() / ".cache" / "braze"
+DEFAULT_MAX_SIZE = "1G"
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
 def digest(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
-def write_atomically(path: Path, data: bytes, mode: int) -> None:
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp, mode)
-        os.replace(temp, path)
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
-        raise
+def size_limit() -> int:
+    """The cache's size cap in bytes, from ``BRAZE_CACHE_MAX_SIZE`` (``500M``, ``2G``, bytes)."""
+    text = os.environ.get("BRAZE_CACHE_MAX_SIZE", DEFAULT_MAX_SIZE).strip().upper()
+    found = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([KMGT]?)I?B?", text)
+    if found is None:
+        raise ValueError(f"BRAZE_CACHE_MAX_SIZE={text!r} is not a size: use bytes or a number with K, M, G or T")
+    return int(float(found.group(1)) * _UNITS[found.group(2)])
 
 
 class DiskCache:
-    def __init__(self, root: Path | None = None) -> None:
-        self.root = (root or default_root()) / "kernels"
-
-    def _folder(self) -> Path:
-        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        info = self.root.stat()
-        if info.st_uid == os.getuid():
-            os.chmod(self.root, 0o700)
-        return self.root
+    def __init__(self, root: Path | None = None, max_bytes: int | None = None) -> None:
+        self.base = cache_root(root)
+        self.root = private_folder(self.base, "kernels")
+        self.max_bytes = size_limit() if max_bytes is None else max_bytes
 
     def paths(self, key: str) -> tuple[Path, Path]:
         return self.root / f"{key}.so", self.root / f"{key}.sha256"
 
-    def _trusted(self, path: Path) -> bool:
-        info = path.lstat()
-        if not stat.S_ISREG(info.st_mode):
-            reason = "is not a regular file"
-        elif info.st_uid != os.getuid():
-            reason = "is owned by another user"
-        elif info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            reason = "is writable by other users"
-        else:
-            return True
-        warnings.warn(f"braze: not loading cached kernel {path}: it {reason}; rebuilding", CacheWarning, stacklevel=4)
-        return False
-
-    def lookup(self, key: str) -> Path | None:
-        """The verified library for ``key``, or None (missing, untrusted or corrupt)."""
+    def lookup(self, key: str) -> bytes | None:
+        """The verified bytes of the entry ``key``, or None (missing, untrusted or corrupt)."""
         library, checksum = self.paths(key)
-        if not library.exists():
-            return None
-        if not self._trusted(library):
-            return None
         try:
-            recorded = checksum.read_text().strip()
-        except OSError:
-            recorded = ""
-        actual = hashlib.sha256(library.read_bytes()).hexdigest()
-        if recorded != actual:
-            warnings.warn(
-                f"braze: cached kernel {library} is corrupt (checksum mismatch); rebuilding", CacheWarning, stacklevel=3
-            )
+            data = read_private(library)
+            if data is None:
+                return None
+            recorded = read_private(checksum)
+        except UntrustedFile as error:
+            warn_once(f"braze: not loading cached kernel {library}: it {error}; rebuilding")
             return None
-        return library
+        except OSError as error:
+            warn_once(f"braze: cannot read cached kernel {library} ({error}); rebuilding")
+            return None
+        if recorded is None or recorded.decode(errors="replace").strip() != hashlib.sha256(data).hexdigest():
+            warn_once(f"braze: cached kernel {library} is corrupt (checksum mismatch); rebuilding")
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(library)  # recently used: the last to be evicted
+        return data
 
-    def store(self, key: str, built: Path) -> Path:
-        folder = self._folder()
+    def store(self, key: str, data: bytes) -> None:
+        """Keep ``data`` as the entry ``key`` (nothing, after one warning, when the cache
+        cannot be written), then evict the least recently used entries past the size cap."""
         library, checksum = self.paths(key)
-        data = built.read_bytes()
-        write_atomically(folder / library.name, data, 0o700)
-        write_atomically(folder / checksum.name, hashlib.sha256(data).hexdigest().encode(), 0o600)
-        return library
+        if try_write(library, data, 0o700) and try_write(checksum, hashlib.sha256(data).hexdigest().encode()):
+            self._evict(keep=library)
 
-    def get_or_build(self, key: str, build: Callable[[Path], Path]) -> tuple[Path, bool]:
-        """(library path, whether it came from the cache); ``build(folder)`` makes a fresh one."""
+    def get_or_build(self, key: str, build: Callable[[Path], Path]) -> tuple[bytes, bool]:
+        """(the entry's bytes, whether they came from the cache); ``build(folder)`` makes a
+        fresh one in a private temporary folder, and returns its path."""
         found = self.lookup(key)
         if found is not None:
             return found, True
         with tempfile.TemporaryDirectory(prefix="braze-build-") as folder:
-            built = build(Path(folder))
-            return self.store(key, built), False
+            data = build(Path(folder)).read_bytes()
+        self.store(key, data)
+        return data, False
 
     def keep_failed_source(self, key: str, source: str, suffix: str = ".c") -> Path:
         """Save the source of a failed build where the error message can point to it
         (``suffix``: the source language's, ``.cu`` or ``.cl`` for GPU kernels)."""
-        folder = self._folder() / "failed"
-        folder.mkdir(exist_ok=True, mode=0o700)
-        path = folder / f"{key[:16]}{suffix}"
-        write_atomically(path, source.encode(), 0o600)
+        name = f"{key[:16]}{suffix}"
+        path = private_folder(self.root, "failed") / name
+        try:
+            write_atomically(path, source.encode(), 0o600)
+        except OSError as error:
+            cannot_persist(path, error)
+            path = Path(tempfile.mkdtemp(prefix="braze-failed-")) / name
+            path.write_text(source)
         return path
 
     def discard(self, key: str) -> None:
         for path in self.paths(key):
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(OSError):
                 path.unlink()
+
+    def entries(self) -> list[tuple[Path, int, float]]:
+        """(library, bytes with its checksum, last use) of every entry, least recently used first."""
+        found = []
+        with contextlib.suppress(OSError), os.scandir(self.root) as listing:
+            for item in listing:
+                with contextlib.suppress(OSError):
+                    info = item.stat(follow_symlinks=False)
+                    if item.name.endswith(".so") and stat.S_ISREG(info.st_mode):
+                        found.append((Path(item.path), info.st_size + 64, info.st_mtime))
+        return sorted(found, key=lambda entry: entry[2])
+
+    def size(self) -> int:
+        return sum(size for _, size, _ in self.entries())
+
+    def _evict(self, keep: Path) -> None:
+        entries = self.entries()
+        total = sum(size for _, size, _ in entries)
+        for library, size, _ in entries:
+            if total <= self.max_bytes:
+                break
+            if library != keep:
+                self.discard(library.stem)
+                total -= size

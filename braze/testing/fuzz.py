@@ -258,7 +258,7 @@ def _jit_settings(cache: cpu.DiskCache | None) -> Iterator[None]:
     """Native fused code for ``braze.jit``, compiled into the run's own cache."""
     settings = {"BRAZE_BACKEND": "cpu", "BRAZE_FUSION": "1"}
     if cache is not None:
-        settings["BRAZE_CACHE"] = str(cache.root.parent)
+        settings["BRAZE_CACHE"] = str(cache.base)
     saved = {name: os.environ.get(name) for name in settings}
     os.environ.update(settings)
     try:

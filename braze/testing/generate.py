@@ -40,7 +40,31 @@ BINARY = (
     "B.maximum({0}, {1})",
     "B.minimum({0}, {1})",
 )
-INT_BINARY = ("{0} + {1}", "{0} - {1}", "{0} * {1}", "B.maximum({0}, {1})", "B.minimum({0}, {1})")
+INT_BINARY = (
+    "{0} + {1}",
+    "{0} - {1}",
+    "{0} * {1}",
+    "B.maximum({0}, {1})",
+    "B.minimum({0}, {1})",
+    "{0} // {1}",
+    "{0} % {1}",
+)
+# Integers at the edges of int32, where C's signed arithmetic is undefined and NumPy wraps:
+# overflowing sums and products, a comparison GCC would fold, INT_MIN (and, with the
+# divisions above, INT_MIN // -1 and division by 0).
+INT_EDGES = (
+    "{0} + 2147483647",
+    "{0} * 1000003 * 1000003",
+    "-({0} - 2147483647 - 1)",
+    "B.where({0} + 2147483647 < {0}, {0}, -{0})",
+)
+# Floats that no int32 holds (NaN, infinities, beyond 2^31), of inputs only: a computed
+# value's rounding could move the truncation.
+UNREPRESENTABLE = (
+    "B.astype({0} * 1e12, B.int32)",
+    "B.astype(B.sqrt({0}) * 1e10, B.int32)",
+    "B.astype({0} / 0.0, B.int32)",
+)
 REDUCTIONS = ("B.sum", "B.max", "B.min", "B.mean", "B.var", "B.logsumexp")
 
 
@@ -185,6 +209,14 @@ def integers(d: Drawer) -> bool:
     if f is None or roll < 0.85:
         return d.add(f"B.astype({{0}}, B.{d.dtype})", (x,))
     return d.add("B.where({0} > 0, {1}, {1} * 0.5)", (x, f))
+
+
+def integer_edges(d: Drawer) -> bool:
+    if d.rng.random() < 0.6:
+        x = d.pick(integer=True)
+        return x is not None and d.add(d.choice(INT_EDGES), (x,), integer=True)
+    f = d.pick(lambda i: i < len(d.inputs))
+    return f is not None and d.add(d.choice(UNREPRESENTABLE), (f,), integer=True)
 
 
 def compare(d: Drawer) -> bool:
@@ -409,6 +441,7 @@ FAMILIES_AND_WEIGHTS: tuple[tuple[Callable[[Drawer], bool], float], ...] = (
     (scalar, 1.5),
     (binary, 3),
     (integers, 1),
+    (integer_edges, 0.4),
     (compare, 0.5),
     (reduce, 1.5),
     (softmax, 0.7),

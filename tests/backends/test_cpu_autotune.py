@@ -19,8 +19,15 @@ from braze.backends.reference.interpreter import evaluate
 from braze.lazy import EXECUTOR, build_graph
 from braze.passes import pipeline
 from braze.runtime import metrics
+from braze.runtime.diskcache import CacheWarning
 
 pytestmark = pytest.mark.skipif(not cpu.available(), reason="no C compiler")
+
+
+@pytest.fixture(autouse=True)
+def autotuning_on(monkeypatch):
+    """These tests are about autotuning: on, whatever BRAZE_AUTOTUNE the suite runs with."""
+    monkeypatch.setenv("BRAZE_AUTOTUNE", "1")
 
 
 def _training_graph(seed: int = 0):
@@ -96,7 +103,8 @@ def test_a_broken_record_is_timed_again(tmp_path):
     graph, _ = _training_graph()
     autotune.store_path(tmp_path).write_text("{not json")
     metrics.reset()
-    cpu.compile_graph(graph, cpu.DiskCache(tmp_path))
+    with pytest.warns(CacheWarning, match="ignoring the cache record .*autotune.json"):
+        cpu.compile_graph(graph, cpu.DiskCache(tmp_path))
     assert metrics.counter("AutotuneMiss") >= 3
     assert json.loads(autotune.store_path(tmp_path).read_text())
 

@@ -77,7 +77,7 @@ def test_a_file_writable_by_others_is_never_loaded(tmp_path):
     build(tmp_path)
     library = only_library(tmp_path)
     os.chmod(library, 0o777)
-    with pytest.warns(CacheWarning, match="writable by other users"):
+    with pytest.warns(CacheWarning, match="writable by group and others"):
         check(build(tmp_path))
 
 

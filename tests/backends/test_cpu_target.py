@@ -81,7 +81,10 @@ def test_two_targets_give_two_cache_keys(fresh_probes):
         _check(cpu.compile_graph(_graph(), cache, level))
     libraries = sorted((fresh_probes / "kernels").glob("*.so"))
     assert len(libraries) == 2
-    assert {tuple(cpu.foreign_features(lib)) for lib in libraries} == {()}
+    targets = [cc.find_compiler(level).target for level in levels]
+    for library in libraries:  # each is its own target's and refused for the other's
+        verdicts = sorted(str(cpu.foreign_target(library.read_bytes(), t)) for t in targets)
+        assert verdicts == ["None", "another compiler or target (the feature macros it enabled differ)"]
 
 
 def test_a_library_for_features_the_host_lacks_is_not_loaded(monkeypatch, fresh_probes):
@@ -97,17 +100,25 @@ def test_a_library_for_features_the_host_lacks_is_not_loaded(monkeypatch, fresh_
     wide.unlink()
     _check(cpu.compile_graph(_graph(), cache, "x86-64-v2"))
     (narrow,) = (fresh_probes / "kernels").glob("*.so")
-    planted = narrow.with_suffix(".planted")  # a new file: this process has the old one mapped
-    planted.write_bytes(wide_bytes)
-    os.replace(planted, narrow)
-    narrow.with_suffix(".sha256").write_text(hashlib.sha256(wide_bytes).hexdigest())
+    v2 = cc.find_compiler("x86-64-v2").target
+    assert "another compiler or target" in cpu.foreign_target(wide_bytes, v2)
+    # The same library, recorded as built by this compiler for x86-64-v2 (a library that a
+    # host with other features built under the same key), is refused for its features.
+    wide_v3 = cc.find_compiler("x86-64-v3").target
+    relabelled = wide_bytes.replace(wide_v3.macros_digest.encode(), v2.macros_digest.encode())
+    os.replace(_written(narrow.with_suffix(".planted"), relabelled), narrow)
+    narrow.with_suffix(".sha256").write_text(hashlib.sha256(relabelled).hexdigest())
     monkeypatch.setattr(target, "host_features", lambda: V2_HOST)
-    assert "avx2" in cpu.foreign_features(narrow)
-    loaded = []
-    monkeypatch.setattr(cpu, "CpuExecutable", lambda g, p, library: loaded.append(library.read_bytes()))
+    assert "avx2" in cpu.foreign_target(relabelled, v2)
     with pytest.warns(CacheWarning, match=r"built for a CPU with .*avx2.*which this host lacks; rebuilding"):
-        cpu.compile_graph(_graph(), cache, "x86-64-v2")
-    assert loaded and loaded[0] != wide_bytes and cpu.foreign_features(narrow) == []
+        executable = cpu.compile_graph(_graph(), cache, "x86-64-v2")
+    _check(executable)
+    assert cpu.foreign_target(narrow.read_bytes(), v2) is None  # rebuilt in its place
+
+
+def _written(path, data):
+    path.write_bytes(data)
+    return path
 
 
 @pytest.mark.parametrize("level", target.LEVELS)
@@ -120,14 +131,16 @@ def test_every_kernel_compiles_for_every_x86_64_level(level, tmp_path):
     probed = cc._probe(found.path, level)
     if probed is None:
         pytest.skip(f"{found.path} cannot build for {level}")
-    resolved = target.resolve(level, probed[2])
+    resolved = target.resolve(level, probed.macros)
     assert resolved.vector_bytes == VECTOR_BYTES[level]
     graphs = [traced(c, "float32").graph for c in CASES]
     graphs += [traced_gradients(c, "float32").graph for c in CASES if c.grad]
     optimized = [pipeline.run(g)[0] for g in graphs]
     plans = [emit_module(g, assign(g), resolved, f"braze_run{i}") for i, g in enumerate(optimized)]
     units = translation_units(prelude(resolved), plans, 3)
-    library = cc.compile_library(cc.Compiler(found.path, probed[0], probed[1], resolved), units, tmp_path)
+    library = cc.compile_library(
+        cc.Compiler(found.path, probed.version, probed.flags(level), resolved), units, tmp_path
+    )
     symbols = subprocess.run(["nm", "-D", str(library)], capture_output=True, text=True, check=False).stdout
     assert symbols.count(" T braze_run") == len(plans) or not symbols
 
@@ -152,3 +165,51 @@ def test_kernels_run_on_the_usable_cores_with_sleeping_waits_unless_told_otherwi
     env = {**clean, "BRAZE_CACHE": str(tmp_path), **environment}
     result = subprocess.run([sys.executable, "-c", _THREADS], env=env, capture_output=True, text=True, check=True)
     assert result.stdout.split("\n")[-2] == expected
+
+
+@pytest.mark.parametrize("right", [True, False], ids=["compiler-permutes-right", "compiler-gets-it-wrong"])
+def test_a_probe_program_decides_the_width_of_double_vectors(right, monkeypatch, fresh_probes):
+    """Where the compiler gets 512-bit double permutations wrong (GCC 12 emits vpermilpd,
+    an in-lane permute, for permutations that cross 128-bit lanes), doubles use 256-bit
+    vectors in auto-vectorized loops and in braze's explicit vector code alike."""
+    probed = []
+    monkeypatch.setattr(cc, "_permutes_doubles_right", lambda path, flags: probed.append(flags) or right)
+    found = cc.find_compiler()
+    avx512 = "avx512f" in found.target.features
+    assert bool(probed) == avx512  # probed only where there are 512-bit vectors
+    narrow = avx512 and not right
+    assert ("-mprefer-vector-width=256" in found.flags) == narrow
+    assert found.target.lanes(8) == (4 if narrow else found.target.vector_bytes // 8)
+    assert found.target.lanes(4) == found.target.vector_bytes // 4  # floats keep the full width
+    assert f"braze_vf64 __attribute__((vector_size({8 * found.target.lanes(8)})))" in prelude(found.target)
+    _check(cpu.compile_graph(_graph(), cpu.DiskCache(fresh_probes)))
+
+
+PRINT_SHUFFLES = r"""
+#include <stdio.h>
+typedef double v8df __attribute__((vector_size(64)));
+typedef long long v8di __attribute__((vector_size(64)));
+__attribute__((noinline)) v8df one(v8df v) { return __builtin_shuffle(v, (v8di){1, 1, 4, 4, 5, 5, 6, 6}); }
+__attribute__((noinline)) v8df two(v8df v) { return __builtin_shuffle(v, (v8di){0, 1, 3, 4, 4, 5, 6, 6}); }
+int main(int argc, char** argv) {
+  v8df v;
+  for (int i = 0; i < 8; i++) v[i] = i + argc - 1; /* 0..7, unknown to the compiler */
+  const v8df a = one(v), b = two(v);
+  for (int i = 0; i < 8; i++) printf("%g ", a[i]);
+  for (int i = 0; i < 8; i++) printf("%g ", b[i]);
+  return 0;
+}
+"""
+
+
+def test_the_permutation_probe_says_what_the_compilers_shuffles_do(tmp_path):
+    """The probe's verdict against the shuffles' own output, printed and compared here."""
+    found = cc.find_compiler()
+    if "avx512f" not in found.target.features:
+        pytest.skip("the host has no 512-bit vectors to probe")
+    flags = [f for f in found.flags if f not in ("-shared", "-fPIC")]
+    (tmp_path / "shuffle.c").write_text(PRINT_SHUFFLES)
+    subprocess.run([found.path, *flags, "-o", str(tmp_path / "shuffle"), str(tmp_path / "shuffle.c")], check=True)
+    printed = subprocess.run([str(tmp_path / "shuffle")], capture_output=True, text=True, check=True).stdout.split()
+    right = [float(x) for x in printed] == [1, 1, 4, 4, 5, 5, 6, 6, 0, 1, 3, 4, 4, 5, 6, 6]
+    assert cc._permutes_doubles_right(found.path, found.flags) == right

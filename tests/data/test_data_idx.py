@@ -2,6 +2,7 @@
 
 import gzip
 import struct
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -75,6 +76,30 @@ def test_corrupt_gzip(tmp_path, idx_bytes):
     (tmp_path / "cut.gz").write_bytes(good[: len(good) // 2])
     with pytest.raises(DataError, match=r"cut\.gz.*gzip"):
         read_idx(tmp_path / "cut.gz")
+
+
+def test_a_gzip_bomb_is_inflated_no_further_than_its_header_promises(tmp_path, idx_bytes):
+    """Ten images of zeros, then 256 MiB more zeros: a 260 KB file."""
+    bomb = tmp_path / "bomb.gz"
+    with gzip.open(bomb, "wb") as out:
+        out.write(idx_bytes(np.zeros((10, 28, 28), dtype=np.uint8)))
+        for _ in range(256):
+            out.write(bytes(1 << 20))
+    tracemalloc.start()
+    try:
+        with pytest.raises(DataError, match="unexpected trailing bytes after IDX data of shape"):
+            read_idx(bomb)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20  # not the 256 MiB the stream holds
+
+
+def test_a_header_promising_more_than_gzip_can_hold_is_refused_before_inflating(tmp_path):
+    header = struct.pack(">BBBBIII", 0, 0, 0x08, 3, 60000, 2000, 2000)  # 240 GB of images
+    (tmp_path / "promise.gz").write_bytes(gzip.compress(header + bytes(1000)))
+    with pytest.raises(DataError, match=r"promises 240,000,000,016 bytes, more than .* can hold"):
+        read_idx(tmp_path / "promise.gz")
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -1,10 +1,13 @@
 """ImageFolder against small folders of solid-colour images written with Pillow."""
 
+import os
+import warnings
+
 import numpy as np
 import pytest
 from PIL import Image
 
-from braze.data import Augment, DataError, ImageFolder, make_two_class_folder
+from braze.data import Augment, DataError, ImageFolder, load_img, make_two_class_folder
 
 
 def solid(path, colour, size=(8, 6)):
@@ -110,6 +113,16 @@ def test_rescale(folder):
     assert images.max() <= 1.0
 
 
+def test_dtype_of_images_and_float_labels(folder):
+    data = ImageFolder(folder, (3, 3), "categorical", batch_size=7, shuffle=False, rescale=1 / 255, dtype="float64")
+    images, labels = next(iter(data))
+    assert images.dtype == labels.dtype == np.float64
+    np.testing.assert_allclose(images[:, 0, 0, 2], 200 / 255, atol=3 / 255)
+    np.testing.assert_array_equal(labels.sum(axis=1), 1)
+    with pytest.raises(DataError, match="dtype must be a float dtype, got int32"):
+        ImageFolder(folder, class_mode="sparse", dtype="int32")
+
+
 def test_cache_avoids_decoding_again(folder):
     cached = ImageFolder(folder, target_size=(4, 4), class_mode="sparse")
     uncached = ImageFolder(folder, target_size=(4, 4), class_mode="sparse", cache=False)
@@ -164,6 +177,26 @@ def test_corrupt_image_is_named(folder):
     data = ImageFolder(folder, target_size=(4, 4), class_mode="sparse")
     with pytest.raises(DataError, match=r"broken\.png"):
         list(data)
+
+
+def test_a_fifo_named_like_an_image_is_an_error_not_a_hang(folder):
+    os.mkfifo(folder / "moth" / "x.png")
+    with pytest.raises(DataError, match=r"x\.png: not a regular file"):
+        ImageFolder(folder, target_size=(4, 4), class_mode="sparse")
+    with pytest.raises(DataError, match=r"x\.png: not a regular file"):
+        load_img(folder / "moth" / "x.png")
+
+
+def test_an_image_past_pillows_pixel_limit_is_refused_before_decoding(tmp_path, monkeypatch):
+    """A 10000x10000 PNG of one colour is 97 KB and decodes to 300 MB: Pillow only warns."""
+    from PIL import Image
+
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 40 * 30 - 1)  # a small image stands in for the big one
+    solid(tmp_path / "big.png", (1, 2, 3), size=(40, 30))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        with pytest.raises(DataError, match=r"big\.png: 40x30 pixels, more than Pillow's limit of 1,199"):
+            load_img(tmp_path / "big.png")
 
 
 def test_empty_folder_errors(tmp_path):

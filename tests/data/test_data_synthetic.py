@@ -84,8 +84,7 @@ def test_an_interrupted_run_leaves_no_partial_image(tmp_path, monkeypatch):
     def save_then_fail(self, fp, *args, **kwargs):
         calls.append(fp)
         if len(calls) == 3:
-            with open(fp, "wb") as handle:
-                handle.write(b"\x89PNG\r\n")  # half an image, then the run is interrupted
+            fp.write(b"\x89PNG\r\n")  # half an image, then the run is interrupted
             raise KeyboardInterrupt
         return save(self, fp, *args, **kwargs)
 

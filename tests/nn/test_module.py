@@ -40,6 +40,25 @@ def test_same_seed_same_model():
         np.testing.assert_array_equal(p.numpy(), q.numpy())
 
 
+def test_to_a_float_dtype_converts_the_parameters_in_place_and_fit_keeps_it():
+    model = Sequential(Dense(3, activation="relu", input_dim=2, generator=braze.Generator(0)), Dense(1))
+    before = [p.numpy() for p in model.parameters()]
+    held = model.parameters()
+    assert model.to(dtype=braze.float64) is model
+    assert model.parameters() == held and all(p.dtype == braze.float64 for p in held)
+    for p, value in zip(held, before, strict=True):
+        np.testing.assert_array_equal(p.numpy(), value.astype(np.float64))
+    x = np.random.default_rng(0).standard_normal((8, 2))  # float64, as NumPy makes it
+    model.compile(loss="mse", optimizer="sgd")
+    model.fit(x, x[:, :1] * 0.5, batch_size=4, verbose=0)
+    assert all(p.dtype == braze.float64 for p in model.parameters())
+    # float64 inputs are not rounded to float32 on the way: the output is float64 maths.
+    w1, b1, w2, b2 = (p.numpy() for p in model.parameters())
+    np.testing.assert_allclose(model.predict(x), np.maximum(x @ w1 + b1, 0) @ w2 + b2, rtol=1e-13)
+    with pytest.raises(TypeError, match="parameters must stay floats, not int32"):
+        model.to(dtype=braze.int32)
+
+
 def test_train_eval_modes_reach_every_layer():
     model = Sequential(Dense(2, input_dim=2), braze.nn.Dropout(0.5))
     model.eval()

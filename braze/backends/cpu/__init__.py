@@ -22,7 +22,8 @@ __all__ = [
 ]
 from braze.backends.cpu.emit import FEATURES_MARKER, emit_module, prelude, translation_units
 from braze.backends.cpu.executable import CpuExecutable, openmp_defaults
-from braze.backends.cpu.target import missing_features
+from braze.backends.cpu.loader import Library
+from braze.backends.cpu.target import CpuTarget, missing_features
 from braze.ir.graph import Graph
 from braze.passes.buffers import assign
 from braze.runtime import metrics
@@ -50,17 +51,19 @@ def available() -> bool:
     return False
 
 
-def foreign_features(library: Path) -> list[str]:
-    """The instruction-set features that ``library`` was built to use and this host lacks,
-    read from the library's bytes (never by loading it: its code could not run here). A
-    library without the record counts as foreign."""
-    data = library.read_bytes()
-    start = data.find(FEATURES_MARKER.encode())
-    if start < 0:
-        return ["an unknown target"]
-    start += len(FEATURES_MARKER)
-    recorded = data[start : data.index(b"\0", start)].decode(errors="replace")
-    return missing_features(frozenset(recorded.split()))
+def foreign_target(library: bytes, target: CpuTarget) -> str | None:
+    """What ``library`` (its bytes) was built for, when that is not ``target`` on this host
+    (features this host lacks, or another compiler's macros), else None; read from the
+    bytes, never by loading them. A library without a readable record is foreign."""
+    start = library.find(FEATURES_MARKER.encode())
+    end = library.find(b"\0", start)
+    if start < 0 or end < 0:
+        return "an unknown target"
+    macros, _, features = library[start + len(FEATURES_MARKER) : end].decode(errors="replace").partition(" ")
+    if macros != target.macros_digest:
+        return "another compiler or target (the feature macros it enabled differ)"
+    lacking = missing_features(frozenset(features.split()))
+    return f"a CPU with {', '.join(lacking)}, which this host lacks" if lacking else None
 
 
 def compile_graph(graph: Graph, cache: DiskCache | None = None, target: str | None = None) -> CpuExecutable:
@@ -86,7 +89,7 @@ def compile_graphs(
             compiler.target,
             f"braze_run{i}",
             profile,
-            autotune.tune(g, compiler, cache.root.parent) if tune else None,
+            autotune.tune(g, compiler, cache.base) if tune else None,
         )
         for i, g in enumerate(graphs)
     ]
@@ -107,23 +110,23 @@ def compile_graphs(
                 kept = cache.keep_failed_source(key, error.source or source)
                 raise CompileError(str(error).replace(str(error.path), str(kept))) from None
 
-    library, cached = cache.get_or_build(key, build)
+    data, cached = cache.get_or_build(key, build)
     openmp_defaults(compiler.target.cores)
-    lacking = foreign_features(library)
-    if lacking:
+    foreign = foreign_target(data, compiler.target)
+    if foreign:
         warnings.warn(
-            f"braze: not loading cached kernel {library}: it was built for a CPU with {', '.join(lacking)}, "
-            "which this host lacks; rebuilding",
+            f"braze: not loading cached kernel {cache.paths(key)[0]}: it was built for {foreign}; rebuilding",
             CacheWarning,
             stacklevel=2,
         )
         cache.discard(key)
-        library, cached = cache.get_or_build(key, build)
+        data, cached = cache.get_or_build(key, build)
     metrics.count("DiskCacheHit" if cached else "DiskCacheMiss")
     try:
-        return [CpuExecutable(g, p, library) for g, p in zip(graphs, plans, strict=True)]
+        library = Library(data, key[:16])
     except OSError as error:
-        warnings.warn(f"braze: cached kernel {library} cannot be loaded ({error}); rebuilding", stacklevel=2)
+        warnings.warn(f"braze: kernel {cache.paths(key)[0]} cannot be loaded ({error}); rebuilding", stacklevel=2)
         cache.discard(key)
-        library, _ = cache.get_or_build(key, build)
-        return [CpuExecutable(g, p, library) for g, p in zip(graphs, plans, strict=True)]
+        data, _ = cache.get_or_build(key, build)
+        library = Library(data, key[:16])
+    return [CpuExecutable(g, p, library) for g, p in zip(graphs, plans, strict=True)]

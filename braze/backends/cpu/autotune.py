@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import ctypes
 import itertools
-import json
 import os
 import tempfile
 import time
@@ -34,11 +33,13 @@ from braze.backends.cpu.compiler import CompileError, Compiler, compile_library
 from braze.backends.cpu.elemental import c_type
 from braze.backends.cpu.emit import ConstantPool, KernelSource, ModulePlan, emit_kernel, prelude, translation_units
 from braze.backends.cpu.executable import aligned_zeros, openmp_defaults
+from braze.backends.cpu.loader import Library
 from braze.ir.graph import Graph, Node
 from braze.passes.buffers import schedule
 from braze.passes.patterns import CONTRACTIONS
 from braze.runtime import metrics
-from braze.runtime.diskcache import digest, write_atomically
+from braze.runtime.cachedir import read_record, write_record
+from braze.runtime.diskcache import digest
 
 Tuning = dict[str, int]
 
@@ -60,11 +61,7 @@ def store_path(cache_root: Path) -> Path:
 
 
 def _load(path: Path) -> dict[str, Tuning]:
-    try:
-        found = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}  # none yet, or unreadable: a cache, so timing again is the remedy
-    return found if isinstance(found, dict) else {}
+    return read_record(path) or {}  # none yet, or unreadable: a cache, so timing again is the remedy
 
 
 def menus(graph: Graph, compiler: Compiler) -> list[tuple[int, Node, str, dict[str, int], int]]:
@@ -110,8 +107,7 @@ def tune(graph: Graph, compiler: Compiler, cache_root: Path) -> dict[int, Tuning
         metrics.count("AutotuneUntimed", len(untimed))
         for (key, _), pick in zip(ranked, picks, strict=True):
             store[key] = pick
-        cache_root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        write_atomically(path, json.dumps(store, indent=0, sort_keys=True).encode(), 0o600)
+        write_record(path, store)
     return {t: store[key] for t, _, key, _, _ in found}
 
 
@@ -180,7 +176,8 @@ def _time_variants(kernels: list[Node], menus: list[dict[str, int]], compiler: C
     units = translation_units(prelude(compiler.target), [plan], compiler.target.cores)
     with tempfile.TemporaryDirectory(prefix="braze-autotune-") as folder:
         openmp_defaults(compiler.target.cores)
-        library = ctypes.CDLL(str(compile_library(compiler, units, Path(folder))))
+        loaded = Library(compile_library(compiler, units, Path(folder)).read_bytes(), "autotune")
+    library = loaded.cdll
     threads = int(ctypes.CFUNCTYPE(ctypes.c_int64)(("braze_max_threads", library))())
     deadline = time.perf_counter() + _BUDGET_SECONDS
     picks: list[Tuning] = []

@@ -5,8 +5,8 @@ own message."""
 from __future__ import annotations
 
 import functools
-import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -14,17 +14,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from braze.backends.cpu.target import CpuTarget, check_runnable, host_features, requested, resolve, target_flags
-from braze.runtime.diskcache import default_root, digest, write_atomically
+from braze.runtime.cachedir import cache_root, read_record, warn_once, write_record
+from braze.runtime.diskcache import digest
 
 # -fno-math-errno: generated code never reads errno, and without it GCC can neither hoist
 # a loop-invariant pow() nor turn sqrt into one vector instruction. -fno-trapping-math: it
 # never reads the floating-point exception flags either, and without it GCC keeps a branch
 # around a select feeding a multiply wherever the target lacks masked vector operations
 # (the max-pool gradient did not vectorize for AVX2: 9x slower than for AVX-512). Neither
-# changes a result. The target adds -march.
-BASE_FLAGS = ("-O3", "-fno-math-errno", "-fno-trapping-math", "-fPIC", "-shared", "-std=gnu11")
+# changes a result. -fwrapv: integers wrap around, as NumPy's do (the elemental emitter
+# already computes integer values as unsigned; this covers the sums of reductions and
+# contractions too); the LeNet and CNN steps vectorize the same loops with it. The target
+# adds -march.
+BASE_FLAGS = ("-O3", "-fwrapv", "-fno-math-errno", "-fno-trapping-math", "-fPIC", "-shared", "-std=gnu11")
 # What _probe decides besides BASE_FLAGS (a new value makes every process probe again).
-_PROBE_VERSION = "2"
+_PROBE_VERSION = "4"
 
 
 class CompileError(RuntimeError):
@@ -77,62 +81,137 @@ def _macros(path: str, flags: tuple[str, ...]) -> frozenset[str] | None:
         return None
     if result.returncode != 0:
         return None
-    return frozenset(line.split()[1] for line in result.stdout.splitlines() if line.startswith("#define "))
+    names = (line.split()[1] for line in result.stdout.splitlines() if line.startswith("#define "))
+    return frozenset(name for name in names if _MACRO_NAME.fullmatch(name))
 
 
-def _probe(path: str, target: str) -> tuple[str, tuple[str, ...], frozenset[str]] | None:
-    """Ask the compiler its version, which flags it takes and what ``target`` enables (a few
-    compiler runs): (version, flags, predefined macros)."""
+_MACRO_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+# GCC 12 expands some one-operand permutations of eight doubles (a 512-bit vector) to
+# vpermilpd, which permutes within 128-bit lanes only, where the permutation crosses them:
+# the fuzzer found it in a convolution input gradient's auto-vectorized loop (a pixel
+# wrong), and braze's explicit vector code could meet it as well. This program shows
+# whether a compiler does it; where it does, doubles use 256-bit vectors, in the loops
+# the compiler vectorizes (-mprefer-vector-width=256) and in braze's explicit vectors.
+_PERMUTATION_PROBE = r"""
+#ifdef __clang__
+#define OPAQUE __attribute__((noinline))
+#else
+#define OPAQUE __attribute__((noipa))
+#endif
+typedef double v8df __attribute__((vector_size(64)));
+typedef long long v8di __attribute__((vector_size(64)));
+OPAQUE v8df one(v8df v) { return __builtin_shuffle(v, (v8di){1, 1, 4, 4, 5, 5, 6, 6}); }
+OPAQUE v8df two(v8df v) { return __builtin_shuffle(v, (v8di){0, 1, 3, 4, 4, 5, 6, 6}); }
+int main(void) {
+  const v8df v = {0, 1, 2, 3, 4, 5, 6, 7}, a = one(v), b = two(v);
+  const double want_a[8] = {1, 1, 4, 4, 5, 5, 6, 6}, want_b[8] = {0, 1, 3, 4, 4, 5, 6, 6};
+  for (int i = 0; i < 8; i++)
+    if (a[i] != want_a[i] || b[i] != want_b[i]) return 1;
+  return 0;
+}
+"""
+
+
+def _permutes_doubles_right(path: str, flags: tuple[str, ...]) -> bool:
+    """Whether the compiler, under ``flags``, gets 512-bit double permutations right (the
+    probe above, built and run; a probe that does not build or run counts as wrong)."""
+    flags = tuple(f for f in flags if f not in ("-shared", "-fPIC"))
+    with tempfile.TemporaryDirectory(prefix="braze-probe-") as folder:
+        source, program = Path(folder) / "permute.c", Path(folder) / "permute"
+        source.write_text(_PERMUTATION_PROBE)
+        try:
+            built = subprocess.run([path, *flags, "-o", str(program), str(source)], capture_output=True, timeout=60)
+            return built.returncode == 0 and subprocess.run([str(program)], timeout=60).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            return False
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What the compiler answered for one target; the flags are derived from it, never
+    stored (a record read back cannot add a flag)."""
+
+    version: str
+    march: bool  # it accepts the target's -march (else: its default target)
+    openmp: bool
+    macros: frozenset[str]
+    wide_doubles: bool  # it permutes 512-bit double vectors right (or the target has none)
+
+    def flags(self, target: str) -> tuple[str, ...]:
+        flags = (*BASE_FLAGS, *(target_flags(target) if self.march else ()))
+        if self.openmp:
+            flags = (*flags, "-fopenmp")
+        if not self.wide_doubles:
+            flags = (*flags, "-mprefer-vector-width=256")  # as GCC itself tunes most AVX-512 CPUs
+        return flags
+
+    def record(self) -> dict:
+        return {
+            "version": self.version,
+            "march": self.march,
+            "openmp": self.openmp,
+            "macros": sorted(self.macros),
+            "wide_doubles": self.wide_doubles,
+        }
+
+    @classmethod
+    def from_record(cls, value: object) -> Probe | None:
+        """The probe a record holds, or None unless every field has its type (and macros
+        are macro names: nothing else can come back)."""
+        if not isinstance(value, dict) or set(value) != {"version", "march", "openmp", "macros", "wide_doubles"}:
+            return None
+        version, macros = value["version"], value["macros"]
+        if not (isinstance(version, str) and version.isprintable()):
+            return None
+        if not all(type(value[flag]) is bool for flag in ("march", "openmp", "wide_doubles")):
+            return None
+        if not isinstance(macros, list) or not all(isinstance(m, str) and _MACRO_NAME.fullmatch(m) for m in macros):
+            return None
+        return cls(version, value["march"], value["openmp"], frozenset(macros), value["wide_doubles"])
+
+
+def _probe(path: str, target: str) -> Probe | None:
+    """Ask the compiler its version, whether it takes the target's flags and OpenMP, and
+    what ``target`` enables (a few compiler runs)."""
     version = _version(path)
     if version is None:
         return None
-    wanted = target_flags(target)
-    if not _accepts(path, (*BASE_FLAGS, *wanted)):
-        if target != "native":
-            return None
-        wanted = ()  # a compiler without -march=native builds for its default target
-    flags = (*BASE_FLAGS, *wanted)
-    if _accepts(path, (*flags, "-fopenmp")):
-        flags = (*flags, "-fopenmp")
+    march = _accepts(path, (*BASE_FLAGS, *target_flags(target)))
+    if not march and target != "native":
+        return None  # a compiler without -march=native builds for its default target
+    wanted = target_flags(target) if march else ()
+    openmp = _accepts(path, (*BASE_FLAGS, *wanted, "-fopenmp"))
+    flags = (*BASE_FLAGS, *wanted, *(("-fopenmp",) if openmp else ()))
     macros = _macros(path, flags)
-    if macros is not None and "__AVX512F__" in macros:
-        # GCC 12 vectorized the tap-row loop of a tiny convolution input gradient over its
-        # output rows with 512-bit masked vectors and got one pixel wrong (found by the
-        # fuzzer; right at -O2, with 256-bit vectors, or without loop vectorization). GCC's
-        # own tuning for most AVX-512 CPUs prefers 256 bits too; the register-tiled
-        # contractions use explicit vector types of the target's full width regardless.
-        flags = (*flags, "-mprefer-vector-width=256")
-    return None if macros is None else (version, flags, macros)
+    if macros is None:
+        return None
+    wide_doubles = "__AVX512F__" not in macros or _permutes_doubles_right(path, flags)
+    return Probe(version, march, openmp, macros, wide_doubles)
 
 
 def _remembered(path: str, target: str) -> Compiler | None:
-    """The probe of ``path`` for ``target`` from an earlier process, kept beside the kernel
-    cache: probing runs the compiler several times, which would dominate a warm start. It is
-    redone when the compiler's file or the host's CPU changes (a cache directory may be
-    shared by several hosts)."""
+    """The probe of ``path`` for ``target`` from an earlier process, kept in the cache
+    folder: probing runs the compiler several times, which would dominate a warm start. It
+    is redone when the compiler's file or the host's CPU changes (a cache folder may be
+    shared by several hosts), or when the record is not one braze wrote."""
     info = os.stat(path)
     host = digest(*sorted(host_features() or ()))[:16]
     identity = f"{path}:{info.st_mtime_ns}:{info.st_size}:{' '.join(BASE_FLAGS)}:{target}:{host}:{_PROBE_VERSION}"
-    record = default_root() / "compilers.json"
-    try:
-        known = json.loads(record.read_text())
-    except (OSError, ValueError):
-        known = {}
-    if identity in known:
-        version, flags, macros = known[identity]
-        probed = version, tuple(flags), frozenset(macros)
-    else:
+    record = cache_root() / "compilers.json"
+    known = read_record(record) or {}
+    probed = Probe.from_record(known.get(identity))
+    if probed is None and identity in known:
+        warn_once(f"braze: ignoring the probe of {path} in {record}: it is not one braze wrote; probing again")
+    if probed is None:
         probed = _probe(path, target)
         if probed is None:
             return None
-        known[identity] = [probed[0], list(probed[1]), sorted(probed[2])]
-        try:
-            record.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            write_atomically(record, json.dumps(known).encode(), 0o600)
-        except OSError:
-            pass  # an unwritable cache only costs the next process a probe
-    version, flags, macros = probed
-    return Compiler(path, version, flags, resolve(target, macros))
+        known[identity] = probed.record()
+        write_record(record, known)
+    narrow = not probed.wide_doubles
+    return Compiler(path, probed.version, probed.flags(target), resolve(target, probed.macros, narrow))
 
 
 def find_compiler(target: str | None = None) -> Compiler | None:

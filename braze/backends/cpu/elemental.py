@@ -48,6 +48,8 @@ def c_literal(value: float | int | bool, dtype: DType) -> str:
     if dtype.kind == "b":
         return "1" if value else "0"
     if dtype.kind == "i":
+        if int(value) == -(2**63):  # 9223372036854775808LL has no signed type to be negated in
+            return "((int64_t)(-9223372036854775807LL - 1))"
         return f"((int64_t){int(value)}LL)" if dtype.itemsize == 8 else f"((int32_t){int(value)})"
     value = float(np.asarray(value, dtype=dtype.numpy))
     suffix = "f" if dtype.itemsize == 4 else ""
@@ -56,6 +58,26 @@ def c_literal(value: float | int | bool, dtype: DType) -> str:
     if math.isinf(value):
         return f"(({dtype.c_type})({'-' if value < 0 else ''}INFINITY))"
     return f"{value.hex()}{suffix}"
+
+
+def wrapping(dtype: DType, a: str, symbol: str, b: str) -> str:
+    """``a symbol b`` (+, - or *) wrapping around as NumPy's integers do. Signed overflow is
+    undefined in C, so compilers assume it never happens (GCC folds ``x + 1 > x`` to true):
+    integers are combined as unsigned, which wrap by definition, and converted back (modulo
+    2^n in every C, CUDA and OpenCL compiler)."""
+    if dtype.kind != "i":
+        return f"({a} {symbol} {b})"
+    unsigned = f"uint{8 * dtype.itemsize}_t"
+    return f"(({dtype.c_type})(({unsigned}){a} {symbol} ({unsigned}){b}))"
+
+
+def float_to_int(x: str, source: DType, dtype: DType) -> str:
+    """``(dtype)x`` saturating, NaN to 0 (XLA's and JAX's rule, which the NumPy twin of
+    ``convert`` follows): C leaves NaN and out-of-range values undefined."""
+    bits = 8 * dtype.itemsize - 1
+    low, high = c_literal(-(2**bits), dtype), c_literal(2**bits - 1, dtype)
+    bound = c_literal(2.0**bits, source)
+    return f"({x} != {x} ? ({dtype.c_type})0 : {x} >= {bound} ? {high} : {x} <= -{bound} ? {low} : ({dtype.c_type}){x})"
 
 
 @dataclass
@@ -292,20 +314,24 @@ class Emitter:
         if op in UNARY_FLOAT:
             return UNARY_FLOAT[op].format(f=f, t=t, a=a[0])
         if op == "neg":
-            return f"(-{a[0]})"
+            return wrapping(dtype, "0", "-", a[0]) if dtype.kind == "i" else f"(-{a[0]})"
         if op == "abs":
-            return f"fabs{f}({a[0]})" if dtype.is_float else f"({a[0]} < 0 ? -{a[0]} : {a[0]})"
+            return (
+                f"fabs{f}({a[0]})" if dtype.is_float else f"({a[0]} < 0 ? {wrapping(dtype, '0', '-', a[0])} : {a[0]})"
+            )
         if op == "relu":
             return f"({a[0]} < 0 ? ({t})0 : {a[0]})"  # NaN stays NaN, as in max(x, 0)
         if op == "sign":
             body = f"(({t})(({a[0]}) > 0) - ({t})(({a[0]}) < 0))"
             return f"(({a[0]}) != ({a[0]}) ? ({a[0]}) : {body})" if dtype.is_float else body
         if op in ("add", "sub", "mul"):
-            return f"({a[0]} {dict(add='+', sub='-', mul='*')[op]} {a[1]})"
+            return wrapping(dtype, a[0], dict(add="+", sub="-", mul="*")[op], a[1])
         if op == "div":
             if dtype.is_float:
                 return f"({a[0]} / {a[1]})"
-            return f"({a[1]} == 0 ? ({t})0 : ({t})({a[0]} / {a[1]}))"
+            # x / -1 is -x, wrapping: the one overflowing quotient (INT_MIN / -1) traps on x86.
+            negated = wrapping(dtype, "0", "-", a[0])
+            return f"({a[1]} == 0 ? ({t})0 : {a[1]} == -1 ? {negated} : ({t})({a[0]} / {a[1]}))"
         if op == "pow":
             return f"braze_powf({a[0]}, {a[1]})" if f else f"pow({a[0]}, {a[1]})"
         if op in ("max", "min"):
@@ -322,6 +348,8 @@ class Emitter:
                 return f"(unsigned char)({a[0]} != 0)"
             if dtype.is_float and dtype.itemsize == 4 and operand_dtype.is_float and operand_dtype.itemsize == 8:
                 return f"braze_narrow({a[0]})"
+            if dtype.kind == "i" and operand_dtype.is_float:
+                return float_to_int(a[0], operand_dtype, dtype)
             return f"(({t}){a[0]})"
         raise NotImplementedError(f"no C lowering for {op} inside a fused loop")
 

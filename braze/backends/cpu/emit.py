@@ -122,11 +122,11 @@ def prelude(target: CpuTarget) -> str:
     stream = _STREAM.replace("STREAM_STORE", store) + _PLAIN_STREAM + "#endif\n" if store else _PLAIN_STREAM
     vectors = (
         f"typedef float braze_vf32 __attribute__((vector_size({target.vector_bytes})));\n"
-        f"typedef double braze_vf64 __attribute__((vector_size({target.vector_bytes})));\n"
+        f"typedef double braze_vf64 __attribute__((vector_size({target.vector_bytes_for(8)})));\n"
         f"#define BRAZE_F32_LANES {target.lanes(4)}\n"
     )
-    features = " ".join(sorted(target.features))
-    marker = f'__attribute__((used)) static const char braze_target_features[] = "{FEATURES_MARKER}{features}";\n'
+    record = f"{target.macros_digest} {' '.join(sorted(target.features))}"
+    marker = f'__attribute__((used)) static const char braze_target_features[] = "{FEATURES_MARKER}{record}";\n'
     return _COMMON + VECTOR_MATH + vectors + stream + marker
 
 

@@ -6,12 +6,12 @@ import ctypes
 import os
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
 from braze.backends.cpu import collectives
 from braze.backends.cpu.emit import ModulePlan
+from braze.backends.cpu.loader import Library
 from braze.ir.graph import Graph
 
 # BRAZE_GUARD=1 surrounds every output buffer and the arena with guard bytes and checks
@@ -60,11 +60,11 @@ def openmp_defaults(cores: int) -> None:
 class CpuExecutable:
     target = "cpu"
 
-    def __init__(self, graph: Graph, plan: ModulePlan, library: Path) -> None:
+    def __init__(self, graph: Graph, plan: ModulePlan, library: Library) -> None:
         self.graph = graph
         self.plan = plan
-        self.library_path = library
-        self._library = ctypes.CDLL(str(library))
+        self.library = library  # held: the library is unloaded when its last executable goes
+        self._library = library.cdll
         self._entry = getattr(self._library, plan.entry)
         self._entry.restype = None
         self._entry.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]

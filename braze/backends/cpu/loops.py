@@ -232,9 +232,10 @@ def emit_reduction_kernel(em: Emitter, computation: Graph, outputs: list[str], r
     parallel = bool(shape) and 0 not in axes and parallel_pragma(math.prod(shape), shape[0])
     if parallel:
         em.emit(str(parallel))
-    elif shape and 0 in axes and root.op == "reduce_sum" and not extras and root.aval.size <= 4096:
+    elif outer and 0 in axes and root.op == "reduce_sum" and not extras and root.aval.size <= 4096:
         # The leading axis is summed away (a bias gradient): each thread sums its rows into
-        # a private copy of the small result, and OpenMP adds the copies.
+        # a private copy of the small result, and OpenMP adds the copies. (Not when it is
+        # the only axis: its loop is then the accumulator's, after the declaration.)
         pragma = parallel_pragma(math.prod(shape), shape[0])
         if pragma:
             em.emit(f"{pragma} reduction(+:{target}[:{root.aval.size}])")

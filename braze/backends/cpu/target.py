@@ -15,6 +15,7 @@ that lacks one of them.
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import platform
 from dataclasses import dataclass
@@ -89,17 +90,32 @@ class CpuTarget:
     l3_bytes: int
     cores: int
     cpu: str
+    macros: frozenset[str] = frozenset()  # every macro the compiler predefines for the flags
+    # The compiler gets some permutations of 512-bit double vectors wrong (see compiler.py):
+    # doubles then use 256-bit vectors, in braze's explicit vector code too.
+    narrow_doubles: bool = False
+
+    @property
+    def macros_digest(self) -> str:
+        """The full set of the compiler's predefined macros, as a short digest: a library
+        built where any of them differs is for another target."""
+        return hashlib.sha256(" ".join(sorted(self.macros)).encode()).hexdigest()[:32]
+
+    def vector_bytes_for(self, itemsize: int) -> int:
+        """The bytes of the vectors that hold elements of ``itemsize`` bytes."""
+        return min(self.vector_bytes, 32) if itemsize == 8 and self.narrow_doubles else self.vector_bytes
 
     def lanes(self, itemsize: int) -> int:
-        """Elements of ``itemsize`` bytes in one vector register."""
-        return self.vector_bytes // itemsize
+        """Elements of ``itemsize`` bytes in one vector."""
+        return self.vector_bytes_for(itemsize) // itemsize
 
     @property
     def key(self) -> str:
         """What determines the generated machine code: part of every cache key. The CPU's
         model stands in for what ``-march=native`` tunes for."""
         model = self.cpu if self.name == "native" else ""
-        return f"{self.level}|{' '.join(self.flags)}|{' '.join(sorted(self.features))}|{model}"
+        features = " ".join(sorted(self.features))
+        return f"{self.level}|{' '.join(self.flags)}|{features}|{model}|{self.macros_digest}|{self.vector_bytes_for(8)}"
 
     def describe(self) -> str:
         kib = 1024
@@ -178,9 +194,10 @@ def _cache_size(level: int, kinds: tuple[str, ...]) -> int | None:
     return None
 
 
-def resolve(name: str, macros: frozenset[str]) -> CpuTarget:
+def resolve(name: str, macros: frozenset[str], narrow_doubles: bool = False) -> CpuTarget:
     """The target that compiler flags for ``name`` give, from the feature macros the
-    compiler defines for them."""
+    compiler defines for them; ``narrow_doubles`` where the compiler's 512-bit double
+    permutations cannot be trusted."""
     features = frozenset(_MACRO_FLAGS[m] for m in macros if m in _MACRO_FLAGS)
     avx512 = {"__AVX512F__", "__AVX512BW__", "__AVX512CD__", "__AVX512DQ__", "__AVX512VL__"} <= macros
     if avx512:
@@ -205,6 +222,8 @@ def resolve(name: str, macros: frozenset[str]) -> CpuTarget:
         l3_bytes=_cache_size(3, ("Unified",)) or 8 << 20,
         cores=available_cores(),
         cpu=_cpuinfo()[0],
+        macros=macros,
+        narrow_doubles=narrow_doubles and vector_bytes > 32,
     )
 
 

@@ -1,5 +1,6 @@
 """Compiled GPU modules in the persistent kernel cache, with the CPU cache's safety rules
-(private folder, owner and checksum checked before a binary is loaded).
+(private folder; a binary opened once, without following links, its owner, mode and
+checksum checked on the open file, and those same bytes handed to the driver).
 
 A binary is keyed by its source and by the device and compiler it was built for (the
 runtime, the device's name and architecture, the compiler's version and flags), so a cubin
@@ -36,6 +37,6 @@ def cached_binary(
         path.write_bytes(binary)
         return path
 
-    path, hit = cache.get_or_build(key, build)
+    binary, hit = cache.get_or_build(key, build)
     metrics.count("DiskCacheHit" if hit else "DiskCacheMiss")
-    return path.read_bytes()
+    return binary

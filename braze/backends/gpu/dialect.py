@@ -41,6 +41,7 @@ _OPENCL = """\
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 typedef int int32_t;
 typedef long int64_t;
+typedef uint uint32_t;
 typedef ulong uint64_t;
 #define BRAZE_FN static inline
 #define braze_expf(x) exp(x)
@@ -57,6 +58,7 @@ typedef ulong uint64_t;
 _CUDA = """\
 typedef int int32_t;
 typedef long long int64_t;
+typedef unsigned int uint32_t;
 typedef unsigned long long uint64_t;
 #define BRAZE_FN static __device__ inline
 #define INFINITY __int_as_float(0x7f800000)

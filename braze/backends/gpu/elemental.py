@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from braze.backends.cpu.elemental import Emitter, Index, c_literal, c_type
+from braze.backends.cpu.elemental import Emitter, Index, c_literal, c_type, wrapping
 from braze.ir.dtypes import DType
 from braze.ir.graph import Node
 from braze.ir.prims.linalg import free_dims
@@ -35,7 +35,7 @@ def all_of(conditions: list[str]) -> str:
 def combine(kind: str, dtype: DType, acc: str, value: str) -> str:
     """``acc`` combined with ``value`` (NaN wins a max, as in NumPy)."""
     if kind == "sum":
-        return f"({acc} + {value})"
+        return wrapping(dtype, acc, "+", value)
     nan = f"({value} != {value}) | " if dtype.kind == "f" else ""
     return f"(({nan}({value} > {acc})) ? {value} : {acc})"
 

@@ -70,10 +70,13 @@ def _safe_log_for_pow(x):
 def _divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     if x.dtype.kind == "f":
         return np.divide(x, y)
-    # Integer division truncates toward zero, as C and XLA do (NumPy floors).
-    safe = np.where(y == 0, 1, y)
-    q = np.abs(x) // np.abs(safe)
-    return np.where(y == 0, 0, np.where((x < 0) != (y < 0), -q, q)).astype(x.dtype)
+    # Integer division truncates toward zero, as C and XLA do (NumPy floors); x / 0 is 0.
+    # Integers wrap around: INT_MIN / -1 is INT_MIN, as in the compiled code.
+    safe = np.where(y == 0, 1, y).astype(x.dtype)
+    with np.errstate(over="ignore"):
+        floor = np.floor_divide(x, safe)
+        inexact = (x - floor * safe) != 0
+    return np.where(y == 0, 0, floor + (inexact & ((x < 0) != (safe < 0)))).astype(x.dtype)
 
 
 def _power(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -157,7 +160,15 @@ def _convert_rule(x: Aval, *, dtype: DType) -> Aval:
 
 
 def _convert_impl(x: np.ndarray, *, dtype: DType) -> np.ndarray:
-    return x.astype(dtype.numpy)
+    if dtype.kind != "i" or x.dtype.kind != "f":
+        return x.astype(dtype.numpy)
+    # float to integer saturates and sends NaN to 0, as XLA and JAX do (NumPy leaves these
+    # to the CPU: INT_MIN on x86 for all of them), and as every backend compiles it.
+    bound = 2.0 ** (8 * dtype.itemsize - 1)
+    high, low, nan = x >= bound, x <= -bound, np.isnan(x)
+    inside = np.where(high | low | nan, 0, x).astype(dtype.numpy)
+    limits = np.iinfo(dtype.numpy)
+    return np.where(high, limits.max, np.where(low, limits.min, inside)).astype(dtype.numpy, copy=False)
 
 
 def _convert_vjp(g, x, out, *, dtype: DType):
