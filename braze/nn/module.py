@@ -93,8 +93,9 @@ class Module(KerasMethods):
             if not target_dtype.is_float:
                 raise TypeError(f"Module.to: parameters must stay floats, not {target_dtype.name}")
             for p in self.parameters():
-                _set_value(p, p.numpy().astype(target_dtype.numpy))
+                values = p.numpy()
                 p._aval = p._aval._replace(dtype=target_dtype)
+                p._load(values)
                 p.grad = None
         if device is not None:
             target = as_device(device)
