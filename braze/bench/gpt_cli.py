@@ -96,11 +96,10 @@ def train(args: argparse.Namespace) -> int:
 
 def sample(args: argparse.Namespace) -> int:
     from braze.bench.gpt import load_checkpoint
+    from braze.bench.gpt_sample import max_graphs, sample_text
     from braze.runtime import metrics
 
     model, tokenizer = load_checkpoint(args.out_dir)
-    from braze.bench.gpt_sample import max_graphs, sample_text
-
     texts, sampler = sample_text(
         model, tokenizer, args.prompt, args.max_new_tokens, args.num_samples, args.temperature, args.top_k, args.seed
     )

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,9 +23,11 @@ from braze.autodiff import no_grad
 from braze.data import CharTokenizer
 from braze.ir.dtypes import int32
 from braze.jit import jit
-from braze.models.gpt import GPT
 from braze.ops.random import Generator
 from braze.tensor import Tensor
+
+if TYPE_CHECKING:
+    from braze.models.gpt import GPT
 
 
 def padded_length(tokens: int, block_size: int) -> int:
