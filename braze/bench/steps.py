@@ -70,6 +70,12 @@ GPT_CONFIGS = {
 }
 
 
+def gpt_batch(config: GPTConfig, batch_size: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Random tokens (int32) of ``batch_size`` blocks, and the targets one token later."""
+    tokens = np.random.default_rng(seed).integers(0, config.vocab_size, (batch_size, config.block_size + 1))
+    return tokens[:, :-1].astype(np.int32), tokens[:, 1:].astype(np.int32)
+
+
 def gpt_workload(
     device: Device, batch_size: int | None = None, seed: int = 0, name: str = "gpt", config: GPTConfig | None = None
 ) -> Workload:
@@ -80,11 +86,8 @@ def gpt_workload(
     named, default_batch = GPT_CONFIGS[name]
     config = config or named
     model = GPT(config, seed=seed).to(device)
-    tokens = np.random.default_rng(seed).integers(
-        0, config.vocab_size, (batch_size or default_batch, config.block_size + 1)
-    )
     optimizer = model.configure_optimizers(0.1, 1e-3, (0.9, 0.99))
-    x, y = tokens[:, :-1].astype(np.int32), tokens[:, 1:].astype(np.int32)
+    x, y = gpt_batch(config, batch_size or default_batch, seed)
     return GptWorkload(name, model, optimizer, x, y, softmax_cross_entropy)
 
 

@@ -12,21 +12,16 @@ The initial weights are nanoGPT's distribution drawn with NumPy from a seed (see
 
 from __future__ import annotations
 
-import math
 from typing import Any
-
-import numpy as np
 
 from braze import ops
 from braze.ir.errors import ShapeError
-from braze.models.gpt_config import GPTConfig
+from braze.models.gpt_config import GPTConfig, initial_state
 from braze.nn import GELU, Dropout, Embedding, LayerNorm, Linear, Module, softmax_cross_entropy
 from braze.nn.functional import scaled_dot_product_attention
 from braze.tensor import Tensor, user_error
 
 __all__ = ["GPT", "GPTConfig", "initial_state"]
-
-INIT_STD = 0.02  # GPT-2's
 
 
 class CausalSelfAttention(Module):
@@ -139,32 +134,3 @@ class GPT(Module):
         no_decay = [p for p in self.parameters() if p.ndim < 2]
         groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
         return AdamW(groups, lr=learning_rate, betas=betas)
-
-
-def initial_state(config: GPTConfig, seed: int = 0) -> dict[str, np.ndarray]:
-    """nanoGPT's initial weights by name, drawn with ``numpy.random.default_rng(seed)`` in
-    this order: the token and position embeddings, then each block's attention and MLP
-    kernels, all normal with standard deviation 0.02 but the residual projections
-    (``c_proj``), 0.02 / sqrt(2 n_layer); layer-norm weights are one, biases zero."""
-    rng = np.random.default_rng(seed)
-
-    def normal(*shape: int, std: float = INIT_STD) -> np.ndarray:
-        return rng.normal(0.0, std, shape).astype(np.float32)
-
-    c, projection = config.n_embd, INIT_STD / math.sqrt(2 * config.n_layer)
-    state = {
-        "transformer.wte.weight": normal(config.vocab_size, c),
-        "transformer.wpe.weight": normal(config.block_size, c),
-    }
-    shapes = {"attn.c_attn": (c, 3 * c), "attn.c_proj": (c, c), "mlp.c_fc": (c, 4 * c), "mlp.c_proj": (4 * c, c)}
-    for i in range(config.n_layer):
-        prefix = f"transformer.h.{i}."
-        for norm in ("ln_1", "ln_2"):
-            state[f"{prefix}{norm}.weight"] = np.ones(c, np.float32)
-        for name, shape in shapes.items():
-            state[f"{prefix}{name}.kernel"] = normal(*shape, std=projection if name.endswith("c_proj") else INIT_STD)
-    state["transformer.ln_f.weight"] = np.ones(c, np.float32)
-    if config.bias:
-        for name in [n for n in state if n.endswith((".weight", ".kernel")) and "wte" not in n and "wpe" not in n]:
-            state[name.rsplit(".", 1)[0] + ".bias"] = np.zeros(state[name].shape[-1], np.float32)
-    return state

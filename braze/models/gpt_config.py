@@ -1,10 +1,15 @@
-"""The settings of nanoGPT's GPT (``GPTConfig``), apart from the model, so that commands
-and benchmarks can read and check them without building one."""
+"""The settings of nanoGPT's GPT (``GPTConfig``) and its initial weights, apart from the
+model, so that commands and benchmarks can read them without building one."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
+
+import numpy as np
+
+INIT_STD = 0.02  # GPT-2's
 
 
 @dataclass(frozen=True)
@@ -37,3 +42,32 @@ class GPTConfig:
         if unknown:
             raise ValueError(f"GPTConfig: unknown settings {unknown}")
         return cls(**values)
+
+
+def initial_state(config: GPTConfig, seed: int = 0) -> dict[str, np.ndarray]:
+    """nanoGPT's initial weights by name, drawn with ``numpy.random.default_rng(seed)`` in
+    this order: the token and position embeddings, then each block's attention and MLP
+    kernels, all normal with standard deviation 0.02 but the residual projections
+    (``c_proj``), 0.02 / sqrt(2 n_layer); layer-norm weights are one, biases zero."""
+    rng = np.random.default_rng(seed)
+
+    def normal(*shape: int, std: float = INIT_STD) -> np.ndarray:
+        return rng.normal(0.0, std, shape).astype(np.float32)
+
+    c, projection = config.n_embd, INIT_STD / math.sqrt(2 * config.n_layer)
+    state = {
+        "transformer.wte.weight": normal(config.vocab_size, c),
+        "transformer.wpe.weight": normal(config.block_size, c),
+    }
+    shapes = {"attn.c_attn": (c, 3 * c), "attn.c_proj": (c, c), "mlp.c_fc": (c, 4 * c), "mlp.c_proj": (4 * c, c)}
+    for i in range(config.n_layer):
+        prefix = f"transformer.h.{i}."
+        for norm in ("ln_1", "ln_2"):
+            state[f"{prefix}{norm}.weight"] = np.ones(c, np.float32)
+        for name, shape in shapes.items():
+            state[f"{prefix}{name}.kernel"] = normal(*shape, std=projection if name.endswith("c_proj") else INIT_STD)
+    state["transformer.ln_f.weight"] = np.ones(c, np.float32)
+    if config.bias:
+        for name in [n for n in state if n.endswith((".weight", ".kernel")) and "wte" not in n and "wpe" not in n]:
+            state[name.rsplit(".", 1)[0] + ".bias"] = np.zeros(state[name].shape[-1], np.float32)
+    return state
