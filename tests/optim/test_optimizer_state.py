@@ -11,6 +11,7 @@ from braze.nn import Dense, Sequential, softmax_cross_entropy
 from braze.nn.utils import clip_grad_norm_
 from braze.optim import SGD, AdamW
 from braze.optim.schedules import CosineDecay
+from braze.runtime import metrics
 
 
 def network(seed: int) -> Sequential:
@@ -49,6 +50,7 @@ def train(model, optimizer, steps: range, run) -> list[float]:
 
 @pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
 def test_training_resumes_exactly_from_saved_state(jitted):
+    metrics.reset()
     run = braze.jit(step) if jitted else step
     whole = network(0)
     whole_optimizer = optimizer_for(whole)
@@ -61,6 +63,8 @@ def test_training_resumes_exactly_from_saved_state(jitted):
     assert optimizer_state["iterations"] == 3
     assert [group["params"] for group in optimizer_state["param_groups"]] == [[0, 1], [2, 3]]
     train(first, first_optimizer, range(3, 4), run)  # the saved state is a copy: later steps leave it
+    if jitted:  # the learning rate, a schedule of the step count, is computed in the step
+        assert run.compiles == 1 and metrics.counter("JitCompile") == 1
 
     resumed = network(1)  # other initial weights: all of them come from the state
     resumed_optimizer = optimizer_for(resumed)
