@@ -9,7 +9,7 @@ import math
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from braze.data import DataError
@@ -46,12 +46,21 @@ def non_negative_int(text: str) -> int:
 
 def positive_float(text: str) -> float:
     """argparse type: a finite number > 0 (learning rates)."""
+    return _number(text, "positive", lambda value: value > 0)
+
+
+def non_negative_float(text: str) -> float:
+    """argparse type: a finite number >= 0 (weight decay, a clipping norm that 0 turns off)."""
+    return _number(text, "non-negative", lambda value: value >= 0)
+
+
+def _number(text: str, kind: str, accepts: Callable[[float], bool]) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text}")
+        raise argparse.ArgumentTypeError(f"expected a {kind} number, got {text!r}") from None
+    if not (math.isfinite(value) and accepts(value)):
+        raise argparse.ArgumentTypeError(f"must be a {kind} finite number, got {text}")
     return value
 
 

@@ -60,6 +60,7 @@ ARGUMENT_ERRORS = [
     ("train gpt --data /nonexistent", "argument --data: /nonexistent does not exist"),
     ("train gpt --out-dir {file}", "argument --out-dir: {file} is a file, expected a folder"),
     ("train gpt --out-dir {file}/run", "argument --out-dir: cannot create {file}/run: {file} is not a directory"),
+    ("train gpt --grad-clip -1", "argument --grad-clip: must be a non-negative finite number, got -1"),
     ("train gpt --mode fast", "argument --mode: invalid choice: 'fast' (choose from 'eager', 'lazy', 'jit')"),
     ("train gpt --epochs 2", "unrecognized arguments: --epochs 2"),
     ("sample gpt --temperature 0", "argument --temperature: must be a positive finite number, got 0"),

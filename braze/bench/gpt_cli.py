@@ -10,6 +10,7 @@ from braze.bench.gpt import MODES, TrainSettings
 from braze.cli import (
     existing_path,
     fraction,
+    non_negative_float,
     non_negative_int,
     output_file,
     output_folder,
@@ -47,8 +48,10 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
     training.add_argument(
         "--lr-decay-iters", type=positive_int, default=None, help="where the cosine reaches --min-lr (default: --iters)"
     )
-    training.add_argument("--weight-decay", type=float, default=defaults.weight_decay)
-    training.add_argument("--grad-clip", type=float, default=defaults.grad_clip, help="0 turns clipping off")
+    training.add_argument("--weight-decay", type=non_negative_float, default=defaults.weight_decay)
+    training.add_argument(
+        "--grad-clip", type=non_negative_float, default=defaults.grad_clip, help="0 turns clipping off"
+    )
     training.add_argument("--eval-interval", type=positive_int, default=defaults.eval_interval)
     training.add_argument("--eval-iters", type=positive_int, default=defaults.eval_iters, help="batches per evaluation")
     training.add_argument("--log-interval", type=positive_int, default=defaults.log_interval)
@@ -66,8 +69,6 @@ def model_config(args: argparse.Namespace) -> GPTConfig:
 
 
 def train_settings(args: argparse.Namespace) -> TrainSettings:
-    if args.weight_decay < 0 or args.grad_clip < 0:
-        raise ValueError(f"--weight-decay and --grad-clip must be 0 or more, got {args.weight_decay}, {args.grad_clip}")
     return TrainSettings(
         iters=args.iters,
         batch_size=args.batch_size,
