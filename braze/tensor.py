@@ -594,15 +594,19 @@ class Tensor:
         return ops.masked_fill(self, mask, value)
 
     def tril(self, diagonal: int = 0) -> Tensor:
+        """The lower triangle of the last two axes (``braze.tril``)."""
         return ops.tril(self, diagonal)
 
     def triu(self, diagonal: int = 0) -> Tensor:
+        """The upper triangle of the last two axes (``braze.triu``)."""
         return ops.triu(self, diagonal)
 
     def topk(self, k: int, dim: int = -1, largest: bool = True) -> tuple[Tensor, Tensor]:
+        """The ``k`` largest elements along ``dim`` and their indices (``braze.topk``)."""
         return ops.topk(self, k, dim, largest)
 
     def multinomial(self, num_samples: int = 1, replacement: bool = False, **kwargs: Any) -> Tensor:
+        """Indices drawn from the rows of these weights (``braze.multinomial``)."""
         return ops.multinomial(self, num_samples, replacement, **kwargs)
 
     @property
