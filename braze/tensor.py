@@ -668,6 +668,9 @@ class ElementCount(int):
         found.shape = shape
         return found
 
+    def __reduce__(self) -> tuple:
+        return (int, (int(self),))  # saved, copied or pickled as the number it is
+
     def __call__(self, dim: int | None = None) -> tuple[int, ...] | int:
         if dim is None:
             return self.shape

@@ -104,17 +104,19 @@ def bench_gpt(
     settings = settings or TrainSettings()
     comparison = GptComparison({"training": asdict(settings), "model": asdict(config or GPTConfig())})
     workload = functools.partial(gpt_workload, batch_size=settings.batch_size, config=config)
-    for mode, label in (("eager", "eager (op by op, NumPy)"), ("jit", "compiled (braze.jit)")):
+    for mode, name, label in (
+        ("eager", "eager", "eager (op by op, NumPy)"),
+        ("jit", "compiled", "compiled (braze.jit)"),
+    ):
         print(f"--- {label}")
         iters = min(eager_iters or settings.iters, settings.iters) if mode == "eager" else settings.iters
         run_settings = replace(settings, iters=iters, eval_interval=min(settings.eval_interval, iters))
         metrics.reset()
         memory.reset_peak_rss()
         _, _, result = train_gpt(config, run_settings, mode, data)
-        record = GptMode.of(result)
-        record.peak_rss_bytes = memory.peak_rss_bytes()
+        record = replace(GptMode.of(result), mode=name, peak_rss_bytes=memory.peak_rss_bytes())
+        comparison.metrics_report = metrics.report()  # the compiled run's, kept from the last mode
         step_bytes = memory.eager_step_bytes if mode == "eager" else memory.compiled_step_bytes
         record.step_bytes = step_bytes(workload)
         comparison.modes.append(record)
-    comparison.metrics_report = metrics.report()
     return comparison

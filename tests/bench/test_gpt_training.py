@@ -71,6 +71,23 @@ def test_training_learns_and_reports_as_nanogpt_does():
 
 
 @needs_transformer_layers
+def test_bench_compares_eager_and_compiled_runs_from_one_start(tmp_path):
+    from braze.bench.gpt_compare import bench_gpt
+
+    comparison = bench_gpt(QUICK, TINY, eager_iters=3)
+    eager, compiled = comparison.modes
+    assert (eager.mode, eager.iterations, compiled.mode, compiled.iterations) == ("eager", 3, "compiled", 5)
+    np.testing.assert_allclose(compiled.losses[:3], eager.losses, rtol=2e-5)
+    assert compiled.compiles == 2 and eager.step_bytes > 0 and compiled.step_bytes > 0
+    summary = comparison.summary()
+    assert (
+        "(extrapolated to 5 iterations from the 3 run)" in summary
+        and "Counter: JitCompile" in comparison.metrics_report
+    )
+    assert json.loads(comparison.save(tmp_path / "bench.json")[0].read_text())["modes"][1]["mode"] == "compiled"
+
+
+@needs_transformer_layers
 def test_a_checkpoint_folder_round_trips(tmp_path):
     model, tokenizer, result = train_gpt(TINY, QUICK, "eager", report=lambda line: None)
     folder = save_checkpoint(tmp_path / "run", model, tokenizer, result)
