@@ -86,6 +86,8 @@ def test_masked_fill_and_triangles_build_a_causal_mask():
     np.testing.assert_array_equal(masked.numpy(), expected)
     with pytest.raises(braze.DTypeError, match="the mask must be a bool tensor"):
         scores.masked_fill(braze.ones((4, 4)), 0.0)
+    with pytest.raises(braze.DTypeError, match=r"int32\[2\] cannot take the value 0.5 \(it would become float32\)"):
+        braze.zeros((2,), dtype="int32").masked_fill(braze.ones((2,), dtype="bool"), 0.5)
     with pytest.raises(braze.ShapeError, match="does not broadcast to"):
         braze.zeros((4,)).masked_fill(braze.ones((3, 4), dtype="bool"), 1.0)
     with pytest.raises(braze.ShapeError, match="at least 2 dimensions"):

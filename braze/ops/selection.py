@@ -26,6 +26,12 @@ def masked_fill(x: Any, mask: Any, value: Any) -> Tensor:
     if mask.dtype.kind != "b":
         raise user_error(DTypeError, f"masked_fill: the mask must be a bool tensor, got {mask.dtype.name}")
     filled = where(mask, value.astype(x.dtype) if isinstance(value, Tensor) else value, x)
+    if filled.dtype != x.dtype:
+        raise user_error(
+            DTypeError,
+            f"masked_fill: {x.dtype.name}{list(x.shape)} cannot take the value {value!r} (it would become "
+            f"{filled.dtype.name}); convert the tensor or the value",
+        )
     if filled.shape != x.shape:
         raise user_error(
             ShapeError,
