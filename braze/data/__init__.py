@@ -12,18 +12,23 @@ from braze.data.image_folder import ImageFolder, img_to_array, load_img
 from braze.data.image_generator import ImageDataGenerator
 from braze.data.loader import DataLoader, mnist_loaders
 from braze.data.mnist import MNIST, load_mnist
+from braze.data.shakespeare import BlockSampler, CharTokenizer, Shakespeare, load_shakespeare
 from braze.data.synthetic import make_two_class_folder
 
 __all__ = [
     "MNIST",
     "Augment",
+    "BlockSampler",
+    "CharTokenizer",
     "DataError",
     "DataLoader",
     "ImageDataGenerator",
     "ImageFolder",
+    "Shakespeare",
     "img_to_array",
     "load_img",
     "load_mnist",
+    "load_shakespeare",
     "make_two_class_folder",
     "mnist_loaders",
     "read_idx",

@@ -1,7 +1,7 @@
 """Layers, losses, regularizers, callbacks and the Module base (with Keras's
 compile/fit/evaluate/predict/summary)."""
 
-from braze.nn import functional, regularizers
+from braze.nn import functional, regularizers, utils
 from braze.nn.attention import MultiHeadAttention
 from braze.nn.callbacks import Callback, CSVLogger, EarlyStopping, History, ModelCheckpoint
 from braze.nn.init import glorot_uniform
@@ -30,7 +30,7 @@ from braze.nn.losses import (
     softmax_cross_entropy,
     sparse_categorical_crossentropy,
 )
-from braze.nn.module import CheckpointError, Module
+from braze.nn.module import CheckpointError, IncompatibleKeys, Module
 from braze.nn.training import Statistics, count_correct
 from braze.nn.transformer import GELU, Embedding, LayerNorm
 
@@ -49,6 +49,7 @@ __all__ = [
     "Flatten",
     "GELU",
     "History",
+    "IncompatibleKeys",
     "Layer",
     "LayerNorm",
     "Linear",
@@ -72,4 +73,5 @@ __all__ = [
     "regularizers",
     "softmax_cross_entropy",
     "sparse_categorical_crossentropy",
+    "utils",
 ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -20,7 +20,7 @@ from braze.nn.keras_methods import KerasMethods
 from braze.runtime.device import Device, as_device
 from braze.tensor import Tensor
 
-__all__ = ["CheckpointError", "Module", "read_checkpoint"]
+__all__ = ["CheckpointError", "IncompatibleKeys", "Module", "read_checkpoint"]
 
 
 class Module(KerasMethods):
@@ -102,8 +102,9 @@ class Module(KerasMethods):
             if not target_dtype.is_float:
                 raise TypeError(f"Module.to: parameters must stay floats, not {target_dtype.name}")
             for p in self.parameters():
-                _set_value(p, p.numpy().astype(target_dtype.numpy))
+                values = p.numpy()
                 p._aval = p._aval._replace(dtype=target_dtype)
+                p._load(values)
                 p.grad = None
         if device is not None:
             target = as_device(device)
@@ -121,38 +122,51 @@ class Module(KerasMethods):
     def state_dict(self) -> dict[str, np.ndarray]:
         return {name: np.array(p.numpy()) for name, p in self.named_parameters()}
 
-    def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
-        """Copy values into the parameters; names and shapes must match exactly."""
+    def load_state_dict(self, state: dict[str, np.ndarray], strict: bool = True) -> IncompatibleKeys:
+        """Copy values into the parameters. With ``strict`` (the default) the names must
+        match exactly; otherwise the names found in both are loaded and the others are
+        returned, as PyTorch does. Shapes must match either way, and nothing is loaded
+        unless everything fits."""
         params = dict(self.named_parameters())
         missing = sorted(set(params) - set(state))
         unexpected = sorted(set(state) - set(params))
-        if missing or unexpected:
+        if strict and (missing or unexpected):
             raise CheckpointError(
                 f"checkpoint does not fit {type(self).__name__}: missing {missing}, unexpected {unexpected}"
             )
-        for name, p in params.items():
-            value = np.asarray(state[name])
-            if value.shape != p.shape:
+        loaded = {name: np.asarray(state[name]) for name in params if name in state}
+        for name, value in loaded.items():
+            if value.shape != params[name].shape:
                 raise CheckpointError(
                     f"checkpoint does not fit {type(self).__name__}: {name} has shape {value.shape} in the "
-                    f"checkpoint but {p.shape} in the model"
+                    f"checkpoint but {params[name].shape} in the model"
                 )
-            _set_value(p, value.astype(p.dtype.numpy))
+        for name, value in loaded.items():
+            params[name]._load(value)
+        return IncompatibleKeys(missing, unexpected)
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the parameters to ``path`` atomically: a ``.safetensors`` file when the name
         ends so (readable by the safetensors library, for NumPy and PyTorch), else ``.npz``."""
         write_checkpoint(path, self.state_dict())
 
-    def load(self, path: str | os.PathLike) -> None:
+    def load(self, path: str | os.PathLike, strict: bool = True) -> IncompatibleKeys:
         """Read the parameters saved by :meth:`save` (either format, told by the file's first
         bytes); a :class:`CheckpointError` names the file and says what is wrong (missing,
         truncated, not a checkpoint, a missing, extra or wrongly shaped parameter)."""
         state = read_checkpoint(path)
         try:
-            self.load_state_dict(state)
+            return self.load_state_dict(state, strict)
         except CheckpointError as error:
             raise CheckpointError(f"{path}: {error}") from None
+
+
+class IncompatibleKeys(NamedTuple):
+    """What ``load_state_dict(strict=False)`` did not load: the model's names the state
+    lacks, and the state's names the model lacks (PyTorch's ``_IncompatibleKeys``)."""
+
+    missing_keys: list[str]
+    unexpected_keys: list[str]
 
 
 def _walk(name: str, value: Any) -> Iterator[tuple[str, Any]]:
@@ -164,9 +178,3 @@ def _walk(name: str, value: Any) -> Iterator[tuple[str, Any]]:
     elif isinstance(value, dict):
         for key, item in value.items():
             yield from _walk(f"{name}.{key}", item)
-
-
-def _set_value(p: Tensor, array: np.ndarray) -> None:
-    from braze.tensor import executor_for
-
-    p._value = executor_for(p.device).from_numpy(np.require(array, requirements="C"), p.device)

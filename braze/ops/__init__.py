@@ -38,9 +38,23 @@ from braze.ops.math import (
     where,
 )
 from braze.ops.nn import avg_pool2d, conv2d, max_pool2d
-from braze.ops.random import Generator, manual_seed, normal_quantile, rand, randn, uniform
+from braze.ops.random import Generator, manual_seed, multinomial, normal_quantile, rand, randn, uniform
 from braze.ops.reduction import argmax, log_softmax, logsumexp, max, mean, min, softmax, sum, var
-from braze.ops.shape import concatenate, expand_dims, flatten, flip, getitem, pad, reshape, squeeze, stack, transpose
+from braze.ops.selection import masked_fill, topk, tril, triu
+from braze.ops.shape import (
+    chunk,
+    concatenate,
+    expand_dims,
+    flatten,
+    flip,
+    getitem,
+    pad,
+    reshape,
+    squeeze,
+    stack,
+    swapaxes,
+    transpose,
+)
 
 __all__ = [
     "Generator",
@@ -52,6 +66,7 @@ __all__ = [
     "astype",
     "avg_pool2d",
     "broadcast_to",
+    "chunk",
     "clip",
     "concatenate",
     "conv2d",
@@ -77,6 +92,7 @@ __all__ = [
     "logical_or",
     "logsumexp",
     "manual_seed",
+    "masked_fill",
     "matmul",
     "max",
     "max_pool2d",
@@ -84,6 +100,7 @@ __all__ = [
     "mean",
     "min",
     "minimum",
+    "multinomial",
     "multiply",
     "negative",
     "normal_quantile",
@@ -107,11 +124,15 @@ __all__ = [
     "stack",
     "subtract",
     "sum",
+    "swapaxes",
     "take",
     "take_along_axis",
     "tanh",
     "tensor",
+    "topk",
     "transpose",
+    "tril",
+    "triu",
     "uniform",
     "var",
     "where",
