@@ -32,7 +32,7 @@ def _names(text: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workloads", default=",".join(DEFAULT_WORKLOADS), help="comma-separated: lenet,cnn")
+    parser.add_argument("--workloads", default=",".join(DEFAULT_WORKLOADS), help="comma-separated: lenet,cnn,resnet")
     parser.add_argument("--frameworks", default=",".join(DEFAULT_FRAMEWORKS), help="comma-separated: torch,jax,tf")
     parser.add_argument(
         "--steps", default=None, help="timed steps per workload: N, or lenet=20,cnn=5 (default: 20 LeNet, 5 CNN)"

@@ -1,7 +1,8 @@
 """braze: a deep-learning framework with eager and lazy tensors and an XLA-style compiler.
 
 Everything a user needs is importable from here: tensors and ops, dtypes, devices,
-autodiff (``backward``, ``grad``, ``value_and_grad``, ``no_grad``). The subpackages
+autodiff (``backward``, ``grad``, ``value_and_grad``, ``vjp``, ``jvp``, the Jacobians and
+Hessians, ``no_grad``; PyTorch's ``braze.autograd.grad``). The subpackages
 ``braze.nn``, ``braze.optim``, ``braze.data``, ``braze.models`` and ``braze.keras`` are
 attributes too, as ``torch.nn`` is after ``import torch`` (and ``tf.keras`` after
 ``import tensorflow as tf``); they load on first use, so that ``import braze``
@@ -13,8 +14,9 @@ import importlib.util
 from typing import TYPE_CHECKING, Any
 
 import braze.backends  # noqa: F401 - importing the backends registers them
-from braze import config
-from braze.autodiff import enable_grad, grad, no_grad, value_and_grad
+from braze import autograd, config
+from braze.autodiff import GradientTape, enable_grad, grad, no_grad, value_and_grad, vjp
+from braze.function import function
 from braze.interop import from_dlpack
 from braze.ir.dtypes import DType, bool_, float32, float64, int32, int64
 from braze.ir.errors import BrazeError, DeviceError, DTypeError, ShapeError, TraceError
@@ -22,9 +24,11 @@ from braze.jit import RecompileWarning, jit
 from braze.lazy import barrier, explain
 from braze.ops import *  # noqa: F403 - the op library is the public API
 from braze.ops import __all__ as _ops_all
+from braze.ops.tensorflow import random
 from braze.runtime import metrics
 from braze.runtime.device import CPU, LAZY_CPU, Device, as_device, default_device, set_default_device
 from braze.tensor import Tensor
+from braze.transforms import hessian, hvp, jacfwd, jacrev, jvp
 
 if TYPE_CHECKING:
     from braze import data, keras, models, nn, optim
@@ -57,16 +61,19 @@ __all__ = [
     "DTypeError",
     "Device",
     "DeviceError",
+    "GradientTape",
     "RecompileWarning",
     "ShapeError",
     "Tensor",
     "TraceError",
     "as_device",
+    "autograd",
     "barrier",
     "config",
     "data",
     "explain",
     "from_dlpack",
+    "function",
     "jit",
     "keras",
     "metrics",
@@ -80,10 +87,17 @@ __all__ = [
     "float32",
     "float64",
     "grad",
+    "hessian",
+    "hvp",
     "int32",
     "int64",
+    "jacfwd",
+    "jacrev",
+    "jvp",
     "no_grad",
+    "random",
     "set_default_device",
     "value_and_grad",
+    "vjp",
 ]
 __version__ = "0.1.0"

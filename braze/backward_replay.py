@@ -12,33 +12,41 @@ same compiled executable.
 
 The structure key holds, per node, the primitive, its attributes, its input and output types,
 which of its parents take gradients, and which saved values are the same expression
-(``x * x`` and ``x * y`` differ). VJP rules depend on nothing else: they never read a lazy
-value. A backward whose rules read something outside the slots (a tensor made from NumPy
-data) is never recorded and keeps running its rules.
+(``x * x`` and ``x * y`` differ), and which nodes and leaves the gradients are for (every
+leaf, or the arguments of a ``grad``: only the rules on their way run). VJP rules depend on
+nothing else: they never read a lazy value. A backward whose rules read something outside
+the slots (a tensor made from NumPy data) is never recorded and keeps running its rules.
+A backward that is itself recorded for a higher derivative, or that pushes tangents, runs
+its rules: only they record gradient edges and tangents.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from braze.ir import primitive as prim_layer
 from braze.runtime import metrics
 from braze.runtime.cache import BoundedCache
 from braze.tensor import GradNode, Tensor, executor_for
 
-Cotangents = dict[int, tuple[Tensor, Tensor]]
+if TYPE_CHECKING:
+    from braze.autodiff import Targets
+
+Cotangents = dict[int, tuple[Any, Tensor]]  # id of a leaf (or a target's node) -> (it, its gradient)
 
 
 class Program:
-    """A recorded backward: ops over slots, and which slot holds each leaf's gradient."""
+    """A recorded backward: ops over slots, and which slot holds each gradient found."""
 
     __slots__ = ("ops", "results", "reached")
 
     def __init__(self, ops: list[tuple], results: list[tuple[int, int, Any]], reached: list[int]) -> None:
         self.ops = ops  # (primitive, attrs, input slots, aval, signature), each appending one slot
-        self.results = results  # (leaf index, slot, aval), in the order the rules produced them
+        # (owner, slot, aval), in the order the rules produced them; the owner is a node's
+        # position, or -1 - k for leaf k
+        self.results = results
         self.reached = reached  # the nodes whose saved values the rules used
 
 
@@ -47,7 +55,7 @@ _PROGRAMS: BoundedCache[tuple, Program] = BoundedCache(64)
 _RECORDING = threading.Lock()
 
 
-def _structure(order: list[GradNode], seed: Tensor) -> tuple[tuple, list, list[Tensor]] | None:
+def _structure(order: list[GradNode], seed: Tensor, targets: Targets | None) -> tuple[tuple, list, list[Tensor]] | None:
     """(key, slots, leaves) of a gradient graph, or None when a saved value was released."""
     slot_of: dict[Any, int] = {seed._value: 0}
     slots: list[Any] = [seed._value]
@@ -84,15 +92,24 @@ def _structure(order: list[GradNode], seed: Tensor) -> tuple[tuple, list, list[T
             else (node.primitive, tuple(node.attrs.items()), tuple(node.in_avals), node.out_aval)
         )
         entries.append((what, tuple(codes), tuple(parents)))
+    if targets is not None:
+        wanted = [i for i, node in enumerate(order) if id(node) in targets.nodes]
+        wanted += [-1 - k for k, leaf in enumerate(leaves) if id(leaf) in targets.leaves]
+        entries.append(tuple(wanted))
     return tuple(entries), slots, leaves
 
 
 def cotangents(
-    order: list[GradNode], seed: Tensor, retain_graph: bool, walk: Callable[[list[int] | None], Cotangents]
+    order: list[GradNode],
+    seed: Tensor,
+    retain_graph: bool,
+    targets: Targets | None,
+    walk: Callable[[list[int] | None], Cotangents],
 ) -> Cotangents:
-    """The leaves' gradients of a lazy backward: ``walk(reached)`` (the VJP rules) the first
-    time a structure is seen, its recorded program afterwards."""
-    found = _structure(order, seed)
+    """The gradients of a lazy backward (of every leaf, or of the targets):
+    ``walk(reached)`` (the VJP rules) the first time a structure is seen, its recorded
+    program afterwards."""
+    found = _structure(order, seed, targets)
     if found is None:
         return walk(None)
     key, slots, leaves = found
@@ -105,7 +122,7 @@ def cotangents(
         if not _RECORDING.acquire(blocking=False):
             return walk(None)
         try:
-            program, result = _record(slots, leaves, walk)
+            program, result = _record(slots, order, leaves, walk)
         finally:
             _RECORDING.release()
         _PROGRAMS.put(key, program)
@@ -121,11 +138,15 @@ def cotangents(
     values = slots
     for primitive, attrs, inputs, aval, signature in program.ops:
         values.append(apply(primitive, [values[k] for k in inputs], attrs, aval, device, signature))
-    return {id(leaves[k]): (leaves[k], Tensor._make(values[s], aval, device)) for k, s, aval in program.results}
+    owners = [order[k] if k >= 0 else leaves[-1 - k] for k, _, _ in program.results]
+    return {
+        id(owner): (owner, Tensor._make(values[s], aval, device))
+        for owner, (_, s, aval) in zip(owners, program.results, strict=True)
+    }
 
 
 def _record(
-    slots: list, leaves: list[Tensor], walk: Callable[[list[int] | None], Cotangents]
+    slots: list, order: list[GradNode], leaves: list[Tensor], walk: Callable[[list[int] | None], Cotangents]
 ) -> tuple[Program, Cotangents]:
     """Run ``walk`` while noting every bind this thread makes; turn the binds into a program."""
     log: list[tuple] = []
@@ -152,11 +173,12 @@ def _record(
             return _UNRECORDABLE, result
         slot_of.setdefault(out._value, len(slots) + len(ops))
         ops.append((primitive, attrs, tuple(codes), out._aval, out._value.signature))
-    leaf_index = {id(leaf): k for k, leaf in enumerate(leaves)}
+    owner_code = {id(leaf): -1 - k for k, leaf in enumerate(leaves)}
+    owner_code.update((id(node), i) for i, node in enumerate(order))
     results = []
-    for leaf_id, (_, grad) in result.items():
+    for owner_id, (_, grad) in result.items():
         s = slot_of.get(grad._value)
         if s is None:
             return _UNRECORDABLE, result
-        results.append((leaf_index[leaf_id], s, grad._aval))
+        results.append((owner_code[owner_id], s, grad._aval))
     return Program(ops, results, reached), result

@@ -5,16 +5,22 @@ then compiled and compares, ``braze hlo`` shows what the compiler makes of its t
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
+from braze.bench.arguments import (
+    existing_directory,
+    non_negative_int,
+    output_file,
+    parse_device,
+    positive_float,
+    positive_int,
+)
 from braze.data import DataError
 from braze.ir.errors import BrazeError
-from braze.runtime.device import Device, as_device
 
 # What the user can fix: braze's own errors (shapes, devices, checkpoints...), bad data,
 # and the file system refusing a path. Any other exception is a bug in braze.
@@ -22,110 +28,6 @@ USER_ERRORS = (BrazeError, DataError, OSError)
 EXIT_USER_ERROR = 1
 EXIT_BUG = 70  # EX_SOFTWARE in sysexits.h: an internal software error
 DEBUG_HELP = "show the traceback of an error (as BRAZE_DEBUG=1 does)"
-
-
-def _integer(text: str, minimum: int, kind: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a {kind}, got {text!r}") from None
-    if value < minimum:
-        raise argparse.ArgumentTypeError(f"must be a {kind}, got {value}")
-    return value
-
-
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1 (epochs, batch sizes, steps, image sizes)."""
-    return _integer(text, 1, "positive integer")
-
-
-def non_negative_int(text: str) -> int:
-    """argparse type: an integer >= 0 (random seeds)."""
-    return _integer(text, 0, "non-negative integer")
-
-
-def positive_float(text: str) -> float:
-    """argparse type: a finite number > 0 (learning rates)."""
-    return _number(text, "positive", lambda value: value > 0)
-
-
-def non_negative_float(text: str) -> float:
-    """argparse type: a finite number >= 0 (weight decay, a clipping norm that 0 turns off)."""
-    return _number(text, "non-negative", lambda value: value >= 0)
-
-
-def _number(text: str, kind: str, accepts: Callable[[float], bool]) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a {kind} number, got {text!r}") from None
-    if not (math.isfinite(value) and accepts(value)):
-        raise argparse.ArgumentTypeError(f"must be a {kind} finite number, got {text}")
-    return value
-
-
-def fraction(text: str) -> float:
-    """argparse type: a number in [0, 1) (dropout rates)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}") from None
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
-    return value
-
-
-def parse_device(text: str) -> Device:
-    """argparse type: a device name that :func:`as_device` parses."""
-    try:
-        return as_device(text)
-    except BrazeError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def existing_directory(text: str) -> str:
-    """argparse type: a directory that exists (never replaced by another source)."""
-    path = Path(text)
-    if not path.exists():
-        raise argparse.ArgumentTypeError(f"directory {text} does not exist")
-    if not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} is not a directory")
-    return text
-
-
-def existing_path(text: str) -> str:
-    """argparse type: a file or directory that exists."""
-    if not Path(text).exists():
-        raise argparse.ArgumentTypeError(f"{text} does not exist")
-    return text
-
-
-def output_folder(text: str) -> str:
-    """argparse type: a folder that exists or can be created, checked before any work is done."""
-    path = Path(text)
-    if path.exists() and not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} is a file, expected a folder")
-    _check_creatable(text, path if path.exists() else path.parent)
-    return text
-
-
-def output_file(text: str) -> str:
-    """argparse type: a file that can be created, checked before any work is done."""
-    path = Path(text)
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} is a directory, expected a file name")
-    _check_creatable(text, path.parent)
-    return text
-
-
-def _check_creatable(text: str, folder: Path) -> None:
-    """``text`` can be made in ``folder``: its nearest existing ancestor is a writable directory."""
-    while not folder.exists():
-        folder = folder.parent
-    if not folder.is_dir():
-        raise argparse.ArgumentTypeError(f"cannot create {text}: {folder} is not a directory")
-    if not os.access(folder, os.W_OK):
-        raise argparse.ArgumentTypeError(f"cannot create {text}: {folder} is not writable")
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -328,7 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--batch-size",
         type=positive_int,
         default=None,
-        help="default: 128 for lenet, 64 for cnn, 12 for gpt, 8 for gpt-wide",
+        help="default: 128 for lenet, 64 for cnn and resnet, 12 for gpt, 8 for gpt-wide",
     )
     hlo.add_argument("--summary", action="store_true", help="only the kernel count and peak memory")
     hlo.add_argument(

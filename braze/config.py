@@ -37,5 +37,18 @@ def jit_enabled() -> bool:
     return default_device().is_lazy
 
 
+_FUNCTIONS = {"eager": False}
+
+
+def run_functions_eagerly(enabled: bool) -> None:
+    """``tf.config.run_functions_eagerly``: ``braze.function`` steps run as plain Python
+    (for debugging), not compiled."""
+    _FUNCTIONS["eager"] = bool(enabled)
+
+
+def functions_run_eagerly() -> bool:
+    return _FUNCTIONS["eager"]
+
+
 # TensorFlow's path to the same switch: tf.config.optimizer.set_jit / get_jit.
 optimizer = SimpleNamespace(set_jit=set_jit, get_jit=jit_enabled)

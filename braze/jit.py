@@ -38,7 +38,9 @@ step) ran as eager code runs and is not cached, since a replay would not repeat 
 change: the next call is traced again. A side effect on every call is therefore traced on
 every call, and the recompile warning names it. As in JAX, what the walk cannot see
 (printing, a private attribute) happens only while tracing, and gradients inside the
-function start from zero (``.grad`` values from before the call are not read).
+function start from zero (``.grad`` values from before the call are not read). Called inside
+``braze.jvp`` on a tensor that carries a tangent, a jitted function runs as plain code, so
+that its tangents are carried (``braze.jit`` of the ``jvp`` is the compiled form).
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ from braze.runtime import metrics
 from braze.runtime.backend import Backend
 from braze.runtime.cache import BoundedCache
 from braze.runtime.device import LAZY_CPU, Device
+from braze.tangents import LEVELS
 from braze.tensor import Tensor, executor_for, user_location
 
 _RECENT = 32  # traces whose keys are kept to explain a recompile storm
@@ -70,6 +73,10 @@ _RECENT = 32  # traces whose keys are kept to explain a recompile storm
 
 class RecompileWarning(UserWarning):
     """One jitted function compiled again more often than ``braze.config.recompile_limit()``."""
+
+
+def _has_open_tangent(t: Tensor) -> bool:
+    return bool(t._tangents) and any(level in t._tangents for level in LEVELS.open)
 
 
 def _host_array(t: Tensor) -> np.ndarray:
@@ -165,6 +172,9 @@ class JittedFunction:
         if lazy.is_recording():  # called by a function being traced: part of its graph
             return self.fn(*args, **kwargs)
         reads = self._read(args, kwargs)
+        if LEVELS.open and any(_has_open_tangent(t) for t in reads.tensors):
+            # Inside braze.jvp: an executable cannot carry tangents, the function's ops can.
+            return self.fn(*args, **kwargs)
         key = reads.key
         compiled = self._compiled.get(key)
         if compiled is None:

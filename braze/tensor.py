@@ -3,9 +3,10 @@
 A Tensor holds a backend value (a NumPy array on the eager CPU, a device array on an eager
 GPU, a pending trace node on a lazy device), its abstract value (shape and dtype), its
 device and, when it takes part in a gradient computation, the ``GradNode`` that produced
-it. ``bind`` checks the op with the primitive's shape rule (so errors are raised where the
-user wrote the op, in both modes), asks the device's executor for the result, and records
-the gradient edge. Eager ops run on the backend that the registry (``runtime.backend``)
+it, and its tangents while a forward-mode derivative is being taken. ``bind`` checks the op
+with the primitive's shape rule (so errors are raised where the user wrote the op, in both
+modes), asks the device's executor for the result, records the gradient edge and pushes
+the tangents (``braze.tangents``). Eager ops run on the backend that the registry (``runtime.backend``)
 gives the device's kind; this module names none.
 """
 
@@ -15,7 +16,7 @@ import itertools
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -26,6 +27,7 @@ from braze.ir.primitive import Aval, Primitive, set_binder
 from braze.runtime.backend import home_backend
 from braze.runtime.cache import BoundedCache
 from braze.runtime.device import Device, default_device
+from braze.tangents import LEVELS, push
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -108,10 +110,22 @@ class GradNode:
     ``parents[i]`` is the GradNode that produced input i, the leaf Tensor itself when the
     input is a leaf that requires grad, or None when no gradient flows there. Input and
     output values are kept (not the tensors), so a later in-place update of a tensor never
-    changes a gradient already recorded.
+    changes a gradient already recorded. ``tangents`` keeps the inputs' and the output's
+    tangents when a forward-mode derivative was being taken (the VJP rules then push them:
+    a forward-mode derivative of a gradient, as a Hessian-vector product is).
     """
 
-    __slots__ = ("primitive", "attrs", "in_values", "in_avals", "out_value", "out_aval", "device", "parents")
+    __slots__ = (
+        "primitive",
+        "attrs",
+        "in_values",
+        "in_avals",
+        "out_value",
+        "out_aval",
+        "device",
+        "parents",
+        "tangents",
+    )
 
     def __init__(self, primitive, attrs, inputs, out_value, out_aval, device) -> None:
         self.primitive = primitive
@@ -122,6 +136,7 @@ class GradNode:
         self.out_aval = out_aval
         self.device = device
         self.parents = [t._grad_node if t._grad_node is not None else (t if t.requires_grad else None) for t in inputs]
+        self.tangents: tuple[list, dict | None] | None = None
 
 
 # Shape rule results by (primitive, input avals, attributes), each with a *signature*: a
@@ -170,12 +185,19 @@ def bind(primitive: Primitive, args: tuple, attrs: dict, like: Any = None) -> Te
     value = executor.apply(primitive, [t._value for t in args], attrs, aval, device, signature)
     out = Tensor._view(value, aval, device)
     executor.track(out)  # a lazy barrier must find every live pending tensor
-    if GRAD_MODE.enabled and primitive.vjp is not None and aval.dtype.kind == "f":
+    if aval.dtype.kind != "f":
+        return out
+    node = None
+    if GRAD_MODE.enabled and primitive.vjp is not None:
         for t in args:
             if t.requires_grad:
                 out.requires_grad = True
-                out._grad_node = GradNode(primitive, attrs, args, value, aval, device)
+                node = out._grad_node = GradNode(primitive, attrs, args, value, aval, device)
                 break
+    if LEVELS.open:
+        push(primitive, args, attrs, out)
+        if node is not None and (out._tangents or any([t._tangents for t in args])):
+            node.tangents = ([t._tangents for t in args], out._tangents)
     return out
 
 
@@ -185,7 +207,7 @@ set_binder(bind)
 class Tensor:
     """An n-dimensional array on a device, with operators, NumPy interop and autodiff."""
 
-    __slots__ = ("_value", "_aval", "device", "requires_grad", "grad", "_grad_node", "__weakref__")
+    __slots__ = ("_value", "_aval", "device", "requires_grad", "grad", "_grad_node", "_tangents", "__weakref__")
     __array_priority__ = 1000  # NumPy defers `ndarray op Tensor` to the Tensor's reflected op
 
     @classmethod
@@ -206,6 +228,7 @@ class Tensor:
         t.requires_grad = False
         t.grad = None
         t._grad_node = None
+        t._tangents = None  # {level: tangent} while forward-mode derivatives are taken
         return t
 
     @classmethod
@@ -322,6 +345,12 @@ class Tensor:
     def __str__(self) -> str:
         return np.array2string(self.numpy(), separator=", ")
 
+    def __format__(self, spec: str) -> str:
+        """``f"{loss:.4f}"`` formats a one-element tensor's value, as for a number."""
+        if spec and self.size == 1:
+            return format(self.item(), spec)
+        return format(str(self), spec)
+
     __hash__ = object.__hash__
 
     # Devices and autodiff ------------------------------------------------------------
@@ -382,11 +411,19 @@ class Tensor:
         self.requires_grad = requires_grad
         return self
 
-    def backward(self, gradient: Tensor | None = None, retain_graph: bool = False) -> None:
-        """Accumulate d(self)/d(leaf) into ``.grad`` of every leaf that requires grad."""
+    def backward(
+        self,
+        gradient: Tensor | None = None,
+        retain_graph: bool | None = None,
+        create_graph: bool = False,
+        inputs: Sequence[Tensor] | None = None,
+    ) -> None:
+        """Accumulate d(self)/d(leaf) into ``.grad`` of every leaf that requires grad (of
+        ``inputs`` only, when given), as PyTorch's ``backward``; with ``create_graph`` the
+        gradients are themselves differentiable (a second derivative)."""
         from braze.autodiff import backward
 
-        backward(self, gradient, retain_graph)
+        backward(self, gradient, retain_graph, create_graph, inputs)
 
     def zero_grad(self) -> None:
         self.grad = None
@@ -394,13 +431,17 @@ class Tensor:
     def _assign(self, other: Tensor) -> Tensor:
         """Replace this tensor's value in place (the meaning of ``+=`` and of optimizer steps)."""
         if self.requires_grad and GRAD_MODE.enabled:
-            raise RuntimeError("in-place update of a tensor that requires grad: wrap it in `with braze.no_grad():`")
+            raise RuntimeError(
+                "in-place update of a tensor that requires grad (a parameter): wrap it in `with braze.no_grad():`, "
+                "or let an optimizer update it"
+            )
         if other._aval != self._aval or (other.device is not self.device and other.device != self.device):
             raise ValueError(
                 f"in-place update must keep shape, dtype and device: {self.dtype.name}{self.shape} on "
                 f"{self.device!r} cannot take {other.dtype.name}{other.shape} on {other.device!r}"
             )
         previous, self._value = self._value, other._value
+        self._tangents = other._tangents
         if self.device.backend == "LAZY":
             _EXECUTORS["LAZY"].track(self, previous)
         if not self.requires_grad:
@@ -411,6 +452,21 @@ class Tensor:
     def assign(self, value: Any) -> Tensor:
         """Set this tensor's value in place (TensorFlow's ``Variable.assign``)."""
         return self._assign(ops.as_tensor(value, like=self))
+
+    def assign_add(self, value: Any) -> Tensor:
+        """``self += value`` in place, recording no gradient (``Variable.assign_add``)."""
+        return self._assign_without_grad(ops.add, value)
+
+    def assign_sub(self, value: Any) -> Tensor:
+        """``self -= value`` in place, recording no gradient (``Variable.assign_sub``)."""
+        return self._assign_without_grad(ops.subtract, value)
+
+    def _assign_without_grad(self, op: Any, value: Any) -> Tensor:
+        previous, GRAD_MODE.enabled = GRAD_MODE.enabled, False
+        try:
+            return self._assign(op(self, ops.as_tensor(value, like=self)))
+        finally:
+            GRAD_MODE.enabled = previous
 
     # Operators -----------------------------------------------------------------------
 
@@ -499,16 +555,26 @@ class Tensor:
         return ops.logical_not(self)
 
     def __iadd__(self, other: Any) -> Tensor:
-        return self._assign(ops.add(self, other))
+        return self._in_place(ops.add, other)
 
     def __isub__(self, other: Any) -> Tensor:
-        return self._assign(ops.subtract(self, other))
+        return self._in_place(ops.subtract, other)
 
     def __imul__(self, other: Any) -> Tensor:
-        return self._assign(ops.multiply(self, other))
+        return self._in_place(ops.multiply, other)
 
     def __itruediv__(self, other: Any) -> Tensor:
-        return self._assign(ops.divide(self, other))
+        return self._in_place(ops.divide, other)
+
+    def _in_place(self, op: Any, other: Any) -> Tensor:
+        """``x op= y``: in place for data (statistics, parameters under ``no_grad``); for a
+        tensor computed in a gradient computation, a new tensor, as TensorFlow's immutable
+        tensors make ``x -= y`` mean ``x = x - y`` (an update in place would cut the
+        gradient's path)."""
+        result = op(self, other)
+        if self._grad_node is not None and GRAD_MODE.enabled:
+            return result
+        return self._assign(result)
 
     def __getitem__(self, index: Any) -> Tensor:
         return ops.getitem(self, index)

@@ -58,7 +58,7 @@ def test_keras_fit_with_jit_compile_matches_eager_training():
     compiled.fit((x, y), epochs=2, batch_size=16, verbose=0, shuffle=False)
     for p, q in zip(eager.parameters(), compiled.parameters(), strict=True):
         np.testing.assert_allclose(q.numpy(), p.numpy(), rtol=1e-4, atol=1e-4)
-    assert compiled._trainer._compiled_step.compiles <= 2  # the first call also creates the momentum slots
+    assert compiled._trainer.train_function.compiles <= 2  # the first call also creates the momentum slots
 
 
 def test_optimizer_step_ends_with_a_barrier_on_a_lazy_device():

@@ -1,5 +1,6 @@
-"""What every peer implementation shares: the two workloads as layer lists, the synthetic
-batch (the same numpy arrays for every framework) and the initial parameters.
+"""What every peer implementation shares: the workloads (LeNet and the CNN as layer lists,
+ResNet-20 as its blocks), the synthetic batch (the same numpy arrays for every framework)
+and the initial parameters.
 
 Layouts are framework-neutral: images NHWC, conv kernels HWIO, dense kernels (in, out), and
 the flatten is in NHWC order. A framework that computes in NCHW (PyTorch) converts the
@@ -25,6 +26,7 @@ class Workload:
     optimizer: str  # "sgd" or "adam"
     lr: float
     default_steps: int
+    momentum: float = 0.0  # SGD's (PyTorch's formula: v = m v + g, p -= lr v)
 
 
 # Layers: ("conv", k, c_in, c_out, padding "SAME"/"VALID", activation), ("avgpool",), ("maxpool",)
@@ -73,6 +75,63 @@ WORKLOADS: dict[str, Workload] = {
         default_steps=5,
     ),
 }
+
+# ResNet-20 (He et al., section 4.2): a 3x3 stem of 16 filters, three stages of three basic
+# blocks (16, 32, 64 filters; the first block of stages 2 and 3 has stride 2 and a 1x1
+# projection shortcut), global average pooling, a dense layer of 10 logits. Every conv is
+# bias-free and followed by batch norm (epsilon 1e-3, Keras's; gamma 1, beta 0 at the start).
+WORKLOADS["resnet"] = Workload(
+    name="resnet",
+    title="ResNet-20, batch 64, 32x32x3, softmax CE, SGD lr 0.1 momentum 0.9",
+    batch=64,
+    image=(32, 32, 3),
+    layers=(),
+    loss="sparse_softmax_ce",
+    optimizer="sgd",
+    lr=0.1,
+    default_steps=10,
+    momentum=0.9,
+)
+RESNET_STAGES = (16, 32, 64)
+RESNET_BLOCKS = 3
+RESNET_CLASSES = 10
+BN_EPS = 1e-3
+BN_MOMENTUM = 0.99  # Keras's: moving = moving * 0.99 + batch * 0.01
+
+
+def resnet_blocks() -> list[tuple[int, int, int]]:
+    """(input channels, output channels, stride) of each residual block, in order."""
+    blocks, channels = [], RESNET_STAGES[0]
+    for stage, filters in enumerate(RESNET_STAGES):
+        for block in range(RESNET_BLOCKS):
+            stride = 2 if stage > 0 and block == 0 else 1
+            blocks.append((channels, filters, stride))
+            channels = filters
+    return blocks
+
+
+def resnet_params() -> dict[str, np.ndarray]:
+    """Glorot-uniform conv kernels (HWIO) and dense kernel, a zero dense bias, by name:
+    ``stem``, ``block{i}.conv1``, ``block{i}.conv2``, ``block{i}.projection`` (where the
+    block has one), ``dense.kernel``, ``dense.bias``."""
+    rng = np.random.default_rng(1)
+
+    def glorot(shape: tuple[int, ...]) -> np.ndarray:
+        receptive = int(np.prod(shape[:-2])) if len(shape) > 2 else 1
+        fan_in, fan_out = receptive * shape[-2], receptive * shape[-1]
+        limit = np.sqrt(6.0 / (fan_in + fan_out))
+        return rng.uniform(-limit, limit, shape).astype(np.float32)
+
+    params = {"stem": glorot((3, 3, 3, RESNET_STAGES[0]))}
+    for i, (c_in, c_out, stride) in enumerate(resnet_blocks()):
+        params[f"block{i}.conv1"] = glorot((3, 3, c_in, c_out))
+        params[f"block{i}.conv2"] = glorot((3, 3, c_out, c_out))
+        if stride != 1 or c_in != c_out:
+            params[f"block{i}.projection"] = glorot((1, 1, c_in, c_out))
+    params["dense.kernel"] = glorot((RESNET_STAGES[-1], RESNET_CLASSES))
+    params["dense.bias"] = np.zeros(RESNET_CLASSES, np.float32)
+    return params
+
 
 ADAM_BETA1 = 0.9
 ADAM_BETA2 = 0.999

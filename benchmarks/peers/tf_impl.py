@@ -11,6 +11,7 @@ from collections.abc import Callable
 from .common import ADAM_BETA1, ADAM_BETA2, ADAM_EPS, BCE_EPS, init_params, make_batch, workload
 from .gpt_common import SPECS as GPT_SPECS
 from .tf_gpt import make_gpt_step
+from .tf_resnet import resnet20_step
 
 MODES = ("eager", "function", "xla")
 THREADS = 2
@@ -42,6 +43,8 @@ def make_step(name: str, mode: str = "eager") -> tuple[Callable[[], float], str]
     w = workload(name)
     images, labels = make_batch(name)
     x, y = tf.constant(images), tf.constant(labels)
+    if name == "resnet":
+        return _wrapped(tf, resnet20_step(tf), mode, x, y, "Keras functional ResNet-20, GradientTape, keras SGD")
     specs = w.layers
     params = [(tf.Variable(k), tf.Variable(b)) for k, b in init_params(name)]
     variables = [v for pair in params for v in pair]
@@ -68,7 +71,7 @@ def make_step(name: str, mode: str = "eager") -> tuple[Callable[[], float], str]
                     x = tf.nn.relu(x)
         return x
 
-    def loss_fn():
+    def loss_fn(x, y):
         out = forward(x)
         if w.loss == "sparse_softmax_ce":
             return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=out))
@@ -95,12 +98,17 @@ def make_step(name: str, mode: str = "eager") -> tuple[Callable[[], float], str]
                 v.assign(ADAM_BETA2 * v + (1 - ADAM_BETA2) * g * g)
                 p.assign_sub(lr * (m / c1) / (tf.sqrt(v / c2) + ADAM_EPS))
 
-    def train_step():
+    def train_step(x, y):
         with tf.GradientTape() as tape:
-            loss = loss_fn()
+            loss = loss_fn(x, y)
         update(tape.gradient(loss, variables))
         return loss
 
+    return _wrapped(tf, train_step, mode, x, y, "raw tf.nn ops")
+
+
+def _wrapped(tf, train_step, mode: str, x, y, model: str) -> tuple[Callable[[], float], str]:
+    """``train_step(x, y)`` eagerly, as a ``tf.function`` or compiled by XLA."""
     if mode == "function":
         train_step = tf.function(train_step)
         what = "tf.function(step)"
@@ -111,6 +119,6 @@ def make_step(name: str, mode: str = "eager") -> tuple[Callable[[], float], str]
         what = "eager GradientTape step"
 
     def step() -> float:
-        return float(train_step().numpy())
+        return float(train_step(x, y).numpy())
 
-    return step, f"{what}, NHWC, {THREADS} intra-op threads"
+    return step, f"{what}, {model}, NHWC, {THREADS} intra-op threads"

@@ -18,6 +18,7 @@ import numpy as np
 from .common import ADAM_BETA1, ADAM_BETA2, ADAM_EPS, BCE_EPS, flatten_shape, init_params, make_batch, workload
 from .gpt_common import SPECS as GPT_SPECS
 from .torch_gpt import make_gpt_step
+from .torch_resnet import resnet20
 
 MODES = ("eager", "compile")
 THREADS = 2
@@ -110,9 +111,10 @@ def make_step(name: str, mode: str = "eager", device: str = "cpu") -> tuple[Call
             p = torch.sigmoid(out).clamp(BCE_EPS, 1 - BCE_EPS)
             return -(y * torch.log(p) + (1 - y) * torch.log(1 - p)).mean()
 
-    model = _layers(name).to(on)
+    model = (resnet20() if name == "resnet" else _layers(name)).to(on)
+    model.train()
     if w.optimizer == "sgd":
-        opt = torch.optim.SGD(model.parameters(), lr=w.lr)
+        opt = torch.optim.SGD(model.parameters(), lr=w.lr, momentum=w.momentum)
     else:
         opt = torch.optim.Adam(model.parameters(), lr=w.lr, betas=(ADAM_BETA1, ADAM_BETA2), eps=ADAM_EPS)
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from braze.bench.gpt import MODES, TrainSettings
-from braze.cli import (
+from braze.bench.arguments import (
     existing_path,
     fraction,
     non_negative_float,
@@ -17,6 +16,7 @@ from braze.cli import (
     positive_float,
     positive_int,
 )
+from braze.bench.gpt import MODES, TrainSettings
 from braze.models.gpt_config import GPTConfig
 
 DEFAULT_OUT = "runs/gpt"

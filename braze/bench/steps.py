@@ -1,5 +1,6 @@
-"""The training steps of the case studies (LeNet, the XLA article's CNN, nanoGPT's GPT), on
-synthetic batches: what ``braze hlo`` explains and what the benchmarks time."""
+"""The training steps of the case studies (LeNet, the XLA article's CNN, ResNet-20,
+nanoGPT's GPT), on synthetic batches: what ``braze hlo`` explains and what the benchmarks
+time."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import numpy as np
 
 from braze import ops
 from braze.bench.gpt import train_step
-from braze.models import GPTConfig, LeNet, XlaArticleCNN
+from braze.models import GPTConfig, LeNet, ResNet20, XlaArticleCNN
 from braze.nn import Module, binary_cross_entropy, softmax_cross_entropy
 from braze.optim import SGD, Adam, Optimizer
 from braze.runtime.device import Device
@@ -55,6 +56,18 @@ def cnn_workload(device: Device, batch_size: int = 64, seed: int = 0, image_size
     return Workload("cnn", model, Adam(model, lr=1e-3, eps=1e-7), images, labels, binary_cross_entropy)
 
 
+def resnet_workload(device: Device, batch_size: int = 64, seed: int = 0) -> Workload:
+    """ResNet-20 on 32x32x3 images of 10 classes, SGD with momentum 0.9; the model trains in
+    training mode (batch statistics, moving averages updated every step)."""
+    rng = np.random.default_rng(seed)
+    model = ResNet20(seed=seed).to(device)
+    model.train()
+    images = rng.random((batch_size, 32, 32, 3), dtype=np.float32)
+    labels = rng.integers(0, 10, batch_size).astype(np.int32)
+    optimizer = SGD(model, lr=0.1, momentum=0.9)
+    return Workload("resnet", model, optimizer, images, labels, softmax_cross_entropy)
+
+
 class GptWorkload(Workload):
     """nanoGPT's step: the model computes its own loss, the gradients are clipped at norm 1."""
 
@@ -94,6 +107,7 @@ def gpt_workload(
 WORKLOADS = {
     "lenet": lenet_workload,
     "cnn": cnn_workload,
+    "resnet": resnet_workload,
     "gpt": gpt_workload,
     "gpt-wide": lambda device, batch_size=None, seed=0: gpt_workload(device, batch_size, seed, "gpt-wide"),
 }

@@ -112,6 +112,19 @@ def img_to_array(image: Any) -> np.ndarray:
     return array[..., None] if array.ndim == 2 else array
 
 
+def array_to_img(x: Any, scale: bool = True) -> Any:
+    """Keras's ``array_to_img``: an ``[H, W, C]`` array (C = 1 or 3) as a Pillow image; with
+    ``scale`` its values are stretched to 0..255 first."""
+    from PIL import Image
+
+    array = np.asarray(x.numpy() if hasattr(x, "numpy") else x, dtype=np.float64)
+    if scale:
+        low, high = array.min(), array.max()
+        array = (array - low) / (high - low if high > low else 1.0) * 255.0
+    pixels = np.clip(array, 0, 255).astype(np.uint8)
+    return Image.fromarray(pixels[..., 0] if pixels.shape[-1] == 1 else pixels)
+
+
 class ImageFolder:
     """Iterate over ``directory/<class>/<image>`` files as ``(images, labels)`` batches.
 

@@ -232,3 +232,20 @@ def load_mnist(path: str | os.PathLike | None = None, verify: bool = True) -> MN
         test_images=arrays[TEST_IMAGES],
         test_labels=arrays[TEST_LABELS].astype(np.int32),
     )
+
+
+def load_data(path: str = "mnist.npz") -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """``keras.datasets.mnist.load_data()``: ``((x_train, y_train), (x_test, y_test))``,
+    uint8 images of shape (N, 28, 28) and uint8 labels, as Keras returns them, from the
+    files :func:`load_mnist` finds. Keras's ``path`` names its cache file; braze reads the
+    IDX files, so only Keras's default is accepted (name a directory with ``load_mnist``)."""
+    if path != "mnist.npz":
+        raise DataError(
+            f"mnist.load_data(path={path!r}): braze reads MNIST's IDX files, not Keras's npz cache; "
+            "use braze.data.load_mnist(directory) for a directory of your own"
+        )
+    data = load_mnist()
+    return (
+        (data.train_images, data.train_labels.astype(np.uint8)),
+        (data.test_images, data.test_labels.astype(np.uint8)),
+    )

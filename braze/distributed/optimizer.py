@@ -18,7 +18,7 @@ import numpy as np
 
 from braze.autodiff import no_grad
 from braze.distributed.collectives import all_reduce, broadcast
-from braze.distributed.metrics import all_reduce_statistics
+from braze.distributed.metrics import all_reduce_metrics, all_reduce_statistics
 from braze.nn import Statistics
 from braze.ops import zeros_like
 from braze.optim.optimizer import Optimizer
@@ -70,6 +70,21 @@ class DistributedOptimizer:
         self.average_gradients()
         self.optimizer.step()
 
+    def apply_gradients(self, grads_and_vars: Any) -> int:
+        """Keras's update with each gradient first averaged over the ranks (a variable the
+        wrapped optimizer does not hold yet starts from the root's value everywhere)."""
+        pairs = [(g, v) for g, v in grads_and_vars if g is not None]
+        new = [v for _, v in pairs if all(v is not p for p in self.optimizer.params)]
+        if new:
+            broadcast(new, self.root)
+        with no_grad():
+            means = all_reduce([g for g, _ in pairs], op="mean")
+        return self.optimizer.apply_gradients(zip(means, [v for _, v in pairs], strict=True))
+
+    def apply(self, grads: Any, trainable_variables: Any = None) -> int:
+        variables = self.optimizer.params if trainable_variables is None else list(trainable_variables)
+        return self.apply_gradients(zip(list(grads), variables, strict=True))
+
     def to(self, device: Any) -> DistributedOptimizer:
         """Move the wrapped optimizer's slots; the wrapper itself is returned, as from
         ``Optimizer.to``, so ``opt = opt.to(device)`` keeps averaging gradients."""
@@ -88,10 +103,13 @@ class DistributedOptimizer:
         stopped training: a rank stopping alone would leave the others waiting)."""
         return bool(all_reduce(int(bool(flag)), "max"))
 
-    def reduce_statistics(self, stats: Statistics) -> Statistics:
-        """Sum ``stats`` (this rank's share of an epoch) over the ranks: what the Keras
-        trainer calls, every rank at once, before it computes an epoch's logs."""
-        return all_reduce_statistics(stats)
+    def reduce_statistics(self, stats: Statistics | list[Any]) -> Any:
+        """Sum ``stats`` (this rank's share of an epoch: the X10 tutorial's ``Statistics``,
+        or Keras metrics) over the ranks: what the Keras trainer calls, every rank at once,
+        before it computes an epoch's logs."""
+        if isinstance(stats, Statistics):
+            return all_reduce_statistics(stats)
+        return all_reduce_metrics(stats)
 
     def __getattr__(self, name: str) -> Any:
         # Everything else (learning rate, slots, state) is the wrapped optimizer's.

@@ -1,12 +1,18 @@
 """The primitive: one declaration holding an op's category, properties, shape/dtype rule,
-NumPy twin and VJP rule.
+NumPy twin and its two gradient rules, VJP (reverse mode) and JVP (forward mode).
 
 A primitive is the unit every layer agrees on: the tensor API binds primitives, the
 reference interpreter runs their NumPy implementation, the compiler rewrites graphs of them
 (asking their category and properties, never their names), and backends lower them, each
-from a table keyed by the primitive. Gradient (VJP) rules are written by binding other primitives (and
-with arithmetic operators on the values they receive), never with raw NumPy, so the same rule
-runs eagerly, is traced lazily, and can itself be differentiated.
+from a table keyed by the primitive. Gradient rules are written by binding other primitives
+(and with arithmetic operators on the values they receive), never with raw NumPy, so the
+same rule runs eagerly, is traced lazily, and can itself be differentiated: a derivative of
+any order is rules applied to rules.
+
+A JVP rule is either written out or derived (a ``Derivation``, as JAX's ``deflinear``): the
+tangent of a linear op is the op applied to the tangents, that of a bilinear one the sum of
+the op applied to each tangent with the other operand, and that of an elementwise op is its
+VJP applied to the tangents, since its Jacobian is diagonal and so its own transpose.
 
 ``Primitive.bind`` does not know what a tensor is: the layer above installs the function
 that carries a bind out (run now, or record into a trace) with ``set_binder``.
@@ -118,6 +124,15 @@ ROOTS = frozenset({Category.REDUCTION, Category.CONTRACTION, Category.WINDOW, Ca
 ShapeRule = Callable[..., Aval]
 Impl = Callable[..., np.ndarray]
 VJPRule = Callable[..., tuple]
+JVPRule = Callable[..., Any]
+
+
+class Derivation:
+    """A JVP rule derived from what a primitive is (linear, bilinear, elementwise): the
+    declaration names the derivation, which makes the rule once the primitive exists."""
+
+    def rule(self, primitive: Primitive) -> JVPRule:
+        raise NotImplementedError
 
 
 @dataclass(frozen=True, eq=False)
@@ -131,6 +146,9 @@ class Primitive:
     an input with no gradient, or a zero-argument function computing it, so that expensive
     cotangents nobody asked for are never computed); ``vjp is None`` marks a primitive whose output is never
     differentiable (integer or boolean results, constants, random bits).
+    ``jvp(tangents, *inputs, out=..., **attrs)`` gives the output's tangent from one tangent
+    per input (None where an input has none: a zero), or None for a zero tangent; a
+    ``Derivation`` given there is replaced by the rule it derives.
     """
 
     name: str
@@ -142,6 +160,11 @@ class Primitive:
     doc: str = field(default="", compare=False)
     category: Category = field(kw_only=True)
     commutative: bool = field(default=False, kw_only=True)
+    jvp: JVPRule | Derivation | None = field(default=None, kw_only=True)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.jvp, Derivation):
+            object.__setattr__(self, "jvp", self.jvp.rule(self))
 
     @property
     def elementwise(self) -> bool:

@@ -1,6 +1,35 @@
-"""``tensorflow.keras.activations``: braze's activations under Keras's names."""
+"""``keras.activations``."""
 
-from braze.nn.keras_spellings import gelu
-from braze.ops import relu, sigmoid, softmax, tanh
+from braze.nn.activations import (
+    elu,
+    gelu,
+    get,
+    leaky_relu,
+    linear,
+    log_softmax,
+    relu,
+    selu,
+    sigmoid,
+    silu,
+    softmax,
+    softplus,
+    swish,
+    tanh,
+)
 
-__all__ = ["gelu", "relu", "sigmoid", "softmax", "tanh"]
+__all__ = [
+    "elu",
+    "gelu",
+    "get",
+    "leaky_relu",
+    "linear",
+    "log_softmax",
+    "relu",
+    "selu",
+    "sigmoid",
+    "silu",
+    "softmax",
+    "softplus",
+    "swish",
+    "tanh",
+]

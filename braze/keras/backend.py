@@ -9,4 +9,13 @@ def clear_session() -> None:
     reset_names()
 
 
-__all__ = ["clear_session"]
+def epsilon() -> float:
+    """Keras's fuzz factor, the 1e-7 its losses and metrics clip with."""
+    return 1e-7
+
+
+def floatx() -> str:
+    return "float32"
+
+
+__all__ = ["clear_session", "epsilon", "floatx"]

@@ -1,5 +1,25 @@
-"""``tensorflow.keras.callbacks``."""
+"""``keras.callbacks``."""
 
-from braze.nn.callbacks import Callback, CSVLogger, EarlyStopping, History, ModelCheckpoint
+from braze.nn.callbacks import (
+    Callback,
+    CSVLogger,
+    EarlyStopping,
+    History,
+    LambdaCallback,
+    LearningRateScheduler,
+    ModelCheckpoint,
+    ReduceLROnPlateau,
+    TerminateOnNaN,
+)
 
-__all__ = ["CSVLogger", "Callback", "EarlyStopping", "History", "ModelCheckpoint"]
+__all__ = [
+    "CSVLogger",
+    "Callback",
+    "EarlyStopping",
+    "History",
+    "LambdaCallback",
+    "LearningRateScheduler",
+    "ModelCheckpoint",
+    "ReduceLROnPlateau",
+    "TerminateOnNaN",
+]

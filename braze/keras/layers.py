@@ -1,8 +1,149 @@
-"""``tensorflow.keras.layers``: braze's layers, which carry Keras's names and signatures."""
+"""``keras.layers``: braze's layers, which carry Keras's names and signatures."""
 
 from braze.nn.attention import MultiHeadAttention
+from braze.nn.conv import (
+    AveragePooling1D,
+    AveragePooling2D,
+    AvgPool1D,
+    AvgPool2D,
+    Conv1D,
+    Conv2D,
+    Convolution1D,
+    Convolution2D,
+    GlobalAveragePooling1D,
+    GlobalAveragePooling2D,
+    GlobalAvgPool1D,
+    GlobalAvgPool2D,
+    GlobalMaxPool1D,
+    GlobalMaxPool2D,
+    GlobalMaxPooling1D,
+    GlobalMaxPooling2D,
+    Layer,
+    MaxPool1D,
+    MaxPool2D,
+    MaxPooling1D,
+    MaxPooling2D,
+)
+from braze.nn.functional_api import (
+    Input,
+    InputLayer,
+)
 from braze.nn.keras_spellings import Embedding, LayerNormalization
-from braze.nn.layers import *  # noqa: F403 - the same layers, under Keras's module path
-from braze.nn.layers import __all__ as _layers
+from braze.nn.layers import (
+    ELU,
+    Activation,
+    Dense,
+    Dropout,
+    Flatten,
+    Lambda,
+    LeakyReLU,
+    Linear,
+    ReLU,
+    Rescaling,
+    Reshape,
+    Sigmoid,
+    Softmax,
+    Tanh,
+)
+from braze.nn.merging import (
+    Add,
+    Average,
+    Concatenate,
+    Maximum,
+    Minimum,
+    Multiply,
+    Subtract,
+    add,
+    average,
+    concatenate,
+    maximum,
+    minimum,
+    multiply,
+    subtract,
+)
+from braze.nn.normalization import (
+    BatchNormalization,
+)
 
-__all__ = [*_layers, "Embedding", "LayerNormalization", "MultiHeadAttention"]
+__all__ = [
+    "Activation",
+    "Add",
+    "Average",
+    "AveragePooling1D",
+    "AveragePooling2D",
+    "AvgPool1D",
+    "AvgPool2D",
+    "BatchNormalization",
+    "Concatenate",
+    "Conv1D",
+    "Conv2D",
+    "Convolution1D",
+    "Convolution2D",
+    "Dense",
+    "Dropout",
+    "ELU",
+    "Embedding",
+    "Flatten",
+    "GlobalAveragePooling1D",
+    "GlobalAveragePooling2D",
+    "GlobalAvgPool1D",
+    "GlobalAvgPool2D",
+    "GlobalMaxPool1D",
+    "GlobalMaxPool2D",
+    "GlobalMaxPooling1D",
+    "GlobalMaxPooling2D",
+    "Input",
+    "InputLayer",
+    "Lambda",
+    "Layer",
+    "LayerNormalization",
+    "LeakyReLU",
+    "Linear",
+    "MaxPool1D",
+    "MaxPool2D",
+    "MaxPooling1D",
+    "MaxPooling2D",
+    "Maximum",
+    "Minimum",
+    "MultiHeadAttention",
+    "Multiply",
+    "ReLU",
+    "Rescaling",
+    "Reshape",
+    "Sigmoid",
+    "Softmax",
+    "Subtract",
+    "Tanh",
+    "add",
+    "average",
+    "concatenate",
+    "maximum",
+    "minimum",
+    "multiply",
+    "subtract",
+]
+
+# Keras layers braze does not have, with what comes nearest in braze.
+_MISSING = {
+    "Conv2DTranspose": "no transposed convolution yet",
+    "Conv1DTranspose": "no transposed convolution yet",
+    "SeparableConv2D": "Conv2D computes the same kind of map with a full kernel",
+    "DepthwiseConv2D": "Conv2D computes the same kind of map with a full kernel",
+    "UpSampling2D": "no upsampling yet",
+    "LSTM": "no recurrent layers yet; Conv1D and GlobalAveragePooling1D model sequences",
+    "GRU": "no recurrent layers yet; Conv1D and GlobalAveragePooling1D model sequences",
+    "SimpleRNN": "no recurrent layers yet; Conv1D and GlobalAveragePooling1D model sequences",
+    "RandomFlip": "braze.keras.preprocessing.image.ImageDataGenerator(horizontal_flip=True) augments images",
+    "RandomRotation": "ImageDataGenerator augments images (shear, zoom, flip)",
+    "RandomZoom": "ImageDataGenerator(zoom_range=...) augments images",
+    "Normalization": "normalize the arrays with NumPy, or Rescaling(scale, offset)",
+    "StringLookup": "braze tensors hold numbers: encode strings to integers with NumPy",
+    "IntegerLookup": "map the integers with NumPy",
+    "TextVectorization": "braze tensors hold numbers: tokenize with Python and keras.utils.pad_sequences",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _MISSING:
+        raise AttributeError(f"braze.keras.layers has no {name}: {_MISSING[name]}")
+    raise AttributeError(f"module 'braze.keras.layers' has no attribute {name!r}")

@@ -1,5 +1,6 @@
-"""``tensorflow.keras.models``."""
+"""``keras.models``."""
 
-from braze.nn.layers import Sequential
+from braze.nn.model import Model, Sequential
+from braze.nn.saving import load_model, model_from_json, save_model
 
-__all__ = ["Sequential"]
+__all__ = ["Model", "Sequential", "load_model", "model_from_json", "save_model"]

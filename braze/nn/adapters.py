@@ -1,11 +1,15 @@
 """What ``fit``, ``evaluate`` and ``predict`` accept, turned into batches, as Keras does.
 
-``x`` may be a NumPy array or tensor (with ``y`` beside it), an ``(x, y)`` pair of arrays,
-or anything that yields ``(x, y)`` batches: a braze ``DataLoader`` or ``ImageFolder``, a
-list, a generator. Arrays are cut into ``batch_size`` batches (32 by default), reshuffled
-each epoch with braze's default generator (so ``braze.manual_seed`` makes runs repeatable).
-A re-iterable source starts over each epoch; a one-shot iterator (a generator) continues
-where the last epoch stopped, as Keras's ``fit_generator`` did.
+``x`` may be a NumPy array or tensor, a list or dict of them (a model with several inputs),
+with ``y`` beside it (or a list or dict of targets), an ``(x, y)`` or ``(x, y,
+sample_weight)`` tuple, or anything that yields such batches: a braze ``DataLoader``,
+``ImageFolder`` or ``Dataset``, a list, a generator. Arrays are cut into ``batch_size``
+batches (32 by default), reshuffled each epoch with braze's default generator (so
+``braze.manual_seed`` makes runs repeatable). A re-iterable source starts over each epoch; a
+one-shot iterator (a generator) continues where the last epoch stopped, as Keras's
+``fit_generator`` did. A batch is ``(x, y)``, ``(x, y, sample_weight)``, or ``x`` alone
+when there are no targets (a model trained by ``add_loss``); ``class_weight`` turns each
+batch's targets into sample weights.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from braze.data import DataLoader
+from braze.nn import tree
 from braze.ops.random import default_generator
 from braze.tensor import Tensor
 
@@ -25,6 +30,16 @@ DEFAULT_BATCH_SIZE = 32  # Keras's
 
 def is_array(value: Any) -> bool:
     return isinstance(value, (np.ndarray, Tensor))
+
+
+def is_arrays(value: Any) -> bool:
+    """An array, or a list, tuple or dict of arrays (several inputs or outputs); a list of
+    ``(x, y)`` tuples is a list of batches instead."""
+    if isinstance(value, dict):
+        return bool(value) and all(is_array(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return bool(value) and all(is_array(v) for v in value)
+    return is_array(value)
 
 
 def as_input(value: Any, model: Any) -> np.ndarray:
@@ -37,12 +52,40 @@ def as_input(value: Any, model: Any) -> np.ndarray:
     return array.astype(params[0].dtype.numpy if params else np.float32)
 
 
-class Batches:
-    """The batches of one epoch at a time from ``source``; each is ``(x, y)``, or ``x`` for
-    ``predict`` (``inputs_only``), which takes the first item of a pair."""
+def unpack(data: Any) -> tuple[Any, Any, Any]:
+    """``(x, y, sample_weight)`` of a batch (Keras's ``unpack_x_y_sample_weight``)."""
+    if isinstance(data, list):
+        data = tuple(data)
+    if not isinstance(data, tuple):
+        return data, None, None
+    if len(data) == 1:
+        return data[0], None, None
+    if len(data) == 2:
+        return data[0], data[1], None
+    if len(data) == 3:
+        return data
+    raise ValueError(f"a batch must be x, (x,), (x, y) or (x, y, sample_weight); got a {len(data)}-tuple")
 
-    def __init__(self, source: Iterable, caller: str, inputs_only: bool = False) -> None:
+
+def pack(x: Any, y: Any = None, sample_weight: Any = None) -> Any:
+    """Keras's ``pack_x_y_sample_weight``: ``x`` alone without targets, else a tuple."""
+    if y is None and sample_weight is None:
+        return x if not isinstance(x, (list, tuple)) else (x,)
+    return (x, y) if sample_weight is None else (x, y, sample_weight)
+
+
+def batch_size(batch: Any) -> int:
+    first = tree.leaves(batch)[0]
+    return len(first) if hasattr(first, "__len__") else 1
+
+
+class Batches:
+    """The batches of one epoch at a time from ``source``; for ``predict`` (``inputs_only``)
+    only the inputs of each batch."""
+
+    def __init__(self, source: Iterable, caller: str, inputs_only: bool = False, class_weight: Any = None) -> None:
         self.source, self.caller, self.inputs_only = source, caller, inputs_only
+        self.class_weight = class_weight
         self.one_shot = isinstance(source, Iterator)
 
     def __len__(self) -> int:
@@ -63,80 +106,142 @@ class Batches:
         finally:
             if not self.one_shot and hasattr(iterator, "close"):
                 iterator.close()  # a prefetching loader stops its thread now, not at collection
+            end = getattr(self.source, "on_epoch_end", None)
+            if end is not None:
+                end()  # a keras.utils.Sequence reshuffles here
 
     def _unpack(self, batch: Any) -> Any:
         if self.inputs_only:
-            return batch[0] if isinstance(batch, (tuple, list)) else batch
-        if not isinstance(batch, (tuple, list)) or len(batch) != 2:
-            what = f"a {len(batch)}-tuple" if isinstance(batch, (tuple, list)) else type(batch).__name__
-            extra = (
-                " (sample weights are not supported)" if isinstance(batch, (tuple, list)) and len(batch) == 3 else ""
+            return pack(unpack(batch)[0])  # several inputs stay one structure: (x,)
+        if self.class_weight is None:
+            return batch
+        x, y, weight = unpack(batch)
+        if y is None:
+            raise ValueError(f"{self.caller}: class_weight needs targets")
+        if weight is not None:
+            raise ValueError(f"{self.caller}: give class_weight or sample_weight, not both")
+        return x, y, class_weights(self.class_weight, y)
+
+
+def class_weights(class_weight: dict[int, float], y: Any) -> np.ndarray:
+    """Each example's weight from its class: the label, or the one-hot target's argmax."""
+    labels = np.asarray(y.numpy() if isinstance(y, Tensor) else y)
+    if labels.ndim >= 2 and labels.shape[-1] > 1:
+        labels = labels.argmax(-1)
+    labels = labels.reshape(len(labels), -1)[:, 0].astype(np.int64)
+    table = np.ones(max(max(class_weight) + 1, labels.max() + 1), np.float32)
+    for label, weight in class_weight.items():
+        table[int(label)] = weight
+    return table[labels]
+
+
+class _ArrayBatches:
+    """Batches of nested arrays, every leaf cut by the same (shuffled) indices."""
+
+    def __init__(self, structure: Any, batch_size: int | None, shuffle: bool) -> None:
+        self.structure = structure
+        leaves = [np.asarray(leaf.numpy() if isinstance(leaf, Tensor) else leaf) for leaf in tree.leaves(structure)]
+        seed = default_generator.next_key() if shuffle else None
+        self.loader = DataLoader(
+            tuple(leaves), batch_size or DEFAULT_BATCH_SIZE, shuffle=shuffle, seed=seed, prefetch=0
+        )
+
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    def __iter__(self) -> Iterator[Any]:
+        for leaves in self.loader:
+            yield tree.unflatten(self.structure, list(leaves))
+
+
+def _arrays(x: Any, y: Any, sample_weight: Any, caller: str) -> Any:
+    """The packed structure of arrays, checked for one sample count."""
+    if y is None and sample_weight is not None:
+        raise ValueError(f"{caller}: sample_weight needs targets y")
+    if sample_weight is not None:
+        sample_weight = np.asarray(sample_weight, np.float32)
+    structure = pack(x, y, sample_weight)
+    inputs = {len(leaf) for leaf in tree.leaves(x)}
+    for name, part in (("y", y), ("sample_weight", sample_weight)):
+        rows = {len(leaf) for leaf in tree.leaves(part)} if part is not None else set()
+        if len(inputs | rows) > 1:
+            raise ValueError(
+                f"{caller}: x has {min(inputs)} samples but {name} has {min(rows - inputs or rows)}; they must have "
+                "one row per sample"
             )
-            raise ValueError(f"{self.caller}: each batch must be an (x, y) pair, got {what}{extra}")
-        return batch
+    if len(inputs) > 1:
+        raise ValueError(f"{caller}: the inputs have different numbers of samples: {sorted(inputs)}")
+    return structure
 
 
-def _pair(x: Any, y: Any, caller: str) -> tuple[np.ndarray, np.ndarray] | None:
-    """The arrays of ``x, y`` or of an ``(x, y)`` pair given as ``x``; None for a source of batches."""
-    if y is None and isinstance(x, tuple) and len(x) == 2 and all(is_array(a) for a in x):
-        x, y = x
-    if not is_array(x):
+def _source(x: Any, y: Any, sample_weight: Any, caller: str, allow_no_targets: bool = True) -> Any:
+    """The arrays of ``x, y`` (or of an ``(x, y[, w])`` tuple given as ``x``), or None for a
+    source of batches."""
+    if y is None and sample_weight is None and isinstance(x, tuple) and len(x) in (2, 3) and all(map(is_arrays, x)):
+        x, y, sample_weight = unpack(x)
+    if not is_arrays(x):
         if y is not None:
-            raise ValueError(f"{caller}: y must not be given when x yields (x, y) batches ({type(x).__name__})")
+            raise ValueError(f"{caller}: y must not be given when x yields batches ({type(x).__name__})")
         return None
-    if y is None:
+    if y is None and not allow_no_targets:
         raise ValueError(f"{caller}: x is an array of inputs but y (the targets) is missing")
-    x, y = np.asarray(x), np.asarray(y)
-    if len(x) != len(y):
-        raise ValueError(f"{caller}: x has {len(x)} samples but y has {len(y)}; they must have one target per input")
-    return x, y
+    return _arrays(x, y, sample_weight, caller)
 
 
-def _arrays(arrays: tuple[np.ndarray, ...], batch_size: int | None, shuffle: bool) -> DataLoader:
-    seed = default_generator.next_key() if shuffle else None
-    return DataLoader(arrays, batch_size or DEFAULT_BATCH_SIZE, shuffle=shuffle, seed=seed, prefetch=0)
-
-
-def batches(x: Any, y: Any, batch_size: int | None, caller: str, shuffle: bool = False) -> Batches:
-    """The (x, y) batches of ``evaluate`` or of ``fit``'s validation data."""
+def batches(x: Any, y: Any, batch_size: int | None, caller: str, sample_weight: Any = None) -> Batches:
+    """The batches of ``evaluate`` or of ``fit``'s validation data."""
     if x is None:
         raise ValueError(f"{caller}: no data: give x and y arrays, an (x, y) pair or a loader of batches")
-    pair = _pair(x, y, caller)
-    return Batches(x if pair is None else _arrays(pair, batch_size, shuffle), caller)
+    found = _source(x, y, sample_weight, caller)
+    return Batches(x if found is None else _ArrayBatches(found, batch_size, False), caller)
+
+
+def _split(structure: Any, fraction: float) -> tuple[Any, Any]:
+    """Keras's ``validation_split``: the last ``fraction`` of the samples, before shuffling."""
+    count = len(tree.leaves(structure)[0])
+    split = int(count * (1.0 - fraction))
+    if split == 0 or split == count:
+        raise ValueError(f"fit: validation_split={fraction} of {count} samples leaves a part empty")
+    return tree.map_leaves(lambda a: a[:split], structure), tree.map_leaves(lambda a: a[split:], structure)
 
 
 def training_batches(
-    x: Any, y: Any, batch_size: int | None, shuffle: bool, validation_split: float, validation_data: Any
+    x: Any,
+    y: Any,
+    batch_size: int | None,
+    shuffle: bool,
+    validation_split: float,
+    validation_data: Any,
+    sample_weight: Any = None,
+    class_weight: Any = None,
+    validation_batch_size: int | None = None,
+    needs_targets: bool = False,
 ) -> tuple[Batches, Batches | None]:
-    """``fit``'s training batches and validation batches (or None)."""
+    """``fit``'s training batches and validation batches (or None); ``needs_targets``: arrays
+    of inputs must come with targets (a compiled loss and Keras's own ``train_step``)."""
     if not 0 <= validation_split < 1:
         raise ValueError(f"fit: validation_split must be in [0, 1), got {validation_split}")
+    if class_weight is not None and sample_weight is not None:
+        raise ValueError("fit: give class_weight or sample_weight, not both")
     validation = None
     if validation_data is not None:
-        if isinstance(validation_data, tuple) and len(validation_data) == 3:
-            raise ValueError("fit: validation_data with sample weights (x, y, weights) is not supported")
-        validation = batches(validation_data, None, batch_size, "fit (validation_data)")
+        validation = batches(validation_data, None, validation_batch_size or batch_size, "fit (validation_data)")
     if x is None:
         raise ValueError("fit: no data: give x and y arrays, an (x, y) pair or a loader of batches")
-    pair = _pair(x, y, "fit")
-    if pair is None:
+    found = _source(x, y, sample_weight, "fit", allow_no_targets=not needs_targets)
+    if found is None:
         if validation_split:
             raise ValueError("fit: validation_split needs arrays; give a loader validation_data instead")
-        return Batches(x, "fit"), validation
+        return Batches(x, "fit", class_weight=class_weight), validation
     if validation_split and validation is None:
-        # Keras holds out the last samples, before any shuffling; validation_data wins.
-        split = int(len(pair[0]) * (1.0 - validation_split))
-        if split == 0 or split == len(pair[0]):
-            raise ValueError(f"fit: validation_split={validation_split} of {len(pair[0])} samples leaves a part empty")
-        if validation is None:
-            validation = Batches(_arrays(tuple(a[split:] for a in pair), batch_size, False), "fit (validation)")
-        pair = tuple(a[:split] for a in pair)
-    return Batches(_arrays(pair, batch_size, shuffle), "fit"), validation
+        found, held_out = _split(found, validation_split)
+        validation = Batches(_ArrayBatches(held_out, validation_batch_size or batch_size, False), "fit (validation)")
+    return Batches(_ArrayBatches(found, batch_size, shuffle), "fit", class_weight=class_weight), validation
 
 
 def prediction_batches(x: Any, batch_size: int | None) -> Batches:
     if x is None:
         raise ValueError("predict: no data: give an array of inputs or a loader of batches")
-    if is_array(x):
-        return Batches(_arrays((np.asarray(x),), batch_size, False), "predict", inputs_only=True)
+    if is_arrays(x):
+        return Batches(_ArrayBatches(pack(x), batch_size, False), "predict", inputs_only=True)
     return Batches(x, "predict", inputs_only=True)

@@ -10,8 +10,8 @@ from typing import Any
 
 from braze import ops
 from braze.ir.errors import DTypeError, ShapeError
-from braze.nn import functional, init
-from braze.nn.layers import Layer
+from braze.nn import functional, initializers
+from braze.nn.layer import Layer
 from braze.nn.module import Module
 from braze.ops.random import Generator
 from braze.tensor import Tensor, user_error
@@ -24,9 +24,9 @@ class _Projection(Module):
     *outputs)`` (per head), a bias of the outputs' shape."""
 
     def __init__(self, inputs: tuple[int, ...], outputs: tuple[int, ...], use_bias: bool, generator) -> None:
-        self.kernel = init.glorot_uniform((*inputs, *outputs), generator)
+        self.kernel = initializers.make_weight("glorot_uniform", (*inputs, *outputs), generator=generator)
         if use_bias:
-            self.bias = init.zeros_parameter(outputs)
+            self.bias = initializers.make_weight("zeros", outputs)
         self.inputs, self.outputs = inputs, outputs
 
     def forward(self, x: Tensor) -> Tensor:
@@ -56,16 +56,24 @@ class MultiHeadAttention(Layer):
         use_bias: bool = True,
         output_shape: int | None = None,
         generator: Generator | None = None,
+        **kwargs: Any,
     ) -> None:
+        super().__init__(**kwargs)
         if not 0 <= dropout < 1:
             raise ValueError(f"MultiHeadAttention: dropout must be in [0, 1), got {dropout}")
         self.num_heads, self.key_dim = int(num_heads), int(key_dim)
         self.value_dim = int(value_dim) if value_dim is not None else self.key_dim
         self.dropout, self.use_bias, self.output_shape = float(dropout), use_bias, output_shape
         self._generator = generator
-        self.built = False
 
-    def build(self, query_shape: tuple[int, ...], value_shape: tuple[int, ...], key_shape: tuple[int, ...]) -> None:
+    def build(
+        self,
+        query_shape: tuple[int, ...],
+        value_shape: tuple[int, ...] | None = None,
+        key_shape: tuple[int, ...] | None = None,
+    ) -> None:
+        value_shape = query_shape if value_shape is None else value_shape
+        key_shape = value_shape if key_shape is None else key_shape
         heads, bias, generator = self.num_heads, self.use_bias, self._generator
         self.query = _Projection((query_shape[-1],), (heads, self.key_dim), bias, generator)
         self.key = _Projection((key_shape[-1],), (heads, self.key_dim), bias, generator)
@@ -73,19 +81,21 @@ class MultiHeadAttention(Layer):
         out = int(self.output_shape) if self.output_shape is not None else query_shape[-1]
         self.attention_output = _Projection((heads, self.value_dim), (out,), bias, generator)
 
-    def __call__(self, query: Tensor, value: Tensor, key: Tensor | None = None, **kwargs: Any) -> Tensor:
+    def __call__(self, query: Any, value: Any, key: Any = None, **kwargs: Any) -> Tensor:
+        """Keras's call: the weights are made from the three inputs' sizes on the first
+        call (the layer protocol alone would see the query's)."""
         key = value if key is None else key
         for name, x in (("query", query), ("value", value), ("key", key)):
-            if x.ndim != 3:
+            if len(x.shape) != 3:
                 raise user_error(
                     ShapeError, f"MultiHeadAttention: {name} must be (batch, length, features), got {tuple(x.shape)}"
                 )
         if not self.built:
             self.build(tuple(query.shape), tuple(value.shape), tuple(key.shape))
             self.built = True
-            if query.device != self.device:
+            if isinstance(query, Tensor) and query.device != self.device:
                 self.to(query.device)
-        return self.forward(query, value, key, **kwargs)
+        return super().__call__(query, value, key, **kwargs)
 
     def forward(
         self,
@@ -94,6 +104,7 @@ class MultiHeadAttention(Layer):
         key: Tensor | None = None,
         attention_mask: Tensor | None = None,
         use_causal_mask: bool = False,
+        training: bool | None = None,
     ) -> Tensor:
         key = value if key is None else key
         heads_first = (0, 2, 1, 3)  # (batch, heads, length, per head)
@@ -110,6 +121,6 @@ class MultiHeadAttention(Layer):
                 mask = mask & rows
         elif use_causal_mask:
             mask = functional.causal_mask(query.shape[1], key.shape[1], query.device)
-        rate = self.dropout if self.training else 0.0
+        rate = self.dropout if (self.training if training is None else training) else 0.0
         y = functional.scaled_dot_product_attention(q, k, v, mask, rate, generator=self._generator)
         return self.attention_output(ops.transpose(y, heads_first))

@@ -1,5 +1,6 @@
 """Keras callbacks: hooks that ``fit`` calls at the start and end of training, epochs and
-batches, with ``History``, ``EarlyStopping``, ``ModelCheckpoint`` and ``CSVLogger``.
+batches, with ``History``, ``EarlyStopping``, ``ModelCheckpoint``, ``CSVLogger``,
+``ReduceLROnPlateau``, ``LearningRateScheduler``, ``TerminateOnNaN`` and ``LambdaCallback``.
 
 Epoch hooks get the epoch's logs as Python floats (``loss``, ``accuracy``, ``val_loss``,
 ``val_accuracy``, ``seconds``), read from the device once the epoch is over. Batch hooks get
@@ -194,12 +195,12 @@ class ModelCheckpoint(Callback):
         save_freq: str = "epoch",
     ) -> None:
         if save_freq != "epoch":
-            raise ValueError(
+            raise NotImplementedError(
                 f"ModelCheckpoint: save_freq={save_freq!r} is not supported: braze saves at epoch ends, "
                 "where values are read without cutting the training step"
             )
         self.filepath, self.verbose, self.save_best_only = os.fspath(filepath), verbose, save_best_only
-        self.save_weights_only = save_weights_only  # a braze checkpoint holds the weights either way
+        self.save_weights_only = save_weights_only
         self._monitor = _Monitor("ModelCheckpoint", monitor, mode)
 
     def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
@@ -210,7 +211,10 @@ class ModelCheckpoint(Callback):
             if not self._monitor.better(current, self._monitor.best):
                 return
             self._monitor.best = current
-        self.model.save(path)
+        if self.save_weights_only:
+            self.model.save_weights(path)
+        else:
+            self.model.save(path)
         if self.verbose:
             print(f"Epoch {epoch + 1}: saved model to {path}")
 
@@ -242,3 +246,94 @@ class CSVLogger(Callback):
         if self._file is not None:
             self._file.close()
             self._file = None
+
+
+class ReduceLROnPlateau(Callback):
+    """Multiply the optimizer's learning rate by ``factor`` when ``monitor`` has not
+    improved by ``min_delta`` for ``patience`` epochs, then wait ``cooldown`` epochs;
+    never below ``min_lr``."""
+
+    def __init__(
+        self,
+        monitor: str = "val_loss",
+        factor: float = 0.1,
+        patience: int = 10,
+        verbose: int = 0,
+        mode: str = "auto",
+        min_delta: float = 1e-4,
+        cooldown: int = 0,
+        min_lr: float = 0.0,
+    ) -> None:
+        if factor >= 1.0:
+            raise ValueError(f"ReduceLROnPlateau: factor must be below 1, got {factor}")
+        self._monitor = _Monitor("ReduceLROnPlateau", monitor, mode, min_delta)
+        self.factor, self.patience, self.verbose = float(factor), patience, verbose
+        self.cooldown, self.min_lr = cooldown, float(min_lr)
+
+    def on_train_begin(self, logs: Logs | None = None) -> None:
+        self.wait, self.cooldown_counter = 0, 0
+        self._monitor.reset()
+
+    def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
+        current = self._monitor.value(logs)
+        optimizer = self.model.optimizer
+        if logs is not None:
+            logs["learning_rate"] = optimizer.learning_rate
+        if self.cooldown_counter > 0:
+            self.cooldown_counter -= 1
+            self.wait = 0
+        if self._monitor.better(current, self._monitor.best):
+            self._monitor.best, self.wait = current, 0
+        elif self.cooldown_counter <= 0:
+            self.wait += 1
+            if self.wait >= self.patience and optimizer.learning_rate > self.min_lr:
+                optimizer.learning_rate = max(optimizer.learning_rate * self.factor, self.min_lr)
+                if self.verbose:
+                    print(f"Epoch {epoch + 1}: ReduceLROnPlateau reducing learning rate to {optimizer.learning_rate}.")
+                self.cooldown_counter, self.wait = self.cooldown, 0
+
+
+class LearningRateScheduler(Callback):
+    """Set the learning rate to ``schedule(epoch, lr)`` at the start of every epoch."""
+
+    def __init__(self, schedule: Any, verbose: int = 0) -> None:
+        self.schedule, self.verbose = schedule, verbose
+
+    def on_epoch_begin(self, epoch: int, logs: Logs | None = None) -> None:
+        optimizer = self.model.optimizer
+        try:
+            rate = self.schedule(epoch, optimizer.learning_rate)
+        except TypeError:  # Keras also takes schedule(epoch)
+            rate = self.schedule(epoch)
+        optimizer.learning_rate = float(rate)
+        if self.verbose:
+            print(f"Epoch {epoch + 1}: LearningRateScheduler setting learning rate to {float(rate)}.")
+
+    def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
+        if logs is not None:
+            logs["learning_rate"] = self.model.optimizer.learning_rate
+
+
+class TerminateOnNaN(Callback):
+    """Stop training when an epoch's loss is NaN or infinite (read at epoch ends: reading
+    it after every batch would cut a compiled step in two)."""
+
+    def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
+        loss = (logs or {}).get("loss")
+        if loss is not None and not math.isfinite(loss):
+            print(f"Epoch {epoch + 1}: invalid loss, terminating training")
+            self.model.stop_training = True
+
+
+class LambdaCallback(Callback):
+    """A callback made of functions: ``LambdaCallback(on_epoch_end=lambda epoch, logs: ...)``."""
+
+    _HOOKS = ("on_epoch_begin", "on_epoch_end", "on_train_begin", "on_train_end", "on_batch_begin", "on_batch_end")
+
+    def __init__(self, **hooks: Any) -> None:
+        unknown = set(hooks) - {*self._HOOKS, "on_train_batch_begin", "on_train_batch_end"}
+        if unknown:
+            raise TypeError(f"LambdaCallback: unknown hooks {sorted(unknown)}; expected some of {list(self._HOOKS)}")
+        for name, fn in hooks.items():
+            if fn is not None:
+                setattr(self, name, fn)

@@ -46,12 +46,12 @@ def write_checkpoint(path: str | os.PathLike, state: dict[str, np.ndarray]) -> N
             raise CheckpointError(f"{name}: cannot save {array.dtype}, a checkpoint holds floating-point parameters")
     target = Path(path)
     if target.suffix == SAFETENSORS_SUFFIX:
-        _write_atomically(target, lambda handle: write_safetensors(handle, arrays))
+        write_atomically(target, lambda handle: write_safetensors(handle, arrays))
     else:
-        _write_atomically(target, lambda handle: write_npz(handle, arrays))
+        write_atomically(target, lambda handle: write_npz(handle, arrays))
 
 
-def _write_atomically(target: Path, write: Callable[[BinaryIO], None]) -> None:
+def write_atomically(target: Path, write: Callable[[BinaryIO], None]) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_temporaries(target)
     # Created as open() creates a file (mode 0o666 less the umask), not mkstemp's 0o600, so

@@ -1,10 +1,11 @@
 """Keras's model methods, which every braze ``Module`` has: ``compile``, ``fit`` (alias
-``fit_generator``), ``evaluate``, ``predict`` and ``summary``.
+``fit_generator``), ``evaluate``, ``predict``, the ``*_on_batch`` forms and ``summary``;
+the steps they run are in :mod:`braze.nn.keras_steps`.
 
-``fit`` runs epochs of :class:`~braze.nn.training.Trainer` steps over the batches that
-:mod:`braze.nn.adapters` makes of its data, calling the callbacks' hooks; values are read
-from the device only at epoch ends, so on a lazy device (``set_jit``) or with
-``jit_compile`` every step stays one compiled graph.
+``fit`` runs epochs of the model's ``train_step`` (see :mod:`braze.nn.trainer`) over the
+batches that :mod:`braze.nn.adapters` makes of its data, calling the callbacks' hooks;
+values are read from the device only at epoch ends, so on a lazy device (``set_jit``) or
+with ``jit_compile`` every step stays one compiled graph.
 """
 
 from __future__ import annotations
@@ -13,30 +14,74 @@ import time
 import warnings
 from typing import Any
 
-import numpy as np
-
-from braze import ops
-from braze.autodiff import no_grad
-from braze.nn import adapters
+from braze.nn import adapters, tree
 from braze.nn.callbacks import Callback, CallbackList, History
+from braze.nn.compile_utils import CompileLoss, CompileMetrics
+from braze.nn.keras_steps import KerasSteps
 from braze.nn.summary import summary
-from braze.nn.training import Trainer, evaluating, log_line
+from braze.nn.trainer import Trainer, pythonify
 
 
-class KerasMethods:
-    """Mixed into ``Module``: the Keras training API over the module's parameters."""
+def _log_line(logs: dict[str, Any]) -> str:
+    def fmt(value: Any) -> str:
+        return f"{value:.4f}" if isinstance(value, float) else str(value)
 
-    def compile(self, loss: Any, optimizer: Any, metrics: Any = (), jit_compile: bool = False) -> Any:
-        """Choose the loss, optimizer and metrics for ``fit``/``evaluate`` (Keras); with
-        ``jit_compile`` each training step is one compiled function."""
-        self._trainer = Trainer(self, loss, optimizer, metrics, jit_compile)
+    return " - ".join(f"{name}: {fmt(value)}" for name, value in logs.items() if name != "seconds")
+
+
+class KerasMethods(KerasSteps):
+    """Mixed into ``Module``: the Keras training API over the module's weights."""
+
+    def compile(
+        self,
+        optimizer: Any = "rmsprop",
+        loss: Any = None,
+        loss_weights: Any = None,
+        metrics: Any = None,
+        weighted_metrics: Any = None,
+        run_eagerly: bool = False,
+        steps_per_execution: int = 1,
+        jit_compile: bool | str = False,
+        auto_scale_loss: bool = True,
+    ) -> Any:
+        """Choose the optimizer, loss(es) and metrics for ``fit``/``evaluate`` (Keras's
+        signature). ``jit_compile=True`` compiles each step (training, evaluation,
+        prediction) as one function; ``"auto"`` and False leave it to the device (compiled
+        on a lazy one, ``set_jit``). ``run_eagerly=True`` never compiles the steps."""
+        from braze.optim import get_optimizer
+
+        if steps_per_execution != 1:
+            raise NotImplementedError(
+                f"compile: steps_per_execution={steps_per_execution} is not supported: each step is one execution "
+                "(give 1)"
+            )
+        if run_eagerly and jit_compile is True:
+            raise ValueError("compile: run_eagerly=True and jit_compile=True contradict each other")
+        if jit_compile not in (True, False, "auto"):
+            raise ValueError(f"compile: jit_compile must be True, False or 'auto', got {jit_compile!r}")
+        # Resolved now (one output unless a functional model says otherwise), so that the
+        # first compiled step does not resolve them while it is traced.
+        names = list(getattr(self, "output_names", ["output"]))
+        self.optimizer = get_optimizer(optimizer, self)
+        self.loss = loss
+        self.compiled_loss = CompileLoss(loss, loss_weights, names)
+        self.compiled_metrics = CompileMetrics(metrics, weighted_metrics, names)
+        self._trainer = Trainer(self, jit_compile is True and not run_eagerly)
         return self
+
+    @property
+    def compiled(self) -> bool:
+        return getattr(self, "_trainer", None) is not None
 
     def _compiled(self) -> Trainer:
         trainer = getattr(self, "_trainer", None)
         if trainer is None:
-            raise RuntimeError(f"{type(self).__name__}: call compile(loss=..., optimizer=...) before fit/evaluate")
+            raise RuntimeError(f"{type(self).__name__}: call compile(optimizer=..., loss=...) before fit/evaluate")
         return trainer
+
+    def _predictor(self) -> Trainer:
+        """The compiled trainer, or (``predict`` needs no ``compile``) an eager one."""
+        return getattr(self, "_trainer", None) or Trainer(self, jit_compile=False)
 
     def fit(
         self,
@@ -44,92 +89,174 @@ class KerasMethods:
         y: Any = None,
         batch_size: int | None = None,
         epochs: int = 1,
-        verbose: int = 1,
+        verbose: int | str = "auto",
         callbacks: list[Callback] | None = None,
         validation_split: float = 0.0,
         validation_data: Any = None,
         shuffle: bool = True,
+        class_weight: dict[int, float] | None = None,
+        sample_weight: Any = None,
+        initial_epoch: int = 0,
         steps_per_epoch: int | None = None,
         validation_steps: int | None = None,
-        initial_epoch: int = 0,
+        validation_batch_size: int | None = None,
+        validation_freq: int | list[int] = 1,
+        max_queue_size: int = 10,
+        workers: int = 1,
+        use_multiprocessing: bool = False,
     ) -> History:
-        """Train on arrays ``x``, ``y`` (or an ``(x, y)`` pair, or a loader or iterable of
-        ``(x, y)`` batches) for ``epochs`` epochs and return the :class:`History`; see
-        :mod:`braze.nn.adapters` for what each kind of data means for the other arguments.
-        Compiled with a ``braze.distributed.DistributedOptimizer``, each rank fits its shard
-        and the epoch's statistics are summed over the ranks, so every rank's History holds
-        the job's."""
+        """Train on ``x`` and ``y`` for ``epochs`` epochs and return the :class:`History`;
+        see :mod:`braze.nn.adapters` for the data it takes. ``max_queue_size``, ``workers``
+        and ``use_multiprocessing`` (Keras 2's loading options) change nothing: batches are
+        made in this process, in order. Compiled with a
+        ``braze.distributed.DistributedOptimizer``, each rank fits its shard and the epoch's
+        metrics are summed over the ranks, so every rank's History holds the job's."""
         trainer = self._compiled()
-        train, validation = adapters.training_batches(x, y, batch_size, shuffle, validation_split, validation_data)
+        needs_targets = self.compiled_loss.spec is not None and type(self).train_step is KerasSteps.train_step
+        train, validation = adapters.training_batches(
+            x,
+            y,
+            batch_size,
+            shuffle,
+            validation_split,
+            validation_data,
+            sample_weight,
+            class_weight,
+            validation_batch_size,
+            needs_targets,
+        )
         history = History()
         steps = steps_per_epoch or len(train)
         hooks = CallbackList([*(callbacks or []), history], self, {"epochs": epochs, "steps": steps})
         self.history = history
         self.stop_training = False
+        was_training = self.training
         hooks.call("on_train_begin", {})
-        for epoch in range(initial_epoch, epochs):
-            start = time.perf_counter()
-            hooks.call("on_epoch_begin", epoch, {})
-            logs = trainer.train_epoch(train, steps_per_epoch, hooks, f"Epoch {epoch + 1}/{epochs}")
-            if logs is None:
-                warnings.warn(
-                    f"fit: the training data ran out at epoch {epoch + 1}; training stops (a generator gives "
-                    "its batches once: give steps_per_epoch * epochs batches, or a loader)",
-                    stacklevel=2,
-                )
-                break
-            if validation is not None:
-                logs.update(trainer.evaluate(validation, validation_steps, hooks, prefix="val_", over_ranks=True))
-            logs["seconds"] = time.perf_counter() - start
-            if verbose:
-                print(f"Epoch {epoch + 1}/{epochs} - {log_line(logs)} - {logs['seconds']:.1f} s", flush=True)
-            hooks.call("on_epoch_end", epoch, logs)
-            stop = self.stop_training
-            agree = getattr(trainer.optimizer, "any_rank", None)
-            if agree is not None:  # data-parallel: a rank stopping alone would leave the others waiting
-                stop = agree(stop)
-            if stop:
-                break
+        try:
+            for epoch in range(initial_epoch, epochs):
+                start = time.perf_counter()
+                hooks.call("on_epoch_begin", epoch, {})
+                self.train()
+                logs = trainer.train_epoch(train, steps_per_epoch, hooks, f"Epoch {epoch + 1}/{epochs}")
+                if logs is None:
+                    warnings.warn(
+                        f"fit: the training data ran out at epoch {epoch + 1}; training stops (a generator gives "
+                        "its batches once: give steps_per_epoch * epochs batches, or a loader)",
+                        stacklevel=2,
+                    )
+                    break
+                if validation is not None and _validates(epoch, validation_freq):
+                    logs.update(trainer.evaluate(validation, validation_steps, hooks, prefix="val_", over_ranks=True))
+                logs["seconds"] = time.perf_counter() - start
+                if verbose:
+                    print(f"Epoch {epoch + 1}/{epochs} - {_log_line(logs)} - {logs['seconds']:.1f} s", flush=True)
+                hooks.call("on_epoch_end", epoch, logs)
+                if self._agreed_stop():
+                    break
+        finally:
+            self.train(was_training)
         hooks.call("on_train_end", {})
         return history
 
     fit_generator = fit  # Keras's old name, taking the same arguments
+
+    def _agreed_stop(self) -> bool:
+        stop = self.stop_training
+        agree = getattr(self.optimizer, "any_rank", None)
+        if agree is not None:  # data-parallel: a rank stopping alone would leave the others waiting
+            stop = agree(stop)
+        return bool(stop)
 
     def evaluate(
         self,
         x: Any = None,
         y: Any = None,
         batch_size: int | None = None,
-        verbose: int = 1,
+        verbose: int | str = "auto",
+        sample_weight: Any = None,
         steps: int | None = None,
         callbacks: list[Callback] | None = None,
         return_dict: bool = False,
-    ) -> float | list[float] | dict[str, float]:
-        """The loss, or ``[loss, accuracy]`` with metrics (a dict with ``return_dict``)."""
-        data = adapters.batches(x, y, batch_size, "evaluate")
+        **loading: Any,
+    ) -> Any:
+        """The loss, or ``[loss, metric, ...]`` with metrics (a dict with ``return_dict``)."""
+        _loading_options("evaluate", loading)
+        data = adapters.batches(x, y, batch_size, "evaluate", sample_weight)
         hooks = CallbackList(callbacks or [], self, {"steps": steps})
         logs = self._compiled().evaluate(data, steps, hooks)
         if verbose:
-            print(log_line(logs), flush=True)
+            print(_log_line(logs), flush=True)
         if return_dict:
             return logs
-        return logs["loss"] if len(logs) == 1 else list(logs.values())
+        return logs["loss"] if len(logs) == 1 and "loss" in logs else list(logs.values())
 
     evaluate_generator = evaluate
 
-    def predict(self, x: Any, batch_size: int | None = None, verbose: int = 0, steps: int | None = None) -> np.ndarray:
-        """The outputs for every input as one NumPy array (no ``compile`` needed)."""
-        outputs = []
-        with evaluating(self), no_grad():
-            for inputs in adapters.prediction_batches(x, batch_size).epoch(steps):
-                batch = ops.tensor(adapters.as_input(inputs, self), device=self.device)
-                outputs.append(np.asarray(self(batch).numpy()))
-        if not outputs:
-            raise ValueError("predict: the data yielded no batches")
-        return np.concatenate(outputs)
+    def predict(
+        self,
+        x: Any,
+        batch_size: int | None = None,
+        verbose: int | str = "auto",
+        steps: int | None = None,
+        callbacks: list[Callback] | None = None,
+        **loading: Any,
+    ) -> Any:
+        """The outputs for every input, as NumPy (a list or dict of arrays for a model with
+        several outputs); no ``compile`` needed."""
+        _loading_options("predict", loading)
+        hooks = CallbackList(callbacks or [], self, {"steps": steps})
+        return self._predictor().predict(adapters.prediction_batches(x, batch_size), steps, hooks)
 
     predict_generator = predict
 
-    def summary(self, print_fn: Any = print) -> None:
-        """Print Keras's table of layers, output shapes and parameter counts."""
-        summary(self, print_fn)
+    def train_on_batch(
+        self, x: Any, y: Any = None, sample_weight: Any = None, class_weight: Any = None, return_dict: bool = False
+    ) -> Any:
+        """One training step on one batch; the metrics' results after it."""
+        trainer = self._compiled()
+        batch = adapters.pack(x, y, sample_weight)
+        if class_weight is not None:
+            batch = (x, y, adapters.class_weights(class_weight, y))
+        self.reset_metrics()
+        logs = pythonify(trainer._step(trainer.train_function, batch))
+        return logs if return_dict else _flat(logs)
+
+    def test_on_batch(self, x: Any, y: Any = None, sample_weight: Any = None, return_dict: bool = False) -> Any:
+        trainer = self._compiled()
+        self.reset_metrics()
+        logs = pythonify(trainer._step(trainer.test_function, adapters.pack(x, y, sample_weight)))
+        return logs if return_dict else _flat(logs)
+
+    def predict_on_batch(self, x: Any) -> Any:
+        return self.predict(x, batch_size=len(tree.leaves(x)[0]), verbose=0)
+
+    def summary(
+        self,
+        line_length: int | None = None,
+        positions: Any = None,
+        print_fn: Any = None,
+        expand_nested: bool = False,
+        show_trainable: bool = False,
+    ) -> None:
+        """Print Keras's table of layers, output shapes and parameter counts through
+        ``print_fn`` (``print``); the other arguments only shape Keras's table."""
+        summary(self, print_fn or print)
+
+
+def _flat(logs: dict[str, Any]) -> Any:
+    values = list(logs.values())
+    return values[0] if len(values) == 1 else values
+
+
+def _validates(epoch: int, frequency: int | list[int]) -> bool:
+    """Keras's ``validation_freq``: every n-th epoch, or the listed epochs (from 1)."""
+    if isinstance(frequency, int):
+        return (epoch + 1) % frequency == 0
+    return epoch + 1 in frequency
+
+
+def _loading_options(caller: str, options: dict[str, Any]) -> None:
+    """Keras 2's data-loading options change nothing here; anything else is an error."""
+    unknown = set(options) - {"max_queue_size", "workers", "use_multiprocessing"}
+    if unknown:
+        raise TypeError(f"{caller}: unexpected argument(s) {sorted(unknown)}")

@@ -1,27 +1,21 @@
 """Keras's spellings of the transformer's layers, for ``braze.keras``: ``Embedding``
 (``input_dim``, ``output_dim``; its table, ``embeddings``, starts uniform in [-0.05,
-0.05)), ``LayerNormalization`` (``axis``, ``epsilon``, ``center``, ``scale``; ``gamma``
-and ``beta``, made on the first call) and ``gelu`` (``approximate=False``: exact). Each
-subclasses or calls its PyTorch-named twin; only the names and defaults differ."""
+0.05)) and ``LayerNormalization`` (``axis``, ``epsilon``, ``center``, ``scale``; ``gamma``
+and ``beta``, made on the first call). Each subclasses or calls its PyTorch-named twin;
+only the names and defaults differ."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from braze.ir.errors import ShapeError
-from braze.nn import functional, init, transformer
-from braze.nn.layers import Layer
+from braze.nn import functional, initializers, transformer
+from braze.nn.layer import Layer
 from braze.ops.random import Generator
 from braze.tensor import Tensor, user_error
 
-__all__ = ["Embedding", "LayerNormalization", "gelu"]
-
-_EMBEDDING_LIMIT = 0.05  # Keras's "uniform" initializer
-
-
-def gelu(x: Tensor, approximate: bool = False) -> Tensor:
-    """``keras.activations.gelu``: exact, or by the tanh approximation."""
-    return functional.gelu(x, "tanh" if approximate else "none")
+__all__ = ["Embedding", "LayerNormalization"]
 
 
 class Embedding(transformer.Embedding):
@@ -33,15 +27,15 @@ class Embedding(transformer.Embedding):
         self,
         input_dim: int,
         output_dim: int,
-        embeddings_initializer: str = "uniform",
+        embeddings_initializer: Any = "uniform",
         generator: Generator | None = None,
+        **kwargs: Any,
     ) -> None:
-        if embeddings_initializer != "uniform":
-            raise ValueError(f"Embedding: embeddings_initializer {embeddings_initializer!r} is not 'uniform'")
-        super().__init__(input_dim, output_dim, generator)
+        self.embeddings_initializer = initializers.get(embeddings_initializer)
+        super().__init__(input_dim, output_dim, generator, **kwargs)
 
     def initial(self, shape: tuple[int, int], generator: Generator | None) -> Tensor:
-        return init.uniform_parameter(shape, -_EMBEDDING_LIMIT, _EMBEDDING_LIMIT, generator)
+        return initializers.make_weight(self.embeddings_initializer, shape, generator=generator)
 
 
 class LayerNormalization(Layer):
@@ -55,11 +49,12 @@ class LayerNormalization(Layer):
         epsilon: float = 1e-3,
         center: bool = True,
         scale: bool = True,
-        input_shape: Sequence[int] | None = None,
+        **kwargs: Any,
     ) -> None:
+        super().__init__(**kwargs)
         self.axis = (axis,) if isinstance(axis, int) else tuple(axis)
         self.epsilon, self.center, self.scale = float(epsilon), center, scale
-        self._build_if_known(input_shape)
+        self._build_if_known()
 
     def _axes(self, rank: int) -> tuple[int, ...]:
         axes = sorted(a % rank for a in self.axis)
@@ -68,11 +63,12 @@ class LayerNormalization(Layer):
         return tuple(axes)
 
     def build(self, input_shape: tuple[int, ...]) -> None:
-        shape = tuple(input_shape[a - 1] for a in self._axes(len(input_shape) + 1))
+        """Weights of the normalized axes' sizes (``input_shape`` batch first, as Keras's)."""
+        shape = tuple(input_shape[a] for a in self._axes(len(input_shape)))
         if self.scale:
-            self.gamma = init.ones_parameter(shape)
+            self.gamma = self.add_weight(shape=shape, initializer="ones", name="gamma")
         if self.center:
-            self.beta = init.zeros_parameter(shape)
+            self.beta = self.add_weight(shape=shape, initializer="zeros", name="beta")
 
     def forward(self, x: Tensor) -> Tensor:
         axes = self._axes(x.ndim)

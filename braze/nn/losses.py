@@ -20,7 +20,7 @@ from braze.tensor import Tensor, user_error
 _EPSILON = 1e-7  # Keras's clipping of probabilities
 
 
-def _one_per_example(name: str, predictions: Tensor, targets: Any) -> tuple[Tensor, Tensor]:
+def one_per_example(name: str, predictions: Tensor, targets: Any) -> tuple[Tensor, Tensor]:
     """Predictions and float targets of one shape, dropping a trailing axis of 1 on the side
     that has one more axis than the other (Keras's ``squeeze_or_expand_dimensions``)."""
     y = ops.as_tensor(targets, dtype=predictions.dtype, device=predictions.device)
@@ -41,61 +41,73 @@ def _one_per_example(name: str, predictions: Tensor, targets: Any) -> tuple[Tens
     return x, y
 
 
-def _class_targets(name: str, scores: Tensor, targets: Any) -> Tensor:
-    """Targets as a ``(N, C)`` distribution: one-hot (or soft) targets as they are, integer
-    labels of shape ``(N,)`` or ``(N, 1)`` turned one-hot."""
+def class_targets(name: str, scores: Tensor, targets: Any) -> Tensor:
+    """Targets as a distribution over the last axis of ``scores`` (``(N, C)``, or
+    ``(N, T, C)`` for a sequence): one-hot (or soft) targets as they are, integer labels of
+    the scores' shape without the classes (or with a trailing 1) turned one-hot."""
     y = ops.as_tensor(targets, device=scores.device)
-    if scores.ndim == 2:
-        n, classes = scores.shape
-        if y.shape == scores.shape:
-            return y.astype(scores.dtype)
-        if y.shape in ((n,), (n, 1)):
-            labels = y.reshape(n) if y.dtype.kind == "i" else y.reshape(n).astype(int32)
-            return ops.one_hot(labels, classes, dtype=scores.dtype)
-        expected = f"integer labels of shape ({n},) or ({n}, 1), or one-hot targets of shape ({n}, {classes})"
-        raise user_error(
-            ShapeError, f"{name}: scores {scores.shape} and targets {y.shape} do not match: expected {expected}"
-        )
-    raise user_error(ShapeError, f"{name}: scores must have shape (batch, classes), got {scores.shape}")
+    if scores.ndim < 2:
+        raise user_error(ShapeError, f"{name}: scores must have shape (batch, classes), got {scores.shape}")
+    outer, classes = scores.shape[:-1], scores.shape[-1]
+    if y.shape == scores.shape:
+        return y.astype(scores.dtype)
+    if y.shape in (outer, (*outer, 1)):
+        labels = y.reshape(outer) if y.dtype.kind == "i" else y.reshape(outer).astype(int32)
+        return ops.one_hot(labels, classes, dtype=scores.dtype)
+    expected = f"integer labels of shape {outer} or {(*outer, 1)}, or one-hot targets of shape {scores.shape}"
+    raise user_error(
+        ShapeError, f"{name}: scores {scores.shape} and targets {y.shape} do not match: expected {expected}"
+    )
 
 
-def _cross_entropy(name: str, scores: Tensor, targets: Any, from_logits: bool) -> Tensor:
-    distribution = _class_targets(name, scores, targets)
+def cross_entropy(
+    name: str, scores: Tensor, targets: Any, from_logits: bool, per_example: bool = False, smoothing: float = 0.0
+) -> Tensor:
+    """The mean cross-entropy over the batch, or with ``per_example`` one value per example
+    (summed over the classes); ``smoothing`` is Keras's ``label_smoothing``."""
+    distribution = class_targets(name, scores, targets)
+    if smoothing:
+        distribution = distribution * (1.0 - smoothing) + smoothing / scores.shape[-1]
     log_probabilities = ops.log_softmax(scores) if from_logits else ops.log(ops.clip(scores, _EPSILON, 1.0 - _EPSILON))
+    if per_example:
+        return -ops.sum(distribution * log_probabilities, axis=-1)
     return -ops.sum(distribution * log_probabilities) / scores.shape[0]
+
+
+def binary_cross_entropy_elements(x: Tensor, y: Tensor, from_logits: bool) -> Tensor:
+    """Elementwise binary cross-entropy of matched predictions and targets."""
+    if from_logits:
+        return ops.relu(x) - x * y + ops.log(1.0 + ops.exp(-ops.abs(x)))
+    p = ops.clip(x, _EPSILON, 1.0 - _EPSILON)
+    return -(y * ops.log(p) + (1.0 - y) * ops.log(1.0 - p))
 
 
 def softmax_cross_entropy(logits: Tensor, labels: Any) -> Tensor:
     """Mean cross-entropy of the targets (integer labels or one-hot) under ``softmax(logits)``."""
-    return _cross_entropy("softmax_cross_entropy", logits, labels, from_logits=True)
+    return cross_entropy("softmax_cross_entropy", logits, labels, from_logits=True)
 
 
 def categorical_crossentropy(probabilities: Tensor, targets: Any, from_logits: bool = False) -> Tensor:
     """Keras's loss: targets (one-hot, or integer labels) against class probabilities, clipped
     to [1e-7, 1 - 1e-7] as in Keras, or against logits with ``from_logits``."""
-    return _cross_entropy("categorical_crossentropy", probabilities, targets, from_logits)
+    return cross_entropy("categorical_crossentropy", probabilities, targets, from_logits)
 
 
 def sparse_categorical_crossentropy(probabilities: Tensor, labels: Any, from_logits: bool = False) -> Tensor:
     """Keras's loss for integer labels; one-hot targets are accepted too (the same loss)."""
-    return _cross_entropy("sparse_categorical_crossentropy", probabilities, labels, from_logits)
+    return cross_entropy("sparse_categorical_crossentropy", probabilities, labels, from_logits)
 
 
 def binary_cross_entropy(predictions: Tensor, targets: Any, from_logits: bool = False) -> Tensor:
     """Mean binary cross-entropy; probabilities are clipped to [1e-7, 1 - 1e-7] as in Keras,
     logits use ``max(x, 0) - x*y + log(1 + exp(-|x|))`` which never overflows."""
-    x, y = _one_per_example("binary_crossentropy", predictions, targets)
-    if from_logits:
-        per_example = ops.relu(x) - x * y + ops.log(1.0 + ops.exp(-ops.abs(x)))
-    else:
-        p = ops.clip(x, _EPSILON, 1.0 - _EPSILON)
-        per_example = -(y * ops.log(p) + (1.0 - y) * ops.log(1.0 - p))
-    return ops.mean(per_example)
+    x, y = one_per_example("binary_crossentropy", predictions, targets)
+    return ops.mean(binary_cross_entropy_elements(x, y, from_logits))
 
 
 def mean_squared_error(predictions: Tensor, targets: Any) -> Tensor:
     """The mean of ``(predictions - targets) ** 2``; targets of shape ``(N,)`` or ``(N, 1)`` for one output."""
-    x, y = _one_per_example("mean_squared_error", predictions, targets)
+    x, y = one_per_example("mean_squared_error", predictions, targets)
     diff = x - y
     return ops.mean(diff * diff)
 
@@ -110,9 +122,7 @@ LOSSES: dict[str, Callable[..., Tensor]] = {
 }
 
 
-def get_loss(loss: str | Callable[..., Tensor]) -> Callable[..., Tensor]:
-    if callable(loss):
-        return loss
-    if loss not in LOSSES:
-        raise ValueError(f"unknown loss {loss!r}: expected one of {sorted(LOSSES)} or a function")
-    return LOSSES[loss]
+def is_braze_loss(loss: Any) -> bool:
+    """Whether ``loss`` is one of this module's functions, which take (predictions, targets)
+    (Keras's losses take ``(y_true, y_pred)``)."""
+    return any(loss is fn for fn in LOSSES.values())

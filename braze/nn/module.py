@@ -1,15 +1,22 @@
-"""The Module base: parameter discovery, train/eval mode, device moves and safe checkpoints.
+"""The Module base: parameter and buffer discovery, train/eval mode, device moves and safe
+checkpoints.
 
 Parameters are the float tensors that require grad held as attributes (directly, or in
-lists/tuples/dicts of tensors); sub-modules are found the same way. Their names follow
-attribute paths ("conv1.kernel", "layers.0.bias"). Checkpoints (``.npz`` or
-``.safetensors``, see :mod:`braze.nn.checkpoint`) hold one array per parameter under its name.
+lists/tuples/dicts of tensors); sub-modules are found the same way. Buffers are state that
+is not trained but belongs to the module, such as batch norm's moving statistics:
+tensors given to ``register_buffer`` (PyTorch) or made by ``add_weight(trainable=False)``
+(Keras). Names follow attribute paths ("conv1.kernel", "layers.0.bias"); a tensor or module
+held twice is found once, under its first path. ``to()`` moves both kinds, and checkpoints
+(``.npz`` or ``.safetensors``, see :mod:`braze.nn.checkpoint`) hold one array for each
+under its name.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -17,10 +24,11 @@ import numpy as np
 from braze.ir.dtypes import as_dtype
 from braze.nn.checkpoint import CheckpointError, read_checkpoint, write_checkpoint
 from braze.nn.keras_methods import KerasMethods
+from braze.nn.state import is_buffer, mark_buffer, set_value
 from braze.runtime.device import Device, as_device
 from braze.tensor import Tensor
 
-__all__ = ["CheckpointError", "IncompatibleKeys", "Module", "read_checkpoint"]
+__all__ = ["CheckpointError", "IncompatibleKeys", "Module", "is_buffer", "mark_buffer", "read_checkpoint"]
 
 
 class Module(KerasMethods):
@@ -45,36 +53,64 @@ class Module(KerasMethods):
     # Discovery -------------------------------------------------------------------
 
     def _items(self) -> Iterator[tuple[str, Any]]:
-        """(name, value) for every tensor or module reachable through attributes."""
+        """(name, value) for every tensor or module held through public attributes, each once."""
+        seen: set[int] = set()
         for name, value in vars(self).items():
             if name.startswith("_"):
                 continue
-            yield from _walk(name, value)
+            for path, item in _walk(name, value):
+                if id(item) not in seen:
+                    seen.add(id(item))
+                    yield path, item
 
     def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
+        seen: set[int] = set()
+        for name, module in self._named_modules(prefix):
+            if id(module) not in seen:
+                seen.add(id(module))
+                yield name, module
+
+    def _named_modules(self, prefix: str) -> Iterator[tuple[str, Module]]:
         yield prefix, self
         for name, value in self._items():
             if isinstance(value, Module):
-                yield from value.named_modules(f"{prefix}{name}.")
+                yield from value._named_modules(f"{prefix}{name}.")
+
+    def _named_tensors(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
+        """Every tensor of this module and the modules inside it, each once."""
+        seen: set[int] = set()
+        for module_prefix, module in self.named_modules(prefix):
+            for name, value in module._items():
+                if isinstance(value, Tensor) and id(value) not in seen:
+                    seen.add(id(value))
+                    yield f"{module_prefix}{name}", value
 
     def named_parameters(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
-        """Every parameter once, under the first name it is reached by: a parameter that two
-        layers share (tied weights) is updated, moved and saved once, as in PyTorch."""
-        seen: set[int] = set()
-        for name, value in self._parameter_paths(prefix):
-            if id(value) not in seen:
-                seen.add(id(value))
+        for name, value in self._named_tensors(prefix):
+            if value.requires_grad:
                 yield name, value
 
-    def _parameter_paths(self, prefix: str) -> Iterator[tuple[str, Tensor]]:
-        for name, value in self._items():
-            if isinstance(value, Module):
-                yield from value._parameter_paths(f"{prefix}{name}.")
-            elif isinstance(value, Tensor) and value.requires_grad:
-                yield f"{prefix}{name}", value
+    def named_buffers(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
+        for name, value in self._named_tensors(prefix):
+            if not value.requires_grad and is_buffer(value):
+                yield name, value
 
     def parameters(self) -> list[Tensor]:
         return [p for _, p in self.named_parameters()]
+
+    def buffers(self) -> list[Tensor]:
+        return [b for _, b in self.named_buffers()]
+
+    def register_buffer(self, name: str, tensor: Tensor) -> None:
+        """Hold ``tensor`` as the attribute ``name``: state that is moved, saved and loaded
+        with the parameters but never trained (PyTorch's ``register_buffer``)."""
+        if not isinstance(tensor, Tensor) or tensor.requires_grad:
+            raise TypeError(f"register_buffer({name!r}): a buffer is a tensor that does not require grad")
+        setattr(self, name, mark_buffer(tensor))
+
+    def _state(self) -> dict[str, Tensor]:
+        """Parameters and buffers by name: what checkpoints hold."""
+        return {name: t for name, t in self._named_tensors() if t.requires_grad or is_buffer(t)}
 
     def num_parameters(self) -> int:
         return sum(p.size for p in self.parameters())
@@ -94,22 +130,23 @@ class Module(KerasMethods):
             p.grad = None
 
     def to(self, device: Device | str | None = None, dtype: Any = None) -> Module:
-        """Move every parameter to ``device`` in place (X10's ``model.move(to:)``), and/or
-        convert every parameter to the float ``dtype`` in place (PyTorch's
+        """Move every parameter and buffer to ``device`` in place (X10's ``model.move(to:)``),
+        and/or convert every floating-point one to the float ``dtype`` in place (PyTorch's
         ``module.to(dtype=torch.float64)``; ``braze.float64`` trains in double precision)."""
+        state = self._state().values()
         if dtype is not None:
             target_dtype = as_dtype(dtype, "Module.to")
             if not target_dtype.is_float:
                 raise TypeError(f"Module.to: parameters must stay floats, not {target_dtype.name}")
-            for p in self.parameters():
-                values = p.numpy()
-                p._aval = p._aval._replace(dtype=target_dtype)
-                p._load(values)
-                p.grad = None
+            for t in state:
+                if t.dtype.is_float:
+                    set_value(t, t.numpy().astype(target_dtype.numpy))
+                    t._aval = t._aval._replace(dtype=target_dtype)
+                    t.grad = None
         if device is not None:
             target = as_device(device)
-            for p in self.parameters():
-                p.move_(target)
+            for t in state:
+                t.move_(target)
         return self
 
     @property
@@ -120,14 +157,14 @@ class Module(KerasMethods):
     # Checkpoints --------------------------------------------------------------------
 
     def state_dict(self) -> dict[str, np.ndarray]:
-        return {name: np.array(p.numpy()) for name, p in self.named_parameters()}
+        return {name: np.array(t.numpy()) for name, t in self._state().items()}
 
     def load_state_dict(self, state: dict[str, np.ndarray], strict: bool = True) -> IncompatibleKeys:
-        """Copy values into the parameters. With ``strict`` (the default) the names must
-        match exactly; otherwise the names found in both are loaded and the others are
-        returned, as PyTorch does. Shapes must match either way, and nothing is loaded
-        unless everything fits."""
-        params = dict(self.named_parameters())
+        """Copy values into the parameters and buffers. With ``strict`` (the default) the
+        names must match exactly; otherwise the names found in both are loaded and the
+        others are returned, as PyTorch does. Shapes must match either way, and nothing is
+        loaded unless everything fits."""
+        params = self._state()
         missing = sorted(set(params) - set(state))
         unexpected = sorted(set(state) - set(params))
         if strict and (missing or unexpected):
@@ -142,12 +179,30 @@ class Module(KerasMethods):
                     f"checkpoint but {params[name].shape} in the model"
                 )
         for name, value in loaded.items():
-            params[name]._load(value)
+            set_value(params[name], value.astype(params[name].dtype.numpy))
         return IncompatibleKeys(missing, unexpected)
 
-    def save(self, path: str | os.PathLike) -> None:
-        """Write the parameters to ``path`` atomically: a ``.safetensors`` file when the name
-        ends so (readable by the safetensors library, for NumPy and PyTorch), else ``.npz``."""
+    def save(self, path: str | os.PathLike, overwrite: bool = True) -> None:
+        """Write the model to ``path`` atomically: the whole model (architecture, weights,
+        compile settings) for a ``.keras`` name, as Keras's ``model.save``; else the weights
+        and buffers, a ``.safetensors`` file when the name ends so (readable by the
+        safetensors library, for NumPy and PyTorch), else ``.npz``."""
+        if Path(path).suffix in (".keras", *_HDF5):
+            from braze.nn.saving import save_model
+
+            save_model(self, path, overwrite)
+            return
+        self.save_weights(path, overwrite)
+
+    def save_weights(self, path: str | os.PathLike, overwrite: bool = True) -> None:
+        """Write the weights and buffers to a checkpoint: ``.safetensors`` for that name,
+        else ``.npz`` (also under a Keras ``.weights.h5`` name, with a warning: braze
+        writes no HDF5, and reads its own file back by its content)."""
+        if Path(path).suffix == ".keras":
+            raise CheckpointError(f"{path}: a .keras file holds a whole model: use model.save({str(path)!r})")
+        warn_if_hdf5(path, "an .npz checkpoint")
+        if not overwrite and os.path.exists(path):
+            raise FileExistsError(f"{path} exists and overwrite=False")
         write_checkpoint(path, self.state_dict())
 
     def load(self, path: str | os.PathLike, strict: bool = True) -> IncompatibleKeys:
@@ -159,6 +214,19 @@ class Module(KerasMethods):
             return self.load_state_dict(state, strict)
         except CheckpointError as error:
             raise CheckpointError(f"{path}: {error}") from None
+
+    load_weights = load  # Keras's name
+
+
+_HDF5 = (".h5", ".hdf5")
+
+
+def warn_if_hdf5(path: str | os.PathLike, what: str) -> None:
+    if Path(path).suffix in _HDF5:
+        warnings.warn(
+            f"{path}: braze writes {what} under this name, not HDF5: braze reads it back (by its content), h5py cannot",
+            stacklevel=3,
+        )
 
 
 class IncompatibleKeys(NamedTuple):

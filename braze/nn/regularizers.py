@@ -1,9 +1,10 @@
 """Weight penalties as Keras spells them: ``kernel_regularizer=regularizers.l2(1e-4)``.
 
-A layer keeps its regularizers beside its weights (Keras's ``kernel_regularizer`` and
-``bias_regularizer`` attributes); :func:`penalty` sums every layer's
-terms into one tensor that training adds to the loss inside the step, so eager, lazy and
-``jit_compile`` training all minimise (and report) the same regularized loss, as Keras does.
+A layer's ``add_weight(regularizer=...)`` keeps the regularizer beside the weight (Dense's
+``kernel_regularizer`` and ``bias_regularizer`` go there); :func:`penalty` sums every
+layer's terms into one tensor that training adds to the loss inside the step, so eager,
+lazy and ``jit_compile`` training all minimise (and report) the same regularized loss, as
+Keras does.
 """
 
 from __future__ import annotations
@@ -41,6 +42,13 @@ class L1L2(Regularizer):
     def __repr__(self) -> str:
         return f"L1L2(l1={self.l1}, l2={self.l2})"
 
+    def get_config(self) -> dict[str, float]:
+        return {"l1": self.l1, "l2": self.l2}
+
+    @classmethod
+    def from_config(cls, config: dict[str, float]) -> L1L2:
+        return cls(**config)
+
 
 def l1(l1: float = 0.01) -> L1L2:
     return L1L2(l1=l1)
@@ -69,16 +77,11 @@ def get(regularizer: str | Callable[[Tensor], Tensor] | None) -> Callable[[Tenso
 
 
 def penalty(model: Any) -> Tensor | None:
-    """The sum of every layer's weight penalties (``sum(model.losses)`` in Keras), or None.
-
-    A layer is regularized through Keras's attributes: ``kernel_regularizer`` applies to its
-    ``kernel``, ``bias_regularizer`` to its ``bias``."""
+    """The sum of every layer's weight penalties (part of ``model.losses`` in Keras), or None."""
     terms = []
     for _, module in model.named_modules():
-        for weight in ("kernel", "bias"):
-            regularizer = getattr(module, f"{weight}_regularizer", None)
-            if regularizer is not None and hasattr(module, weight):
-                terms.append(regularizer(getattr(module, weight)))
+        for weight, regularizer in module.__dict__.get("_weight_regularizers", ()):
+            terms.append(regularizer(weight))
     if not terms:
         return None
     total = terms[0]

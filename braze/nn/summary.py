@@ -8,7 +8,6 @@ from typing import Any
 from braze import ops
 from braze.autodiff import no_grad
 from braze.nn.names import snake_case
-from braze.tensor import Tensor
 
 _HEADERS = ("Layer (type)", "Output Shape", "Param #")
 _MIN_WIDTHS = (29, 26, 10)  # Keras's columns at 65 characters
@@ -20,9 +19,13 @@ def _shape(shape: tuple[int, ...]) -> str:
 
 
 def _rows(model: Any) -> list[tuple[str, str, int]]:
-    """(name (type), output shape, parameters) for each layer of a Sequential, whose output
-    shapes come from one batch of zeros, or for each direct sub-module of another model."""
-    layers = getattr(model, "layers", None)
+    """(name (type), output shape, parameters) for each layer of a functional model, whose
+    output shapes its graph knows, of a Sequential, whose output shapes come from one batch
+    of zeros, or for each direct sub-module of another model."""
+    graph = getattr(model, "_graph", None)
+    if graph is not None:
+        return [(_title(layer), _graph_shape(graph, layer), _count(layer)) for layer in graph.layers]
+    layers = model.__dict__.get("layers")
     if layers is None:
         children = [m for name, m in model.named_modules() if name and name.count(".") == 1]
         return [(_title(m), "multiple", _count(m)) for m in children]
@@ -35,9 +38,19 @@ def _rows(model: Any) -> list[tuple[str, str, int]]:
     with no_grad():
         x = ops.zeros((1, *model.input_shape), device=model.device)
         for layer in layers:
-            x = layer(x)
+            x = layer(x, training=False) if hasattr(layer, "trainable_weights") else layer(x)
             rows.append((_title(layer), _shape(x.shape), _count(layer)))
     return rows
+
+
+def _graph_shape(graph: Any, layer: Any) -> str:
+    """The output shape of ``layer`` in ``graph``, or "multiple" for a layer called there
+    more than once (shared weights)."""
+    nodes = [node for node in graph.nodes if node.layer is layer] or layer._inbound_nodes[:1]
+    if len(nodes) != 1:
+        return "multiple"
+    shapes = [str(t.shape) for t in nodes[0].outputs]
+    return shapes[0] if len(shapes) == 1 else f"[{', '.join(shapes)}]"
 
 
 def _name(module: Any) -> str:
@@ -48,18 +61,19 @@ def _title(module: Any) -> str:
     return f"{_name(module)} ({type(module).__name__})"
 
 
+def _trainable(model: Any) -> int:
+    weights = getattr(model, "trainable_weights", None)
+    return sum(w.size for w in weights) if weights is not None else model.num_parameters()
+
+
 def _frozen(model: Any) -> int:
-    """Elements of the float tensors held by the model that take no gradient."""
-    return sum(
-        value.size
-        for _, module in model.named_modules()
-        for _, value in module._items()
-        if isinstance(value, Tensor) and value.dtype.is_float and not value.requires_grad
-    )
+    """Elements of the model's weights that are not trained (buffers, frozen layers)."""
+    weights = getattr(model, "non_trainable_weights", None)
+    return sum(w.size for w in weights) if weights is not None else sum(b.size for b in model.buffers())
 
 
 def _count(module: Any) -> int:
-    return module.num_parameters() + _frozen(module)
+    return _trainable(module) + _frozen(module)
 
 
 def summary(model: Any, print_fn: Callable[[str], Any] = print) -> None:
@@ -74,7 +88,7 @@ def summary(model: Any, print_fn: Callable[[str], Any] = print) -> None:
     def line(cells: tuple[str, ...]) -> str:
         return "".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip()
 
-    trainable, frozen = model.num_parameters(), _frozen(model)
+    trainable, frozen = _trainable(model), _frozen(model)
     print_fn(f'Model: "{_name(model)}"')
     print_fn("_" * line_length)
     print_fn(line(_HEADERS))

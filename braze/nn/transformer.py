@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from braze.nn import functional, init
-from braze.nn.layers import Layer
+from braze.nn import functional, initializers
+from braze.nn.layer import Layer
 from braze.ops.random import Generator
 from braze.tensor import Tensor
 
@@ -30,12 +30,15 @@ class Embedding(Layer):
 
     table = "weight"  # the attribute the table is held in, and its checkpoint name
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, generator: Generator | None = None) -> None:
+    def __init__(
+        self, num_embeddings: int, embedding_dim: int, generator: Generator | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
         self.num_embeddings, self.embedding_dim = int(num_embeddings), int(embedding_dim)
         setattr(self, self.table, self.initial((self.num_embeddings, self.embedding_dim), generator))
 
     def initial(self, shape: tuple[int, int], generator: Generator | None) -> Tensor:
-        return init.normal_parameter(shape, 1.0, generator)
+        return initializers.make_weight(initializers.RandomNormal(stddev=1.0), shape, generator=generator)
 
     @property
     def weights_table(self) -> Tensor:
@@ -62,14 +65,16 @@ class LayerNorm(Layer):
         eps: float = 1e-5,
         elementwise_affine: bool = True,
         bias: bool = True,
+        **kwargs: Any,
     ) -> None:
+        super().__init__(**kwargs)
         shape = (normalized_shape,) if isinstance(normalized_shape, (int, np.integer)) else normalized_shape
         self.normalized_shape = tuple(int(s) for s in shape)
         self.eps = float(eps)
         if elementwise_affine:
-            self.weight = init.ones_parameter(self.normalized_shape)
+            self.weight = initializers.make_weight("ones", self.normalized_shape)
             if bias:
-                self.bias = init.zeros_parameter(self.normalized_shape)
+                self.bias = initializers.make_weight("zeros", self.normalized_shape)
 
     def forward(self, x: Tensor) -> Tensor:
         weight, bias = getattr(self, "weight", None), getattr(self, "bias", None)
@@ -80,7 +85,8 @@ class GELU(Layer):
     """The Gaussian error linear unit ``x * Phi(x)``: exact (``approximate="none"``) or by
     its tanh approximation (``"tanh"``), as ``torch.nn.GELU``."""
 
-    def __init__(self, approximate: str = "none") -> None:
+    def __init__(self, approximate: str = "none", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.approximate = functional.gelu_approximation(approximate)
 
     def forward(self, x: Tensor) -> Tensor:

@@ -55,9 +55,33 @@ from braze.ops.shape import (
     swapaxes,
     transpose,
 )
+from braze.ops.tensorflow import (
+    Variable,
+    cast,
+    clip_by_value,
+    concat,
+    constant,
+    convert_to_tensor,
+    reduce_max,
+    reduce_mean,
+    reduce_min,
+    reduce_sum,
+    square,
+)
 
 __all__ = [
     "Generator",
+    "Variable",
+    "cast",
+    "clip_by_value",
+    "concat",
+    "constant",
+    "convert_to_tensor",
+    "reduce_max",
+    "reduce_mean",
+    "reduce_min",
+    "reduce_sum",
+    "square",
     "abs",
     "add",
     "arange",

@@ -35,6 +35,13 @@ class Adam(Optimizer):
         if len(betas) != 2 or not all(isinstance(b, Tensor) or 0 <= b < 1 for b in betas):
             raise ValueError(f"{name}: invalid betas={betas}: expected two numbers in [0, 1)")
 
+    def get_config(self) -> dict[str, Any]:
+        return {"lr": self.lr, "betas": list(self.betas), "eps": self.eps, "weight_decay": self.weight_decay}
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> Adam:
+        return cls(**{**config, "betas": tuple(config["betas"])})
+
     def init_slots(self, param: Tensor) -> Slots:
         return {"m": zeros_data(param), "v": zeros_data(param), "step": zeros_data(param, ())}
 

@@ -13,6 +13,12 @@ schedule of the step count (``braze.optim.schedules``), and ``hyperparameter()``
 0-d tensor of the parameter's dtype that a lazy trace takes as a graph input whatever its
 value; the classes list them in ``jit_inputs``, so that under ``braze.jit``
 they are inputs of the compiled step too. A zero one leaves its term out of the update.
+
+Keras's spellings work on every optimizer: ``apply_gradients(zip(grads, variables))``
+(gradients from a ``GradientTape``; variables it does not hold yet are added),
+``apply(grads, variables)``, ``learning_rate`` (read and set between steps, as
+``ReduceLROnPlateau`` does), ``iterations``, and gradient clipping by ``clipvalue``,
+``clipnorm`` (per gradient) or ``global_clipnorm``.
 """
 
 from __future__ import annotations
@@ -26,7 +32,8 @@ import numpy as np
 from braze.autodiff import no_grad
 from braze.ir.dtypes import float64
 from braze.lazy import barrier
-from braze.ops import astype, full
+from braze.ops import astype, clip, full, maximum, sqrt
+from braze.ops import sum as reduce_sum
 from braze.ops.core import scalar_input
 from braze.optim.groups import ParamGroup, group_class, requested_groups
 from braze.runtime.device import Device, as_device
@@ -60,7 +67,12 @@ def check_positive(optimizer: str, allow_zero: bool = False, **hyperparameters: 
 
 def zeros_data(param: Tensor, shape: tuple[int, ...] | None = None) -> Tensor:
     """A zero slot as device data, so a lazy device traces the same update every step."""
-    return Tensor.from_numpy(np.zeros(param.shape if shape is None else shape, param.dtype.numpy), param.device)
+    return full_data(param, 0.0, shape)
+
+
+def full_data(param: Tensor, value: float, shape: tuple[int, ...] | None = None) -> Tensor:
+    """A slot filled with ``value``, as device data (not an op traced into the first step)."""
+    return Tensor.from_numpy(np.full(param.shape if shape is None else shape, value, param.dtype.numpy), param.device)
 
 
 class Optimizer:
@@ -76,6 +88,9 @@ class Optimizer:
 
     jit_inputs: tuple[str, ...] = ("lr",)  # numbers read afresh by every call of a jitted step
     ParamGroup: type[ParamGroup] = ParamGroup  # each subclass gets its own, of its jit_inputs
+    clipvalue: float | None = None
+    clipnorm: float | None = None
+    global_clipnorm: float | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -92,6 +107,7 @@ class Optimizer:
         self._group: ParamGroup | None = None  # whose hyperparameters update() reads now
         self._constants: dict[tuple, Any] = {}  # this step's, by (value or id, dtype, device)
         self._held: list[Any] = []  # the values named by id in _constants
+        self._index: dict[int, int] = {}  # a parameter's position, by id
         if params is not None:
             self.bind(params)
 
@@ -102,6 +118,21 @@ class Optimizer:
     def defaults(self) -> dict[str, Hyperparameter]:
         """The hyperparameters given to the constructor: what a new group does not set."""
         return self._defaults
+
+    @property
+    def learning_rate(self) -> Hyperparameter:
+        """Keras's name of ``lr``: a number (set it between steps), a tensor or a schedule."""
+        return self.lr
+
+    @learning_rate.setter
+    def learning_rate(self, value: Hyperparameter) -> None:
+        check_positive(type(self).__name__, allow_zero=True, learning_rate=value)
+        self.lr = float(value) if isinstance(value, (int, float, np.number)) else value
+
+    @property
+    def variables(self) -> list[Tensor]:
+        """The optimizer's state: its step count and every slot."""
+        return [self.iterations, *(t for slots in self.state for t in slots.values())]
 
     # One value of every group, or the value of the group being updated -------------------
 
@@ -138,6 +169,7 @@ class Optimizer:
         iterable of parameter groups (dicts of ``params`` and hyperparameters)."""
         requested = requested_groups(params, type(self).__name__)
         self.param_groups, self.params, self.state, self._group_of = [], [], [], []
+        self._index = {}
         self.iterations = None
         for tensors, given in requested:
             self._add_group(tensors, given)
@@ -168,10 +200,13 @@ class Optimizer:
         # every later one (under braze.jit: one compile, not one more after the first step).
         with self._using(group):
             self.state += [self.init_slots(p) for p in tensors]
+        self._index.update({id(p): len(self.params) + i for i, p in enumerate(tensors)})
         self.params += tensors
         self._group_of += [group] * len(tensors)
         if self.iterations is None and self.params:
             self.iterations = Tensor.from_numpy(np.zeros((), np.int64), self.params[0].device)
+
+    build = bind  # Keras's name
 
     @contextlib.contextmanager
     def _using(self, group: ParamGroup | None) -> Iterator[None]:
@@ -248,17 +283,80 @@ class Optimizer:
         the traced step (a barrier)."""
         if not self.params:
             raise RuntimeError(f"{type(self).__name__}: no parameters; pass them or a model to the optimizer")
+        self._apply([(i, p, p.grad) for i, p in enumerate(self.params) if p.grad is not None])
+
+    def apply_gradients(self, grads_and_vars: Iterable[tuple[Tensor | None, Tensor]]) -> Tensor:
+        """Keras's update: each variable takes its gradient's step (a None gradient is
+        skipped); variables the optimizer does not hold yet are added to it. Returns
+        ``iterations``."""
+        pairs = [(g, v) for g, v in grads_and_vars if g is not None]
+        if not pairs:
+            raise ValueError(f"{type(self).__name__}.apply_gradients: no gradients (every gradient is None)")
+        updates = []
+        for grad, var in pairs:
+            if not isinstance(var, Tensor) or not var.requires_grad:
+                raise TypeError(f"{type(self).__name__}.apply_gradients: variables must be tensors that require grad")
+            index = self._index.get(id(var))
+            if index is None:
+                if not self.params:
+                    self.bind([var])
+                else:
+                    self._add_to_group(var, self.param_groups[0])
+                index = self._index[id(var)]
+            updates.append((index, var, grad))
+        self._apply(updates)
+        return self.iterations
+
+    def apply(self, grads: Any, trainable_variables: Any = None, state: list[Slots] | None = None) -> Any:
+        """Keras 3's ``optimizer.apply(grads, variables)`` (without variables, the gradients
+        of the bound parameters, in order). Given parameters (tensors that require grad),
+        gradients and optionally slots instead, the functional update of :meth:`apply_state`."""
+        grads = list(grads)
+        if state is not None or (grads and all(isinstance(t, Tensor) and t.requires_grad for t in grads)):
+            return self.apply_state(grads, trainable_variables, state)
+        variables = self.params if trainable_variables is None else list(trainable_variables)
+        if len(grads) != len(variables):
+            raise ValueError(f"{type(self).__name__}.apply: {len(grads)} gradients for {len(variables)} variables")
+        return self.apply_gradients(zip(grads, variables, strict=True))
+
+    def _add_to_group(self, var: Tensor, group: ParamGroup) -> None:
+        """A variable Keras's ``apply_gradients`` meets first: optimized from now on, in ``group``."""
+        with self._using(group):
+            self.state.append(self.init_slots(var))
+        group.params.append(var)
+        self._index[id(var)] = len(self.params)
+        self.params.append(var)
+        self._group_of.append(group)
+
+    def _clipped(self, grads: list[Tensor]) -> list[Tensor]:
+        """Gradients clipped as Keras clips them: each to [-clipvalue, clipvalue], each to
+        an L2 norm of at most clipnorm, then all together to a global norm of global_clipnorm."""
+        if self.clipvalue is not None:
+            grads = [clip(g, -self.clipvalue, self.clipvalue) for g in grads]
+        if self.clipnorm is not None:
+            grads = [g * (self.clipnorm / maximum(sqrt(reduce_sum(g * g)), self.clipnorm)) for g in grads]
+        if self.global_clipnorm is not None and grads:
+            norm = sqrt(sum((reduce_sum(g * g) for g in grads[1:]), reduce_sum(grads[0] * grads[0])))
+            scale = self.global_clipnorm / maximum(norm, self.global_clipnorm)
+            grads = [g * scale for g in grads]
+        return grads
+
+    def _apply(self, updates: list[tuple[int, Tensor, Tensor]]) -> None:
+        """Step each (index, parameter, gradient) in place and count the step; then a lazy
+        device's barrier."""
         device = self.params[0].device
         if self.iterations.device != device:  # the model moved after the optimizer was made
             self.to(device)
         with no_grad(), self._step_constants():
-            for p, slots, group in zip(self.params, self.state, self._group_of, strict=True):
-                if p.grad is None:
-                    continue
-                if p.grad.device != p.device:
-                    raise RuntimeError(f"gradient on {p.grad.device!r} for a parameter on {p.device!r}")
-                with self._using(group):
-                    new_p, new_slots = self.update(p, p.grad, slots)
+            grads = self._clipped([grad for _, _, grad in updates])
+            for (i, p, _), grad in zip(updates, grads, strict=True):
+                if grad.device != p.device:
+                    raise RuntimeError(f"gradient on {grad.device!r} for a parameter on {p.device!r}")
+                if grad.shape != p.shape:
+                    raise ValueError(f"gradient of shape {grad.shape} for a parameter of shape {p.shape}")
+                slots = self.state[i]
+                with self._using(self._group_of[i]):
+                    new_p, new_slots = self.update(p, grad, slots)
                 p._assign(new_p)
                 for name, value in new_slots.items():
                     if name in slots:
@@ -269,7 +367,7 @@ class Optimizer:
         if device.is_lazy:
             barrier(device)  # a lazy training step ends here, as users of X10's barrier expect
 
-    def apply(
+    def apply_state(
         self, params: Iterable[Tensor], grads: Iterable[Tensor], state: list[Slots] | None = None
     ) -> tuple[list[Tensor], list[Slots]]:
         """Functional update: new parameters and slots, leaving the inputs untouched."""

@@ -33,6 +33,13 @@ class SGD(Optimizer):
         if hyperparameters["nesterov"] and not active(momentum):
             raise ValueError("SGD: Nesterov momentum needs momentum > 0")
 
+    def get_config(self) -> dict[str, Any]:
+        return {"lr": self.lr, "momentum": self.momentum, "nesterov": self.nesterov, "weight_decay": self.weight_decay}
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> SGD:
+        return cls(**config)
+
     def init_slots(self, param: Tensor) -> Slots:
         return {"momentum": zeros_data(param)} if active(self.momentum) else {}
 

@@ -167,7 +167,8 @@ def draw_program(seed: int, max_steps: int = 12) -> Program:
     if not any(weights) and drawer.steps:
         weights = (*weights[:-1], 1.0)
     update = round(float(rng.uniform(0.05, 0.5)), 2) if rng.random() < 0.25 else 0.0
-    return Program(seed, inputs, tuple(drawer.steps), weights, returned, update)
+    order = 2 if rng.random() < 0.2 else 1  # drawn last: the other draws of a seed stay as they were
+    return Program(seed, inputs, tuple(drawer.steps), weights, returned, update, order)
 
 
 # Op families: each draws one step (True when one was added).

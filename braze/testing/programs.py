@@ -6,9 +6,11 @@ to are the same text. The loss is a weighted sum of every float value (so every 
 gradient); a few values are also returned directly (inputs among them: outputs that alias
 inputs). Its ``step`` function returns the loss, those values and the gradients, after
 updating the inputs in place by a gradient step when the program has an ``update`` rate (as
-an optimizer does to parameters), and then the updated inputs too. Steps are drawn one at
-a time and run eagerly as they are drawn, so a step whose shapes do not fit, or whose
-values leave a safe range, is simply drawn again.
+an optimizer does to parameters), and then the updated inputs too. A program of ``order`` 2
+differentiates instead the sum of the loss's gradients (a second derivative, what a
+gradient penalty differentiates). Steps are drawn one at a time and run eagerly as they
+are drawn, so a step whose shapes do not fit, or whose values leave a safe range, is
+simply drawn again.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class Program:
     weights: tuple[float, ...]  # the loss's weight of each step's value (0: not in the loss)
     returned: tuple[int, ...]  # values returned besides the loss
     update: float = 0.0  # when set, ``step`` does t -= update * gradient on the differentiated inputs
+    order: int = 1  # 2: ``step`` differentiates the sum of the loss's gradients
 
     @property
     def dtype(self) -> str:
@@ -77,7 +80,13 @@ class Program:
         lines.append("    loss = " + (" + ".join(terms) if terms else "(t0 * 0.5).sum()"))
         returned = "".join(f"t{r}, " for r in self.returned)
         lines.append(f"    return loss, ({returned})")
-        gradient = f"B.value_and_grad(program, argnums={self.differentiated!r}, has_aux=True)"
+        differentiated = "program"
+        if self.order == 2:
+            inner = f"B.grad(program, argnums={self.differentiated!r}, has_aux=True)"
+            lines += ["", "", f"def gradient_sum({names}):", f"    grads, returned = {inner}({names})"]
+            lines.append("    return sum([(g * 0.5).sum() for g in grads]), returned")
+            differentiated = "gradient_sum"
+        gradient = f"B.value_and_grad({differentiated}, argnums={self.differentiated!r}, has_aux=True)"
         lines += ["", "", f"def step({names}):", f"    (loss, returned), grads = {gradient}({names})"]
         updated = ""
         if self.update:
@@ -111,7 +120,7 @@ class Program:
         steps = tuple(replace(s, args=tuple(moved(a) for a in s.args)) for i, s in enumerate(self.steps) if i != k)
         weights = tuple(w for i, w in enumerate(self.weights) if i != k)
         returned = tuple(dict.fromkeys(moved(r) for r in self.returned))
-        return Program(self.seed, self.inputs, steps, weights, returned, self.update)
+        return Program(self.seed, self.inputs, steps, weights, returned, self.update, self.order)
 
     def without_input(self, i: int) -> Program:
         """The program without input ``i``, which nothing may read."""

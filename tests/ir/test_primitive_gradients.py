@@ -1,12 +1,13 @@
-"""Every primitive has a VJP rule (or is declared non-differentiable), and every VJP rule
-agrees with float64 finite differences, including the rules only reached by second-order
-use (the conv transposes, select_and_gather_add)."""
+"""Every primitive has a VJP and a JVP rule (or is declared non-differentiable), and both
+agree with float64 finite differences, at the first order and the second, forward and
+reverse, including the rules only reached by second-order use (the conv transposes,
+select_and_gather_add)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from gradcheck import assert_gradients_match
+from gradcheck import Runner, assert_gradients_match, check_grads
 
 from braze.ir import PRIMITIVES
 from braze.ir.primitive import Literal
@@ -109,9 +110,15 @@ def test_every_primitive_has_a_gradient_rule_and_a_case():
     for name, primitive in PRIMITIVES.items():
         if name in NON_DIFFERENTIABLE:
             assert primitive.vjp is None, f"{name} is declared non-differentiable but has a VJP"
+            assert primitive.jvp is None, f"{name} is declared non-differentiable but has a JVP"
         else:
             assert primitive.vjp is not None, f"primitive {name} lacks a VJP rule"
             assert name in covered, f"primitive {name} has no finite-difference case"
+
+
+def test_every_differentiable_primitive_has_a_jvp_rule():
+    missing = [name for name, p in PRIMITIVES.items() if p.vjp is not None and p.jvp is None]
+    assert not missing, f"differentiable primitives without a JVP rule (forward mode fails on them): {missing}"
 
 
 def _attrs(attrs: dict) -> dict:
@@ -136,6 +143,42 @@ def test_primitive_vjp_matches_finite_differences(name, attrs, arrays, wrt):
         atol=1e-6,
         eps=1e-2 if coarse else 1e-6,
     )
+
+
+@pytest.mark.parametrize("mode", ["eager", "lazy"])
+@pytest.mark.parametrize(
+    "name,attrs,arrays,wrt", PRIMITIVE_CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(PRIMITIVE_CASES)]
+)
+def test_primitive_second_order_matches_finite_differences(name, attrs, arrays, wrt, mode, monkeypatch):
+    monkeypatch.setenv("BRAZE_BACKEND", "reference")
+    primitive = PRIMITIVES[name]
+    attrs = _attrs(attrs)
+    fn, fixed, operands = _fixing(primitive, attrs, arrays, wrt)
+    coarse = any(a.dtype == np.float32 for a in arrays)
+    check_grads(
+        fn,
+        fixed,
+        operands,
+        run=Runner(mode),
+        rtol=1e-3 if coarse else 1e-5,
+        eps=1e-2 if coarse else 1e-6,
+    )
+
+
+def _fixing(primitive, attrs, arrays, wrt):
+    """The primitive as a function of the operands in ``wrt``, the others fixed (a select's
+    predicate, the operand whose maxima a window scatter picks)."""
+    others = [i for i in range(len(arrays)) if i not in wrt]
+
+    def of_operands(fixed, operands):
+        tensors = [None] * len(arrays)
+        for i, t in zip(others, fixed, strict=True):
+            tensors[i] = t
+        for i, t in zip(wrt, operands, strict=True):
+            tensors[i] = t
+        return (primitive.bind(*tensors, **attrs),)
+
+    return of_operands, [arrays[i] for i in others], [arrays[i] for i in wrt]
 
 
 def test_constant_literal_hashes_by_value():

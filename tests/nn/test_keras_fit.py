@@ -175,7 +175,7 @@ def test_initial_epoch_and_epoch_numbers():
         (lambda net, x, y: net.fit(x, verbose=0), "x is an array of inputs but y"),
         (lambda net, x, y: net.fit(x, y[:10], verbose=0), "x has 70 samples but y has 10"),
         (lambda net, x, y: net.fit(DataLoader((x, y), 8), y, verbose=0), "y must not be given"),
-        (lambda net, x, y: net.fit([(x, y, y)], verbose=0), r"a 3-tuple \(sample weights are not supported\)"),
+        (lambda net, x, y: net.fit([(x, y, y, y)], verbose=0), r"got a 4-tuple"),
         (lambda net, x, y: net.fit(x, y, validation_split=1.5, verbose=0), r"validation_split must be in \[0, 1\)"),
         (lambda net, x, y: net.evaluate(verbose=0), "evaluate: no data"),
         (lambda net, x, y: net.evaluate(iter([]), verbose=0), "evaluate: the data yielded no batches"),
@@ -237,4 +237,4 @@ def test_fit_with_a_schedule_and_dropout_matches_eager_under_jit_compile_and_set
         for a, b in zip(other.parameters(), eager.parameters(), strict=True):
             np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-5)
     # One step graph per batch size (16, and the last batch's 6), whatever the learning rate and masks.
-    assert jitted._trainer._compiled_step.compiles == 2
+    assert jitted._trainer.train_function.compiles == 2

@@ -85,7 +85,7 @@ def test_keras_style_fit_and_evaluate_on_arrays():
 
 
 def test_fit_before_compile_is_an_error():
-    with pytest.raises(RuntimeError, match=r"call compile\(loss=..., optimizer=...\) before fit"):
+    with pytest.raises(RuntimeError, match=r"call compile\(optimizer=..., loss=...\) before fit"):
         Sequential(Dense(1, input_dim=1)).fit((np.zeros((2, 1)), np.zeros(2)))
 
 

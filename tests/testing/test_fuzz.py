@@ -1,5 +1,5 @@
-"""CI-sized fuzzing: a few hundred random programs and their gradients agree between
-eager NumPy and every backend, fused and unfused. A fixed seed keeps the same programs
+"""CI-sized fuzzing: a few hundred random programs and their gradients (a fifth of them
+second derivatives) agree between eager NumPy and every backend, fused and unfused. A fixed seed keeps the same programs
 covered on every run; a seed derived from the date adds new ones each day while keeping a
 failure reproducible (the seed is printed, and ``braze fuzz --seed K`` reruns it)."""
 
@@ -10,6 +10,7 @@ import datetime
 import numpy as np
 import pytest
 
+import braze
 from braze.backends import cpu
 from braze.backends.reference import interpreter
 from braze.cli import main
@@ -95,3 +96,34 @@ def test_command_line_refuses_unknown_backends(capsys):
         main(["fuzz", "--backends", "cpu,gpu"])
     assert exit_.value.code == 2
     assert "expected some of reference,cpu,cpu-unfused" in capsys.readouterr().err
+
+
+def test_a_fifth_of_the_programs_are_second_order():
+    orders = [draw_program(seed).order for seed in range(500)]
+    assert set(orders) == {1, 2} and 0.1 < orders.count(2) / len(orders) < 0.3
+
+
+def test_a_second_order_program_differentiates_the_sum_of_its_gradients():
+    """Its gradients are those of the sum of the loss's gradients, by float64 finite
+    differences of that sum (the fuzzer then compares every backend with them)."""
+    program = next(
+        p
+        for p in map(draw_program, range(1000))
+        if p.order == 2 and p.dtype == "float64" and not p.update and len(p.steps) >= 4
+    )
+    namespace: dict = {"B": braze}
+    exec(compile(program.source(), "<program>", "exec"), namespace)  # noqa: S102 - the fuzzer's own text
+    arrays = program.arrays()
+    outputs = program.function()(*[braze.tensor(a) for a in arrays])
+    grads = outputs[len(outputs) - len(program.differentiated) :]
+    rng = np.random.default_rng(0)
+    eps = 1e-6
+    for position, grad in zip(program.differentiated, grads, strict=True):
+        for flat in rng.choice(arrays[position].size, size=min(3, arrays[position].size), replace=False):
+            values = []
+            for sign in (1.0, -1.0):
+                moved = [a.copy() for a in arrays]
+                moved[position].reshape(-1)[flat] += sign * eps
+                values.append(namespace["gradient_sum"](*[braze.tensor(a) for a in moved])[0].item())
+            numeric = (values[0] - values[1]) / (2 * eps)
+            np.testing.assert_allclose(grad.numpy().reshape(-1)[flat], numeric, rtol=1e-5, atol=1e-6)

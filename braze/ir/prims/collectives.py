@@ -61,8 +61,24 @@ def _all_reduce_vjp(g, x, out, *, op):
     return (all_reduce.bind(g, op="sum") / all_reduce.bind(mask, op="sum") * mask,)
 
 
+def _all_reduce_jvp(tangents, x, out, *, op):
+    if op != "max":
+        return all_reduce.bind(tangents[0], op=op)
+    # The mean of the tangents of the replicas (and elements) holding the maximum.
+    mask = elementwise.convert.bind(elementwise.eq.bind(x, out), dtype=x.dtype)
+    return all_reduce.bind(tangents[0] * mask, op="sum") / all_reduce.bind(mask, op="sum")
+
+
 all_reduce = register(
-    Primitive("all_reduce", _all_reduce_rule, _all_reduce_impl, _all_reduce_vjp, ("op",), category=Category.COLLECTIVE)
+    Primitive(
+        "all_reduce",
+        _all_reduce_rule,
+        _all_reduce_impl,
+        _all_reduce_vjp,
+        ("op",),
+        category=Category.COLLECTIVE,
+        jvp=_all_reduce_jvp,
+    )
 )
 
 __all__ = ["REDUCE_OPS", "Transport", "all_reduce", "set_transport", "transport"]

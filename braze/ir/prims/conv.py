@@ -2,8 +2,9 @@
 
 ``conv_grad_input`` and ``conv_grad_filter`` are primitives of their own (as TensorFlow's
 Conv2DBackpropInput/Filter are) because each lowers to a direct loop nest; the three are
-closed under differentiation: each one's VJP is written with the other two. The VJPs
-return thunks, so a cotangent nobody needs (the input image's) is never computed.
+closed under differentiation: each one's VJP is written with the other two, and each is
+bilinear, so its JVP is the product rule. The VJPs return thunks, so a cotangent nobody
+needs (the input image's) is never computed.
 
 Attributes: ``strides`` (sh, sw), ``padding`` ((top, bottom), (left, right)) and
 ``dilation`` (dh, dw) of the filter. The NumPy twins use im2col over batch chunks so that
@@ -16,7 +17,7 @@ import numpy as np
 
 from braze.ir.errors import ShapeError
 from braze.ir.primitive import Aval, Category, Primitive, register
-from braze.ir.prims import checks
+from braze.ir.prims import checks, derived
 from braze.ir.prims.checks import fmt_shape
 
 ATTRS = ("strides", "padding", "dilation")
@@ -174,7 +175,7 @@ def _grad_filter_vjp(ct, x, g, out, *, filter_hw, strides, padding, dilation):
 
 
 def _contraction(name: str, rule, impl, vjp, attr_names: tuple[str, ...]) -> Primitive:
-    return register(Primitive(name, rule, impl, vjp, attr_names, category=Category.CONTRACTION))
+    return register(Primitive(name, rule, impl, vjp, attr_names, category=Category.CONTRACTION, jvp=derived.BILINEAR))
 
 
 conv = _contraction("conv", _conv_rule, _conv_impl, _conv_vjp, ATTRS)

@@ -1,7 +1,9 @@
 """Elementwise primitives: unary math, binary arithmetic, comparisons, select, convert.
 
 Binary primitives take operands of one shape and one dtype: broadcasting and scalar
-promotion are the op library's job, so the IR stays explicit for the compiler.
+promotion are the op library's job, so the IR stays explicit for the compiler. The JVP of
+a unary or binary op is its VJP applied to the tangents (``derived.Diagonal``), unless
+its declaration gives another.
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ from collections.abc import Callable
 import numpy as np
 
 from braze.ir.dtypes import DType, bool_
-from braze.ir.primitive import Aval, Category, Primitive, register
-from braze.ir.prims import checks, special
+from braze.ir.primitive import Aval, Category, Derivation, JVPRule, Primitive, register
+from braze.ir.prims import checks, derived, special
 
 NUMERIC = "if"
 FLOAT = "f"
@@ -39,18 +41,45 @@ def _binary_rule(name: str, kinds: str, result: DType | None = None) -> Callable
     return rule
 
 
-def unary(name: str, impl: Callable, vjp: Callable | None, kinds: str = FLOAT) -> Primitive:
+def unary(
+    name: str,
+    impl: Callable,
+    vjp: Callable | None,
+    kinds: str = FLOAT,
+    jvp: JVPRule | Derivation | None = derived.DIAGONAL,
+) -> Primitive:
     """Declare an elementwise primitive of one operand of the dtype ``kinds`` allow (FLOAT
     or NUMERIC), whose result has the operand's type."""
-    return register(Primitive(name, _unary_rule(name, kinds), impl, vjp, category=Category.UNARY))
+    return register(
+        Primitive(name, _unary_rule(name, kinds), impl, vjp, category=Category.UNARY, jvp=_if_differentiable(vjp, jvp))
+    )
 
 
 def binary(
-    name: str, impl: Callable, vjp: Callable | None, kinds: str = NUMERIC, commutative: bool = False
+    name: str,
+    impl: Callable,
+    vjp: Callable | None,
+    kinds: str = NUMERIC,
+    commutative: bool = False,
+    jvp: JVPRule | Derivation | None = derived.DIAGONAL,
 ) -> Primitive:
     """Declare an elementwise primitive of two operands of one type, whose result has it."""
     rule = _binary_rule(name, kinds)
-    return register(Primitive(name, rule, impl, vjp, category=Category.BINARY, commutative=commutative))
+    return register(
+        Primitive(
+            name,
+            rule,
+            impl,
+            vjp,
+            category=Category.BINARY,
+            commutative=commutative,
+            jvp=_if_differentiable(vjp, jvp),
+        )
+    )
+
+
+def _if_differentiable(vjp: Callable | None, jvp: JVPRule | Derivation | None) -> JVPRule | Derivation | None:
+    return None if vjp is None else jvp
 
 
 def _as_mask(mask, like):
@@ -165,7 +194,9 @@ def _select_vjp(g, pred, on_true, on_false, out):
     return None, select.bind(pred, g, zeros), select.bind(pred, zeros, g)
 
 
-select = register(Primitive("select", _select_rule, np.where, _select_vjp, category=Category.SELECT))
+select = register(
+    Primitive("select", _select_rule, np.where, _select_vjp, category=Category.SELECT, jvp=derived.Linear(1, 2))
+)
 
 
 def _convert_rule(x: Aval, *, dtype: DType) -> Aval:
@@ -191,5 +222,7 @@ def _convert_vjp(g, x, out, *, dtype: DType):
 
 
 convert = register(
-    Primitive("convert", _convert_rule, _convert_impl, _convert_vjp, ("dtype",), category=Category.CONVERT)
+    Primitive(
+        "convert", _convert_rule, _convert_impl, _convert_vjp, ("dtype",), category=Category.CONVERT, jvp=derived.LINEAR
+    )
 )

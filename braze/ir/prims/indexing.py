@@ -29,7 +29,7 @@ import numpy as np
 
 from braze.ir.errors import DTypeError, ShapeError
 from braze.ir.primitive import Aval, Category, Primitive, register
-from braze.ir.prims import checks
+from braze.ir.prims import checks, derived
 from braze.ir.prims.checks import fmt_shape
 
 GATHER_ATTRS = ("offset_dims", "collapsed_slice_dims", "start_index_map", "slice_sizes")
@@ -201,8 +201,24 @@ def _scatter_vjp(g, updates, indices, out, *, shape, **dims):
 
 
 gather = register(
-    Primitive("gather", _gather_rule, _gather_impl, _gather_vjp, GATHER_ATTRS, category=Category.MOVEMENT)
+    Primitive(
+        "gather",
+        _gather_rule,
+        _gather_impl,
+        _gather_vjp,
+        GATHER_ATTRS,
+        category=Category.MOVEMENT,
+        jvp=derived.Linear(0),
+    )
 )
 scatter_add = register(
-    Primitive("scatter_add", _scatter_rule, _scatter_impl, _scatter_vjp, SCATTER_ATTRS, category=Category.SCATTER)
+    Primitive(
+        "scatter_add",
+        _scatter_rule,
+        _scatter_impl,
+        _scatter_vjp,
+        SCATTER_ATTRS,
+        category=Category.SCATTER,
+        jvp=derived.Linear(0),
+    )
 )

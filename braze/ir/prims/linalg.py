@@ -2,7 +2,8 @@
 
 The output's dimensions are the batch dimensions, then the lhs free dimensions, then the rhs
 free dimensions, each in operand order. Its transposes are again dot_generals followed by a
-transpose that puts the contracted result back in the operand's layout.
+transpose that puts the contracted result back in the operand's layout; being bilinear, its
+JVP is the product rule.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import numpy as np
 
 from braze.ir.errors import ShapeError
 from braze.ir.primitive import Aval, Category, Primitive, register
-from braze.ir.prims import checks, structural
+from braze.ir.prims import checks, derived, structural
 from braze.ir.prims.checks import fmt_shape
 
 ATTRS = ("lhs_contracting", "rhs_contracting", "lhs_batch", "rhs_batch")
@@ -86,27 +87,35 @@ def _transpose_lhs(g, x, y, *, lhs_contracting, rhs_contracting, lhs_batch, rhs_
 
 
 def _vjp(g, x, y, out, *, lhs_contracting, rhs_contracting, lhs_batch, rhs_batch):
-    gx = _transpose_lhs(
-        g,
-        x,
-        y,
-        lhs_contracting=lhs_contracting,
-        rhs_contracting=rhs_contracting,
-        lhs_batch=lhs_batch,
-        rhs_batch=rhs_batch,
-        ans_lhs_first=True,
-    )
-    gy = _transpose_lhs(
-        g,
-        y,
-        x,
-        lhs_contracting=rhs_contracting,
-        rhs_contracting=lhs_contracting,
-        lhs_batch=rhs_batch,
-        rhs_batch=lhs_batch,
-        ans_lhs_first=False,
-    )
+    # Thunks: a gradient with respect to one operand only (an input's, in a gradient
+    # penalty) never computes the other's product.
+    def gx():
+        return _transpose_lhs(
+            g,
+            x,
+            y,
+            lhs_contracting=lhs_contracting,
+            rhs_contracting=rhs_contracting,
+            lhs_batch=lhs_batch,
+            rhs_batch=rhs_batch,
+            ans_lhs_first=True,
+        )
+
+    def gy():
+        return _transpose_lhs(
+            g,
+            y,
+            x,
+            lhs_contracting=rhs_contracting,
+            rhs_contracting=lhs_contracting,
+            lhs_batch=rhs_batch,
+            rhs_batch=lhs_batch,
+            ans_lhs_first=False,
+        )
+
     return gx, gy
 
 
-dot_general = register(Primitive("dot_general", _rule, _impl, _vjp, ATTRS, category=Category.CONTRACTION))
+dot_general = register(
+    Primitive("dot_general", _rule, _impl, _vjp, ATTRS, category=Category.CONTRACTION, jvp=derived.BILINEAR)
+)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from braze.ir.primitive import Aval, Category, Primitive, register
-from braze.ir.prims import checks, elementwise, structural
+from braze.ir.prims import checks, derived, elementwise, structural
 
 
 def _reduce_rule(name: str, kinds: str):
@@ -32,11 +32,22 @@ def _sum_vjp(g, x, out, *, axes):
     return (_expand(g, x, axes),)
 
 
+def _maxima(x, out, axes):
+    """1.0 where ``x`` holds its reduction's maximum, else 0.0."""
+    return elementwise.convert.bind(elementwise.eq.bind(x, _expand(out, x, axes)), dtype=x.dtype)
+
+
 def _max_vjp(g, x, out, *, axes):
     # Ties share the cotangent evenly, as in PyTorch's amax and JAX's reduce_max.
-    mask = elementwise.convert.bind(elementwise.eq.bind(x, _expand(out, x, axes)), dtype=x.dtype)
+    mask = _maxima(x, out, axes)
     count = reduce_sum.bind(mask, axes=axes)
     return (_expand(g / count, x, axes) * mask,)
+
+
+def _max_jvp(tangents, x, out, *, axes):
+    # The mean of the tangents at the maxima: the transpose of the VJP's even share.
+    mask = _maxima(x, out, axes)
+    return reduce_sum.bind(tangents[0] * mask, axes=axes) / reduce_sum.bind(mask, axes=axes)
 
 
 def _sum_impl(x: np.ndarray, *, axes) -> np.ndarray:
@@ -51,9 +62,11 @@ def _lowest(dtype: np.dtype):
     return -np.inf if dtype.kind == "f" else (np.iinfo(dtype).min if dtype.kind == "i" else False)
 
 
-def _reduction(name: str, kinds: str, impl, vjp) -> Primitive:
-    return register(Primitive(name, _reduce_rule(name, kinds), impl, vjp, ("axes",), category=Category.REDUCTION))
+def _reduction(name: str, kinds: str, impl, vjp, jvp) -> Primitive:
+    return register(
+        Primitive(name, _reduce_rule(name, kinds), impl, vjp, ("axes",), category=Category.REDUCTION, jvp=jvp)
+    )
 
 
-reduce_sum = _reduction("reduce_sum", "if", _sum_impl, _sum_vjp)
-reduce_max = _reduction("reduce_max", "bif", _max_impl, _max_vjp)
+reduce_sum = _reduction("reduce_sum", "if", _sum_impl, _sum_vjp, derived.LINEAR)
+reduce_max = _reduction("reduce_max", "bif", _max_impl, _max_vjp, _max_jvp)

@@ -1,6 +1,7 @@
 """Primitives that move data without arithmetic: broadcast, reshape, transpose, rev, slice,
 pad, concatenate. Their gradients are each other: slice and pad are mutual transposes, rev
-is its own, and a broadcast's transpose is a sum."""
+is its own, and a broadcast's transpose is a sum. Each is linear, so its JVP moves the
+tangent as it moves the operand."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 from braze.ir.dtypes import as_dtype
 from braze.ir.errors import ShapeError
 from braze.ir.primitive import Aval, Category, Primitive, register
-from braze.ir.prims import checks, reductions
+from braze.ir.prims import checks, derived, reductions
 from braze.ir.prims.checks import fmt_shape
 
 
@@ -54,6 +55,7 @@ broadcast_in_dim = register(
         _broadcast_vjp,
         ("shape", "broadcast_dimensions"),
         category=Category.MOVEMENT,
+        jvp=derived.LINEAR,
     )
 )
 
@@ -72,6 +74,7 @@ reshape = register(
         lambda g, x, out, *, new_sizes: (reshape.bind(g, new_sizes=tuple(x.shape)),),
         ("new_sizes",),
         category=Category.MOVEMENT,
+        jvp=derived.LINEAR,
     )
 )
 
@@ -92,6 +95,7 @@ transpose = register(
         ),
         ("permutation",),
         category=Category.MOVEMENT,
+        jvp=derived.LINEAR,
     )
 )
 
@@ -110,6 +114,7 @@ rev = register(
         ("dimensions",),
         doc="Reverse the order of elements along ``dimensions`` (HLO's ``rev``; negative-step slices).",
         category=Category.MOVEMENT,
+        jvp=derived.LINEAR,
     )
 )
 
@@ -147,6 +152,7 @@ slice_ = register(
         _slice_vjp,
         ("start_indices", "limit_indices", "strides"),
         category=Category.MOVEMENT,
+        jvp=derived.LINEAR,
     )
 )
 
@@ -184,8 +190,21 @@ def _pad_vjp(g, x, out, *, low, high, interior, value):
     return (slice_.bind(g, start_indices=tuple(low), limit_indices=limits, strides=strides),)
 
 
+def _pad_jvp(tangents, x, out, *, low, high, interior, value):
+    # Affine in x: the padding value is a constant, whose tangent is zero.
+    return pad.bind(tangents[0], low=low, high=high, interior=interior, value=0.0)
+
+
 pad = register(
-    Primitive("pad", _pad_rule, _pad_impl, _pad_vjp, ("low", "high", "interior", "value"), category=Category.MOVEMENT)
+    Primitive(
+        "pad",
+        _pad_rule,
+        _pad_impl,
+        _pad_vjp,
+        ("low", "high", "interior", "value"),
+        category=Category.MOVEMENT,
+        jvp=_pad_jvp,
+    )
 )
 
 
@@ -229,5 +248,6 @@ concatenate = register(
         ("dimension",),
         variadic=True,
         category=Category.MOVEMENT,
+        jvp=derived.LINEAR,
     )
 )

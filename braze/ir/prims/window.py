@@ -3,7 +3,9 @@
 ``reduce_window`` sums or maxes over sliding windows of any rank. The gradient of a max
 window goes through ``select_and_scatter_add`` (each window's cotangent lands on the first
 maximal input of that window) whose transpose is ``select_and_gather_add`` (each window
-picks the value at its maximal input) and vice versa, as in XLA.
+picks the value at its maximal input) and vice versa, as in XLA. Both are linear in their
+first operand (the second only chooses where); ``select_and_gather_add`` is also the JVP of
+a max window, as in JAX.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from braze.ir.errors import ShapeError
 from braze.ir.primitive import Aval, Category, Primitive, register
-from braze.ir.prims import checks, structural
+from braze.ir.prims import checks, derived, structural
 from braze.ir.prims.checks import fmt_shape
 
 if TYPE_CHECKING:
@@ -123,6 +125,13 @@ def _reduce_window_vjp(g, x, out, *, kind, window_dimensions, window_strides, pa
     return (select_and_scatter_add.bind(g, x, **attrs),)
 
 
+def _reduce_window_jvp(tangents, x, out, *, kind, window_dimensions, window_strides, padding):
+    attrs = {"window_dimensions": window_dimensions, "window_strides": window_strides, "padding": padding}
+    if kind == "sum":
+        return reduce_window.bind(tangents[0], kind="sum", **attrs)
+    return select_and_gather_add.bind(tangents[0], x, **attrs)  # each window's tangent at its maximum
+
+
 reduce_window = register(
     Primitive(
         "reduce_window",
@@ -131,6 +140,7 @@ reduce_window = register(
         _reduce_window_vjp,
         ("kind", *ATTRS),
         category=Category.WINDOW,
+        jvp=_reduce_window_jvp,
     )
 )
 
@@ -188,6 +198,7 @@ select_and_scatter_add = register(
         lambda ct, source, operand, out, **attrs: (select_and_gather_add.bind(ct, operand, **attrs), None),
         ATTRS,
         category=Category.WINDOW,
+        jvp=derived.Linear(0),
     )
 )
 select_and_gather_add = register(
@@ -198,6 +209,7 @@ select_and_gather_add = register(
         lambda ct, tangents, operand, out, **attrs: (select_and_scatter_add.bind(ct, operand, **attrs), None),
         ATTRS,
         category=Category.WINDOW,
+        jvp=derived.Linear(0),
     )
 )
 

@@ -1,5 +1,5 @@
 """``tensorflow.keras.preprocessing``."""
 
-from braze.keras.preprocessing import image
+from braze.keras.preprocessing import image, sequence
 
-__all__ = ["image"]
+__all__ = ["image", "sequence"]

@@ -1,0 +1,173 @@
+"""``tf.data.Dataset`` for in-memory arrays: ``from_tensor_slices`` then ``shuffle``,
+``batch``, ``map``, ``repeat``, ``take``, ``skip``; elements are NumPy arrays (or tuples
+and dicts of them), which ``fit`` and a model take as they are.
+
+``shuffle(buffer_size)`` shuffles as TensorFlow does: each element is drawn at random from
+a buffer of the next ``buffer_size`` elements (``buffer_size`` at least the dataset's size
+shuffles it uniformly). Without a ``seed`` the order is drawn from NumPy's global
+generator, so ``np.random.seed`` (or ``keras.utils.set_random_seed``) makes a run
+repeatable; with ``reshuffle_each_iteration`` every pass has a new order. ``prefetch``
+and ``cache`` return the same dataset: elements are made on demand in this process, which
+changes no value. A ``map`` function runs on the eager CPU device, whatever the default
+device, so that preparing data never records ops into a lazy training trace.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from braze.runtime.device import CPU, default_device, set_default_device
+
+AUTOTUNE = -1
+
+
+def _leaves(structure: Any) -> list[Any]:
+    if isinstance(structure, (list, tuple)):
+        return [leaf for item in structure for leaf in _leaves(item)]
+    if isinstance(structure, dict):
+        return [leaf for item in structure.values() for leaf in _leaves(item)]
+    return [structure]
+
+
+def _map(fn: Callable[[Any], Any], structure: Any) -> Any:
+    if isinstance(structure, (list, tuple)):
+        return type(structure)(_map(fn, item) for item in structure)
+    if isinstance(structure, dict):
+        return {key: _map(fn, item) for key, item in structure.items()}
+    return fn(structure)
+
+
+def _stack(elements: list[Any]) -> Any:
+    first = elements[0]
+    if isinstance(first, (list, tuple)):
+        return type(first)(_stack([e[i] for e in elements]) for i in range(len(first)))
+    if isinstance(first, dict):
+        return {key: _stack([e[key] for e in elements]) for key in first}
+    return np.stack([np.asarray(e) for e in elements])
+
+
+class Dataset:
+    """A re-iterable sequence of elements, each pass made by ``generate``."""
+
+    def __init__(self, generate: Callable[[], Iterator[Any]], length: int | None) -> None:
+        self._generate, self._length = generate, length
+
+    @staticmethod
+    def from_tensor_slices(tensors: Any) -> Dataset:
+        """One element per row of ``tensors`` (an array, or a tuple, list or dict of arrays
+        with the same number of rows)."""
+        arrays = _map(lambda a: np.asarray(a.numpy() if hasattr(a, "numpy") else a), tensors)
+        rows = {len(a) for a in _leaves(arrays)}
+        if len(rows) != 1:
+            raise ValueError(f"Dataset.from_tensor_slices: the arrays have different numbers of rows: {sorted(rows)}")
+        (count,) = rows
+
+        def generate() -> Iterator[Any]:
+            for i in range(count):
+                yield _map(lambda a, i=i: a[i], arrays)
+
+        return Dataset(generate, count)
+
+    @staticmethod
+    def from_tensors(tensors: Any) -> Dataset:
+        element = _map(np.asarray, tensors)
+        return Dataset(lambda: iter([element]), 1)
+
+    @staticmethod
+    def range(*args: int) -> Dataset:
+        values = range(*args)
+        return Dataset(lambda: (np.int64(v) for v in values), len(values))
+
+    def __iter__(self) -> Iterator[Any]:
+        return self._generate()
+
+    def __len__(self) -> int:
+        if self._length is None:
+            raise TypeError("this dataset repeats forever: it has no length")
+        return self._length
+
+    def cardinality(self) -> int:
+        return -1 if self._length is None else self._length
+
+    def as_numpy_iterator(self) -> Iterator[Any]:
+        return iter(self)
+
+    def batch(self, batch_size: int, drop_remainder: bool = False, num_parallel_calls: Any = None, **kwargs) -> Dataset:
+        if batch_size < 1:
+            raise ValueError(f"Dataset.batch: batch_size must be at least 1, got {batch_size}")
+
+        def generate() -> Iterator[Any]:
+            elements = iter(self)
+            while True:
+                chunk = list(itertools.islice(elements, batch_size))
+                if not chunk or (drop_remainder and len(chunk) < batch_size):
+                    return
+                yield _stack(chunk)
+
+        length = None
+        if self._length is not None:
+            length = self._length // batch_size if drop_remainder else -(-self._length // batch_size)
+        return Dataset(generate, length)
+
+    def shuffle(self, buffer_size: int, seed: int | None = None, reshuffle_each_iteration: bool = True) -> Dataset:
+        if buffer_size < 1:
+            raise ValueError(f"Dataset.shuffle: buffer_size must be at least 1, got {buffer_size}")
+        base = np.random.default_rng(seed if seed is not None else np.random.randint(0, 2**62))
+        fixed = base.integers(2**63)
+
+        def generate() -> Iterator[Any]:
+            rng = np.random.default_rng(base.integers(2**63) if reshuffle_each_iteration else fixed)
+            elements, buffer = iter(self), []
+            for element in elements:
+                buffer.append(element)
+                if len(buffer) == buffer_size:
+                    break
+            for element in elements:
+                i = int(rng.integers(len(buffer)))
+                yield buffer[i]
+                buffer[i] = element
+            rng.shuffle(buffer)
+            yield from buffer
+
+        return Dataset(generate, self._length)
+
+    def map(self, map_func: Callable[..., Any], num_parallel_calls: Any = None, deterministic: Any = None) -> Dataset:
+        """Elements ``map_func(*element)`` (a tuple is spread into arguments, as in TF)."""
+
+        def apply(element: Any) -> Any:
+            previous = default_device()
+            set_default_device(CPU)
+            try:
+                result = map_func(*element) if isinstance(element, tuple) else map_func(element)
+            finally:
+                set_default_device(previous)
+            return _map(lambda v: np.asarray(v.numpy() if hasattr(v, "numpy") else v), result)
+
+        return Dataset(lambda: (apply(e) for e in self), self._length)
+
+    def repeat(self, count: int | None = None) -> Dataset:
+        def generate() -> Iterator[Any]:
+            passes = itertools.count() if count is None or count < 0 else range(count)
+            for _ in passes:
+                yield from self
+
+        forever = count is None or count < 0
+        return Dataset(generate, None if forever or self._length is None else self._length * count)
+
+    def take(self, count: int) -> Dataset:
+        length = count if self._length is None else min(count, self._length)
+        return Dataset(lambda: itertools.islice(self, count), length if count >= 0 else self._length)
+
+    def skip(self, count: int) -> Dataset:
+        length = None if self._length is None else max(self._length - count, 0)
+        return Dataset(lambda: itertools.islice(self, count, None), length)
+
+    def prefetch(self, buffer_size: int = AUTOTUNE) -> Dataset:
+        return self
+
+    def cache(self, filename: str = "") -> Dataset:
+        return self

@@ -1,0 +1,41 @@
+"""``keras.initializers``."""
+
+from braze.nn.initializers import (
+    Constant,
+    GlorotNormal,
+    GlorotUniform,
+    HeNormal,
+    HeUniform,
+    Initializer,
+    LecunNormal,
+    LecunUniform,
+    Ones,
+    RandomNormal,
+    RandomUniform,
+    TruncatedNormal,
+    VarianceScaling,
+    Zeros,
+    deserialize,
+    get,
+    serialize,
+)
+
+__all__ = [
+    "Constant",
+    "GlorotNormal",
+    "GlorotUniform",
+    "HeNormal",
+    "HeUniform",
+    "Initializer",
+    "LecunNormal",
+    "LecunUniform",
+    "Ones",
+    "RandomNormal",
+    "RandomUniform",
+    "TruncatedNormal",
+    "VarianceScaling",
+    "Zeros",
+    "deserialize",
+    "get",
+    "serialize",
+]

@@ -1,0 +1,118 @@
+"""Layers that merge a list of inputs, as Keras's: ``Add``, ``Subtract``, ``Multiply``,
+``Average``, ``Maximum``, ``Minimum``, ``Concatenate``, and their lower-case functional
+spellings (``layers.add([a, b])``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import reduce
+from typing import Any
+
+from braze import ops
+from braze.ir.errors import ShapeError
+from braze.nn.layer import Layer
+from braze.tensor import Tensor, user_error
+
+__all__ = [
+    "Add",
+    "Average",
+    "Concatenate",
+    "Maximum",
+    "Minimum",
+    "Multiply",
+    "Subtract",
+    "add",
+    "average",
+    "concatenate",
+    "maximum",
+    "minimum",
+    "multiply",
+    "subtract",
+]
+
+
+class _Merge(Layer):
+    combine: Callable[[Tensor, Tensor], Tensor] = staticmethod(ops.add)
+    needs_two = False
+
+    def call(self, inputs: Sequence[Tensor]) -> Tensor:
+        inputs = list(inputs)
+        if len(inputs) < 2 or (self.needs_two and len(inputs) != 2):
+            expected = "exactly 2" if self.needs_two else "at least 2"
+            raise ValueError(f"{self.name}: expects a list of {expected} inputs, got {len(inputs)}")
+        return self.merge(inputs)
+
+    def merge(self, inputs: list[Tensor]) -> Tensor:
+        return reduce(self.combine, inputs)
+
+
+class Add(_Merge):
+    """The sum of a list of inputs of one shape (or shapes that broadcast)."""
+
+
+class Subtract(_Merge):
+    """The first of two inputs minus the second."""
+
+    combine = staticmethod(ops.subtract)
+    needs_two = True
+
+
+class Multiply(_Merge):
+    """The elementwise product of a list of inputs."""
+
+    combine = staticmethod(ops.multiply)
+
+
+class Maximum(_Merge):
+    """The elementwise maximum of a list of inputs."""
+
+    combine = staticmethod(ops.maximum)
+
+
+class Minimum(_Merge):
+    """The elementwise minimum of a list of inputs."""
+
+    combine = staticmethod(ops.minimum)
+
+
+class Average(_Merge):
+    """The elementwise mean of a list of inputs."""
+
+    def merge(self, inputs: list[Tensor]) -> Tensor:
+        return reduce(ops.add, inputs) / len(inputs)
+
+
+class Concatenate(_Merge):
+    """Join the inputs along ``axis`` (the last by default); the other axes must agree."""
+
+    def __init__(self, axis: int = -1, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.axis = axis
+
+    def merge(self, inputs: list[Tensor]) -> Tensor:
+        ndim = inputs[0].ndim
+        axis = self.axis % ndim
+        first = [s for d, s in enumerate(inputs[0].shape) if d != axis]
+        for t in inputs[1:]:
+            if t.ndim != ndim or [s for d, s in enumerate(t.shape) if d != axis] != first:
+                shapes = [x.shape for x in inputs]
+                raise user_error(ShapeError, f"{self.name}: inputs {shapes} differ outside the concatenation axis")
+        return ops.concatenate(inputs, axis=axis)
+
+
+def _functional(cls: type[_Merge]) -> Callable[..., Any]:
+    def merge(inputs: Sequence[Any], **kwargs: Any) -> Any:
+        return cls(**kwargs)(list(inputs))
+
+    merge.__name__ = merge.__qualname__ = cls.__name__.lower()
+    merge.__doc__ = f"``{cls.__name__}(**kwargs)(inputs)``: the layer made and called at once."
+    return merge
+
+
+add = _functional(Add)
+subtract = _functional(Subtract)
+multiply = _functional(Multiply)
+average = _functional(Average)
+maximum = _functional(Maximum)
+minimum = _functional(Minimum)
+concatenate = _functional(Concatenate)

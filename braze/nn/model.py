@@ -1,0 +1,209 @@
+"""Keras's models: ``Model`` (functional, ``Model(inputs, outputs)``, or subclassed, with
+``call``) and ``Sequential``.
+
+A functional or subclassed model called without ``training=`` runs in inference mode, as
+``keras.Model`` does: it starts in ``eval()`` mode, ``fit`` trains it in training mode and
+restores the mode it found, and ``model(x, training=True)`` or ``model.train()`` switch
+explicitly. A ``Sequential`` starts in training mode, as braze's modules do (it is
+``braze.nn``'s container too); ``fit``, ``evaluate`` and ``predict`` set the mode either way.
+Every layer called inside follows the model's ``training`` value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from braze import ops
+from braze.autodiff import no_grad
+from braze.nn.functional_api import FunctionalGraph, InputLayer
+from braze.nn.layer import Layer
+from braze.nn.module import Module
+from braze.nn.symbolic import KerasTensor
+from braze.tensor import Tensor
+
+
+class _ChildLayers:
+    """``model.layers`` of a subclassed model: the layers it holds directly. A functional
+    or Sequential model sets its own list, which takes precedence (a non-data descriptor)."""
+
+    def __get__(self, model: Any, owner: type | None = None) -> Any:
+        if model is None:
+            return self
+        return [value for _, value in model._items() if isinstance(value, Layer)]
+
+
+class Model(Layer):
+    """``keras.Model``: ``Model(inputs, outputs)`` over symbolic tensors, or a subclass
+    defining ``call`` (and, if it likes, ``train_step``/``test_step``/``predict_step``)."""
+
+    training = False
+    layers = _ChildLayers()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        inputs = args[0] if args else kwargs.pop("inputs", None)
+        outputs = args[1] if len(args) > 1 else kwargs.pop("outputs", None)
+        if len(args) > 2:
+            raise TypeError(f"Model: too many positional arguments ({len(args)}); expected inputs and outputs")
+        super().__init__(**kwargs)
+        if inputs is None and outputs is None:
+            return
+        if inputs is None or outputs is None:
+            raise TypeError("Model: a functional model needs both inputs= and outputs=")
+        self._graph = FunctionalGraph(inputs, outputs)
+        self.layers = self._graph.layers
+        self.built = True
+
+    # Functional models -----------------------------------------------------------------
+
+    @property
+    def inputs(self) -> list[KerasTensor]:
+        return self._functional().input_leaves
+
+    @property
+    def outputs(self) -> list[KerasTensor]:
+        return self._functional().output_leaves
+
+    @property
+    def input(self) -> Any:
+        return self._functional().inputs
+
+    @property
+    def output(self) -> Any:
+        return self._functional().outputs
+
+    @property
+    def input_names(self) -> list[str]:
+        return self._functional().input_names
+
+    @property
+    def output_names(self) -> list[str]:
+        graph = getattr(self, "_graph", None)
+        return graph.output_names if graph is not None else ["output"]
+
+    def _functional(self) -> FunctionalGraph:
+        graph = getattr(self, "_graph", None)
+        if graph is None:
+            raise AttributeError(f"{self.name} is not a functional model: it has no symbolic inputs and outputs")
+        return graph
+
+    def call(self, inputs: Any, training: bool | None = None) -> Any:
+        graph = getattr(self, "_graph", None)
+        if graph is None:
+            raise NotImplementedError(
+                f"{type(self).__name__}: define call(self, inputs) in the subclass, or make a functional model "
+                "with Model(inputs, outputs)"
+            )
+        return graph.run(inputs)
+
+    # Building and layers ---------------------------------------------------------------
+
+    def _ensure_built(self, input_shape: Any) -> None:
+        # A subclassed model builds its layers as its first call reaches them.
+        if type(self).build is Model.build:
+            self.built = True
+        else:
+            super()._ensure_built(input_shape)
+
+    def build(self, input_shape: Any) -> None:
+        """Build every layer by one call on zeros of ``input_shape`` (None dimensions as 1),
+        in inference mode (Keras's ``model.build``)."""
+        self.built = True
+        shape = tuple(1 if d is None else int(d) for d in input_shape)
+        with no_grad():
+            self(ops.zeros(shape), training=False)
+
+    def get_layer(self, name: str | None = None, index: int | None = None) -> Layer:
+        if index is not None:
+            return self.layers[index]
+        for layer in self.layers:
+            if layer.name == name:
+                return layer
+        raise ValueError(f"{self.name} has no layer named {name!r}; its layers are {[m.name for m in self.layers]}")
+
+
+class Sequential(Model):
+    """Layers applied in order: ``Sequential([layer, ...])``, ``Sequential(layer, ...)`` or
+    ``add()`` one at a time. The model is built at once when its input shape is known (the
+    first layer's ``input_shape``, a ``keras.Input`` as first element, or ``input_shape=``),
+    so that ``compile`` gives the optimizer every parameter; else on its first call."""
+
+    training = True
+
+    def __init__(
+        self,
+        *layers: Any,
+        input_shape: Sequence[int] | None = None,
+        name: str | None = None,
+        trainable: bool = True,
+    ) -> None:
+        super().__init__(name=name, trainable=trainable)
+        items = list(layers[0]) if len(layers) == 1 and isinstance(layers[0], (list, tuple)) else list(layers)
+        if len(layers) == 1 and layers[0] is None:
+            items = []
+        self.layers: list[Module] = []
+        self._output_shape: tuple[int, ...] | None = None
+        if input_shape is not None:
+            self._start(tuple(input_shape))
+        for layer in items:
+            self.add(layer)
+
+    def _start(self, input_shape: tuple[int, ...]) -> None:
+        self.input_shape = input_shape
+        self._output_shape = input_shape if None not in input_shape else None
+        self.built = self._output_shape is not None
+
+    def add(self, layer: Any) -> None:
+        """Append ``layer``, built at once when the model's input shape is known (as in Keras)."""
+        if isinstance(layer, (KerasTensor, InputLayer)):
+            if self.layers:
+                raise ValueError(f"{self.name}: an Input can only be the first element of a Sequential model")
+            self._start(tuple((layer.symbolic if isinstance(layer, InputLayer) else layer).shape[1:]))
+            return
+        if not isinstance(layer, Module):
+            raise TypeError(f"{self.name}.add: expected a layer, got {type(layer).__name__}")
+        self.layers.append(layer)
+        if self.input_shape is None and len(self.layers) == 1 and getattr(layer, "input_shape", None) is not None:
+            self._start(tuple(layer.input_shape))
+        if self._output_shape is not None:
+            self._output_shape = _shape_after(layer, self._output_shape)
+        elif self.input_shape is None:
+            # Without an input shape there is nothing to build while every layer is built.
+            self.built = all(getattr(m, "built", True) for m in self.layers)
+
+    def pop(self) -> Module:
+        layer = self.layers.pop()
+        if self.input_shape is not None and None not in self.input_shape:
+            self._output_shape = self.input_shape
+            for kept in self.layers:
+                self._output_shape = _shape_after(kept, self._output_shape)
+        return layer
+
+    def build(self, input_shape: Any = None) -> None:
+        if input_shape is None:
+            if self.input_shape is None:
+                raise ValueError(f"{self.name}.build: give the input shape (batch first), e.g. (None, 28, 28, 1)")
+            input_shape = (None, *self.input_shape)
+        self._start(tuple(input_shape)[1:])
+        for layer in self.layers:
+            if self._output_shape is None:
+                break
+            self._output_shape = _shape_after(layer, self._output_shape)
+
+    def _ensure_built(self, input_shape: Any) -> None:
+        if not self.built:
+            self.build(input_shape)
+
+    def call(self, x: Any, training: bool | None = None) -> Any:
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def _shape_after(layer: Module, input_shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Build ``layer`` (and what it holds) on one example of zeros, in inference mode; its
+    output shape, without the batch dimension."""
+    with no_grad():
+        x = ops.zeros((1, *input_shape))
+        out = layer(x, training=False) if isinstance(layer, Layer) else layer(x)
+    return tuple(out.shape[1:]) if isinstance(out, Tensor) else input_shape

@@ -1,0 +1,435 @@
+"""``model.save("model.keras")`` and ``keras.models.load_model``: a whole model in one file,
+with no pickle.
+
+A ``.keras`` file here is a zip archive (written atomically) of ``config.json``, the
+model's architecture and compile settings as JSON, and ``model.weights.npz``, its weights
+and buffers (and the optimizer's slots) in braze's checkpoint format. The architecture is
+Keras's kind of config: each layer's class name and constructor arguments
+(``get_config``), and for a functional model every node (which layer, called on which
+tensors); a layer class of your own is found by ``custom_objects`` or
+``keras.saving.register_keras_serializable``. What has no config (a ``Lambda``'s Python
+function, an argument that is an arbitrary object) is an error naming it when saving, not
+a file that cannot be loaded. braze's files are not Keras's (whose weights are HDF5).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from braze import ops
+from braze.nn import activations, initializers, keras_losses, metrics, regularizers
+from braze.nn.checkpoint import CheckpointError, write_atomically, write_npz
+from braze.nn.functional_api import InputLayer
+from braze.nn.keras_ops import _WRAPPED
+from braze.nn.layer import Layer
+from braze.nn.model import Model, Sequential
+from braze.nn.module import warn_if_hdf5
+from braze.nn.state import set_value
+from braze.nn.symbolic import KerasTensor
+from braze.tensor import Tensor
+
+FORMAT = "braze-keras"
+_CUSTOM: dict[str, type] = {}
+# Arguments that steer only how weights are first drawn: loaded weights replace them.
+_SKIPPED = {"generator"}
+
+
+def register_keras_serializable(package: str = "Custom", name: str | None = None) -> Any:
+    """Register a class (a layer or model of your own) so ``load_model`` finds it by name."""
+
+    def register(cls: type) -> type:
+        key = name or cls.__name__
+        _CUSTOM[key] = _CUSTOM[f"{package}>{key}"] = cls
+        return cls
+
+    return register
+
+
+def get_custom_objects() -> dict[str, type]:
+    return _CUSTOM
+
+
+def _layer_classes() -> dict[str, type]:
+    """Every layer class braze defines, by name."""
+    found: dict[str, type] = {}
+    stack = [Layer]
+    while stack:
+        cls = stack.pop()
+        if cls.__module__.startswith("braze."):
+            found.setdefault(cls.__name__, cls)
+        stack.extend(cls.__subclasses__())
+    return found
+
+
+_OPS = {
+    **_WRAPPED,
+    "floor_divide": ops.floor_divide,
+    "getitem": ops.getitem,
+    "astype": ops.astype,
+    "reshape_tensor": Tensor.reshape,
+}
+
+
+# Encoding values ------------------------------------------------------------------------
+
+
+def _encode(value: Any, where: str) -> Any:
+    """``value`` as JSON: numbers, strings, lists, dicts, and objects with a config."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return [_encode(v, where) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _encode(v, where) for k, v in value.items()}
+    if isinstance(value, slice):
+        return {"__slice__": [value.start, value.stop, value.step]}
+    if value is Ellipsis:
+        return {"__ellipsis__": True}
+    if callable(value) and activations.name_of(value) is not None:
+        return activations.name_of(value)
+    if hasattr(value, "get_config") and not isinstance(value, type):
+        return {"class_name": type(value).__name__, "config": _encode(value.get_config(), where)}
+    raise ValueError(
+        f"cannot save {where}: {type(value).__name__} {value!r} has no config (give names or numbers, or an object "
+        "with get_config)"
+    )
+
+
+def _decode(value: Any, custom: dict[str, type]) -> Any:
+    if isinstance(value, list):
+        return [_decode(v, custom) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if "__slice__" in value:
+        return slice(*value["__slice__"])
+    if "__ellipsis__" in value:
+        return Ellipsis
+    if set(value) == {"class_name", "config"}:
+        cls = _find_class(value["class_name"], custom)
+        config = {k: _decode(v, custom) for k, v in value["config"].items()}
+        return cls.from_config(config) if hasattr(cls, "from_config") else cls(**config)
+    return {k: _decode(v, custom) for k, v in value.items()}
+
+
+def _find_class(name: str, custom: dict[str, type]) -> type:
+    for table in (
+        custom,
+        _CUSTOM,
+        _layer_classes(),
+        {"L1L2": regularizers.L1L2},
+        initializers.CLASSES,
+        keras_losses.CLASSES,
+        metrics.CLASSES,
+        _optimizer_classes(),
+    ):
+        if name in table:
+            return table[name]
+    raise ValueError(
+        f"load_model: unknown class {name!r}: pass custom_objects={{{name!r}: {name}}} or decorate the class with "
+        "@keras.saving.register_keras_serializable()"
+    )
+
+
+# Architectures --------------------------------------------------------------------------
+
+
+def _layer_config(layer: Layer) -> dict[str, Any]:
+    if isinstance(layer, Sequential):
+        layers = [_layer_config(m) for m in layer.layers]
+        config = {"name": layer.name, "layers": layers, "input_shape": _encode(layer.input_shape, layer.name)}
+        return {"class_name": "Sequential", "config": config}
+    if getattr(layer, "_graph", None) is not None and type(layer).call is Model.call:
+        return {"class_name": type(layer).__name__, "functional": _graph_config(layer)}
+    if type(layer).__name__ == "Lambda":
+        raise ValueError(f"cannot save {layer.name}: a Lambda layer's Python function has no config")
+    config = {k: v for k, v in layer.get_config().items() if k not in _SKIPPED}
+    return {"class_name": type(layer).__name__, "config": _encode(config, layer.name)}
+
+
+def _graph_config(model: Model) -> dict[str, Any]:
+    graph = model._graph
+    layer_index = {id(layer): i for i, layer in enumerate(graph.layers)}
+    tensor_ref: dict[int, Any] = {id(t): {"__input__": i} for i, t in enumerate(graph.input_leaves)}
+    op_names = {id(fn): name for name, fn in _OPS.items()}
+    nodes = []
+    for k, node in enumerate(graph.nodes):
+        where = f"a call of {getattr(node.layer, 'name', 'an op')}"
+        entry: dict[str, Any] = {
+            "args": _refs(list(node.args), tensor_ref, where),
+            "kwargs": _refs(node.kwargs, tensor_ref, where),
+        }
+        if node.layer is not None:
+            entry["layer"] = layer_index[id(node.layer)]
+        elif id(node.call) in op_names:
+            entry["op"] = op_names[id(node.call)]
+        else:
+            raise ValueError(f"cannot save {model.name}: its graph calls {node.call!r}, which has no name to save")
+        nodes.append(entry)
+        for j, t in enumerate(node.outputs):
+            tensor_ref[id(t)] = {"__node__": [k, j]}
+    structure = {
+        "inputs": _structure(graph.inputs, tensor_ref),
+        "outputs": _structure(graph.outputs, tensor_ref),
+    }
+    layers = [_layer_config(layer) for layer in graph.layers]
+    return {"name": model.name, "layers": layers, "nodes": nodes, **structure}
+
+
+def _refs(value: Any, refs: dict[int, Any], where: str) -> Any:
+    """A node's argument as JSON, its symbolic tensors as references to where they come from."""
+    if isinstance(value, KerasTensor):
+        return refs[id(value)]
+    if isinstance(value, (list, tuple)):
+        return [_refs(v, refs, where) for v in value]
+    if isinstance(value, dict):
+        return {key: _refs(v, refs, where) for key, v in value.items()}
+    return _encode(value, where)
+
+
+def _structure(value: Any, refs: dict[int, Any]) -> Any:
+    if isinstance(value, KerasTensor):
+        return refs[id(value)]
+    if isinstance(value, (list, tuple)):
+        return [_structure(v, refs) for v in value]
+    return {k: _structure(v, refs) for k, v in value.items()}
+
+
+def layer_from_config(config: dict[str, Any], custom: dict[str, type] | None = None) -> Layer:
+    """The layer (or model) a config describes, built as it was."""
+    custom = custom or {}
+    name = config["class_name"]
+    if "functional" in config:
+        return _functional_from_config(
+            config["functional"], _find_class(name, custom) if name != "Model" else Model, custom
+        )
+    if name == "Sequential":
+        inner = config["config"]
+        layers = [layer_from_config(c, custom) for c in inner["layers"]]
+        return Sequential(layers, input_shape=inner["input_shape"], name=inner["name"])
+    cls = _find_class(name, custom)
+    arguments = {k: _decode(v, custom) for k, v in config["config"].items()}
+    return cls.from_config(arguments)
+
+
+def _functional_from_config(config: dict[str, Any], cls: type, custom: dict[str, type]) -> Model:
+    layers = [layer_from_config(c, custom) for c in config["layers"]]
+    inputs = [layer.symbolic for layer in layers if isinstance(layer, InputLayer)]
+    produced: list[list[Any]] = []
+
+    def resolve(value: Any) -> Any:
+        if isinstance(value, dict) and "__input__" in value:
+            return inputs[value["__input__"]]
+        if isinstance(value, dict) and "__node__" in value:
+            k, j = value["__node__"]
+            return produced[k][j]
+        if isinstance(value, list):
+            return [resolve(v) for v in value]
+        if isinstance(value, dict):
+            return {key: resolve(v) for key, v in value.items()}
+        return _decode(value, custom)
+
+    from braze.nn import tree
+
+    for node in config["nodes"]:
+        args, kwargs = resolve(node["args"]), resolve(node["kwargs"])
+        call = layers[node["layer"]] if "layer" in node else _symbolic_op(_OPS[node["op"]])
+        produced.append(tree.leaves(call(*args, **kwargs)))
+    structure = {"inputs": resolve(config["inputs"]), "outputs": resolve(config["outputs"])}
+    return cls(structure["inputs"], structure["outputs"], name=config["name"])
+
+
+def _symbolic_op(fn: Any) -> Any:
+    from braze.nn.symbolic import symbolic_op
+
+    return symbolic_op(fn)
+
+
+def to_json(model: Layer) -> str:
+    return json.dumps(_layer_config(model))
+
+
+def model_from_json(text: str, custom_objects: dict[str, type] | None = None) -> Layer:
+    return layer_from_config(json.loads(text), custom_objects)
+
+
+# Compile settings and optimizer state -----------------------------------------------------
+
+
+def _compile_config(model: Any) -> dict[str, Any] | None:
+    if not getattr(model, "compiled", False):
+        return None
+    optimizer = model.optimizer
+    inner = getattr(optimizer, "optimizer", optimizer)  # a data-parallel wrapper saves what it wraps
+    if not hasattr(inner, "get_config"):
+        raise ValueError(f"cannot save the compiled {type(inner).__name__}: it has no get_config")
+    metrics_spec, weighted = model.compiled_metrics.specs
+    return {
+        "optimizer": {"class_name": _optimizer_name(inner), "config": _encode(inner.get_config(), "the optimizer")},
+        "loss": _spec(model.loss, keras_losses.CLASSES, "the loss"),
+        "loss_weights": _encode(model.compiled_loss.loss_weights, "loss_weights"),
+        "metrics": _spec(metrics_spec, metrics.CLASSES, "a metric"),
+        "weighted_metrics": _spec(weighted, metrics.CLASSES, "a metric"),
+        "jit_compile": model._trainer.jit_compile,
+    }
+
+
+def _optimizer_classes() -> dict[str, type]:
+    """Keras's optimizers by their names, braze's PyTorch-style ones as ``braze.optim.X``."""
+    from braze import optim
+
+    braze_style = {f"braze.optim.{cls.__name__}": cls for cls in (optim.SGD, optim.Adam, optim.AdamW)}
+    return {**optim.keras.CLASSES, **braze_style}
+
+
+def _optimizer_name(optimizer: Any) -> str:
+    for name, cls in _optimizer_classes().items():
+        if type(optimizer) is cls:
+            return name
+    return type(optimizer).__name__
+
+
+def _spec(value: Any, classes: dict[str, type], what: str) -> Any:
+    """What ``compile`` was given as a loss or metric (names, lists and dicts of them,
+    braze's classes by their config, anything else by its function's name) as JSON."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_spec(item, classes, what) for item in value]
+    if isinstance(value, dict):
+        return {k: _spec(v, classes, what) for k, v in value.items()}
+    if classes.get(type(value).__name__) is type(value):
+        return {"class_name": type(value).__name__, "config": _encode(value.get_config(), what)}
+    return {"function": getattr(value, "__name__", type(value).__name__)}
+
+
+def _spec_from(value: Any, custom: dict[str, Any], kind: str) -> Any:
+    if isinstance(value, list):
+        return [_spec_from(v, custom, kind) for v in value]
+    if isinstance(value, dict) and "function" in value:
+        name = value["function"]
+        from braze.nn.losses import LOSSES
+
+        found = custom.get(name) or _CUSTOM.get(name) or keras_losses.FUNCTIONS.get(name) or LOSSES.get(name)
+        if found is None:
+            raise ValueError(
+                f"load_model: the {kind} {name!r} is a function of yours: pass custom_objects={{{name!r}: {name}}}, "
+                "or load_model(..., compile=False)"
+            )
+        return found
+    if isinstance(value, dict) and "class_name" not in value:
+        return {k: _spec_from(v, custom, kind) for k, v in value.items()}
+    return _decode(value, custom)
+
+
+def _optimizer_state(model: Any) -> dict[str, np.ndarray]:
+    optimizer = getattr(model.optimizer, "optimizer", model.optimizer)
+    state = {"optimizer/iterations": np.array(float(optimizer.iterations.item()))}
+    for i, slots in enumerate(optimizer.state):
+        for name, value in (slots or {}).items():
+            state[f"optimizer/{i}/{name}"] = np.array(value.numpy(), dtype=np.float64)
+    return state
+
+
+def _restore_optimizer(model: Any, arrays: dict[str, np.ndarray]) -> None:
+    optimizer = getattr(model.optimizer, "optimizer", model.optimizer)
+    if "optimizer/iterations" not in arrays:
+        return
+    set_value(optimizer.iterations, np.array(int(arrays["optimizer/iterations"]), np.int64))
+    for key, value in arrays.items():
+        parts = key.split("/")
+        if len(parts) != 3:
+            continue
+        i, name = int(parts[1]), parts[2]
+        if i >= len(optimizer.params):
+            raise CheckpointError(f"the saved optimizer has slots for parameter {i}; this model has fewer")
+        param = optimizer.params[i]
+        slots = optimizer.state[i] = optimizer.state[i] or {}
+        slots[name] = Tensor.from_numpy(np.array(value, dtype=param.dtype.numpy), param.device)
+
+
+# Files ----------------------------------------------------------------------------------
+
+
+def save_model(model: Layer, filepath: str | os.PathLike, overwrite: bool = True, **unused: Any) -> None:
+    """Write ``model`` (architecture, weights, compile settings, optimizer state) to a
+    ``.keras`` file, atomically."""
+    path = Path(filepath)
+    if path.suffix not in (".keras", ".h5", ".hdf5"):
+        raise ValueError(f"save_model: {path} must end with .keras (weights alone: .npz or .safetensors)")
+    warn_if_hdf5(path, "its .keras format (a zip of JSON and .npz)")
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"save_model: {path} exists and overwrite=False")
+    config = {"format": FORMAT, "version": 1, "model": _layer_config(model), "compile": _compile_config(model)}
+    state = dict(model.state_dict())
+    if config["compile"] is not None:
+        state.update(_optimizer_state(model))
+    weights = io.BytesIO()
+    write_npz(weights, state)
+
+    def write(handle: Any) -> None:
+        with zipfile.ZipFile(handle, "w", zipfile.ZIP_STORED) as archive:
+            archive.writestr("config.json", json.dumps(config, indent=1))
+            archive.writestr("model.weights.npz", weights.getvalue())
+
+    write_atomically(path, write)
+
+
+def load_model(
+    filepath: str | os.PathLike, custom_objects: dict[str, Any] | None = None, compile: bool = True, **unused: Any
+) -> Layer:
+    """The model saved by ``model.save(filepath)``: rebuilt from its config, its weights
+    loaded and, if it was compiled (and ``compile``), compiled again with its optimizer's
+    state."""
+    custom = dict(custom_objects or {})
+    try:
+        with zipfile.ZipFile(filepath) as archive:
+            config = json.loads(archive.read("config.json"))
+            weights = archive.read("model.weights.npz")
+    except (OSError, KeyError, zipfile.BadZipFile, json.JSONDecodeError) as error:
+        raise CheckpointError(f"{filepath}: not a model saved by braze's model.save ({error})") from None
+    if config.get("format") != FORMAT:
+        raise CheckpointError(f"{filepath}: not a model saved by braze (format {config.get('format')!r})")
+    model = layer_from_config(config["model"], custom)
+    arrays = _read_weights(weights, filepath)
+    model.load_state_dict({k: v for k, v in arrays.items() if not k.startswith("optimizer/")})
+    settings = config.get("compile")
+    if compile and settings is not None:
+        optimizer = _decode(settings["optimizer"], custom)
+        model.compile(
+            optimizer=optimizer,
+            loss=_spec_from(settings["loss"], custom, "loss"),
+            loss_weights=settings["loss_weights"],
+            metrics=_spec_from(settings["metrics"], custom, "metric"),
+            weighted_metrics=_spec_from(settings["weighted_metrics"], custom, "metric"),
+            jit_compile=settings["jit_compile"],
+        )
+        _restore_optimizer(model, arrays)
+    return model
+
+
+def _read_weights(content: bytes, filepath: Any) -> dict[str, np.ndarray]:
+    try:
+        with np.load(io.BytesIO(content), allow_pickle=False) as archive:
+            return {name: archive[name] for name in archive.files}
+    except (ValueError, OSError, zipfile.BadZipFile) as error:
+        raise CheckpointError(f"{filepath}: its weights are corrupt ({error})") from None
+
+
+__all__ = [
+    "get_custom_objects",
+    "layer_from_config",
+    "load_model",
+    "model_from_json",
+    "register_keras_serializable",
+    "save_model",
+    "to_json",
+]

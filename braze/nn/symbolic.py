@@ -1,0 +1,176 @@
+"""Symbolic tensors for Keras's functional API: what ``keras.Input`` returns and what a layer
+called on one returns.
+
+A :class:`KerasTensor` has a shape (``None`` where a dimension is not fixed, the batch
+first), a dtype and the :class:`Node` that made it: the layer or op, and the arguments it
+was called with (other symbolic tensors among them). Calling a layer or a ``keras.ops``
+function on symbolic tensors records a node; its output shapes come from running it twice
+on zeros of two different sizes for every unfixed dimension (in inference mode, recording no
+gradients), so any layer works, including a user's, and a dimension that follows an unfixed
+one stays unfixed. ``keras.Model(inputs, outputs)`` later runs the recorded nodes on real
+tensors (``braze/nn/functional_api.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from braze import ops
+from braze.autodiff import no_grad
+from braze.ir.dtypes import DType, as_dtype
+from braze.nn import tree
+from braze.tensor import Tensor
+
+# The two sizes an unfixed dimension takes in the two example runs (the batch, then others).
+_EXAMPLE_SIZES = ((2, 3), (4, 5))
+
+
+class Node:
+    """One call recorded on symbolic tensors: ``call(*args, **kwargs)``, where ``call`` is a
+    layer (``layer`` is then that layer) or an op, and the symbolic tensors it returned."""
+
+    def __init__(self, call: Callable, args: tuple, kwargs: dict, layer: Any = None) -> None:
+        self.call, self.args, self.kwargs, self.layer = call, args, kwargs, layer
+        self.outputs: list[KerasTensor] = []
+        self.output_structure: Any = None
+
+    @property
+    def inputs(self) -> list[KerasTensor]:
+        return [leaf for leaf in tree.leaves((self.args, self.kwargs)) if isinstance(leaf, KerasTensor)]
+
+
+class KerasTensor:
+    """A symbolic tensor of the functional API: a shape, a dtype and the node that made it."""
+
+    def __init__(self, shape: tuple[int | None, ...], dtype: DType, node: Node | None = None, name: str = "") -> None:
+        self.shape, self.dtype, self.name = tuple(shape), dtype, name
+        self.node = node
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __repr__(self) -> str:
+        return f"<KerasTensor shape={self.shape}, dtype={self.dtype.name}, name={self.name}>"
+
+    def __array__(self, *args: Any, **kwargs: Any) -> np.ndarray:
+        raise TypeError(
+            f"{self!r} is symbolic (made by keras.Input): it has no value. Use it with braze.keras layers or "
+            "braze.keras.ops functions, or wrap other code in keras.layers.Lambda"
+        )
+
+    def __bool__(self) -> bool:
+        raise TypeError(f"{self!r} is symbolic: its truth value is not known until the model runs")
+
+    def __len__(self) -> int:
+        if not self.shape or self.shape[0] is None:
+            raise TypeError(f"{self!r} has no fixed length")
+        return self.shape[0]
+
+    __hash__ = object.__hash__
+
+    def numpy(self) -> np.ndarray:
+        return self.__array__()
+
+    def astype(self, dtype: Any) -> KerasTensor:
+        return call_symbolic(ops.astype, (self, dtype), {})
+
+    def reshape(self, *shape: Any) -> KerasTensor:
+        return call_symbolic(Tensor.reshape, (self, *shape), {})
+
+    def __getitem__(self, index: Any) -> KerasTensor:
+        return call_symbolic(ops.getitem, (self, index), {})
+
+
+def _binary(op: Callable, reflected: bool = False) -> Callable[[KerasTensor, Any], KerasTensor]:
+    if reflected:
+        return lambda self, other: call_symbolic(op, (other, self), {})
+    return lambda self, other: call_symbolic(op, (self, other), {})
+
+
+for _name, _op in {
+    "add": ops.add,
+    "sub": ops.subtract,
+    "mul": ops.multiply,
+    "truediv": ops.divide,
+    "floordiv": ops.floor_divide,
+    "pow": ops.power,
+    "matmul": ops.matmul,
+}.items():
+    setattr(KerasTensor, f"__{_name}__", _binary(_op))
+    setattr(KerasTensor, f"__r{_name}__", _binary(_op, reflected=True))
+for _name, _op in {
+    "lt": ops.less,
+    "le": ops.less_equal,
+    "gt": ops.greater,
+    "ge": ops.greater_equal,
+    "and": ops.logical_and,
+    "or": ops.logical_or,
+}.items():
+    setattr(KerasTensor, f"__{_name}__", _binary(_op))
+KerasTensor.__neg__ = lambda self: call_symbolic(ops.negative, (self,), {})  # type: ignore[attr-defined]
+KerasTensor.__abs__ = lambda self: call_symbolic(ops.abs, (self,), {})  # type: ignore[attr-defined]
+KerasTensor.__invert__ = lambda self: call_symbolic(ops.logical_not, (self,), {})  # type: ignore[attr-defined]
+
+
+def is_symbolic(structure: Any) -> bool:
+    return any(isinstance(leaf, KerasTensor) for leaf in tree.leaves(structure))
+
+
+def example(symbolic: KerasTensor, run: int) -> Tensor:
+    """Zeros of ``symbolic``'s shape, its unfixed dimensions at their size for ``run``."""
+    sizes = [(_EXAMPLE_SIZES[0] if i == 0 else _EXAMPLE_SIZES[1])[run] for i in range(symbolic.ndim)]
+    shape = tuple(size if d is None else d for d, size in zip(symbolic.shape, sizes, strict=True))
+    return ops.zeros(shape, symbolic.dtype)
+
+
+def call_symbolic(call: Callable, args: tuple, kwargs: dict, layer: Any = None) -> Any:
+    """Record ``call(*args, **kwargs)`` on symbolic tensors as a node and return its
+    symbolic outputs, with their shapes found by two example runs."""
+    node = Node(call, args, kwargs, layer)
+    runs = []
+    for run in range(2):
+        run_args, run_kwargs = tree.map_leaves(
+            lambda a, run=run: example(a, run) if isinstance(a, KerasTensor) else a, (args, kwargs)
+        )
+        if layer is not None:
+            run_kwargs = {**run_kwargs, "training": False}  # no dropout draws, no moving-statistics updates
+        with no_grad(), np.errstate(all="ignore"):
+            runs.append(call(*run_args, **run_kwargs))
+    first, second = (tree.leaves(r) for r in runs)
+    for value in first:
+        if not isinstance(value, Tensor):
+            what = getattr(layer, "name", getattr(call, "__name__", "the call"))
+            raise TypeError(f"{what} returned a {type(value).__name__} on symbolic inputs; a layer must return tensors")
+    name = getattr(layer, "name", getattr(call, "__name__", "op"))
+    node.outputs = [
+        KerasTensor(_merged_shape(a.shape, b.shape), a.dtype, node, name) for a, b in zip(first, second, strict=True)
+    ]
+    node.output_structure = runs[0]
+    return tree.unflatten(runs[0], node.outputs)
+
+
+def _merged_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int | None, ...]:
+    return tuple(x if x == y else None for x, y in zip(a, b, strict=True))
+
+
+def symbolic_op(op: Callable) -> Callable:
+    """``op``, recording a node instead when any argument is symbolic (``keras.ops``)."""
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if is_symbolic((args, kwargs)):
+            return call_symbolic(op, args, kwargs)
+        return op(*args, **kwargs)
+
+    wrapper.__name__ = wrapper.__qualname__ = getattr(op, "__name__", "op")
+    wrapper.__doc__ = op.__doc__
+    wrapper.__wrapped__ = op  # type: ignore[attr-defined]
+    return wrapper
+
+
+def spec(shape: Any, dtype: Any = "float32", name: str = "") -> KerasTensor:
+    """A symbolic input of ``shape`` (batch first, None where unfixed)."""
+    return KerasTensor(tuple(None if d is None else int(d) for d in shape), as_dtype(dtype, "Input"), None, name)

@@ -1,0 +1,89 @@
+"""``tf.nn``'s functions, so that ``import braze as tf`` reads ``tf.nn.relu`` and
+``tf.nn.sparse_softmax_cross_entropy_with_logits``. The cross-entropies return one value
+per example (or per element), as TensorFlow's do; ``tf.reduce_mean`` averages them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from braze import ops
+from braze.nn.losses import binary_cross_entropy_elements, class_targets
+from braze.tensor import Tensor
+
+
+def relu(features: Any) -> Tensor:
+    """``max(features, 0)``: ``tf.nn.relu``."""
+    return ops.relu(ops.as_tensor(features))
+
+
+def sigmoid(x: Any) -> Tensor:
+    """``1 / (1 + exp(-x))``: ``tf.nn.sigmoid``."""
+    return ops.sigmoid(ops.as_tensor(x))
+
+
+def tanh(x: Any) -> Tensor:
+    """The hyperbolic tangent: ``tf.nn.tanh``."""
+    return ops.tanh(ops.as_tensor(x))
+
+
+def softmax(logits: Any, axis: int = -1) -> Tensor:
+    """The softmax over ``axis``: ``tf.nn.softmax``."""
+    return ops.softmax(logits, axis)
+
+
+def log_softmax(logits: Any, axis: int = -1) -> Tensor:
+    """The log of the softmax over ``axis``, computed stably: ``tf.nn.log_softmax``."""
+    return ops.log_softmax(logits, axis)
+
+
+def moments(x: Any, axes: Any, keepdims: bool = False) -> tuple[Tensor, Tensor]:
+    """The mean and (biased) variance of ``x`` over ``axes``."""
+    x = ops.as_tensor(x)
+    mean = ops.mean(x, axis=tuple(axes), keepdims=True)
+    variance = ops.mean((x - mean) * (x - mean), axis=tuple(axes), keepdims=keepdims)
+    return (mean if keepdims else mean.reshape(variance.shape)), variance
+
+
+def conv2d(
+    input: Any,  # noqa: A002 - TensorFlow's name
+    filters: Any,
+    strides: Any = 1,
+    padding: Any = "VALID",
+    data_format: str = "NHWC",
+    dilations: Any = None,
+    name: str | None = None,
+) -> Tensor:
+    """``tf.nn.conv2d`` over NHWC inputs and HWIO filters; strides and dilations as an int,
+    a pair or NHWC's four values."""
+    if data_format != "NHWC":
+        raise NotImplementedError(f"tf.nn.conv2d: data_format={data_format!r}: braze is NHWC")
+
+    def pair(value: Any) -> Any:
+        if value is None:
+            return 1
+        value = list(value) if isinstance(value, (list, tuple)) else value
+        return tuple(value[1:3]) if isinstance(value, list) and len(value) == 4 else value
+
+    return ops.conv2d(input, filters, stride=pair(strides), padding=padding, dilation=pair(dilations))
+
+
+def sparse_softmax_cross_entropy_with_logits(labels: Any = None, logits: Any = None) -> Tensor:
+    """``-log softmax(logits)[label]`` for each example; labels are integers."""
+    logits = ops.as_tensor(logits)
+    return -ops.sum(
+        class_targets("sparse_softmax_cross_entropy_with_logits", logits, labels) * ops.log_softmax(logits), -1
+    )
+
+
+def softmax_cross_entropy_with_logits(labels: Any = None, logits: Any = None, axis: int = -1) -> Tensor:
+    """The cross-entropy of each example's target distribution under ``softmax(logits)``."""
+    logits = ops.as_tensor(logits)
+    labels = ops.as_tensor(labels, dtype=logits.dtype, device=logits.device)
+    return -ops.sum(labels * ops.log_softmax(logits, axis), axis)
+
+
+def sigmoid_cross_entropy_with_logits(labels: Any = None, logits: Any = None) -> Tensor:
+    """Elementwise binary cross-entropy of 0/1 (or soft) labels against logits."""
+    logits = ops.as_tensor(logits)
+    labels = ops.as_tensor(labels, dtype=logits.dtype, device=logits.device)
+    return binary_cross_entropy_elements(logits, labels, from_logits=True)

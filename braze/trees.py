@@ -1,0 +1,40 @@
+"""Nested lists, tuples and dicts of tensors (JAX's pytrees): the arguments and results that
+braze's function transformations (``grad``, ``vjp``, ``jvp``, the Jacobians) take apart
+into their tensors and build again."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from braze.tensor import Tensor
+
+Rebuild = Callable[[list], Any]
+
+
+def flatten(tree: Any, what: str = "grad") -> tuple[list[Tensor], Rebuild]:
+    """The tensors of a nested list/tuple/dict, and a function rebuilding it from new leaves."""
+    if isinstance(tree, Tensor):
+        return [tree], lambda leaves: leaves[0]
+    if isinstance(tree, (list, tuple)):
+        parts = [flatten(item, what) for item in tree]
+        return _join(parts, lambda items: type(tree)(items) if isinstance(tree, list) else tuple(items))
+    if isinstance(tree, dict):
+        keys = list(tree)
+        parts = [flatten(tree[k], what) for k in keys]
+        return _join(parts, lambda items: dict(zip(keys, items, strict=True)))
+    raise TypeError(f"{what}: expected tensors or nested lists/tuples/dicts of tensors, got {type(tree).__name__}")
+
+
+def _join(parts: list[tuple[list[Tensor], Rebuild]], build: Callable[[list], Any]) -> tuple[list[Tensor], Rebuild]:
+    leaves = [leaf for part_leaves, _ in parts for leaf in part_leaves]
+    sizes = [len(part_leaves) for part_leaves, _ in parts]
+
+    def unflatten(new_leaves: list) -> Any:
+        items, offset = [], 0
+        for (_, rebuild), size in zip(parts, sizes, strict=True):
+            items.append(rebuild(new_leaves[offset : offset + size]))
+            offset += size
+        return build(items)
+
+    return leaves, unflatten

@@ -1,0 +1,60 @@
+"""tf.data's Dataset on arrays (slices, batches, TensorFlow's buffered shuffle, map, repeat,
+take), Keras's to_categorical, pad_sequences and Sequence, and keras.datasets.mnist."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from braze.data import Dataset, Sequence, pad_sequences, to_categorical
+from braze.data.mnist import load_data
+
+
+def test_slices_batch_and_shuffle_keep_rows_together():
+    x, y = np.arange(10).reshape(10, 1) * 1.0, np.arange(10)
+    batches = list(Dataset.from_tensor_slices((x, y)).batch(4))
+    assert [len(b[1]) for b in batches] == [4, 4, 2] and len(Dataset.from_tensor_slices(y).batch(4)) == 3
+    assert len(list(Dataset.from_tensor_slices(y).batch(4, drop_remainder=True))) == 2
+    shuffled = Dataset.from_tensor_slices({"x": x, "y": y}).shuffle(100, seed=0)
+    first, second = [e["y"] for e in shuffled], [e["y"] for e in shuffled]
+    assert sorted(first) == list(range(10)) and first != second  # a new order every pass
+    assert all(e["x"][0] == e["y"] for e in shuffled)
+    fixed = Dataset.from_tensor_slices(y).shuffle(100, seed=0, reshuffle_each_iteration=False)
+    assert list(fixed) == list(fixed)
+
+
+def test_a_small_shuffle_buffer_draws_from_the_next_elements_only():
+    order = [int(v) for v in Dataset.from_tensor_slices(np.arange(100)).shuffle(3, seed=1)]
+    assert sorted(order) == list(range(100))
+    assert all(order[i] <= i + 2 for i in range(100))  # element i is out after at most i + 2 others came in
+
+
+def test_map_repeat_take_skip():
+    data = Dataset.from_tensor_slices((np.arange(4.0), np.arange(4))).map(lambda a, b: (a * 2, b))
+    assert [float(a) for a, _ in data] == [0.0, 2.0, 4.0, 6.0]
+    assert len(data.repeat(3)) == 12 and [int(b) for _, b in data.skip(1).take(2)] == [1, 2]
+    with pytest.raises(ValueError, match="different numbers of rows"):
+        Dataset.from_tensor_slices((np.zeros(3), np.zeros(4)))
+
+
+def test_keras_utilities():
+    np.testing.assert_array_equal(to_categorical([[2], [0]], 3), [[0, 0, 1], [1, 0, 0]])
+    padded = pad_sequences([[1, 2, 3], [4]], maxlen=2)
+    np.testing.assert_array_equal(padded, [[2, 3], [0, 4]])
+    after = pad_sequences([[1, 2, 3]], maxlen=4, padding="post", truncating="post")
+    np.testing.assert_array_equal(after, [[1, 2, 3, 0]])
+
+    class Batches(Sequence):
+        def __len__(self):
+            return 2
+
+        def __getitem__(self, i):
+            return np.full((2, 1), i), np.zeros(2)
+
+    assert [int(x[0, 0]) for x, _ in Batches()] == [0, 1]
+
+
+def test_mnist_load_data_is_kerass_arrays():
+    (x_train, y_train), (x_test, y_test) = load_data()
+    assert x_train.shape == (60000, 28, 28) and x_test.shape == (10000, 28, 28)
+    assert x_train.dtype == y_train.dtype == np.uint8 and set(np.unique(y_test)) == set(range(10))

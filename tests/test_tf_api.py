@@ -1,0 +1,126 @@
+"""TensorFlow's spellings under ``import braze as tf``: GradientTape against NumPy
+gradients, tf.function over captured models, optimizers and metrics (equal to the eager
+steps, new batches never frozen into the trace), and the op names tf.reduce_mean & co."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import braze as tf
+from braze import keras
+
+
+def test_gradient_tape_gives_numpy_gradients_and_none_where_unconnected():
+    w = tf.Variable(np.array([[1.0, 2.0], [3.0, -1.0]], np.float32))
+    b = tf.Variable(np.zeros(2, np.float32))
+    unused = tf.Variable(np.ones(2, np.float32))
+    x = np.array([[0.5, -1.0], [2.0, 1.0]], np.float32)
+    with tf.GradientTape(persistent=True) as tape:
+        y = tf.reduce_sum(tf.square(tf.matmul(x, w) + b))
+    grad_w, grad_b, grad_unused = tape.gradient(y, [w, b, unused])
+    z = x @ w.numpy()
+    np.testing.assert_allclose(grad_w.numpy(), x.T @ (2 * z), rtol=1e-6)
+    np.testing.assert_allclose(grad_b.numpy(), (2 * z).sum(0), rtol=1e-6)
+    assert grad_unused is None
+    assert tape.gradient(y, {"w": w})["w"] is not None  # persistent: asked twice, any structure
+    constant = tf.constant([2.0, 3.0])
+    with tf.GradientTape() as tape:
+        tape.watch(constant)
+        out = tf.reduce_mean(constant * constant)
+    np.testing.assert_allclose(tape.gradient(out, constant).numpy(), [2.0, 3.0])
+    with pytest.raises(RuntimeError, match="only be called once"):
+        tape.gradient(out, constant)
+
+
+def make_model():
+    keras.utils.set_random_seed(0)
+    return keras.Sequential([keras.layers.Dense(4, activation="relu", input_shape=(3,)), keras.layers.Dense(2)])
+
+
+def train(compiled: bool) -> tuple[list[float], float, list[np.ndarray]]:
+    """Four steps of a step function that captures its model, optimizer and metric."""
+    model = make_model()
+    optimizer = keras.optimizers.Adam(0.05)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    accuracy = keras.metrics.SparseCategoricalAccuracy()
+
+    def train_step(x, y):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        grads = tape.gradient(loss, model.trainable_weights)
+        optimizer.apply_gradients(zip(grads, model.trainable_weights, strict=True))
+        accuracy.update_state(y, model(x))
+        return loss
+
+    step = tf.function(train_step) if compiled else train_step
+    rng = np.random.default_rng(1)
+    losses = []
+    for _ in range(4):  # a new batch every call: NumPy arguments are inputs, not constants
+        x = rng.standard_normal((8, 3)).astype(np.float32)
+        losses.append(float(step(x, (x[:, 0] > 0).astype(np.int32))))
+    if compiled:
+        assert step.compiles <= 2  # the first call also makes Adam's slots
+    return losses, float(accuracy.result()), [w.numpy() for w in model.weights]
+
+
+def test_tf_function_updates_what_it_captures_as_the_eager_step_does():
+    (eager_losses, eager_accuracy, eager_weights), (losses, accuracy_value, weights) = train(False), train(True)
+    # Adam divides by the root of tiny second moments, amplifying float32 rounding.
+    np.testing.assert_allclose(losses, eager_losses, rtol=1e-4)
+    assert accuracy_value == pytest.approx(eager_accuracy)
+    for got, expected in zip(weights, eager_weights, strict=True):
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_run_functions_eagerly_runs_the_python_of_a_tf_function():
+    calls = []
+
+    @tf.function
+    def double(x):
+        calls.append(1)
+        return x * 2.0
+
+    tf.config.run_functions_eagerly(True)
+    try:
+        double(tf.constant([1.0]))
+        double(tf.constant([1.0]))
+    finally:
+        tf.config.run_functions_eagerly(False)
+    double(tf.constant([1.0]))
+    double(tf.constant([1.0]))
+    assert len(calls) == 4  # twice as Python, then on every call: braze.jit guards the list it appends to
+    assert f"{tf.constant(0.12345):.2f}" == "0.12"
+
+
+def test_tensorflow_op_names():
+    x = tf.constant([[1.0, 2.0], [3.0, 4.0]])
+    np.testing.assert_allclose(tf.reduce_mean(x, axis=0).numpy(), [2.0, 3.0])
+    np.testing.assert_allclose(tf.reduce_max(x, axis=1, keepdims=True).numpy(), [[2.0], [4.0]])
+    assert tf.reduce_sum(x).item() == 10.0 and tf.reduce_min(x).item() == 1.0
+    np.testing.assert_allclose(tf.square(tf.convert_to_tensor([[3.0]])).numpy(), [[9.0]])
+    np.testing.assert_allclose(tf.clip_by_value(x, 1.5, 3.5).numpy(), [[1.5, 2.0], [3.0, 3.5]])
+    assert tf.concat([x, x], axis=1).shape == (2, 4)
+    assert tf.cast(x, tf.int32).dtype == tf.int32
+    np.testing.assert_allclose(tf.nn.relu(tf.constant([-1.0, 2.0])).numpy(), [0.0, 2.0])
+    np.testing.assert_allclose(tf.constant(1.5, shape=(2,)).numpy(), [1.5, 1.5])
+    logits = np.array([[2.0, 0.5, -1.0]], np.float32)
+    expected = -np.log(np.exp(2.0) / np.exp(logits).sum())
+    loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=np.array([0]), logits=logits)
+    np.testing.assert_allclose(loss.numpy(), [expected], rtol=1e-6)
+    v = tf.Variable(np.ones(2, np.float32))
+    v.assign_sub(tf.constant([0.5, 0.25]))
+    np.testing.assert_allclose(v.numpy(), [0.5, 0.75])
+
+
+def test_nested_tapes_give_the_second_derivative():
+    """TensorFlow's nested tapes: the inner gradient is recorded by the outer tape."""
+    x = tf.Variable(np.array([0.5, -1.25, 2.0], np.float64))
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            y = tf.reduce_sum(tf.exp(x) * x)
+        dy = inner.gradient(y, x)
+    d2 = outer.gradient(dy, x)
+    v = x.numpy()
+    np.testing.assert_allclose(dy.numpy(), np.exp(v) * (v + 1), rtol=1e-12)
+    np.testing.assert_allclose(d2.numpy(), np.exp(v) * (v + 2), rtol=1e-12)
