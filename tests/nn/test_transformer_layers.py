@@ -272,3 +272,17 @@ def test_a_tied_weight_trains_under_jit():
         optimizers[1].zero_grad()
     np.testing.assert_allclose(model.encoder.weight.numpy(), eager.encoder.weight.numpy(), rtol=1e-5, atol=1e-6)
     assert model.decoder.weight is model.encoder.weight
+
+
+def test_attention_dropout_drops_weights_and_draws_a_new_mask_every_compiled_step():
+    q = RNG.standard_normal((2, 6, 3)).astype(np.float32)
+    identity = np.broadcast_to(np.eye(6, dtype=np.float32), (2, 6, 6)).copy()  # the output is the weights
+    weights = numpy_attention(q, q, identity, np.tril(np.ones((6, 6), bool)))
+    args = [braze.tensor(a, device=braze.LAZY_CPU) for a in (q, identity)]
+    step = braze.jit(lambda q, v: F.scaled_dot_product_attention(q, q, v, dropout_p=0.5, causal=True))
+    first, second = step(*args).numpy(), step(*args).numpy()
+    for dropped in (first, second):
+        kept = dropped != 0
+        assert 0 < kept[weights > 0].mean() < 1
+        np.testing.assert_allclose(dropped[kept], weights[kept] * 2, rtol=1e-5)
+    assert not np.array_equal(first != 0, second != 0)
