@@ -1,7 +1,7 @@
 """Training-step benchmark: braze (eager, lazy, jit) and every installed peer framework on
 the same synthetic batches, measured in one run on this machine.
 
-    python benchmarks/bench_step.py [--workloads lenet,cnn,resnet] [--peers-python PYTHON] [--busy 1]
+    python benchmarks/bench_step.py [--workloads lenet,cnn,resnet,gpt,gpt-wide] [--peers-python PYTHON] [--busy 1]
 
 Each braze mode runs in a fresh process with an empty kernel cache, so its first step
 includes tracing and the C compiler; the jit mode then runs once more in a new process
@@ -33,7 +33,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 # Timed steps per mode (medians): a LeNet step takes milliseconds, so 100 of them, for a
 # median that one noisy scheduler slice does not move.
-STEPS = {"lenet": 100, "cnn": 5, "resnet": 20}
+STEPS = {"lenet": 100, "cnn": 5, "resnet": 20, "gpt": 50, "gpt-wide": 10}
 MODES = {"cpu": ("eager", "lazy", "jit"), "gpu": ("eager", "lazy", "jit")}
 PEERS = {"cpu": "torch,jax,tf", "gpu": "torch-cuda"}
 
@@ -114,7 +114,7 @@ def table(rows: list[dict], versus: str = "jit") -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workloads", default="lenet,cnn,resnet")
+    parser.add_argument("--workloads", default="lenet,cnn,resnet,gpt,gpt-wide")
     parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu", help="where braze and the peers run")
     parser.add_argument("--frameworks", default=None, help="default: torch,jax,tf on the CPU, torch-cuda on the GPU")
     parser.add_argument(

@@ -5,16 +5,22 @@ then compiled and compares, ``braze hlo`` shows what the compiler makes of its t
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
+from braze.bench.arguments import (
+    existing_directory,
+    non_negative_int,
+    output_file,
+    parse_device,
+    positive_float,
+    positive_int,
+)
 from braze.data import DataError
 from braze.ir.errors import BrazeError
-from braze.runtime.device import Device, as_device
 
 # What the user can fix: braze's own errors (shapes, devices, checkpoints...), bad data,
 # and the file system refusing a path. Any other exception is a bug in braze.
@@ -22,70 +28,6 @@ USER_ERRORS = (BrazeError, DataError, OSError)
 EXIT_USER_ERROR = 1
 EXIT_BUG = 70  # EX_SOFTWARE in sysexits.h: an internal software error
 DEBUG_HELP = "show the traceback of an error (as BRAZE_DEBUG=1 does)"
-
-
-def _integer(text: str, minimum: int, kind: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a {kind}, got {text!r}") from None
-    if value < minimum:
-        raise argparse.ArgumentTypeError(f"must be a {kind}, got {value}")
-    return value
-
-
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1 (epochs, batch sizes, steps, image sizes)."""
-    return _integer(text, 1, "positive integer")
-
-
-def non_negative_int(text: str) -> int:
-    """argparse type: an integer >= 0 (random seeds)."""
-    return _integer(text, 0, "non-negative integer")
-
-
-def positive_float(text: str) -> float:
-    """argparse type: a finite number > 0 (learning rates)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text}")
-    return value
-
-
-def parse_device(text: str) -> Device:
-    """argparse type: a device name that :func:`as_device` parses."""
-    try:
-        return as_device(text)
-    except BrazeError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def existing_directory(text: str) -> str:
-    """argparse type: a directory that exists (never replaced by another source)."""
-    path = Path(text)
-    if not path.exists():
-        raise argparse.ArgumentTypeError(f"directory {text} does not exist")
-    if not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} is not a directory")
-    return text
-
-
-def output_file(text: str) -> str:
-    """argparse type: a file that can be created, checked before any work is done."""
-    path = Path(text)
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} is a directory, expected a file name")
-    ancestor = path.parent
-    while not ancestor.exists():
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        raise argparse.ArgumentTypeError(f"cannot create {text}: {ancestor} is not a directory")
-    if not os.access(ancestor, os.W_OK):
-        raise argparse.ArgumentTypeError(f"cannot create {text}: {ancestor} is not writable")
-    return text
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -227,7 +169,14 @@ def _cache(args: argparse.Namespace) -> int:
     return 0
 
 
+IMAGE_MODELS = {"lenet": "LeNet-5 on MNIST (the X10 tutorial)", "cnn": "the XLA article's CNN on an image folder"}
+GPT_MODEL = "nanoGPT's character model of Tiny Shakespeare"
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from braze.bench import gpt_cli
+    from braze.bench.steps import WORKLOADS
+
     parser = argparse.ArgumentParser(prog="braze", description="braze: eager and lazy tensors, an XLA-style compiler")
     parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     # Also accepted after the subcommand; SUPPRESS keeps the subcommand's default from
@@ -244,35 +193,44 @@ def build_parser() -> argparse.ArgumentParser:
     training.add_argument("--seed", type=non_negative_int, default=1)
     training.add_argument("--steps-per-epoch", type=positive_int, default=None, help="cut epochs short (quick runs)")
     commands = parser.add_subparsers(dest="command", required=True)
-    train = commands.add_parser(
-        "train", parents=[common, training], help="train a case-study model and print one line per epoch"
-    )
-    train.add_argument("model", choices=["lenet", "cnn"])
-    train.add_argument(
+    train = commands.add_parser("train", parents=[common], help="train a case-study model and report its progress")
+    train_models = train.add_subparsers(dest="model", required=True, metavar="model")
+    image_training = argparse.ArgumentParser(add_help=False)  # train's options for lenet and cnn
+    image_training.add_argument(
         "--device", type=parse_device, default="cpu", help="cpu, gpu, lazy, cpu:0:lazy, ... (default: cpu)"
     )
-    train.add_argument("--epochs", type=positive_int, default=5)
-    train.add_argument("--batch-size", type=positive_int, default=None, help="default: 128 for lenet, 64 for cnn")
-    train.add_argument(
+    image_training.add_argument("--epochs", type=positive_int, default=5)
+    image_training.add_argument(
+        "--batch-size", type=positive_int, default=None, help="default: 128 for lenet, 64 for cnn"
+    )
+    image_training.add_argument(
         "--lr", type=positive_float, default=None, help="default: 0.1 (SGD) for lenet, 0.001 (Adam) for cnn"
     )
-    train.add_argument(
+    image_training.add_argument(
         "--eval-steps",
         type=positive_int,
         default=None,
         help="evaluate each epoch on the first N test (validation) batches only (quick runs; default: all)",
     )
-    train.add_argument("--save", type=output_file, default=None, help="write the trained parameters to this .npz file")
-    train.add_argument(
+    image_training.add_argument(
+        "--save", type=output_file, default=None, help="write the trained parameters to this .npz file"
+    )
+    image_training.add_argument(
         "--distributed",
         action="store_true",
         help="one rank of a data-parallel job: run under mpiexec -n N (needs braze[distributed])",
     )
-    train.set_defaults(run=_train)
+    for name, what in IMAGE_MODELS.items():
+        model = train_models.add_parser(name, parents=[common, training, image_training], help=f"train {what}")
+        model.set_defaults(run=_train)
+    gpt_cli.add_train(train_models.add_parser("gpt", parents=[common], help=f"train {GPT_MODEL}"))
     hlo = commands.add_parser("hlo", parents=[common], help="print the optimized graph of a case study's training step")
-    hlo.add_argument("model", choices=["lenet", "cnn", "resnet"])
+    hlo.add_argument("model", choices=list(WORKLOADS))
     hlo.add_argument(
-        "--batch-size", type=positive_int, default=None, help="default: 128 for lenet, 64 for cnn and resnet"
+        "--batch-size",
+        type=positive_int,
+        default=None,
+        help="default: 128 for lenet, 64 for cnn and resnet, 12 for gpt, 8 for gpt-wide",
     )
     hlo.add_argument("--summary", action="store_true", help="only the kernel count and peak memory")
     hlo.add_argument(
@@ -280,22 +238,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     hlo.set_defaults(run=_hlo)
     bench = commands.add_parser(
-        "bench", parents=[common, training], help="train a case study eagerly, then compiled, and compare"
+        "bench", parents=[common], help="train a case study eagerly, then compiled, and compare"
     )
-    bench.add_argument("model", choices=["lenet", "cnn"])
-    bench.add_argument("--epochs", type=positive_int, default=None, help="default: 5 for lenet, 3 for cnn")
-    bench.add_argument("--batch-size", type=positive_int, default=None, help="default: 128 for lenet, 64 for cnn")
-    bench.add_argument("--image-size", type=positive_int, default=150, help="cnn only: image side in pixels")
-    bench.add_argument(
+    bench_models = bench.add_subparsers(dest="model", required=True, metavar="model")
+    image_bench = argparse.ArgumentParser(add_help=False)  # bench's options for lenet and cnn
+    image_bench.add_argument("--epochs", type=positive_int, default=None, help="default: 5 for lenet, 3 for cnn")
+    image_bench.add_argument("--batch-size", type=positive_int, default=None, help="default: 128 for lenet, 64 for cnn")
+    image_bench.add_argument("--image-size", type=positive_int, default=150, help="cnn only: image side in pixels")
+    image_bench.add_argument(
         "--eager-epochs",
         type=positive_int,
         default=None,
         help="run fewer eager epochs than compiled ones; eager's wall time is extrapolated (and labelled so)",
     )
-    bench.add_argument(
+    image_bench.add_argument(
         "--out", type=output_file, default=None, help="JSON record (default runs/bench-MODEL.json; a .png beside it)"
     )
-    bench.set_defaults(run=_bench)
+    for name, what in IMAGE_MODELS.items():
+        model = bench_models.add_parser(name, parents=[common, training, image_bench], help=f"bench {what}")
+        model.set_defaults(run=_bench)
+    gpt_cli.add_bench(bench_models.add_parser("gpt", parents=[common], help=f"bench {GPT_MODEL}"))
+    sample = commands.add_parser("sample", parents=[common], help="print text generated by a model braze train made")
+    sample.add_argument("model", choices=["gpt"])
+    gpt_cli.add_sample(sample)
     fuzz = commands.add_parser(
         "fuzz", parents=[common], help="run random programs eagerly and compiled, compare, shrink failures"
     )

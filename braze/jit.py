@@ -20,7 +20,8 @@ through containers and public attributes. Then:
   flags, a dropout rate, a closed-over float, a zero hyperparameter, whose term is left
   out), NumPy arrays (shape, dtype and identity; a small one by its values), and the
   identity of functions, classes and generators. A changed guard compiles again; with
-  ``BRAZE_DEBUG=1`` the reason is printed, ``braze.metrics`` counts ``JitRecompile`` and
+  ``BRAZE_DEBUG=1`` the reason is printed, ``braze.metrics`` counts ``JitCompile`` (every
+  compile), ``JitRecompile`` and
   ``JitRecompile(<path>)`` for each changed value, and every
   :func:`braze.config.recompile_limit` recompiles of one function a
   :class:`RecompileWarning` lists the values that keep changing. braze compiles on: it
@@ -276,6 +277,7 @@ class JittedFunction:
         graph = self._donating(trace.graph, state_slots, reads.paths, parameter_of)
         executable = lazy.compile_for_target(graph, target)
         self._compiles += 1
+        metrics.count("JitCompile")
         if on_device:  # captured values never change: uploaded once, here
             inputs = [(kind, target.upload(slot) if kind == "captured" else slot) for kind, slot in inputs]
         compiled = Compiled(

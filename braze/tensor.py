@@ -255,7 +255,17 @@ class Tensor:
         return len(self._aval.shape)
 
     @property
-    def size(self) -> int:
+    def size(self) -> ElementCount:
+        """The number of elements, as NumPy's ``ndarray.size``; called, the shape, as
+        PyTorch's ``size()`` (``size(dim)``: the length of one dimension)."""
+        return ElementCount(self._aval.size, self._aval.shape)
+
+    def dim(self) -> int:
+        """The number of dimensions (PyTorch's name of ``ndim``)."""
+        return len(self._aval.shape)
+
+    def numel(self) -> int:
+        """The number of elements (PyTorch's name of ``size``)."""
         return self._aval.size
 
     @property
@@ -382,6 +392,14 @@ class Tensor:
         self._value = executor_for(target).from_numpy(array, target)
         self.grad = None
         return self
+
+    def _load(self, array: Any) -> None:
+        """Replace the value by ``array`` (in this tensor's dtype and shape) as data on its
+        device: restoring saved state, not an op a lazy device traces."""
+        array = np.require(np.asarray(array).astype(self.dtype.numpy, copy=False), requirements="C")
+        if array.shape != self.shape:
+            raise ValueError(f"cannot load an array of shape {array.shape} into a tensor of shape {self.shape}")
+        self._value = executor_for(self.device).from_numpy(array, self.device)
 
     def cpu(self) -> Tensor:
         from braze.runtime.device import CPU
@@ -598,7 +616,82 @@ class Tensor:
         return ops.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape)
 
     def transpose(self, *axes: Any) -> Tensor:
-        return ops.transpose(self, axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else (axes or None))
+        """NumPy's ``transpose``: the axes reversed (no arguments) or permuted (a permutation,
+        as a tuple or one int per axis); and PyTorch's ``transpose(dim0, dim1)``, a swap of
+        two axes, for two ints on a tensor of other than two dimensions (``transpose(-2, -1)``
+        on a batch of matrices). On a matrix the two readings of ``transpose(0, 1)`` differ
+        (no change for NumPy, a swap for PyTorch): that is an error naming both."""
+        if len(axes) == 1 and not isinstance(axes[0], (int, np.integer)):
+            return ops.transpose(self, axes[0])
+        if len(axes) == 2 and self.ndim != 2:
+            return ops.swapaxes(self, *axes)
+        if len(axes) == 2 and self.ndim == 2 and [a % 2 if -2 <= a < 2 else a for a in axes] == [0, 1]:
+            raise user_error(
+                ValueError,
+                f"transpose{tuple(axes)} of a matrix: NumPy reads it as a permutation that changes nothing, "
+                "PyTorch as a swap of the two axes; write x.T or x.swapaxes(0, 1) for the swap, "
+                "x.transpose((0, 1)) for the permutation",
+            )
+        return ops.transpose(self, axes or None)
+
+    def swapaxes(self, axis1: int, axis2: int) -> Tensor:
+        """Exchange two axes (``np.swapaxes``; PyTorch's ``swapaxes``, ``transpose(a, b)``)."""
+        return ops.swapaxes(self, axis1, axis2)
+
+    def permute(self, *dims: Any) -> Tensor:
+        """The axes in the order ``dims`` (a permutation, as ints or one tuple), as PyTorch's ``permute``."""
+        return ops.transpose(self, dims[0] if len(dims) == 1 and not isinstance(dims[0], (int, np.integer)) else dims)
+
+    def view(self, *shape: Any) -> Tensor:
+        """PyTorch's ``view``: the same elements in ``shape`` (one size may be -1); braze
+        tensors are always contiguous, so it is ``reshape``."""
+        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer, tuple, list)):
+            raise user_error(
+                TypeError, f"view: expected a shape, got {shape[0]!r} (a view as another dtype is not supported)"
+            )
+        return self.reshape(*shape)
+
+    def contiguous(self) -> Tensor:
+        """The tensor itself: braze tensors are always laid out contiguously (PyTorch's ``contiguous``)."""
+        return self
+
+    def unsqueeze(self, dim: int) -> Tensor:
+        """A new axis of size 1 at ``dim`` (PyTorch's name of ``expand_dims``)."""
+        return ops.expand_dims(self, dim)
+
+    def squeeze(self, axis: Any = None) -> Tensor:
+        """Remove axes of size 1: all of them, or those in ``axis``, which must be of size 1
+        (NumPy's rule; PyTorch leaves a longer axis as it is, braze names it in an error)."""
+        return ops.squeeze(self, axis)
+
+    def split(self, split_size_or_sections: int | list[int], dim: int = 0) -> list[Tensor]:
+        """Pieces along ``dim`` of ``split_size_or_sections`` elements each, or of the sizes
+        listed, as PyTorch's ``split`` (NumPy has no such method)."""
+        return ops.shape.split(self, split_size_or_sections, dim)
+
+    def chunk(self, chunks: int, dim: int = 0) -> list[Tensor]:
+        """At most ``chunks`` pieces along ``dim``, as PyTorch's ``chunk``."""
+        return ops.chunk(self, chunks, dim)
+
+    def masked_fill(self, mask: Any, value: Any) -> Tensor:
+        """``value`` where ``mask`` is true, this tensor's elements elsewhere (PyTorch's ``masked_fill``)."""
+        return ops.masked_fill(self, mask, value)
+
+    def tril(self, diagonal: int = 0) -> Tensor:
+        """The lower triangle of the last two axes (``braze.tril``)."""
+        return ops.tril(self, diagonal)
+
+    def triu(self, diagonal: int = 0) -> Tensor:
+        """The upper triangle of the last two axes (``braze.triu``)."""
+        return ops.triu(self, diagonal)
+
+    def topk(self, k: int, dim: int = -1, largest: bool = True) -> tuple[Tensor, Tensor]:
+        """The ``k`` largest elements along ``dim`` and their indices (``braze.topk``)."""
+        return ops.topk(self, k, dim, largest)
+
+    def multinomial(self, num_samples: int = 1, replacement: bool = False, **kwargs: Any) -> Tensor:
+        """Indices drawn from the rows of these weights (``braze.multinomial``)."""
+        return ops.multinomial(self, num_samples, replacement, **kwargs)
 
     @property
     def T(self) -> Tensor:  # noqa: N802 - NumPy's name
@@ -668,6 +761,9 @@ class Tensor:
     def round(self) -> Tensor:
         return ops.round(self)
 
+    def erf(self) -> Tensor:
+        return ops.erf(self)
+
     def sigmoid(self) -> Tensor:
         return ops.sigmoid(self)
 
@@ -679,6 +775,26 @@ class Tensor:
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         return ops.flatten(self, start_dim, end_dim)
+
+
+class ElementCount(int):
+    """``tensor.size``: an int, the number of elements (NumPy's ``size``), that called gives
+    the shape (PyTorch's ``size()``) or one dimension's length (``size(dim)``)."""
+
+    def __new__(cls, count: int, shape: tuple[int, ...]) -> ElementCount:
+        found = super().__new__(cls, count)
+        found.shape = shape
+        return found
+
+    def __reduce__(self) -> tuple:
+        return (int, (int(self),))  # saved, copied or pickled as the number it is
+
+    def __call__(self, dim: int | None = None) -> tuple[int, ...] | int:
+        if dim is None:
+            return self.shape
+        if not isinstance(dim, (int, np.integer)) or not -len(self.shape) <= dim < len(self.shape):
+            raise IndexError(f"size({dim!r}): dimension out of range for a tensor of rank {len(self.shape)}")
+        return self.shape[dim]
 
 
 from braze import ops  # noqa: E402 - the op library is built on Tensor; methods above call it

@@ -7,6 +7,7 @@ differences with respect to every float argument.
 
 from __future__ import annotations
 
+import math
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ import numpy as np
 
 import braze
 from braze.ir.prims.collectives import all_reduce
+from braze.ir.prims.indexing import scatter_add
 
 
 @dataclass(frozen=True)
@@ -155,6 +157,21 @@ def pool_ref(x, size, stride, kind, same=False):
     return out.astype(x.dtype)
 
 
+def _erf(x):
+    return np.vectorize(math.erf)(x.astype(np.float64)).astype(x.dtype)
+
+
+def Indices(shape: tuple[int, ...], *values: int, dtype: str = "int32") -> Arg:  # noqa: N802 - as F and I
+    """Integer indices with the given values: duplicates, both ends of an axis, negatives."""
+    return Arg(shape, dtype, values=values)
+
+
+def _scatter_rows_ref(updates, indices, rows):
+    out = np.zeros((rows, *updates.shape[indices.ndim - 1 :]), updates.dtype)
+    np.add.at(out, np.clip(indices[..., 0], 0, rows - 1), updates)
+    return out
+
+
 def _floor_div_ref(a, b):
     b = np.where(b == 0, 1, b)
     return np.floor_divide(a, b)
@@ -169,6 +186,8 @@ CASES: list[OpCase] = [
     OpCase("rsqrt", braze.rsqrt, lambda x: 1 / np.sqrt(x), (F(3, 4, **POS),)),
     OpCase("tanh", braze.tanh, np.tanh, (F(3, 4),)),
     OpCase("sigmoid", braze.sigmoid, _sigmoid, (F(3, 4),)),
+    OpCase("erf", braze.erf, _erf, (F(4, 5, low=-4.5, high=4.5),)),
+    OpCase("erf_method", lambda x: x.erf() * 2.0, lambda x: _erf(x) * 2, (F(7, low=-0.9, high=0.9),)),
     OpCase("abs", braze.abs, np.abs, (F(3, 4, **AWAY),)),
     OpCase("abs_int", braze.abs, np.abs, (I(3, 4),), grad=False),
     OpCase("sign", braze.sign, np.sign, (F(3, 4),), grad=False),
@@ -461,6 +480,106 @@ CASES: list[OpCase] = [
     OpCase("getitem_reversed", lambda x: x[::-1, 3:0:-2], lambda x: x[::-1, 3:0:-2], (F(4, 5),)),
     OpCase("getitem_reversed_strided", lambda x: x[1, ::-3, -2::-1], lambda x: x[1, ::-3, -2::-1], (F(2, 7, 5),)),
     OpCase("flip", lambda x: braze.flip(x, (0, 2)), lambda x: np.flip(x, (0, 2)), (F(2, 3, 4),)),
+    # Integer-array indexing: duplicate indices (their gradients add up), both ends, negatives
+    OpCase("getitem_rows", lambda x, i: x[i], lambda x, i: x[i], (F(7, 3), Indices((2, 4), 0, 6, -7, 3, 3, -1, 0, 6))),
+    OpCase(
+        "getitem_row_indices_int64",
+        lambda x, i: x[i] * 2.0,
+        lambda x, i: x[i] * 2,
+        (F(5, 2, 3), Indices((3,), 4, 4, -5, dtype="int64")),
+    ),
+    OpCase(
+        "getitem_arrays_apart",
+        lambda x, i, j: x[i, :, j],
+        lambda x, i, j: x[i, :, j],
+        (F(4, 3, 5), Indices((3,), 0, 3, 3), Indices((2, 1), -1, 0)),
+    ),
+    OpCase(
+        "getitem_arrays_adjacent",
+        lambda x, i: x[1:, i, [0, 2]],
+        lambda x, i: x[1:, i, [0, 2]],
+        (F(3, 4, 3), Indices((2, 1), 3, -4)),
+    ),
+    OpCase(
+        "take",
+        lambda x, i: braze.take(x, i, axis=1),
+        lambda x, i: np.take(x, i, axis=1),
+        (F(3, 5, 2), Indices((2, 3), 0, 4, 4, -5, -1, 2)),
+    ),
+    OpCase("take_flat", braze.take, np.take, (F(3, 4), Indices((5,), 11, 0, -12, 5, 5))),
+    OpCase(
+        "take_along_axis",
+        lambda x, i: braze.take_along_axis(x, i, axis=1),
+        lambda x, i: np.take_along_axis(x, i, axis=1),
+        (F(3, 5, 4), I(3, 6, 4, low=-5, high=5)),
+    ),
+    OpCase(
+        "take_along_axis_broadcast",
+        lambda x, i: braze.take_along_axis(x, i, axis=-1),
+        lambda x, i: np.take_along_axis(x, i, axis=-1),
+        (F(2, 1, 6), Indices((1, 3, 2), 5, 5, 0, -6, 2, 1)),
+    ),
+    OpCase(  # the gradient of a row gather, applied on its own; indices past the end are clamped
+        "scatter_add_rows",
+        lambda u, i: scatter_add.bind(
+            u,
+            i,
+            shape=(4, 3),
+            update_window_dims=(2,),
+            inserted_window_dims=(0,),
+            scatter_dims_to_operand_dims=(0,),
+        ),
+        lambda u, i: _scatter_rows_ref(u, i, 4),
+        (F(2, 3, 3), Indices((2, 3, 1), 0, 3, 3, 1, 3, 7)),
+    ),
+    # PyTorch's spellings of the same moves
+    OpCase("view", lambda x: x.view(3, -1, 2), lambda x: x.reshape(3, -1, 2), (F(2, 3, 4),)),
+    OpCase("permute", lambda x: x.permute(0, 3, 1, 2), lambda x: x.transpose(0, 3, 1, 2), (F(2, 3, 4, 5),)),
+    OpCase("swapaxes", lambda x: braze.swapaxes(x, 0, -1), lambda x: np.swapaxes(x, 0, -1), (F(2, 3, 4),)),
+    OpCase("transpose_swap", lambda x: x.transpose(-2, -1), lambda x: np.swapaxes(x, -2, -1), (F(2, 3, 4, 5),)),
+    OpCase("unsqueeze", lambda x: x.unsqueeze(1), lambda x: x[:, None], (F(3, 2),)),
+    OpCase("split", lambda x: x.split(2, dim=1)[-1] * 2.0, lambda x: x[:, 4:] * 2, (F(3, 5),)),
+    OpCase(
+        "split_sections",
+        lambda x: braze.concatenate(x.split([1, 3, 1], dim=-1)[::-1], -1),
+        lambda x: np.concatenate([x[:, 4:], x[:, 1:4], x[:, :1]], -1),
+        (F(2, 5),),
+    ),
+    OpCase(
+        "chunk",
+        lambda x: braze.concatenate(braze.chunk(x, 3, dim=0)[1:], 1),
+        lambda x: np.concatenate([x[3:6], x[6:9]], 1),
+        (F(9, 2),),
+    ),
+    OpCase(
+        "masked_fill",
+        lambda x, m: x.masked_fill(m, -1.5),
+        lambda x, m: np.where(m, np.float32(-1.5), x),
+        (F(2, 3, 4), B(3, 4)),
+    ),
+    OpCase("tril", braze.tril, np.tril, (F(2, 4, 5),)),
+    OpCase("tril_diagonal", lambda x: braze.tril(x, -1), lambda x: np.tril(x, -1), (F(5, 3),)),
+    OpCase("triu", lambda x: x.triu(1), lambda x: np.triu(x, 1), (F(3, 4),)),
+    OpCase("triu_int", braze.triu, np.triu, (I(4, 4),), grad=False),
+    OpCase(
+        "topk",
+        lambda x: braze.topk(x, 3)[0],
+        lambda x: -np.sort(-x, axis=-1)[..., :3],
+        (F(4, 7),),
+    ),
+    OpCase(
+        "topk_indices_ties",
+        lambda x: braze.topk(x, 4, dim=0)[1],
+        lambda x: np.argsort(-x, axis=0, kind="stable")[:4].astype(np.int32),
+        (I(6, 3, low=0, high=3),),
+        grad=False,
+    ),
+    OpCase(
+        "topk_smallest",
+        lambda x: x.topk(2, dim=1, largest=False)[0],
+        lambda x: np.sort(x, axis=1)[:, :2],
+        (F(3, 5, 2),),
+    ),
     OpCase(
         "one_hot",
         lambda x: braze.one_hot(x, 5),

@@ -37,6 +37,8 @@ KINDS = [
     "window",
     "pool_gradient",
     "iota",
+    "gather",
+    "scatter",
 ]
 
 
@@ -49,6 +51,24 @@ def make(op: str, inputs: tuple[Node, ...], **attrs) -> Node:
 def splat(value: float, aval: Aval) -> Node:
     scalar = Node.make(PRIMITIVES["constant"], (), {"value": Literal(value, aval.dtype)}, Aval((), aval.dtype))
     return make("broadcast_in_dim", (scalar,), shape=aval.shape, broadcast_dimensions=())
+
+
+def row_indices(draw, rows: int, shape: tuple[int, ...], params: tuple[Node, ...]) -> Node:
+    """int32 indices of ``shape`` into ``rows`` rows: constants with duplicates, both ends
+    and values past them, which clamp; or computed from a parameter's values (exactly, so
+    that every evaluation picks the same rows), which the kernel reads as data."""
+    count = int(np.prod(shape))
+    sources = [p for p in params if p.aval.size >= count]
+    if sources and draw(st.booleans()):
+        source = sources[draw(st.integers(0, len(sources) - 1))]
+        flat = make("reshape", (source,), new_sizes=(source.aval.size,))
+        cut = make("slice", (flat,), start_indices=(0,), limit_indices=(count,), strides=(1,))
+        shaped = make("reshape", (cut,), new_sizes=shape)
+        return make("convert", (make("mul", (shaped, splat(float(rows), shaped.aval))),), dtype=int32)
+    edges = [0, rows - 1, rows, -1, rows + 3, 0, rows - 1]
+    values = [draw(st.sampled_from(edges + list(range(rows)))) for _ in range(count)]
+    literal = Literal(np.array(values, np.int32).reshape(shape), int32)
+    return Node.make(PRIMITIVES["constant"], (), {"value": literal}, Aval(shape, int32))
 
 
 def _tiles_by_2x2(node: Node) -> bool:
@@ -173,6 +193,31 @@ def graphs(draw) -> Graph:
         elif kind == "iota" and shape:
             index = make("iota", (), shape=shape, dimension=0, dtype=int32)
             node = make("add", (x, make("convert", (index,), dtype=dtype)))
+        elif kind == "gather" and shape:
+            # rows of x by an index tensor (an embedding lookup), fused with what reads them
+            batch = draw(st.sampled_from([(3,), (2, 2), (5,)]))
+            rows = shape[0]
+            indices = row_indices(draw, rows, (*batch, 1), params)
+            node = make(
+                "gather",
+                (x, indices),
+                offset_dims=tuple(range(len(batch), len(batch) + len(shape) - 1)),
+                collapsed_slice_dims=(0,),
+                start_index_map=(0,),
+                slice_sizes=(1, *shape[1:]),
+            )
+        elif kind == "scatter" and shape:
+            # x's rows added into the rows of a table the indices pick: duplicates add up
+            rows = draw(st.sampled_from([1, 3, 4]))
+            indices = row_indices(draw, rows, (shape[0], 1), params)
+            node = make(
+                "scatter_add",
+                (x, indices),
+                shape=(rows, *shape[1:]),
+                update_window_dims=tuple(range(1, len(shape))),
+                inserted_window_dims=(0,),
+                scatter_dims_to_operand_dims=(0,),
+            )
         if node is not None:
             nodes.append(node)
     computed = [n for n in nodes if n.op.name != "parameter" and n.aval.dtype != bool_]

@@ -54,7 +54,19 @@ ARGUMENT_ERRORS = [
         "train lenet --save {file}/model.npz",
         "argument --save: cannot create {file}/model.npz: {file} is not a directory",
     ),
-    ("train resnet", "argument model: invalid choice: 'resnet' (choose from 'lenet', 'cnn')"),
+    ("train resnet", "argument model: invalid choice: 'resnet' (choose from 'lenet', 'cnn', 'gpt')"),
+    ("train gpt --iters 0", "argument --iters: must be a positive integer, got 0"),
+    ("train gpt --dropout 1", "argument --dropout: must be in [0, 1), got 1"),
+    ("train gpt --data /nonexistent", "argument --data: /nonexistent does not exist"),
+    ("train gpt --out-dir {file}", "argument --out-dir: {file} is a file, expected a folder"),
+    ("train gpt --out-dir {file}/run", "argument --out-dir: cannot create {file}/run: {file} is not a directory"),
+    ("train gpt --grad-clip -1", "argument --grad-clip: must be a non-negative finite number, got -1"),
+    ("train gpt --mode fast", "argument --mode: invalid choice: 'fast' (choose from 'eager', 'lazy', 'jit')"),
+    ("train gpt --epochs 2", "unrecognized arguments: --epochs 2"),
+    ("sample gpt --temperature 0", "argument --temperature: must be a positive finite number, got 0"),
+    ("sample gpt --top-k 0", "argument --top-k: must be a positive integer, got 0"),
+    ("sample lenet", "argument model: invalid choice: 'lenet' (choose from 'gpt')"),
+    ("bench gpt --eager-iters 0", "argument --eager-iters: must be a positive integer, got 0"),
     ("hlo lenet --batch-size -3", "argument --batch-size: must be a positive integer, got -3"),
     ("hlo cnn --batch-size 0", "argument --batch-size: must be a positive integer, got 0"),
     ("hlo lenet --dot {tmp}", "argument --dot: {tmp} is a directory, expected a file name"),
@@ -75,10 +87,16 @@ def test_argument_errors_exit_2_before_any_work(tmp_path, command, message):
     file.write_text("")
     names = {"tmp": str(tmp_path), "file": str(file)}
     result = run_braze(*command.format(**names).split(), home=tmp_path)
-    subcommand = command.split()[0]
+    words = command.split()
+    # A model's command has a parser of its own, whose errors name the model too; arguments
+    # that no parser takes are the top parser's.
+    model_command = words[0] in ("train", "bench") and words[1] in ("lenet", "cnn", "gpt")
+    prefix = f"braze {' '.join(words[:2] if model_command else words[:1])}"
+    if message.startswith("unrecognized arguments"):
+        prefix = "braze"
     assert result.returncode == 2
     assert result.stdout == ""
-    assert result.stderr.splitlines()[-1] == f"braze {subcommand}: error: {message.format(**names)}"
+    assert result.stderr.splitlines()[-1] == f"{prefix}: error: {message.format(**names)}"
     assert "Traceback" not in result.stderr
 
 
@@ -106,6 +124,12 @@ def _truncated_mnist(directory: Path) -> Path:
 USER_ERRORS = [
     ("train lenet --epochs 1 --data {dir}", lambda d: d.mkdir(), "MNIST directory {dir} is missing "),
     ("bench lenet --epochs 1 --data {dir}", lambda d: d.mkdir(), "MNIST directory {dir} is missing "),
+    ("sample gpt --out-dir {dir}", lambda d: d.mkdir(), "{dir}: no config.json: not a checkpoint of braze train gpt"),
+    (
+        "train gpt --data {dir}",
+        lambda d: d.mkdir(),
+        "Tiny Shakespeare not found; looked for {dir}/input.txt, {dir}/input.txt.gz",
+    ),
     (
         "train lenet --epochs 1 --data {dir}",
         _truncated_mnist,

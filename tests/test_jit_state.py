@@ -264,7 +264,7 @@ def test_setting_an_input_number_inside_the_function_is_an_error():
         optimizer.lr = optimizer.lr * 0.5
         return loss
 
-    with pytest.raises(braze.TraceError, match=r"set args\[1\]\.lr, an input"):
+    with pytest.raises(braze.TraceError, match=r"set args\[1\]\.param_groups\[0\]\.lr, an input"):
         braze.jit(decaying)(model, optimizer, *batch())
     assert optimizer.lr == 0.1
 

@@ -1,5 +1,5 @@
-"""Peer frameworks (PyTorch on the CPU or a CUDA GPU, JAX, TensorFlow) on braze's two
-benchmark workloads.
+"""Peer frameworks (PyTorch on the CPU or a CUDA GPU, JAX, TensorFlow) on braze's benchmark
+workloads: LeNet, the XLA article's CNN and nanoGPT's GPT (two sizes).
 
 Each framework module (``torch_impl``, ``torch_cuda_impl``, ``jax_impl``, ``tf_impl``) has
 ``MODES``, ``version()`` and ``make_step(workload, mode) -> (step, description)``; ``step()``
@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import gpt_common  # noqa: F401 - registers the GPT workloads
 from .common import WORKLOADS, workload
 
 # torch-cuda: PyTorch on the GPU, the peer of braze's GPU backend (bench_step.py --device gpu).

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .common import ADAM_BETA1, ADAM_BETA2, ADAM_EPS, BCE_EPS, init_params, make_batch, workload
+from .gpt_common import SPECS as GPT_SPECS
+from .jax_gpt import make_gpt_step
 from .jax_resnet import make_resnet_step
 
 MODES = ("jit",)
@@ -59,6 +61,8 @@ def make_step(name: str, mode: str = "jit") -> tuple[Callable[[], float], str]:
 
     if mode not in MODES:
         raise ValueError(f"jax modes are {MODES}, not {mode!r}")
+    if name in GPT_SPECS:
+        return make_gpt_step(name)
     if name == "resnet":
         return make_resnet_step()
     w = workload(name)

@@ -9,6 +9,8 @@ import os
 from collections.abc import Callable
 
 from .common import ADAM_BETA1, ADAM_BETA2, ADAM_EPS, BCE_EPS, init_params, make_batch, workload
+from .gpt_common import SPECS as GPT_SPECS
+from .tf_gpt import make_gpt_step
 from .tf_resnet import resnet20_step
 
 MODES = ("eager", "function", "xla")
@@ -35,6 +37,9 @@ def make_step(name: str, mode: str = "eager") -> tuple[Callable[[], float], str]
     tf = _import_tf()
     if mode not in MODES:
         raise ValueError(f"tf modes are {MODES}, not {mode!r}")
+    if name in GPT_SPECS:
+        step, what = make_gpt_step(tf, name, mode)
+        return step, f"{what}, {THREADS} intra-op threads"
     w = workload(name)
     images, labels = make_batch(name)
     x, y = tf.constant(images), tf.constant(labels)

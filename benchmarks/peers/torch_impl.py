@@ -16,6 +16,8 @@ from collections.abc import Callable
 import numpy as np
 
 from .common import ADAM_BETA1, ADAM_BETA2, ADAM_EPS, BCE_EPS, flatten_shape, init_params, make_batch, workload
+from .gpt_common import SPECS as GPT_SPECS
+from .torch_gpt import make_gpt_step
 from .torch_resnet import resnet20
 
 MODES = ("eager", "compile")
@@ -89,6 +91,8 @@ def make_step(name: str, mode: str = "eager", device: str = "cpu") -> tuple[Call
     _cold_inductor_cache()
     if mode not in MODES:
         raise ValueError(f"torch modes are {MODES}, not {mode!r}")
+    if name in GPT_SPECS:
+        return make_gpt_step(name, mode, THREADS, device)
     torch.set_num_threads(THREADS)
     torch.manual_seed(0)
     w = workload(name)

@@ -1,5 +1,6 @@
-"""The training steps of the case studies (LeNet, the XLA article's CNN, ResNet-20), on
-synthetic batches: what ``braze hlo`` explains and what the benchmarks time."""
+"""The training steps of the case studies (LeNet, the XLA article's CNN, ResNet-20,
+nanoGPT's GPT), on synthetic batches: what ``braze hlo`` explains and what the benchmarks
+time."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from braze import ops
-from braze.models import LeNet, ResNet20, XlaArticleCNN
+from braze.bench.gpt import train_step
+from braze.models import GPTConfig, LeNet, ResNet20, XlaArticleCNN
 from braze.nn import Module, binary_cross_entropy, softmax_cross_entropy
 from braze.optim import SGD, Adam, Optimizer
 from braze.runtime.device import Device
@@ -66,4 +68,46 @@ def resnet_workload(device: Device, batch_size: int = 64, seed: int = 0) -> Work
     return Workload("resnet", model, optimizer, images, labels, softmax_cross_entropy)
 
 
-WORKLOADS = {"lenet": lenet_workload, "cnn": cnn_workload, "resnet": resnet_workload}
+class GptWorkload(Workload):
+    """nanoGPT's step: the model computes its own loss, the gradients are clipped at norm 1."""
+
+    def step(self, x: Tensor, y: Tensor) -> Tensor:
+        return train_step(self.model, self.optimizer, x, y, grad_clip=1.0)
+
+
+# nanoGPT's CPU run of the Shakespeare character model, and the model of its GPU run (6
+# layers, 6 heads, 384 wide, blocks of 256) on batches of 8, to show how a gap grows with size.
+GPT_CONFIGS = {
+    "gpt": (GPTConfig(block_size=64, vocab_size=65, n_layer=4, n_head=4, n_embd=128), 12),
+    "gpt-wide": (GPTConfig(block_size=256, vocab_size=65, n_layer=6, n_head=6, n_embd=384), 8),
+}
+
+
+def gpt_batch(config: GPTConfig, batch_size: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Random tokens (int32) of ``batch_size`` blocks, and the targets one token later."""
+    tokens = np.random.default_rng(seed).integers(0, config.vocab_size, (batch_size, config.block_size + 1))
+    return tokens[:, :-1].astype(np.int32), tokens[:, 1:].astype(np.int32)
+
+
+def gpt_workload(
+    device: Device, batch_size: int | None = None, seed: int = 0, name: str = "gpt", config: GPTConfig | None = None
+) -> Workload:
+    """The GPT's training step on random tokens (the targets are the inputs one token on),
+    with AdamW as nanoGPT configures it, at a learning rate of 1e-3."""
+    from braze.models.gpt import GPT
+
+    named, default_batch = GPT_CONFIGS[name]
+    config = config or named
+    model = GPT(config, seed=seed).to(device)
+    optimizer = model.configure_optimizers(0.1, 1e-3, (0.9, 0.99))
+    x, y = gpt_batch(config, batch_size or default_batch, seed)
+    return GptWorkload(name, model, optimizer, x, y, softmax_cross_entropy)
+
+
+WORKLOADS = {
+    "lenet": lenet_workload,
+    "cnn": cnn_workload,
+    "resnet": resnet_workload,
+    "gpt": gpt_workload,
+    "gpt-wide": lambda device, batch_size=None, seed=0: gpt_workload(device, batch_size, seed, "gpt-wide"),
+}

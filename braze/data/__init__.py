@@ -15,6 +15,7 @@ from braze.data.image_generator import ImageDataGenerator
 from braze.data.keras_utils import PyDataset, Sequence, pad_sequences, to_categorical
 from braze.data.loader import DataLoader, mnist_loaders
 from braze.data.mnist import MNIST, load_mnist
+from braze.data.shakespeare import BlockSampler, CharTokenizer, Shakespeare, load_shakespeare
 from braze.data.synthetic import make_two_class_folder
 
 __all__ = [
@@ -24,13 +25,17 @@ __all__ = [
     "PyDataset",
     "Sequence",
     "Augment",
+    "BlockSampler",
+    "CharTokenizer",
     "DataError",
     "DataLoader",
     "ImageDataGenerator",
     "ImageFolder",
+    "Shakespeare",
     "img_to_array",
     "load_img",
     "load_mnist",
+    "load_shakespeare",
     "make_two_class_folder",
     "mnist_loaders",
     "pad_sequences",

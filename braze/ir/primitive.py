@@ -112,13 +112,14 @@ class Category(enum.Enum):
     CONTRACTION = "contraction"  # dot products and convolutions
     WINDOW = "window"  # sliding windows: pooling and its gradients
     SCAN = "scan"  # along one axis, each result reading the whole line: cumulative sums, sorts
+    SCATTER = "scatter"  # adds updates into positions an index tensor selects
     COLLECTIVE = "collective"  # exchanges data with the other replicas
     FUSION = "fusion"  # the compiler's own: a fused kernel and one of its results
 
 
 ELEMENTWISE = frozenset({Category.UNARY, Category.BINARY, Category.COMPARE, Category.SELECT, Category.CONVERT})
 # Kernels of their own: each reads its operands from memory, as a whole loop nest.
-ROOTS = frozenset({Category.REDUCTION, Category.CONTRACTION, Category.WINDOW, Category.SCAN})
+ROOTS = frozenset({Category.REDUCTION, Category.CONTRACTION, Category.WINDOW, Category.SCAN, Category.SCATTER})
 
 
 ShapeRule = Callable[..., Aval]

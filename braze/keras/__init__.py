@@ -22,7 +22,7 @@ from braze.keras import (
     saving,
     utils,
 )
-from braze.nn.functional import Input
+from braze.nn.functional_api import Input
 from braze.nn.layer import Layer
 from braze.nn.model import Model, Sequential
 

@@ -1,5 +1,6 @@
 """``keras.layers``: braze's layers, which carry Keras's names and signatures."""
 
+from braze.nn.attention import MultiHeadAttention
 from braze.nn.conv import (
     AveragePooling1D,
     AveragePooling2D,
@@ -23,10 +24,11 @@ from braze.nn.conv import (
     MaxPooling1D,
     MaxPooling2D,
 )
-from braze.nn.functional import (
+from braze.nn.functional_api import (
     Input,
     InputLayer,
 )
+from braze.nn.keras_spellings import Embedding, LayerNormalization
 from braze.nn.layers import (
     ELU,
     Activation,
@@ -80,6 +82,7 @@ __all__ = [
     "Dense",
     "Dropout",
     "ELU",
+    "Embedding",
     "Flatten",
     "GlobalAveragePooling1D",
     "GlobalAveragePooling2D",
@@ -93,6 +96,7 @@ __all__ = [
     "InputLayer",
     "Lambda",
     "Layer",
+    "LayerNormalization",
     "LeakyReLU",
     "Linear",
     "MaxPool1D",
@@ -101,6 +105,7 @@ __all__ = [
     "MaxPooling2D",
     "Maximum",
     "Minimum",
+    "MultiHeadAttention",
     "Multiply",
     "ReLU",
     "Rescaling",
@@ -128,9 +133,6 @@ _MISSING = {
     "LSTM": "no recurrent layers yet; Conv1D and GlobalAveragePooling1D model sequences",
     "GRU": "no recurrent layers yet; Conv1D and GlobalAveragePooling1D model sequences",
     "SimpleRNN": "no recurrent layers yet; Conv1D and GlobalAveragePooling1D model sequences",
-    "Embedding": "not yet",
-    "LayerNormalization": "BatchNormalization normalizes over the batch instead",
-    "MultiHeadAttention": "not yet",
     "RandomFlip": "braze.keras.preprocessing.image.ImageDataGenerator(horizontal_flip=True) augments images",
     "RandomRotation": "ImageDataGenerator augments images (shear, zoom, flip)",
     "RandomZoom": "ImageDataGenerator(zoom_range=...) augments images",

@@ -3,7 +3,8 @@ initializers, regularizers, callbacks and the Module base (with Keras's
 compile/fit/evaluate/predict/summary); also ``tf.nn``'s functions, as ``import braze as tf``
 reads ``tf.nn.relu``."""
 
-from braze.nn import activations, initializers, keras_losses, metrics, regularizers
+from braze.nn import activations, functional, initializers, keras_losses, metrics, regularizers, utils
+from braze.nn.attention import MultiHeadAttention
 from braze.nn.callbacks import (
     Callback,
     CSVLogger,
@@ -37,7 +38,7 @@ from braze.nn.conv import (
     MaxPooling1D,
     MaxPooling2D,
 )
-from braze.nn.functional import Input, InputLayer
+from braze.nn.functional_api import Input, InputLayer
 from braze.nn.functional_call import functional_call
 from braze.nn.initializers import glorot_uniform
 from braze.nn.layer import Layer
@@ -81,7 +82,7 @@ from braze.nn.merging import (
     subtract,
 )
 from braze.nn.model import Model, Sequential
-from braze.nn.module import CheckpointError, Module
+from braze.nn.module import CheckpointError, IncompatibleKeys, Module
 from braze.nn.normalization import BatchNormalization
 from braze.nn.symbolic import KerasTensor
 from braze.nn.tf_nn import (
@@ -97,6 +98,7 @@ from braze.nn.tf_nn import (
     tanh,
 )
 from braze.nn.training import Statistics, count_correct
+from braze.nn.transformer import GELU, Embedding, LayerNorm
 
 __all__ = [
     "ELU",
@@ -189,4 +191,11 @@ __all__ = [
     "sparse_softmax_cross_entropy_with_logits",
     "subtract",
     "tanh",
+    "Embedding",
+    "GELU",
+    "IncompatibleKeys",
+    "LayerNorm",
+    "MultiHeadAttention",
+    "functional",
+    "utils",
 ]

@@ -6,10 +6,10 @@ lazy trace and its compiled kernels come from the ops it uses.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 from braze import ops
+from braze.nn import functional
 from braze.tensor import Tensor
 
 
@@ -60,11 +60,10 @@ def leaky_relu(x: Tensor, negative_slope: float = 0.2) -> Tensor:
     return ops.where(x > 0, x, negative_slope * x)
 
 
-def gelu(x: Tensor, approximate: bool = True) -> Tensor:
-    """The tanh approximation of ``x * Phi(x)``; the exact form needs erf, which braze lacks."""
-    if not approximate:
-        raise NotImplementedError("gelu(approximate=False) needs erf, which braze does not have; use approximate=True")
-    return 0.5 * x * (1.0 + ops.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)))
+def gelu(x: Tensor, approximate: bool = False) -> Tensor:
+    """``x * Phi(x)``, Phi the standard normal's distribution function: exact, by erf, or
+    by its tanh approximation (``approximate=True``), as Keras's."""
+    return functional.gelu(x, "tanh" if approximate else "none")
 
 
 swish = silu

@@ -202,6 +202,8 @@ _NAMES = {
     "ones": Ones,
     "random_uniform": RandomUniform,
     "random_normal": RandomNormal,
+    "uniform": RandomUniform,  # Keras's short names (Embedding's default is "uniform")
+    "normal": RandomNormal,
     "truncated_normal": TruncatedNormal,
     "glorot_uniform": GlorotUniform,
     "glorot_normal": GlorotNormal,

@@ -54,8 +54,10 @@ _TAKES_TRAINING: dict[type, bool] = {}
 def _call_takes_training(cls: type) -> bool:
     found = _TAKES_TRAINING.get(cls)
     if found is None:
+        # A PyTorch-style layer defines forward, which Layer.call passes everything to.
+        method = cls.forward if cls.call is Layer.call else cls.call
         try:
-            parameters = inspect.signature(cls.call).parameters.values()
+            parameters = inspect.signature(method).parameters.values()
         except (TypeError, ValueError):
             parameters = ()
         found = _TAKES_TRAINING[cls] = any(

@@ -16,7 +16,7 @@ from typing import Any
 
 from braze import ops
 from braze.autodiff import no_grad
-from braze.nn.functional import FunctionalGraph, InputLayer
+from braze.nn.functional_api import FunctionalGraph, InputLayer
 from braze.nn.layer import Layer
 from braze.nn.module import Module
 from braze.nn.symbolic import KerasTensor

@@ -17,7 +17,7 @@ import os
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -28,7 +28,7 @@ from braze.nn.state import is_buffer, mark_buffer, set_value
 from braze.runtime.device import Device, as_device
 from braze.tensor import Tensor
 
-__all__ = ["CheckpointError", "Module", "is_buffer", "mark_buffer", "read_checkpoint"]
+__all__ = ["CheckpointError", "IncompatibleKeys", "Module", "is_buffer", "mark_buffer", "read_checkpoint"]
 
 
 class Module(KerasMethods):
@@ -159,23 +159,28 @@ class Module(KerasMethods):
     def state_dict(self) -> dict[str, np.ndarray]:
         return {name: np.array(t.numpy()) for name, t in self._state().items()}
 
-    def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
-        """Copy values into the parameters and buffers; names and shapes must match exactly."""
+    def load_state_dict(self, state: dict[str, np.ndarray], strict: bool = True) -> IncompatibleKeys:
+        """Copy values into the parameters and buffers. With ``strict`` (the default) the
+        names must match exactly; otherwise the names found in both are loaded and the
+        others are returned, as PyTorch does. Shapes must match either way, and nothing is
+        loaded unless everything fits."""
         params = self._state()
         missing = sorted(set(params) - set(state))
         unexpected = sorted(set(state) - set(params))
-        if missing or unexpected:
+        if strict and (missing or unexpected):
             raise CheckpointError(
                 f"checkpoint does not fit {type(self).__name__}: missing {missing}, unexpected {unexpected}"
             )
-        for name, p in params.items():
-            value = np.asarray(state[name])
-            if value.shape != p.shape:
+        loaded = {name: np.asarray(state[name]) for name in params if name in state}
+        for name, value in loaded.items():
+            if value.shape != params[name].shape:
                 raise CheckpointError(
                     f"checkpoint does not fit {type(self).__name__}: {name} has shape {value.shape} in the "
-                    f"checkpoint but {p.shape} in the model"
+                    f"checkpoint but {params[name].shape} in the model"
                 )
-            set_value(p, value.astype(p.dtype.numpy))
+        for name, value in loaded.items():
+            set_value(params[name], value.astype(params[name].dtype.numpy))
+        return IncompatibleKeys(missing, unexpected)
 
     def save(self, path: str | os.PathLike, overwrite: bool = True) -> None:
         """Write the model to ``path`` atomically: the whole model (architecture, weights,
@@ -200,13 +205,13 @@ class Module(KerasMethods):
             raise FileExistsError(f"{path} exists and overwrite=False")
         write_checkpoint(path, self.state_dict())
 
-    def load(self, path: str | os.PathLike) -> None:
+    def load(self, path: str | os.PathLike, strict: bool = True) -> IncompatibleKeys:
         """Read the parameters saved by :meth:`save` (either format, told by the file's first
         bytes); a :class:`CheckpointError` names the file and says what is wrong (missing,
         truncated, not a checkpoint, a missing, extra or wrongly shaped parameter)."""
         state = read_checkpoint(path)
         try:
-            self.load_state_dict(state)
+            return self.load_state_dict(state, strict)
         except CheckpointError as error:
             raise CheckpointError(f"{path}: {error}") from None
 
@@ -222,6 +227,14 @@ def warn_if_hdf5(path: str | os.PathLike, what: str) -> None:
             f"{path}: braze writes {what} under this name, not HDF5: braze reads it back (by its content), h5py cannot",
             stacklevel=3,
         )
+
+
+class IncompatibleKeys(NamedTuple):
+    """What ``load_state_dict(strict=False)`` did not load: the model's names the state
+    lacks, and the state's names the model lacks (PyTorch's ``_IncompatibleKeys``)."""
+
+    missing_keys: list[str]
+    unexpected_keys: list[str]
 
 
 def _walk(name: str, value: Any) -> Iterator[tuple[str, Any]]:

@@ -26,7 +26,7 @@ import numpy as np
 from braze import ops
 from braze.nn import activations, initializers, keras_losses, metrics, regularizers
 from braze.nn.checkpoint import CheckpointError, write_atomically, write_npz
-from braze.nn.functional import InputLayer
+from braze.nn.functional_api import InputLayer
 from braze.nn.keras_ops import _WRAPPED
 from braze.nn.layer import Layer
 from braze.nn.model import Model, Sequential

@@ -8,7 +8,7 @@ function on symbolic tensors records a node; its output shapes come from running
 on zeros of two different sizes for every unfixed dimension (in inference mode, recording no
 gradients), so any layer works, including a user's, and a dimension that follows an unfixed
 one stays unfixed. ``keras.Model(inputs, outputs)`` later runs the recorded nodes on real
-tensors (``braze/nn/functional.py``).
+tensors (``braze/nn/functional_api.py``).
 """
 
 from __future__ import annotations

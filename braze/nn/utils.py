@@ -1,27 +1,81 @@
-"""``keras.utils``' functions that reach past the data: the seeds of every random stream."""
+"""``torch.nn.utils``' gradient clipping: ``clip_grad_norm_`` and ``clip_grad_value_``.
+
+Both are tensor ops on the gradients, so a training step that clips, traced on a lazy
+device or under ``braze.jit``, clips in the same compiled step.
+"""
 
 from __future__ import annotations
 
-import random
-from typing import Any
+import math
+from collections.abc import Iterable
 
-import numpy as np
+from braze import ops
+from braze.autodiff import no_grad
+from braze.ir.errors import TraceError
+from braze.tensor import Tensor
 
-from braze.ops.random import manual_seed
+__all__ = ["clip_grad_norm_", "clip_grad_value_"]
 
-
-def set_random_seed(seed: int) -> None:
-    """Seed Python's ``random``, NumPy's global generator and braze's default generator
-    (initial weights, dropout, shuffling), as ``keras.utils.set_random_seed`` does."""
-    random.seed(seed)
-    np.random.seed(seed)
-    manual_seed(seed)
+Parameters = Tensor | Iterable[Tensor]
 
 
-def plot_model(model: Any, to_file: str = "model.png", **options: Any) -> None:
-    """Keras draws a model with pydot and Graphviz; braze does not: it raises ImportError, as
-    Keras does where pydot is missing. ``model.summary()`` prints the layers instead."""
-    raise ImportError(
-        "plot_model: braze does not draw models (Keras needs pydot and Graphviz for it); "
-        "model.summary() prints the layers, their shapes and parameters"
-    )
+def _with_grads(parameters: Parameters) -> list[Tensor]:
+    found = parameters.parameters() if hasattr(parameters, "parameters") else parameters
+    found = [found] if isinstance(found, Tensor) else list(found)
+    return [p for p in found if p.grad is not None]
+
+
+def clip_grad_norm_(
+    parameters: Parameters, max_norm: float, norm_type: float = 2.0, error_if_nonfinite: bool = False
+) -> Tensor:
+    """Scale the gradients of ``parameters`` in place so that their total ``norm_type``-norm
+    (the norm of the per-gradient norms) is at most ``max_norm``, and return that total norm
+    before clipping, as ``torch.nn.utils.clip_grad_norm_``: every gradient is multiplied by
+    ``min(1, max_norm / (total + 1e-6))``. ``error_if_nonfinite`` raises a RuntimeError for a
+    NaN or infinite total; it reads the value, so only eager tensors can ask for it."""
+    if not max_norm > 0:
+        raise ValueError(f"clip_grad_norm_: max_norm must be more than 0, got {max_norm}")
+    params = _with_grads(parameters)
+    if not params:
+        return ops.zeros(())
+    norm_type = float(norm_type)
+    grads = [p.grad for p in params]
+    with no_grad():
+        norms = ops.stack([ops.astype(_norm(g, norm_type), grads[0].dtype) for g in grads])
+        total = _norm(norms, norm_type)
+        if error_if_nonfinite:
+            if total.device.is_lazy:
+                raise TraceError(
+                    "clip_grad_norm_(error_if_nonfinite=True) reads the norm's value, which a lazy or compiled step "
+                    "cannot do before it runs: check the returned norm after the step instead"
+                )
+            if not math.isfinite(total.item()):
+                raise RuntimeError(
+                    f"clip_grad_norm_: the total norm of order {norm_type} of the gradients is {total.item()}"
+                )
+        scale = ops.minimum(max_norm / (total + 1e-6), 1.0)
+        for p in params:
+            p.grad = p.grad * ops.astype(scale, p.grad.dtype)
+    return total
+
+
+def _norm(x: Tensor, order: float) -> Tensor:
+    if order == math.inf:
+        return ops.max(ops.abs(x))
+    if order == 2.0:
+        return ops.sqrt(ops.sum(x * x))
+    if order == 1.0:
+        return ops.sum(ops.abs(x))
+    if order <= 0:
+        raise ValueError(f"clip_grad_norm_: norm_type must be more than 0 (or inf), got {order}")
+    return ops.power(ops.sum(ops.power(ops.abs(x), order)), 1.0 / order)
+
+
+def clip_grad_value_(parameters: Parameters, clip_value: float) -> None:
+    """Clip every gradient of ``parameters`` to ``[-clip_value, clip_value]`` in place, as
+    ``torch.nn.utils.clip_grad_value_``."""
+    if not clip_value > 0:
+        raise ValueError(f"clip_grad_value_: clip_value must be more than 0, got {clip_value}")
+    with no_grad():
+        for p in _with_grads(parameters):
+            p.grad = ops.clip(p.grad, -clip_value, clip_value)

@@ -10,6 +10,7 @@ from braze.ops.bitwise import (
 )
 from braze.ops.core import as_tensor, astype, broadcast_to
 from braze.ops.creation import arange, full, full_like, one_hot, ones, ones_like, tensor, zeros, zeros_like
+from braze.ops.indexing import take, take_along_axis
 from braze.ops.linalg import matmul
 from braze.ops.math import (
     abs,
@@ -28,6 +29,7 @@ from braze.ops.math import (
     cosh,
     divide,
     equal,
+    erf,
     exp,
     expm1,
     floor,
@@ -66,9 +68,23 @@ from braze.ops.math import (
     where,
 )
 from braze.ops.nn import avg_pool2d, conv2d, max_pool2d
-from braze.ops.random import Generator, manual_seed, normal_quantile, rand, randn, uniform
+from braze.ops.random import Generator, manual_seed, multinomial, normal_quantile, rand, randn, uniform
 from braze.ops.reduction import argmax, argmin, log_softmax, logsumexp, max, mean, min, prod, softmax, sum, var
-from braze.ops.shape import concatenate, expand_dims, flatten, flip, getitem, pad, reshape, squeeze, stack, transpose
+from braze.ops.selection import masked_fill, topk, tril, triu
+from braze.ops.shape import (
+    chunk,
+    concatenate,
+    expand_dims,
+    flatten,
+    flip,
+    getitem,
+    pad,
+    reshape,
+    squeeze,
+    stack,
+    swapaxes,
+    transpose,
+)
 from braze.ops.sorting import argsort, cumprod, cumsum, sort
 from braze.ops.tensorflow import (
     Variable,
@@ -121,6 +137,7 @@ __all__ = [
     "bitwise_xor",
     "broadcast_to",
     "ceil",
+    "chunk",
     "clip",
     "concatenate",
     "conv2d",
@@ -131,6 +148,7 @@ __all__ = [
     "cumsum",
     "divide",
     "equal",
+    "erf",
     "exp",
     "expand_dims",
     "expm1",
@@ -155,6 +173,7 @@ __all__ = [
     "logical_or",
     "logsumexp",
     "manual_seed",
+    "masked_fill",
     "matmul",
     "max",
     "max_pool2d",
@@ -162,6 +181,7 @@ __all__ = [
     "mean",
     "min",
     "minimum",
+    "multinomial",
     "multiply",
     "negative",
     "nextafter",
@@ -192,10 +212,16 @@ __all__ = [
     "subtract",
     "sum",
     "tan",
+    "swapaxes",
+    "take",
+    "take_along_axis",
     "tanh",
     "tensor",
+    "topk",
     "transpose",
     "trunc",
+    "tril",
+    "triu",
     "uniform",
     "var",
     "where",

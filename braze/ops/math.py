@@ -51,6 +51,7 @@ log = _unary(ew.log, "log")
 sqrt = _unary(ew.sqrt, "sqrt")
 rsqrt = _unary(ew.rsqrt, "rsqrt")
 tanh = _unary(ew.tanh, "tanh")
+erf = _unary(ew.erf, "erf")
 sigmoid = _unary(ew.logistic, "sigmoid")
 abs = _unary(ew.abs_, "abs", float_only=False)  # noqa: A001 - NumPy's name
 sign = _unary(ew.sign, "sign", float_only=False)

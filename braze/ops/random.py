@@ -18,6 +18,8 @@ from braze.ir.prims import sources
 from braze.ops.core import as_tensor
 from braze.ops.math import log as _log
 from braze.ops.math import maximum, minimum, sqrt, where
+from braze.ops.reduction import argmax
+from braze.ops.selection import topk
 from braze.runtime.device import Device, as_device
 from braze.tensor import Tensor, user_error, user_location
 
@@ -190,3 +192,38 @@ def randn(
     u = rand(shape, dt, seed=seed, generator=generator, device=device)
     half_step = 2.0**-25 if dt.itemsize == 4 else 2.0**-54
     return normal_quantile(maximum(u + half_step, half_step))
+
+
+def multinomial(
+    probs: Tensor,
+    num_samples: int = 1,
+    replacement: bool = False,
+    *,
+    generator: Generator | None = None,
+    seed: int | None = None,
+) -> Tensor:
+    """Indices (int32) drawn from each row of ``probs`` (non-negative weights over the last
+    axis, normalized or not), as ``torch.multinomial``: ``num_samples`` per row, distinct
+    unless ``replacement``. Sampled by the Gumbel-max trick, the largest of ``log(p) + g``
+    for standard Gumbel noise ``g`` (its ``num_samples`` largest without replacement), so a
+    compiled sampler draws new numbers from its generator on every call."""
+    probs = as_tensor(probs)
+    if not probs.dtype.is_float or probs.ndim not in (1, 2):
+        raise user_error(
+            DTypeError,
+            f"multinomial: expected a 1-D or 2-D float tensor of weights, got {probs.dtype.name}{list(probs.shape)}",
+        )
+    categories = probs.shape[-1]
+    if num_samples < 1 or (not replacement and num_samples > categories):
+        raise user_error(
+            ValueError,
+            f"multinomial: cannot draw {num_samples} samples from {categories} categories "
+            f"{'with' if replacement else 'without'} replacement",
+        )
+    draws = (*probs.shape[:-1], num_samples if replacement else 1, categories)
+    u = rand(draws, probs.dtype, seed=seed, generator=generator, device=probs.device)
+    gumbel = -_log(-_log(u))  # u = 0 gives -inf: never drawn
+    scores = _log(probs.detach()).reshape((*probs.shape[:-1], 1, categories)) + gumbel
+    if replacement:
+        return argmax(scores, axis=-1)
+    return topk(scores.reshape(probs.shape), num_samples, dim=-1)[1]

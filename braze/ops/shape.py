@@ -1,6 +1,6 @@
-"""Shape manipulation and indexing: reshape, transpose, flip, flatten, squeeze, expand_dims,
-concatenate, stack, pad and ``tensor[index]`` with ints, slices (negative steps too), ``...``
-and ``None``."""
+"""Shape manipulation and indexing: reshape, transpose, swapaxes, flip, flatten, squeeze,
+expand_dims, concatenate, stack, split, chunk, pad and ``tensor[index]`` with ints, slices
+(negative steps too), ``...`` and ``None``."""
 
 from __future__ import annotations
 
@@ -48,6 +48,15 @@ def transpose(x: Any, axes: Sequence[int] | None = None) -> Tensor:
     if permutation == tuple(range(x.ndim)):
         return x
     return structural.transpose.bind(x, permutation=permutation)
+
+
+def swapaxes(x: Any, axis1: int, axis2: int) -> Tensor:
+    """``x`` with two axes exchanged, as ``np.swapaxes`` and ``torch.transpose(x, a, b)``."""
+    x = as_tensor(x)
+    first, second = normalize_axis("swapaxes", axis1, x.ndim), normalize_axis("swapaxes", axis2, x.ndim)
+    permutation = list(range(x.ndim))
+    permutation[first], permutation[second] = second, first
+    return transpose(x, permutation)
 
 
 def flip(x: Any, axis: int | Sequence[int] | None = None) -> Tensor:
@@ -110,6 +119,43 @@ def stack(tensors: Sequence[Any], axis: int = 0) -> Tensor:
     return concatenate([expand_dims(t, position) for t in items], position)
 
 
+def split(x: Any, split_size_or_sections: int | Sequence[int], dim: int = 0) -> list[Tensor]:
+    """Pieces of ``x`` along ``dim``, as ``torch.split``: of ``split_size_or_sections``
+    elements each (the last one smaller when they do not divide the axis), or of the sizes
+    listed, which must add up to the axis."""
+    x = as_tensor(x)
+    axis = normalize_axis("split", dim, x.ndim)
+    length = x.shape[axis]
+    if isinstance(split_size_or_sections, (int, np.integer)):
+        size = int(split_size_or_sections)
+        if size <= 0:
+            raise user_error(ValueError, f"split: the size of a piece must be positive, got {size}")
+        sizes = [min(size, length - start) for start in range(0, length, size)] or [0]
+    else:
+        sizes = [int(s) for s in split_size_or_sections]
+        if any(s < 0 for s in sizes) or sum(sizes) != length:
+            raise user_error(
+                ShapeError, f"split: sizes {sizes} do not add up to axis {axis} of {fmt_shape(x.shape)} ({length})"
+            )
+    pieces, start = [], 0
+    for size in sizes:
+        index = [slice(None)] * x.ndim
+        index[axis] = slice(start, start + size)
+        pieces.append(getitem(x, tuple(index)))
+        start += size
+    return pieces
+
+
+def chunk(x: Any, chunks: int, dim: int = 0) -> list[Tensor]:
+    """``x`` cut into at most ``chunks`` pieces along ``dim`` of ``ceil(length / chunks)``
+    elements each (the last one smaller), as ``torch.chunk``."""
+    x = as_tensor(x)
+    if not isinstance(chunks, (int, np.integer)) or chunks <= 0:
+        raise user_error(ValueError, f"chunk: the number of chunks must be a positive integer, got {chunks!r}")
+    length = x.shape[normalize_axis("chunk", dim, x.ndim)]
+    return split(x, max(-(-length // int(chunks)), 1), dim)
+
+
 def pad(x: Any, pad_width: Sequence[Sequence[int]] | int, value: float = 0.0) -> Tensor:
     """Constant padding with ``np.pad``'s ``pad_width`` ((before, after) per axis, or an int)."""
     x = as_tensor(x)
@@ -122,26 +168,35 @@ def pad(x: Any, pad_width: Sequence[Sequence[int]] | int, value: float = 0.0) ->
 
 
 def getitem(x: Tensor, index: Any) -> Tensor:
-    """Basic indexing: integers, slices (a negative step reverses the axis, then slices it),
-    ``...`` and ``None``."""
+    """Indexing as NumPy's: integers, slices (a negative step reverses the axis, then slices
+    it), ``...`` and ``None``, and integer arrays (tensors, NumPy arrays, lists), which
+    gather (``table[idx]``; see ``braze.ops.indexing``)."""
+    from braze.ops.indexing import index_by_arrays, is_index_array
+
     items = list(index) if isinstance(index, tuple) else [index]
+    arrays = False
     for item in items:
-        if not (item is None or item is Ellipsis or isinstance(item, (int, np.integer, slice))):
+        if is_index_array(item):
+            arrays = True
+        elif not (item is None or item is Ellipsis or isinstance(item, (int, np.integer, slice))):
             raise user_error(
                 TypeError,
-                f"indexing: only integers, slices, ... and None are supported, got {type(item).__name__}; "
-                "use where() or one_hot() for masks and gathers",
+                f"indexing: only integers, slices, ..., None and integer arrays are supported, got "
+                f"{type(item).__name__}; use where() for masks",
             )
-    if items.count(Ellipsis) > 1:
+    ellipses = [k for k, item in enumerate(items) if item is Ellipsis]  # by identity: a tensor's == is elementwise
+    if len(ellipses) > 1:
         raise user_error(IndexError, "indexing: an index can only have one ellipsis (...)")
     consumed = sum(1 for i in items if i is not None and i is not Ellipsis)
     if consumed > x.ndim:
         raise user_error(IndexError, f"indexing: too many indices ({consumed}) for a tensor of rank {x.ndim}")
-    if Ellipsis in items:
-        at = items.index(Ellipsis)
+    if ellipses:
+        at = ellipses[0]
         items[at : at + 1] = [slice(None)] * (x.ndim - consumed)
     else:
         items += [slice(None)] * (x.ndim - consumed)
+    if arrays:
+        return index_by_arrays(x, items)
     starts, limits, strides, out_shape, flipped = [], [], [], [], []
     dim = 0
     for item in items:

@@ -26,13 +26,14 @@ class Adam(Optimizer):
         weight_decay: Hyperparameter | None = None,
     ) -> None:
         weight_decay = self.default_weight_decay if weight_decay is None else weight_decay
-        name = type(self).__name__
-        check_positive(name, lr=lr, eps=eps)
-        check_positive(name, allow_zero=True, weight_decay=weight_decay)
+        super().__init__(params, lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay)
+
+    def check(self, hyperparameters: dict[str, Hyperparameter]) -> None:
+        name, betas = type(self).__name__, hyperparameters["betas"]
+        check_positive(name, lr=hyperparameters["lr"], eps=hyperparameters["eps"])
+        check_positive(name, allow_zero=True, weight_decay=hyperparameters["weight_decay"])
         if len(betas) != 2 or not all(isinstance(b, Tensor) or 0 <= b < 1 for b in betas):
             raise ValueError(f"{name}: invalid betas={betas}: expected two numbers in [0, 1)")
-        self.lr, self.betas, self.eps, self.weight_decay = lr, tuple(betas), eps, weight_decay
-        super().__init__(params)
 
     def get_config(self) -> dict[str, Any]:
         return {"lr": self.lr, "betas": list(self.betas), "eps": self.eps, "weight_decay": self.weight_decay}

@@ -1,11 +1,12 @@
 """PyTorch's learning-rate schedulers (``torch.optim.lr_scheduler``).
 
-A scheduler sets its optimizer's ``lr`` to a Python number on every ``step()`` (called
-once per epoch, or per batch, outside the training step). The learning rate is an input
-of a jitted step and device data on a lazy device, so a new value never recompiles. Each
-value comes from the scheduler's closed form at ``last_epoch`` (what PyTorch computes
-when given an epoch), from ``base_lrs``: the optimizer's learning rate when its first
-scheduler was made, kept as ``optimizer.initial_lr``. One scheduler (or a
+A scheduler sets the ``lr`` of each of its optimizer's parameter groups to a Python number
+on every ``step()`` (called once per epoch, or per batch, outside the training step). The
+learning rate is an input of a jitted step and device data on a lazy device, so a new
+value never recompiles. Each value comes from the scheduler's closed form at
+``last_epoch`` (what PyTorch computes when given an epoch), from ``base_lrs``: each
+group's learning rate when its first scheduler was made, kept as the group's
+``initial_lr``. One scheduler (or a
 :class:`SequentialLR` of several) drives an optimizer at a time.
 """
 
@@ -24,19 +25,23 @@ class LRScheduler:
     takes its first step, to epoch 0, as in PyTorch."""
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
-        if not hasattr(optimizer, "lr"):
+        if not hasattr(optimizer, "param_groups"):
             raise TypeError(f"{type(self).__name__}: expected an optimizer, got {type(optimizer).__name__}")
-        if last_epoch == -1 and not hasattr(optimizer, "initial_lr"):
-            if not isinstance(optimizer.lr, (int, float)):
-                raise TypeError(
-                    f"{type(self).__name__} sets the learning rate to numbers; the optimizer's is "
-                    f"{type(optimizer.lr).__name__} (a schedule object already decides it)"
-                )
-            optimizer.initial_lr = optimizer.lr
-        elif not hasattr(optimizer, "initial_lr"):
+        groups = _groups(optimizer)
+        if last_epoch == -1:
+            for group in groups:
+                if "initial_lr" in group:
+                    continue
+                if not isinstance(group["lr"], (int, float)):
+                    raise TypeError(
+                        f"{type(self).__name__} sets the learning rate to numbers; the optimizer's is "
+                        f"{type(group['lr']).__name__} (a schedule object already decides it)"
+                    )
+                group["initial_lr"] = group["lr"]
+        elif not all("initial_lr" in group for group in groups):
             raise ValueError(f"{type(self).__name__}: last_epoch={last_epoch} resumes a schedule; make one first")
         self.optimizer = optimizer
-        self.base_lrs = [optimizer.initial_lr]
+        self.base_lrs = [group["initial_lr"] for group in groups]
         self.last_epoch = last_epoch
         self.step()
 
@@ -47,11 +52,11 @@ class LRScheduler:
         """Advance to the next epoch (or to ``epoch``) and set the optimizer's learning rate."""
         self.last_epoch = self.last_epoch + 1 if epoch is None else epoch
         self._last_lr = self.get_lr()
-        self.optimizer.lr = self._last_lr[0]
+        for group, lr in zip(_groups(self.optimizer), self._last_lr, strict=True):
+            group["lr"] = lr
 
     def get_last_lr(self) -> list[float]:
-        """The learning rate the last ``step()`` set (one per parameter group: braze's
-        optimizers have one)."""
+        """The learning rates the last ``step()`` set, one per parameter group."""
         return list(self._last_lr)
 
     def state_dict(self) -> dict[str, Any]:
@@ -170,7 +175,7 @@ class SequentialLR(LRScheduler):
         if any(s.optimizer is not optimizer for s in schedulers):
             raise ValueError("SequentialLR: every scheduler must drive the optimizer it is given")
         self.optimizer, self.schedulers, self.milestones = optimizer, list(schedulers), list(milestones)
-        self.base_lrs = [optimizer.initial_lr]
+        self.base_lrs = [group["initial_lr"] for group in _groups(optimizer)]
         self.last_epoch = last_epoch + 1
         # Each scheduler took its first step when it was made: start again from the first.
         for scheduler in self.schedulers:
@@ -203,6 +208,12 @@ class SequentialLR(LRScheduler):
         for scheduler, saved in zip(self.schedulers, state.pop("schedulers"), strict=True):
             scheduler.load_state_dict(saved)
         vars(self).update(state)
+
+
+def _groups(optimizer: Optimizer) -> list[Any]:
+    """The optimizer's parameter groups; before it has parameters, its defaults, which
+    its groups will start from."""
+    return optimizer.param_groups or [optimizer.defaults]
 
 
 __all__ = [

@@ -35,6 +35,7 @@ from braze.lazy import barrier
 from braze.ops import astype, clip, full, maximum, sqrt
 from braze.ops import sum as reduce_sum
 from braze.ops.core import scalar_input
+from braze.optim.groups import ParamGroup, group_class, requested_groups
 from braze.runtime.device import Device, as_device
 from braze.tensor import Tensor
 
@@ -76,24 +77,47 @@ def full_data(param: Tensor, value: float, shape: tuple[int, ...] | None = None)
 
 class Optimizer:
     """The base of braze's optimizers: ``zero_grad()`` and ``step()`` over the bound parameters
-    (a Module or tensors), each parameter's slots in ``state`` (made when the parameters are
-    bound), and ``iterations``, the count of steps taken (Keras's name), a 0-d int64 tensor
-    that a learning-rate schedule reads; subclasses define ``init_slots`` and ``update``."""
+    (a Module, tensors, or parameter groups: dicts of ``params`` and the hyperparameters
+    that differ from the optimizer's, as in PyTorch), each parameter's slots in ``state``
+    (made when the parameters are bound), ``param_groups``, and ``iterations``, the count
+    of steps taken (Keras's name), a 0-d int64 tensor that a learning-rate schedule reads;
+    ``state_dict()`` and ``load_state_dict()`` save and restore all of it, so that training
+    resumes exactly. Subclasses define ``init_slots`` and ``update``, and pass their
+    hyperparameters' defaults to ``__init__``; ``optimizer.lr`` (any hyperparameter) reads
+    the value every group shares, and setting it sets it in every group."""
 
     jit_inputs: tuple[str, ...] = ("lr",)  # numbers read afresh by every call of a jitted step
+    ParamGroup: type[ParamGroup] = ParamGroup  # each subclass gets its own, of its jit_inputs
     clipvalue: float | None = None
     clipnorm: float | None = None
     global_clipnorm: float | None = None
 
-    def __init__(self, params: Any = None) -> None:
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.ParamGroup = group_class(cls)
+
+    def __init__(self, params: Any = None, **defaults: Hyperparameter) -> None:
+        self._defaults = defaults
+        self.check(defaults)
+        self.param_groups: list[ParamGroup] = []
         self.params: list[Tensor] = []
         self.state: list[Slots] = []
         self.iterations: Tensor | None = None
+        self._group_of: list[ParamGroup] = []  # each parameter's group, in the order of params
+        self._group: ParamGroup | None = None  # whose hyperparameters update() reads now
         self._constants: dict[tuple, Any] = {}  # this step's, by (value or id, dtype, device)
         self._held: list[Any] = []  # the values named by id in _constants
         self._index: dict[int, int] = {}  # a parameter's position, by id
         if params is not None:
             self.bind(params)
+
+    def check(self, hyperparameters: dict[str, Hyperparameter]) -> None:
+        """Raise a ValueError for a hyperparameter a group may not have (each optimizer's own)."""
+
+    @property
+    def defaults(self) -> dict[str, Hyperparameter]:
+        """The hyperparameters given to the constructor: what a new group does not set."""
+        return self._defaults
 
     @property
     def learning_rate(self) -> Hyperparameter:
@@ -110,23 +134,87 @@ class Optimizer:
         """The optimizer's state: its step count and every slot."""
         return [self.iterations, *(t for slots in self.state for t in slots.values())]
 
+    # One value of every group, or the value of the group being updated -------------------
+
+    def __getattr__(self, name: str) -> Any:
+        defaults = self.__dict__.get("_defaults")
+        if name.startswith("_") or defaults is None or (name not in defaults and name != "initial_lr"):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        group = self.__dict__.get("_group")
+        groups = [group] if group is not None else self.__dict__.get("param_groups") or [defaults]
+        values = [g.get(name, _MISSING) for g in groups]
+        first = values[0]
+        if first is _MISSING:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        if any(v is not first and not (_plain(v) and _plain(first) and v == first) for v in values[1:]):
+            shown = ", ".join(repr(v) for v in values)
+            raise ValueError(
+                f"{type(self).__name__}: its {len(groups)} parameter groups have different {name} ({shown}): "
+                f"read optimizer.param_groups[i][{name!r}]"
+            )
+        return first
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        defaults = self.__dict__.get("_defaults")
+        if defaults is not None and (name in defaults or name == "initial_lr"):
+            for group in self.__dict__.get("param_groups") or [defaults]:
+                group[name] = value
+            return
+        object.__setattr__(self, name, value)
+
+    # Parameters and their groups -----------------------------------------------------
+
     def bind(self, params: Any) -> Optimizer:
-        """Attach the parameters to optimize (a Module or an iterable of tensors)."""
-        found = params.parameters() if hasattr(params, "parameters") else list(params)
-        if not found:
+        """Attach the parameters to optimize: a Module, an iterable of tensors, or an
+        iterable of parameter groups (dicts of ``params`` and hyperparameters)."""
+        requested = requested_groups(params, type(self).__name__)
+        self.param_groups, self.params, self.state, self._group_of = [], [], [], []
+        self._index = {}
+        self.iterations = None
+        for tensors, given in requested:
+            self._add_group(tensors, given)
+        if not self.params:
             raise ValueError(f"{type(self).__name__}: no parameters to optimize")
-        for p in found:
-            if not isinstance(p, Tensor) or not p.requires_grad:
-                raise TypeError(f"{type(self).__name__}: parameters must be tensors that require grad")
-        self.params = list(found)
-        # Made now, not on the first step, so that the first step already has the state of
-        # every later one (under braze.jit: one compile, not one more after the first step).
-        self.state = [self.init_slots(p) for p in self.params]
-        self.iterations = Tensor.from_numpy(np.zeros((), np.int64), self.params[0].device)
-        self._index = {id(p): i for i, p in enumerate(self.params)}
         return self
 
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Optimize more parameters, with their own hyperparameters (PyTorch's name)."""
+        ((tensors, given),) = requested_groups([param_group], type(self).__name__)
+        self._add_group(tensors, given)
+
+    def _add_group(self, tensors: list[Tensor], given: dict[str, Any]) -> None:
+        name = type(self).__name__
+        unknown = sorted(set(given) - set(self._defaults) - {"initial_lr"})
+        if unknown:
+            raise ValueError(
+                f"{name}: unknown hyperparameters {unknown} in a parameter group; {name} has {sorted(self._defaults)}"
+            )
+        values = {**self._defaults, **given}
+        self.check(values)
+        held = {id(p) for p in self.params}
+        if any(id(p) in held for p in tensors) or len({id(p) for p in tensors}) != len(tensors):
+            raise ValueError(f"{name}: a parameter appears in more than one parameter group (or twice in one)")
+        group = self.ParamGroup(list(tensors), values)
+        self.param_groups.append(group)
+        # Made now, not on the first step, so that the first step already has the state of
+        # every later one (under braze.jit: one compile, not one more after the first step).
+        with self._using(group):
+            self.state += [self.init_slots(p) for p in tensors]
+        self._index.update({id(p): len(self.params) + i for i, p in enumerate(tensors)})
+        self.params += tensors
+        self._group_of += [group] * len(tensors)
+        if self.iterations is None and self.params:
+            self.iterations = Tensor.from_numpy(np.zeros((), np.int64), self.params[0].device)
+
     build = bind  # Keras's name
+
+    @contextlib.contextmanager
+    def _using(self, group: ParamGroup | None) -> Iterator[None]:
+        outer, self._group = self._group, group
+        try:
+            yield
+        finally:
+            self._group = outer
 
     def init_slots(self, param: Tensor) -> Slots:
         return {}
@@ -213,9 +301,8 @@ class Optimizer:
                 if not self.params:
                     self.bind([var])
                 else:
-                    self.params.append(var)
-                    self.state.append(self.init_slots(var))
-                index = self._index[id(var)] = len(self.params) - 1
+                    self._add_to_group(var, self.param_groups[0])
+                index = self._index[id(var)]
             updates.append((index, var, grad))
         self._apply(updates)
         return self.iterations
@@ -231,6 +318,15 @@ class Optimizer:
         if len(grads) != len(variables):
             raise ValueError(f"{type(self).__name__}.apply: {len(grads)} gradients for {len(variables)} variables")
         return self.apply_gradients(zip(grads, variables, strict=True))
+
+    def _add_to_group(self, var: Tensor, group: ParamGroup) -> None:
+        """A variable Keras's ``apply_gradients`` meets first: optimized from now on, in ``group``."""
+        with self._using(group):
+            self.state.append(self.init_slots(var))
+        group.params.append(var)
+        self._index[id(var)] = len(self.params)
+        self.params.append(var)
+        self._group_of.append(group)
 
     def _clipped(self, grads: list[Tensor]) -> list[Tensor]:
         """Gradients clipped as Keras clips them: each to [-clipvalue, clipvalue], each to
@@ -259,7 +355,8 @@ class Optimizer:
                 if grad.shape != p.shape:
                     raise ValueError(f"gradient of shape {grad.shape} for a parameter of shape {p.shape}")
                 slots = self.state[i]
-                new_p, new_slots = self.update(p, grad, slots)
+                with self._using(self._group_of[i]):
+                    new_p, new_slots = self.update(p, grad, slots)
                 p._assign(new_p)
                 for name, value in new_slots.items():
                     if name in slots:
@@ -275,11 +372,15 @@ class Optimizer:
     ) -> tuple[list[Tensor], list[Slots]]:
         """Functional update: new parameters and slots, leaving the inputs untouched."""
         params, grads = list(params), list(grads)
-        state = state if state is not None else [self.init_slots(p) for p in params]
+        if state is None:
+            with self._using(self.ParamGroup([], self._defaults)):
+                state = [self.init_slots(p) for p in params]
         new_params, new_state = [], []
+        groups = {id(p): group for p, group in zip(self.params, self._group_of, strict=True)}
         with no_grad(), self._step_constants():
             for p, g, slots in zip(params, grads, state, strict=True):
-                new_p, new_slots = self.update(p.detach(), g, slots)
+                with self._using(groups.get(id(p), self.ParamGroup([], self._defaults))):
+                    new_p, new_slots = self.update(p.detach(), g, slots)
                 new_params.append(new_p)
                 new_state.append(new_slots)
         return new_params, new_state
@@ -293,3 +394,64 @@ class Optimizer:
             for value in slots.values():
                 value.move_(target)
         return self
+
+    # Saving and restoring ------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything training needs to resume, as PyTorch's ``state_dict``: ``state`` (each
+        parameter's slots as NumPy arrays, by the parameter's position), ``param_groups``
+        (each group's hyperparameters and the positions of its parameters) and
+        ``iterations``, the steps taken."""
+        groups, start = [], 0
+        for group in self.param_groups:
+            saved = {name: group[name] for name in group if name != "params"}
+            groups.append({**saved, "params": list(range(start, start + len(group.params)))})
+            start += len(group.params)
+        state = {i: {name: np.array(t.numpy()) for name, t in slots.items()} for i, slots in enumerate(self.state)}
+        return {
+            "state": state,
+            "param_groups": groups,
+            "iterations": 0 if self.iterations is None else int(self.iterations.item()),
+        }
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` saved into this optimizer's slots, hyperparameters
+        and step count; the groups and parameters must be as many and of the same shapes
+        (a ValueError names the first difference, and nothing is loaded)."""
+        difference = self._difference(state_dict["param_groups"], state_dict["state"])
+        if difference:
+            raise ValueError(f"{type(self).__name__}.load_state_dict: {difference}")
+        for saved, group in zip(state_dict["param_groups"], self.param_groups, strict=True):
+            for key, value in saved.items():
+                if key != "params":
+                    group[key] = value
+        for i, slots in enumerate(self.state):
+            for slot, array in state_dict["state"].get(i, {}).items():
+                slots[slot]._load(array)
+        if self.iterations is not None:
+            self.iterations._load(np.array(state_dict.get("iterations", 0), np.int64))
+
+    def _difference(self, groups: list[dict[str, Any]], state: dict[int, dict[str, Any]]) -> str | None:
+        if len(groups) != len(self.param_groups):
+            return f"{len(groups)} parameter groups saved, this optimizer has {len(self.param_groups)}"
+        for k, (saved, group) in enumerate(zip(groups, self.param_groups, strict=True)):
+            if len(saved["params"]) != len(group.params):
+                return f"group {k} saved {len(saved['params'])} parameters, this optimizer's has {len(group.params)}"
+        for i, slots in enumerate(self.state):
+            arrays = state.get(i, {})
+            if set(arrays) != set(slots):
+                return f"parameter {i} has slots {sorted(slots)}, the saved state {sorted(arrays)}"
+            for slot, array in arrays.items():
+                if np.shape(array) != slots[slot].shape:
+                    return f"slot {slot!r} of parameter {i} is {slots[slot].shape}, the saved one {np.shape(array)}"
+        return None
+
+
+_MISSING = object()
+
+
+def _plain(value: Any) -> bool:
+    """A number or a tuple of numbers: compared by value, where a tensor or a schedule is
+    compared by identity."""
+    items = value if isinstance(value, (tuple, list)) else (value,)
+    return all(isinstance(v, (int, float, np.number)) for v in items)

@@ -24,12 +24,14 @@ class SGD(Optimizer):
         nesterov: bool = False,
         weight_decay: Hyperparameter = 0.0,
     ) -> None:
-        check_positive("SGD", lr=lr)
-        check_positive("SGD", allow_zero=True, momentum=momentum, weight_decay=weight_decay)
-        if nesterov and not active(momentum):
+        super().__init__(params, lr=lr, momentum=momentum, nesterov=nesterov, weight_decay=weight_decay)
+
+    def check(self, hyperparameters: dict[str, Hyperparameter]) -> None:
+        check_positive("SGD", lr=hyperparameters["lr"])
+        momentum = hyperparameters["momentum"]
+        check_positive("SGD", allow_zero=True, momentum=momentum, weight_decay=hyperparameters["weight_decay"])
+        if hyperparameters["nesterov"] and not active(momentum):
             raise ValueError("SGD: Nesterov momentum needs momentum > 0")
-        self.lr, self.momentum, self.nesterov, self.weight_decay = lr, momentum, nesterov, weight_decay
-        super().__init__(params)
 
     def get_config(self) -> dict[str, Any]:
         return {"lr": self.lr, "momentum": self.momentum, "nesterov": self.nesterov, "weight_decay": self.weight_decay}

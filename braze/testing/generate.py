@@ -368,6 +368,36 @@ def index(d: Drawer) -> bool:
     return d.add(f"{{0}}[{', '.join(parts)}]", (x,), d.integer(x))
 
 
+def gather(d: Drawer) -> bool:
+    """Elements picked by integer arrays (take, take_along_axis, ``x[i]``), whose gradients
+    add up where indices repeat: constant lists holding duplicates and both ends of the axis,
+    negative ones among them, or indices computed from an input (exactly: never from a
+    computed value, whose rounding could move an index)."""
+    x = d.pick(lambda i: len(d.shape(i)) >= 1 and 0 not in d.shape(i), integer=bool(d.rng.random() < 0.1))
+    if x is None:
+        return False
+    shape = d.shape(x)
+    axis = int(d.rng.integers(len(shape)))
+    n = shape[axis]
+    roll = d.rng.random()
+    if roll < 0.45:
+        count = int(d.rng.integers(1, 7))
+        edges = (0, n - 1, -n, -1)
+        picks = [int(d.choice(edges) if d.rng.random() < 0.5 else d.rng.integers(-n, n)) for _ in range(count)]
+        if count >= 4 and d.rng.random() < 0.4:
+            picks = [picks[: count // 2], picks[count // 2 : 2 * (count // 2)]]
+        if d.rng.random() < 0.5:
+            return d.add(f"B.take({{0}}, {picks!r}, axis={axis})", (x,), d.integer(x))
+        return d.add(f"{{0}}[{':, ' * axis}{picks!r}]", (x,), d.integer(x))
+    source = d.pick(lambda i: i < len(d.inputs), integer=bool(d.rng.random() < 0.5))
+    if source is None:
+        return False
+    exact = f"{{1}} % {n}" if d.integer(source) else f"B.astype(B.abs({{1}}) * 3.0, B.int32) % {n}"
+    if roll < 0.75 or len(d.shape(source)) != len(shape):
+        return d.add(f"B.take({{0}}, {exact}, axis={axis})", (x, source), d.integer(x))
+    return d.add(f"B.take_along_axis({{0}}, {exact}, axis={axis})", (x, source), d.integer(x))
+
+
 def join(d: Drawer) -> bool:
     x = d.pick(lambda i: len(d.shape(i)) >= 1)
     if x is None:
@@ -500,6 +530,7 @@ FAMILIES_AND_WEIGHTS: tuple[tuple[Callable[[Drawer], bool], float], ...] = (
     (transpose, 1),
     (dims, 0.8),
     (index, 1.2),
+    (gather, 0.8),
     (join, 1.2),
     (matmul, 1.5),
     (conv, 1.5),

@@ -1,4 +1,4 @@
-"""The vectorized exp, log, tanh, logistic and pow of generated kernels (backends/cpu/vmath)
+"""The vectorized exp, log, tanh, logistic, pow and erf of generated kernels (backends/cpu/vmath)
 against correctly rounded values, in ulps, over the whole float range: every 4096th float32
 bit pattern with the specials, denormals and overflow thresholds, and float64 from the
 smallest denormal to the largest finite value of both signs. Each function is compiled
@@ -6,6 +6,7 @@ through braze's pipeline and native backend, for every x86-64 level this host ru
 
 from __future__ import annotations
 
+import math
 import subprocess
 
 import numpy as np
@@ -22,8 +23,8 @@ pytestmark = pytest.mark.skipif(not cpu.available(), reason="no C compiler")
 
 # The bounds measured on gcc 12 at every level (vmath.py's table); the reference is rounded
 # once from float64 (float32) or long double (float64), so it is within half an ulp itself.
-MAX_ULPS = {"exp": 1, "log": 1, "tanh": 1, "sigmoid": 2, "power": 1}
-UNARY = {"exp": np.exp, "log": np.log, "tanh": np.tanh, "sigmoid": None}
+MAX_ULPS = {"exp": 1, "log": 1, "tanh": 1, "sigmoid": 2, "power": 1, "erf": 1}
+UNARY = {"exp": np.exp, "log": np.log, "tanh": np.tanh, "sigmoid": None, "erf": None}
 
 
 def _float32_inputs() -> np.ndarray:
@@ -58,6 +59,8 @@ def _correct(name: str, x: np.ndarray, y: np.ndarray | None = None) -> np.ndarra
         w = x.astype(wide)
         if name == "power":
             exact = np.power(w, y.astype(wide))
+        elif name == "erf":  # math.erf in float64 (float32 inputs: rounded once more)
+            exact = np.fromiter(map(math.erf, x.astype(np.float64).tolist()), np.float64, x.size)
         elif name == "sigmoid":
             e = np.exp(-np.abs(w))
             exact = np.where(w < 0, e, 1) / (1 + e)
@@ -141,6 +144,7 @@ def test_special_values(results, dtype):
         "log": [-inf, -inf, inf, nan, nan, np.log(np.float64(tiny)), nan, np.log(big), nan],
         "tanh": [0.0, -0.0, 1, -1, nan, tiny, -tiny, 1, -1],
         "sigmoid": [0.5, 0.5, 1, 0, nan, 0.5, 0.5, 1, 0],
+        "erf": [0.0, -0.0, 1, -1, nan, math.erf(float(tiny)), -math.erf(float(tiny)), 1, -1],
     }
     for name, values in expected.items():
         (inputs,), got = results[(name, dtype)]
@@ -165,6 +169,11 @@ def test_a_loop_calling_each_function_vectorizes(level, tmp_path):
         for function in functions
         for t in ["float" if function.endswith("f") else "double"]
     ]
+    functions.append("braze_erff")  # float64 erf is libm's
+    loops.append(
+        "void loop_braze_erff(const float* restrict x, float* restrict y, long n) "
+        "{ for (long i = 0; i < n; i++) y[i] = braze_erff(x[i]); }"
+    )
     loops.append(
         "void loop_braze_powf(const float* restrict x, const float* restrict y, float* restrict z, long n) "
         "{ for (long i = 0; i < n; i++) z[i] = braze_powf(x[i], y[i]); }"

@@ -49,6 +49,17 @@ def r(*shape, low=-2.0, high=2.0, seed=0):
     return np.random.default_rng(seed + sum(shape)).uniform(low, high, shape)
 
 
+# Index vectors (starts in operand axes 2 and 0) with duplicates and values past both ends,
+# which clamp: windows of 4 x 2 of a (5, 4, 3) operand, placed at result axes 1 and 3.
+STARTS = np.array([[[1, 0], [1, 0], [-3, 9]], [[2, 4], [0, 4], [1, 2]]])
+GATHER = {"offset_dims": (1, 3), "collapsed_slice_dims": (0,), "start_index_map": (2, 0), "slice_sizes": (1, 4, 2)}
+SCATTER = {
+    "shape": (5, 4, 3),
+    "update_window_dims": (1, 3),
+    "inserted_window_dims": (0,),
+    "scatter_dims_to_operand_dims": (2, 0),
+}
+
 # (primitive name, attrs, input arrays, indices of inputs to differentiate)
 PRIMITIVE_CASES = [
     ("neg", {}, [r(3, 2)], [0]),
@@ -58,6 +69,7 @@ PRIMITIVE_CASES = [
     ("rsqrt", {}, [r(3, 2, low=0.5)], [0]),
     ("tanh", {}, [r(3, 2)], [0]),
     ("logistic", {}, [r(3, 2)], [0]),
+    ("erf", {}, [r(3, 4, low=-3.0, high=3.0)], [0]),
     ("abs", {}, [r(3, 2, low=0.3)], [0]),
     ("sign", {}, [r(3, 2, low=0.3)], [0]),
     ("relu", {}, [r(3, 4)], [0]),
@@ -119,6 +131,8 @@ PRIMITIVE_CASES = [
     ("reduce_window", {"kind": "max", **WINDOW}, [r(2, 5, 4, 2)], [0]),
     ("select_and_scatter_add", WINDOW, [r(2, 2, 4, 2), r(2, 5, 4, 2, seed=1)], [0]),
     ("select_and_gather_add", WINDOW, [r(2, 5, 4, 2), r(2, 5, 4, 2, seed=1)], [0]),
+    ("gather", GATHER, [r(5, 4, 3), STARTS], [0]),
+    ("scatter_add", SCATTER, [r(2, 4, 3, 2), STARTS], [0]),
     # One replica here; tests/distributed checks the rules across two ranks.
     ("all_reduce", {"op": "sum"}, [r(3, 2)], [0]),
     ("all_reduce", {"op": "mean"}, [r(4)], [0]),

@@ -90,6 +90,25 @@ def test_loading_into_a_model_of_another_shape_is_an_error(tmp_path):
         Sequential(Dense(3, input_dim=4), Dense(2)).load(path)
 
 
+def test_load_state_dict_strict_false_loads_what_fits_and_names_the_rest():
+    small = Sequential(Dense(3, input_dim=4, generator=braze.Generator(1)))
+    bigger = Sequential(Dense(3, input_dim=4), Dense(2))
+    state = small.state_dict() | {"extra.weight": np.zeros(2, np.float32)}
+    result = bigger.load_state_dict(state, strict=False)
+    assert result.missing_keys == ["layers.1.bias", "layers.1.kernel"]
+    assert result.unexpected_keys == ["extra.weight"]
+    missing, unexpected = result  # a named tuple, as PyTorch's
+    np.testing.assert_array_equal(bigger.layers[0].kernel.numpy(), small.layers[0].kernel.numpy())
+    assert small.load_state_dict(small.state_dict()) == ([], [])
+    with pytest.raises(CheckpointError, match=r"missing \['layers.1.bias', 'layers.1.kernel'\], unexpected \['extra"):
+        bigger.load_state_dict(state)
+    before = np.array(bigger.layers[0].kernel.numpy())
+    wrong = {"layers.0.kernel": np.ones((4, 3), np.float32), "layers.0.bias": np.ones(4, np.float32)}
+    with pytest.raises(CheckpointError, match=r"layers.0.bias has shape \(4,\) in the checkpoint but \(3,\)"):
+        bigger.load_state_dict(wrong, strict=False)
+    np.testing.assert_array_equal(bigger.layers[0].kernel.numpy(), before)  # nothing was loaded
+
+
 def test_garbage_checkpoint_is_a_clear_error(tmp_path):
     path = tmp_path / "bad.npz"
     path.write_bytes(b"not a checkpoint")

@@ -2,7 +2,7 @@
 
 An elementwise, movement or source primitive (and a parameter) computes one element at an
 index, inside any fused loop: the C-family rules (``cstyle``). A reduction, contraction,
-window or scan primitive is the root of a kernel of its own, ``rule(emitter, computation, outputs,
+window, scan or scatter primitive is the root of a kernel of its own, ``rule(emitter, computation, outputs,
 root)`` writing the loop nest with its fused producers and epilogue. A collective is a call
 from the entry function into the transport, ``rule(node, operand, result, shape_name)``.
 """
@@ -15,10 +15,12 @@ from braze.backends.cpu import collectives
 from braze.backends.cpu.contractions import CONTRACTION_EMITTERS
 from braze.backends.cpu.loops import emit_reduction_kernel
 from braze.backends.cpu.scans import emit_scan_kernel, emit_sort_kernel
+from braze.backends.cpu.scatter import emit_scatter_add
 from braze.backends.cpu.windows import WINDOW_EMITTERS
 from braze.backends.cstyle import ELEMENT_RULES
 from braze.ir.primitive import Primitive
 from braze.ir.prims.collectives import all_reduce
+from braze.ir.prims.indexing import scatter_add
 from braze.ir.prims.reductions import reduce_max, reduce_prod, reduce_sum
 from braze.ir.prims.scans import argsort, cumprod, cumsum, sort
 
@@ -33,5 +35,6 @@ LOWERINGS: dict[Primitive, Any] = {
     argsort: emit_sort_kernel,
     **CONTRACTION_EMITTERS,
     **WINDOW_EMITTERS,
+    scatter_add: emit_scatter_add,
     all_reduce: collectives.emit_call,
 }

@@ -1,4 +1,4 @@
-"""Vectorizable exp, log, tanh, logistic and pow for generated kernels.
+"""Vectorizable exp, log, tanh, logistic, pow and erf for generated kernels.
 
 libm's ``expf``/``logf``/``tanhf`` are opaque calls, so GCC cannot vectorize a loop that
 contains one, and a fused math-heavy chain ran slower than NumPy's SIMD loops. These
@@ -23,6 +23,7 @@ largest finite value), the same at every x86-64 level:
 | tanh | 1 | 1 |
 | logistic | 2 | 2 |
 | pow | 1 | libm's ``pow`` |
+| erf | 1 | libm's ``erf`` |
 
 Special cases follow C99 Annex F, as NumPy does: exp overflows to inf and underflows
 through the denormals to 0 at the correctly rounded thresholds, log(+-0) = -inf,
@@ -31,12 +32,18 @@ e^x / (1 + e^x) below 0 into the denormals (1 / (1 + e^-x) would give 0 below -8
 pow has C99's answers for signed zeros, ones, infinities and negative bases, and nan
 propagates. sqrt and 1 / sqrt need nothing here: with -fno-math-errno GCC already emits
 the vector square root instruction. A double pow as accurate as libm's needs a log in
-more than double precision, so float64 pow stays a libm call.
+more than double precision, so float64 pow stays a libm call. erf's float32 polynomials are
+the twin's (``ir/prims/special.py``), rendered here from its coefficients; float64 erf,
+used where gradients are checked, is libm's.
 """
 
 from __future__ import annotations
 
-VECTOR_MATH = r"""
+from braze.backends.cstyle import c_literal
+from braze.ir.dtypes import float32
+from braze.ir.prims import special
+
+_FIXED = r"""
 #define BRAZE_VMATH static inline __attribute__((always_inline))
 BRAZE_VMATH uint32_t braze_bits32(float x) { uint32_t u; memcpy(&u, &x, sizeof(u)); return u; }
 BRAZE_VMATH float braze_from_bits32(uint32_t u) { float x; memcpy(&x, &u, sizeof(x)); return x; }
@@ -208,3 +215,31 @@ BRAZE_VMATH float braze_powf(float x, float y) {
   return (float)r;
 }
 """
+
+
+def _horner(coefficients: tuple[float, ...], t: str) -> str:
+    expression = c_literal(coefficients[-1], float32)
+    for c in coefficients[-2::-1]:
+        expression = f"({expression} * {t} + {c_literal(c, float32)})"
+    return expression
+
+
+def _erf() -> str:
+    """erf of float32 (special.py's approximation, the pieces picked without branches),
+    and of float64 by libm."""
+    clamp, center = c_literal(special.LARGE_CLAMP, float32), c_literal(special.LARGE_CENTER, float32)
+    return f"""
+BRAZE_VMATH float braze_erff(float x) {{
+  const float a = fabsf(x);
+  const float z = x * x;
+  const float small = x + x * {_horner(special.ERF_SMALL, "z")};
+  const float c = braze_pickf(a > {clamp}, {clamp}, a); /* nan stays nan */
+  const float t = c - {center};
+  const float large = 1.0f - braze_expf(-(c * c)) * {_horner(special.ERF_LARGE, "t")};
+  return braze_pickf(a < {c_literal(special.SMALL_BOUND, float32)}, small, copysignf(large, x));
+}}
+#define braze_erf(x) erf(x)
+"""
+
+
+VECTOR_MATH = _FIXED + _erf()

@@ -6,7 +6,8 @@ position and returns the C name holding it, by the rule its backend's lowering t
 gives the node's primitive. The rules here are every C dialect's: movement ops
 (broadcast, reshape, transpose, rev, slice) only change the index, pad and concatenate
 evaluate their operands inside a conditional scope so that out-of-range elements are never
-read, sources compute their element, and elementwise ops combine their operands' values at
+read, a gather reads its operand at the position its indices give (clamped), sources
+compute their element, and elementwise ops combine their operands' values at
 the same index by the op table. Values are memoised per (node, index) inside a scope, so a
 node read twice at one position is computed once.
 """
@@ -21,7 +22,7 @@ from braze.backends.cstyle.language import c_literal, c_type
 from braze.backends.cstyle.ops import OPS, OpRule, render
 from braze.ir.graph import Node
 from braze.ir.primitive import Primitive
-from braze.ir.prims import sources, structural
+from braze.ir.prims import indexing, sources, structural
 from braze.runtime.backend import NotLowered
 
 
@@ -265,6 +266,35 @@ def _concatenate(em: CEmitter, node: Node, index: Index) -> str:
     return result
 
 
+def clamped_start(em: CEmitter, indices: Node, batch: tuple[str, ...], component: int, high: int) -> str:
+    """Component ``component`` of the index vector at ``batch``, clamped to [0, high]:
+    compiled code cannot raise on an index out of range, so it takes the nearest in range,
+    as XLA does."""
+    raw = em.value(indices, Index(indices.shape, (*batch, str(component))))
+    start = em.let("int64_t", f"(int64_t){raw}", "s")
+    return em.let("int64_t", f"({start} < 0 ? 0 : {start} > {high} ? {high} : {start})", "s")
+
+
+def _gather(em: CEmitter, node: Node, index: Index) -> str:
+    """The operand's element at the window position of a result element: its batch
+    position's clamped start, plus its offset in the window."""
+    operand, indices = node.inputs
+    offsets, collapsed = node.attr("offset_dims"), node.attr("collapsed_slice_dims")
+    index_map, sizes = node.attr("start_index_map"), node.attr("slice_sizes")
+    dims = em.dims(index)
+    batch = tuple(dim for p, dim in enumerate(dims) if p not in offsets)
+    window = iter(dims[p] for p in offsets)
+    position = []
+    for d, bound in enumerate(operand.shape):
+        offset = "0" if d in collapsed else next(window)
+        if d in index_map:
+            start = clamped_start(em, indices, batch, index_map.index(d), bound - sizes[d])
+            position.append(start if offset == "0" else f"({start} + {offset})")
+        else:
+            position.append(offset)
+    return em.value(operand, Index(operand.shape, tuple(position)))
+
+
 def _affine(dim: str, start: int, stride: int) -> str:
     scaled = dim if stride == 1 else f"{dim} * {stride}"
     return scaled if start == 0 else f"({scaled} + {start})"
@@ -283,5 +313,6 @@ ELEMENT_RULES: dict[Primitive, ElementRule] = {
     structural.slice_: _moved(_sliced),
     structural.pad: _pad,
     structural.concatenate: _concatenate,
+    indexing.gather: _gather,
     **{primitive: elementwise(rule) for primitive, rule in OPS.items()},
 }

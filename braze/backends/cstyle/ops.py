@@ -132,6 +132,7 @@ OPS: dict[Primitive, OpRule] = {
     ew.rsqrt: "(({t})1 / sqrt{f}({0}))",
     ew.tanh: "braze_tanh{f}({0})",
     ew.logistic: "braze_logistic{f}({0})",
+    ew.erf: "braze_erf{f}({0})",
     ew.neg: _neg,
     ew.abs_: _abs,
     ew.relu: "({0} < 0 ? ({t})0 : {0})",  # NaN stays NaN, as in max(x, 0)

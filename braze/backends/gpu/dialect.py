@@ -52,6 +52,8 @@ typedef ulong uint64_t;
 #define braze_log(x) log(x)
 #define braze_tanhf(x) tanh(x)
 #define braze_tanh(x) tanh(x)
+#define braze_erff(x) erf(x)
+#define braze_erf(x) erf(x)
 #define sqrtf(x) sqrt(x)
 #define fabsf(x) fabs(x)
 #define sinf(x) sin(x)
@@ -93,6 +95,8 @@ typedef unsigned long long uint64_t;
 #define braze_log(x) log(x)
 #define braze_tanhf(x) tanhf(x)
 #define braze_tanh(x) tanh(x)
+#define braze_erff(x) erff(x)
+#define braze_erf(x) erf(x)
 #define braze_powf(x, y) ((float)pow((double)(x), (double)(y)))
 """
 

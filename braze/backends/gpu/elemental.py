@@ -12,9 +12,11 @@ roots that repay it work-group reductions through local memory.
 from __future__ import annotations
 
 from braze.backends.cstyle import CEmitter, Index, c_literal, c_type, goes_before, wrapping
+from braze.backends.cstyle.emitter import clamped_start
 from braze.ir.dtypes import DType, int64
 from braze.ir.graph import Node
 from braze.ir.prims.conv import conv
+from braze.ir.prims.indexing import window_axes
 from braze.ir.prims.linalg import free_dims
 from braze.ir.prims.reductions import reduce_max, reduce_prod, reduce_sum
 from braze.ir.prims.scans import argsort, cumsum
@@ -271,6 +273,39 @@ class GpuEmitter(CEmitter):
         self.guarded([f"{at} == {position}"])
         self.emit(f"{acc} += {self.value(source, Index(source.shape, tuple(window)))};")
         for _ in range(2 + self.window_loops(node)):
+            self.close()
+        return acc
+
+    # Indexing ---------------------------------------------------------------------------
+
+    def scatter_add(self, node: Node, index: Index) -> str:
+        """scatter_add at a result position: the sum, over the batch positions in order,
+        of the update element whose window, at its clamped start, covers the position."""
+        updates, indices = node.inputs
+        positions, collapsed = node.attr("update_window_dims"), node.attr("inserted_window_dims")
+        index_map = node.attr("scatter_dims_to_operand_dims")
+        windows = dict(zip(window_axes(len(node.shape), collapsed), positions, strict=True))
+        dims = self.dims(index)
+        acc = self.accumulator(node.dtype, c_literal(0, node.dtype))
+        batch = tuple(self.loop(size) for size in indices.shape[:-1])
+        update_dims = dict(zip((p for p in range(updates.aval.ndim) if p not in positions), batch, strict=True))
+        conditions = []
+        for d, at in enumerate(dims):
+            size = updates.shape[windows[d]] if d in windows else 1
+            start = "0"
+            if d in index_map:
+                start = clamped_start(self, indices, batch, index_map.index(d), node.shape[d] - size)
+            offset = f"({at} - {start})"
+            if d in windows:
+                conditions += [f"{offset} >= 0", f"{offset} < {size}"]
+                update_dims[windows[d]] = offset
+            else:
+                conditions.append(f"{offset} == 0")
+        self.guarded(conditions)
+        value = self.value(updates, Index(updates.shape, tuple(update_dims[p] for p in range(updates.aval.ndim))))
+        self.emit(f"{acc} = {combine('sum', node.dtype, acc, value)};")
+        self.close()
+        for _ in batch:
             self.close()
         return acc
 

@@ -13,6 +13,7 @@ from braze.backends.gpu.elemental import GpuEmitter
 from braze.ir.primitive import Primitive
 from braze.ir.prims.collectives import all_reduce
 from braze.ir.prims.conv import conv, conv_grad_filter, conv_grad_input
+from braze.ir.prims.indexing import scatter_add
 from braze.ir.prims.linalg import dot_general
 from braze.ir.prims.reductions import reduce_max, reduce_prod, reduce_sum
 from braze.ir.prims.scans import argsort, cumprod, cumsum, sort
@@ -35,6 +36,7 @@ LOWERINGS: dict[Primitive, Any] = {
     reduce_window: GpuEmitter.reduce_window,
     select_and_gather_add: GpuEmitter.gather,
     select_and_scatter_add: GpuEmitter.scatter,
+    scatter_add: GpuEmitter.scatter_add,
     # Eager GPU tensors all-reduce on the host transport; a compiled GPU graph cannot yet.
     all_reduce: NotLowered("collectives run on the host transport, between eager GPU ops only"),
 }

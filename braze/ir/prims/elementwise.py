@@ -8,13 +8,14 @@ its declaration gives another.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
 
 from braze.ir.dtypes import DType, bool_
 from braze.ir.primitive import Aval, Category, Derivation, JVPRule, Primitive, register
-from braze.ir.prims import checks, derived
+from braze.ir.prims import checks, derived, special
 
 NUMERIC = "if"
 FLOAT = "f"
@@ -97,6 +98,10 @@ def _rsqrt(x: np.ndarray) -> np.ndarray:
     return (1 / np.sqrt(x)).astype(x.dtype, copy=False)
 
 
+def _erf_vjp(g, x, out):
+    return (g * (exp.bind(-(x * x)) * (2.0 / math.sqrt(math.pi))),)
+
+
 def _safe_log_for_pow(x):
     positive = gt.bind(x, x * 0.0)
     return log.bind(select.bind(positive, x, x * 0.0 + 1.0))
@@ -124,6 +129,7 @@ log = unary("log", np.log, lambda g, x, out: (g / x,))
 sqrt = unary("sqrt", np.sqrt, lambda g, x, out: (g * 0.5 / out,))
 rsqrt = unary("rsqrt", _rsqrt, lambda g, x, out: (g * out * out * out * -0.5,))
 tanh = unary("tanh", np.tanh, lambda g, x, out: (g * (1.0 - out * out),))
+erf = unary("erf", special.erf, _erf_vjp)
 logistic = unary("logistic", _logistic, lambda g, x, out: (g * out * (1.0 - out),))
 abs_ = unary("abs", np.abs, lambda g, x, out: (g * sign.bind(x),), NUMERIC)
 sign = unary("sign", np.sign, lambda g, x, out: (None,), NUMERIC)

@@ -1,0 +1,76 @@
+"""Keras's spellings of the transformer's layers, for ``braze.keras``: ``Embedding``
+(``input_dim``, ``output_dim``; its table, ``embeddings``, starts uniform in [-0.05,
+0.05)) and ``LayerNormalization`` (``axis``, ``epsilon``, ``center``, ``scale``; ``gamma``
+and ``beta``, made on the first call). Each subclasses or calls its PyTorch-named twin;
+only the names and defaults differ."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from braze.ir.errors import ShapeError
+from braze.nn import functional, initializers, transformer
+from braze.nn.layer import Layer
+from braze.ops.random import Generator
+from braze.tensor import Tensor, user_error
+
+__all__ = ["Embedding", "LayerNormalization"]
+
+
+class Embedding(transformer.Embedding):
+    """``keras.layers.Embedding(input_dim, output_dim)``."""
+
+    table = "embeddings"
+
+    def __init__(
+        self,
+        input_dim: int,
+        output_dim: int,
+        embeddings_initializer: Any = "uniform",
+        generator: Generator | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.embeddings_initializer = initializers.get(embeddings_initializer)
+        super().__init__(input_dim, output_dim, generator, **kwargs)
+
+    def initial(self, shape: tuple[int, int], generator: Generator | None) -> Tensor:
+        return initializers.make_weight(self.embeddings_initializer, shape, generator=generator)
+
+
+class LayerNormalization(Layer):
+    """``keras.layers.LayerNormalization``: normalization over ``axis`` (an axis or several,
+    of the whole input, batch included, as Keras counts them), then ``gamma`` (when
+    ``scale``) and ``beta`` (when ``center``) of those axes' sizes."""
+
+    def __init__(
+        self,
+        axis: int | Sequence[int] = -1,
+        epsilon: float = 1e-3,
+        center: bool = True,
+        scale: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.axis = (axis,) if isinstance(axis, int) else tuple(axis)
+        self.epsilon, self.center, self.scale = float(epsilon), center, scale
+        self._build_if_known()
+
+    def _axes(self, rank: int) -> tuple[int, ...]:
+        axes = sorted(a % rank for a in self.axis)
+        if not all(-rank <= a < rank for a in self.axis) or 0 in axes:
+            raise user_error(ShapeError, f"LayerNormalization: axis {self.axis} does not fit inputs of rank {rank}")
+        return tuple(axes)
+
+    def build(self, input_shape: tuple[int, ...]) -> None:
+        """Weights of the normalized axes' sizes (``input_shape`` batch first, as Keras's)."""
+        shape = tuple(input_shape[a] for a in self._axes(len(input_shape)))
+        if self.scale:
+            self.gamma = self.add_weight(shape=shape, initializer="ones", name="gamma")
+        if self.center:
+            self.beta = self.add_weight(shape=shape, initializer="zeros", name="beta")
+
+    def forward(self, x: Tensor) -> Tensor:
+        axes = self._axes(x.ndim)
+        weight, bias = getattr(self, "gamma", None), getattr(self, "beta", None)
+        return functional.normalize(x, axes, weight, bias, self.epsilon)
