@@ -71,3 +71,14 @@ def test_op_table_covers_the_public_ops():
     names = {c.name.split("_")[0] for c in CASES} | {c.name for c in CASES}
     missing = [n for n in braze.ops.__all__ if n not in names and n not in tested_elsewhere]
     assert not missing, f"public ops without an op-table case: {missing}"
+
+
+@pytest.mark.parametrize("device", ["cpu", "lazy"])
+def test_take_from_an_empty_axis_is_empty_as_in_numpy(device):
+    """No element to gather and no slice that fits: NumPy's empty result, not a gather error."""
+    source = np.zeros((3, 0, 2), np.float32)
+    index = np.zeros((0, 4), np.int64)
+    got = braze.take(braze.tensor(source, device=device), braze.tensor(index, device=device), axis=1)
+    assert got.shape == np.take(source, index, axis=1).shape
+    along = braze.take_along_axis(braze.tensor(source, device=device), braze.tensor(np.zeros((3, 0, 2), np.int64)), 1)
+    assert along.numpy().shape == np.take_along_axis(source, np.zeros((3, 0, 2), np.int64), 1).shape

@@ -16,7 +16,7 @@ import numpy as np
 from braze.ir.errors import DTypeError, ShapeError
 from braze.ir.prims import indexing, sources
 from braze.ir.prims.checks import fmt_shape
-from braze.ops.core import as_tensor, astype, broadcast_shapes, broadcast_to, normalize_axis
+from braze.ops.core import as_tensor, astype, broadcast_shapes, broadcast_to, full, normalize_axis
 from braze.ops.math import where
 from braze.ops.shape import concatenate, reshape
 from braze.tensor import Tensor, user_error
@@ -77,6 +77,12 @@ def _gather_rows(x: Tensor, axes: Sequence[int], vectors: Tensor, batch_first: b
     first = 0 if batch_first else min(axes)
     before = sum(1 for d in kept if d < first)
     offsets = tuple(range(before)) + tuple(range(before + batch, batch + len(kept)))
+    if any(x.shape[d] == 0 for d in axes):
+        # An empty axis has no element to gather (an eager index into it has raised) and no
+        # slice of one fits it: the result, empty unless indices were clamped, is zeros.
+        sizes = [x.shape[d] for d in kept]
+        shape = (*sizes[:before], *vectors.shape[:-1], *sizes[before:])
+        return full(shape, 0, x.dtype, x.device)
     return indexing.gather.bind(
         x,
         vectors,
