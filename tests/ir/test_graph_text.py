@@ -23,7 +23,8 @@ def graph_of(name: str, attrs: dict, arrays: list) -> Graph:
 
 
 def source_cases():
-    """Graphs for the primitives without array operands, which the gradient table omits."""
+    """Graphs for the primitives the gradient table omits: those without array operands and
+    the non-differentiable ones."""
     key = parameter(0, Aval((), int64))
     f32 = Aval((2, 3), float32)
     yield Graph(
@@ -42,6 +43,17 @@ def source_cases():
     for compare in ("eq", "ne", "lt", "le", "gt", "ge"):
         a, b = parameter(0, f32), parameter(1, f32)
         yield Graph((a, b), (Node.make(PRIMITIVES[compare], (a, b), {}, Aval((2, 3), as_dtype("bool"))),))
+    i32 = Aval((2, 3), int32)
+    for name in ("and", "or", "xor", "shift_left", "shift_right"):
+        a, b = parameter(0, i32), parameter(1, i32)
+        yield Graph((a, b), (Node.make(PRIMITIVES[name], (a, b), {}, i32),))
+    a = parameter(0, i32)
+    yield Graph((a,), (Node.make(PRIMITIVES["not"], (a,), {}, i32),))
+    a, b = parameter(0, f32), parameter(1, f32)
+    yield Graph((a, b), (Node.make(PRIMITIVES["nextafter"], (a, b), {}, f32),))
+    a = parameter(0, f32)
+    attrs = {"dimension": 1, "descending": True, "dtype": int64}
+    yield Graph((a,), (Node.make(PRIMITIVES["argsort"], (a,), attrs, Aval((2, 3), int64)),))
 
 
 ALL_GRAPHS = [graph_of(n, _attrs(a), arrays) for n, a, arrays, _ in PRIMITIVE_CASES] + list(source_cases())

@@ -21,11 +21,16 @@ from braze.ir.dtypes import ALL_DTYPES
 from braze.ir.graph import Node
 from braze.ir.prims.collectives import REDUCE_OPS, transport
 
-# Emitted into the unit holding the entry functions, which are the only callers.
-SUPPORT = """\
+# Declared in every translation unit: the parts of a long entry function that call it may
+# sit in any of them. Hidden, so that two loaded libraries never share the pointer.
+DECLARATION = """\
 typedef int (*braze_collective_fn)(int64_t op, int64_t dtype, const void* in, void* out,
                                    const int64_t* shape, int64_t ndim);
-static braze_collective_fn braze_collective;
+extern braze_collective_fn braze_collective __attribute__((visibility("hidden")));
+"""
+# Defined once, in the unit holding the entry functions.
+SUPPORT = """\
+braze_collective_fn braze_collective;
 void braze_set_collective(braze_collective_fn fn) { braze_collective = fn; }
 """
 

@@ -150,7 +150,8 @@ def translation_units(preamble: str, plans: list[ModulePlan], units: int) -> lis
     """The C sources of one library holding ``plans``, its kernels spread over at most
     ``units`` translation units of about equal size (compiled in parallel), the entry
     functions in the first."""
-    shared = "\n".join([preamble, *(line for p in plans for line in [*p.constants, *p.declarations])])
+    declared = [preamble, collectives.DECLARATION]
+    shared = "\n".join([*declared, *(line for p in plans for line in [*p.constants, *p.declarations])])
     kernels = sorted((k for p in plans for k in p.kernel_sources), key=len, reverse=True)
     entries = [_MAX_THREADS, collectives.SUPPORT, *(p.entry_source for p in plans)]
     bins: list[list[str]] = [entries] + [[] for _ in range(max(units, 1) - 1)]
