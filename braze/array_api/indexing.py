@@ -75,12 +75,12 @@ def take(x: Any, indices: Any, /, *, axis: int | None = None) -> Array:
     x = as_array(x, "take")
     if axis is None and x.ndim != 1:
         raise ValueError(f"take: axis is required for an array of rank {x.ndim}")
-    return wrap(selection.take(x, as_array(indices, "take"), 0 if axis is None else axis))
+    return wrap(ops.take(x, as_array(indices, "take"), 0 if axis is None else axis))
 
 
 def take_along_axis(x: Any, indices: Any, /, *, axis: int = -1) -> Array:
     """``out[..., j, ...] = x[..., indices[..., j, ...], ...]`` along ``axis``."""
-    return wrap(selection.take_along_axis(as_array(x, "take_along_axis"), as_array(indices, "take_along_axis"), axis))
+    return wrap(ops.take_along_axis(as_array(x, "take_along_axis"), as_array(indices, "take_along_axis"), axis))
 
 
 def _value(x: Tensor, value: Any) -> Tensor:
@@ -115,7 +115,7 @@ def _set_masked(x: Tensor, mask: Tensor, new: Tensor) -> Tensor:
     # Each selected line takes the next row of the value: its rank among the selected lines.
     order = np.zeros(lines.shape[0], np.int64)
     order[positions] = np.arange(len(positions))
-    placed = selection.take(rows, values.constant_like(order, x), 0)
+    placed = ops.take(rows, values.constant_like(order, x), 0)
     return ops.where(spread, ops.reshape(placed, x.shape), x)
 
 

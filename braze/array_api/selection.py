@@ -1,6 +1,5 @@
-"""Selecting elements by integer positions (``take``, ``take_along_axis``, integer-array
-keys) with the standard's conventions (integer dtypes only, negative positions counted from
-the end) over braze's gather."""
+"""Selecting elements by integer-array keys with the standard's conventions (integer dtypes
+only, negative positions counted from the end) over braze's gather."""
 
 from __future__ import annotations
 
@@ -8,7 +7,7 @@ import numpy as np
 
 import braze.ops as ops
 from braze.ir.dtypes import int64
-from braze.ops.core import broadcast_shapes, normalize_axis
+from braze.ops.core import broadcast_shapes
 from braze.tensor import Tensor, user_error
 
 
@@ -17,22 +16,6 @@ def in_range(op: str, indices: Tensor, size: int) -> Tensor:
     if indices.dtype.kind != "i":
         raise user_error(TypeError, f"{op}: indices must be integers, got {indices.dtype.name}")
     return ops.where(indices < 0, indices + size, indices)
-
-
-def take(x: Tensor, indices: Tensor, axis: int) -> Tensor:
-    """``x``'s elements at ``indices`` along ``axis``: the result's shape is
-    ``x.shape[:axis] + indices.shape + x.shape[axis + 1:]``."""
-    axis = normalize_axis("take", axis, x.ndim)
-    return ops.take(x, in_range("take", indices, x.shape[axis]), axis)
-
-
-def take_along_axis(x: Tensor, indices: Tensor, axis: int) -> Tensor:
-    """``out[..., j, ...] = x[..., indices[..., j, ...], ...]`` along ``axis``; the other
-    axes broadcast."""
-    if indices.ndim != x.ndim:
-        raise user_error(ValueError, f"take_along_axis: indices of rank {indices.ndim} need the array's rank {x.ndim}")
-    axis = normalize_axis("take_along_axis", axis, x.ndim)
-    return ops.take_along_axis(x, in_range("take_along_axis", indices, x.shape[axis]), axis)
 
 
 def by_arrays(x: Tensor, items: list[Tensor | int]) -> Tensor:
@@ -53,4 +36,4 @@ def by_arrays(x: Tensor, items: list[Tensor | int]) -> Tensor:
             item %= size
         flat = flat * size + item
     lines = ops.reshape(x, (int(np.prod(x.shape[:count], dtype=np.int64)), *x.shape[count:]))
-    return take(lines, ops.broadcast_to(flat, shape), 0)
+    return ops.take(lines, ops.broadcast_to(flat, shape), 0)
