@@ -18,22 +18,13 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import platform
 from pathlib import Path
+
+from bench_chain import cpu_model
 
 from braze.testing.array_api_suite import MODULES, run
 
 DEFAULT_SUITE = Path(__file__).resolve().parents[1].parent / "shared" / "array-api-tests"
-
-
-def _host() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def main() -> None:
@@ -46,7 +37,7 @@ def main() -> None:
     args = parser.parse_args()
     if not (args.suite / "array_api_tests").is_dir():
         parser.error(f"{args.suite} is not a checkout of data-apis/array-api-tests (give --suite)")
-    print(f"{datetime.date.today()} · {_host()} · --max-examples {args.max_examples} --hypothesis-seed {args.seed}")
+    print(f"{datetime.date.today()} · {cpu_model()} · --max-examples {args.max_examples} --hypothesis-seed {args.seed}")
     runs = {}
     for library in args.libraries:
         result = run(args.suite, library, args.max_examples, args.seed)

@@ -33,6 +33,7 @@ import numpy as np
 BENCHMARKS = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCHMARKS))
 
+from bench_chain import print_host  # noqa: E402 - the host line every benchmark prints
 from peers.common import init_params, make_batch  # noqa: E402 - the peers' shared weights and batch
 
 
@@ -197,6 +198,7 @@ def main() -> None:
     if args.peers_python:
         rows["jax.jit"] = measure_peer(args.peers_python, JAX_SCRIPT, args.repeats)
         rows["torch.func eager"] = measure_peer(args.peers_python, TORCH_SCRIPT, args.repeats)
+    print_host()
     print("LeNet-5 loss, batch 128, float32: Hessian-vector product (forward over reverse) and gradient step")
     print(f"{'framework':18} {'HVP ms':>9} {'step ms':>9} {'HVP/step':>9} {'first HVP s':>12} {'vHv':>14}")
     for name, row in rows.items():

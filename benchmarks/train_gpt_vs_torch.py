@@ -32,6 +32,8 @@ HERE = Path(__file__).resolve().parent
 TEXT = HERE.parent / "data" / "shakespeare" / "input.txt.gz"
 sys.path.insert(0, str(HERE))
 
+from bench_chain import print_host  # noqa: E402 - the host line every benchmark prints
+
 
 def measure_braze(iters: int) -> dict:
     from braze.bench.gpt import TrainSettings, train_gpt
@@ -157,6 +159,7 @@ def main() -> int:
         braze = run(sys.executable, "braze", args.iters, dict(os.environ, BRAZE_CACHE=cache))
     torch = run(args.peers_python, "torch", args.iters, dict(os.environ))
     print()
+    print_host()
     print(f"| run ({args.iters} iterations) | wall time | final val loss |")
     print("| --- | --- | --- |")
     for record in (braze, torch):
