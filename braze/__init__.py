@@ -18,7 +18,7 @@ from braze import autograd, config
 from braze.autodiff import GradientTape, enable_grad, grad, no_grad, value_and_grad, vjp
 from braze.function import function
 from braze.interop import from_dlpack
-from braze.ir.dtypes import DType, bool_, float32, float64, int32, int64
+from braze.ir.dtypes import DType, bfloat16, bool_, float32, float64, int32, int64
 from braze.ir.errors import BrazeError, DeviceError, DTypeError, ShapeError, TraceError
 from braze.jit import RecompileWarning, jit
 from braze.lazy import barrier, explain
@@ -86,6 +86,7 @@ __all__ = [
     "enable_grad",
     "float32",
     "float64",
+    "bfloat16",
     "grad",
     "hessian",
     "hvp",

@@ -437,9 +437,9 @@ class LazyExecutor:
 
 
 def _aval_of(array: np.ndarray) -> Aval:
-    from braze.ir.dtypes import as_dtype
+    from braze.ir.dtypes import storage_dtype
 
-    return Aval(tuple(array.shape), as_dtype(array.dtype))
+    return Aval(tuple(array.shape), storage_dtype(array.dtype))
 
 
 EXECUTOR = LazyExecutor()

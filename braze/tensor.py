@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from braze.ir.dtypes import DType
+from braze.ir.dtypes import DType, readable, storage_array
 from braze.ir.errors import BrazeError, DeviceError
 from braze.ir.primitive import Aval, Primitive, set_binder
 from braze.runtime.backend import home_backend
@@ -233,11 +233,12 @@ class Tensor:
 
     @classmethod
     def from_numpy(cls, array: np.ndarray, device: Device | None = None) -> Tensor:
-        """Wrap a NumPy array whose dtype braze supports (no copy on the eager CPU)."""
-        from braze.ir.dtypes import as_dtype
+        """Wrap a NumPy array whose dtype braze supports (no copy on the eager CPU); a uint16
+        array holds bfloat16 bit patterns."""
+        from braze.ir.dtypes import storage_dtype
 
         device = device or default_device()
-        aval = Aval(tuple(array.shape), as_dtype(array.dtype))
+        aval = Aval(tuple(array.shape), storage_dtype(array.dtype))
         return cls._make(executor_for(device).from_numpy(array, device), aval, device)
 
     # Abstract properties ------------------------------------------------------------
@@ -284,8 +285,9 @@ class Tensor:
     # Values ------------------------------------------------------------------------
 
     def numpy(self) -> np.ndarray:
-        """The value as a read-only NumPy array (materialises a lazy tensor)."""
-        array = executor_for(self.device).to_numpy(self._value, self.device)
+        """The value as a read-only NumPy array (materialises a lazy tensor); a bfloat16
+        tensor reads as its float32 values (NumPy has no bfloat16)."""
+        array = readable(executor_for(self.device).to_numpy(self._value, self.device), self.dtype)
         view = array.view()
         view.flags.writeable = False
         return view
@@ -387,7 +389,8 @@ class Tensor:
         target = as_device(device)
         if target == self.device:
             return self
-        array = np.array(self.numpy())  # a writable copy: the new device may update it in place
+        # A writable copy of the stored value: the new device may update it in place.
+        array = np.array(executor_for(self.device).to_numpy(self._value, self.device))
         self.device = target
         self._value = executor_for(target).from_numpy(array, target)
         self.grad = None
@@ -396,7 +399,10 @@ class Tensor:
     def _load(self, array: Any) -> None:
         """Replace the value by ``array`` (in this tensor's dtype and shape) as data on its
         device: restoring saved state, not an op a lazy device traces."""
-        array = np.require(np.asarray(array).astype(self.dtype.numpy, copy=False), requirements="C")
+        array = np.asarray(array)
+        if array.dtype != self.dtype.numpy:
+            array = storage_array(array, self.dtype)
+        array = np.require(array, requirements="C")
         if array.shape != self.shape:
             raise ValueError(f"cannot load an array of shape {array.shape} into a tensor of shape {self.shape}")
         self._value = executor_for(self.device).from_numpy(array, self.device)

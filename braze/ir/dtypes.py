@@ -22,7 +22,7 @@ class DType:
     """One element type: its public name, short IR name and NumPy twin (backends spell it
     in their own languages).
 
-    The five dtypes below are the only instances (a copy or an unpickled one is the same
+    The six dtypes below are the only instances (a copy or an unpickled one is the same
     object, see ``__reduce__``), so equality and hashing are by identity: every shape rule,
     graph and trace key hashes dtypes, and identity hashing costs no Python call."""
 
@@ -38,6 +38,12 @@ class DType:
     @property
     def is_float(self) -> bool:
         return self.kind == "f"
+
+    @property
+    def compute(self) -> DType:
+        """The dtype arithmetic on this one is done in: float32 for bfloat16 (which is only
+        stored, and rounded to after every operation), the dtype itself otherwise."""
+        return float32 if self is bfloat16 else self
 
     def __reduce__(self) -> tuple:
         return as_dtype, (self.name,)
@@ -60,12 +66,18 @@ float32 = DType("float32", "f32", "f", np.dtype(np.float32))
 float64 = DType("float64", "f64", "f", np.dtype(np.float64))
 """64-bit floats: NumPy float64 arrays keep it; supported everywhere (gradient checks use it)."""
 
-ALL_DTYPES: tuple[DType, ...] = (bool_, int32, int64, float32, float64)
+bfloat16 = DType("bfloat16", "bf16", "f", np.dtype(np.uint16))
+"""16-bit brain floats (float32's exponent, 8 significant bits): stored as their bit
+patterns in 16-bit integers (NumPy has no bfloat16), computed in float32 and rounded to
+nearest even after every operation. Mixed precision (``braze.autocast``) runs matrix
+products and convolutions on it."""
+
+ALL_DTYPES: tuple[DType, ...] = (bool_, int32, int64, float32, float64, bfloat16)
 DEFAULT_FLOAT = float32
 DEFAULT_INT = int32
 
 _BY_NAME = {d.name: d for d in ALL_DTYPES} | {d.short: d for d in ALL_DTYPES}
-_BY_NUMPY = {d.numpy: d for d in ALL_DTYPES}
+_BY_NUMPY = {d.numpy: d for d in ALL_DTYPES if d is not bfloat16}  # uint16 arrays are not bfloat16
 _KIND_ORDER = {"b": 0, "i": 1, "f": 2}
 
 
@@ -118,3 +130,38 @@ def weak_result_dtype(tensor_dtype: DType, scalar: object) -> DType:
 def default_dtype_for(value: object) -> DType:
     """The dtype a Python scalar gets on its own (``braze.tensor(1.5)`` is float32)."""
     return {"b": bool_, "i": DEFAULT_INT, "f": DEFAULT_FLOAT}[scalar_kind(value)]
+
+
+def to_bfloat16(array: np.ndarray) -> np.ndarray:
+    """The bfloat16 bit patterns (uint16) of ``array``'s values rounded to nearest even, as
+    ``vcvtneps2bf16`` rounds; a NaN stays a NaN (quiet, with its sign and top payload bits),
+    infinities and values beyond bfloat16's range round to infinity."""
+    bits = np.asarray(array, dtype=np.float32).view(np.uint32)
+    nan = (bits & 0x7FFFFFFF) > 0x7F800000
+    rounded = bits + (0x7FFF + ((bits >> 16) & 1))  # ties to the even upper half
+    return np.asarray(np.where(nan, (bits >> 16) | 0x40, rounded >> 16).astype(np.uint16))
+
+
+def from_bfloat16(bits: np.ndarray) -> np.ndarray:
+    """The float32 values of bfloat16 bit patterns (exact: every bfloat16 is a float32)."""
+    return np.asarray(np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def storage_dtype(numpy_dtype: np.dtype) -> DType:
+    """The dtype of an array braze holds: its own uint16 arrays are bfloat16 bit patterns
+    (braze has no uint16), any other as ``as_dtype``."""
+    return bfloat16 if numpy_dtype == np.uint16 else as_dtype(numpy_dtype)
+
+
+def storage_array(value: object, dtype: DType) -> np.ndarray:
+    """``value`` (numbers, nested lists, an array) as a new array holding ``dtype``: for
+    bfloat16, the bit patterns of its values rounded to nearest even."""
+    if dtype is bfloat16:
+        with np.errstate(over="ignore"):  # beyond float32's range is infinity, as beyond bfloat16's
+            return to_bfloat16(np.array(value, dtype=np.float32))
+    return np.array(value, dtype=dtype.numpy)
+
+
+def readable(array: np.ndarray, dtype: DType) -> np.ndarray:
+    """An array braze holds as the user reads it: bfloat16 as its float32 values."""
+    return from_bfloat16(array) if dtype is bfloat16 else array

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from braze.ir.dtypes import DType, as_dtype
+from braze.ir.dtypes import DType, as_dtype, readable, storage_array, storage_dtype
 
 
 class Aval(NamedTuple):
@@ -59,16 +59,18 @@ class Literal:
     __slots__ = ("array", "_hash")
 
     def __init__(self, value: Any, dtype: DType | None = None) -> None:
-        array = np.array(value, dtype=None if dtype is None else dtype.numpy)
         if dtype is None:
-            array = array.astype(as_dtype(array.dtype).numpy)
+            array = np.array(value)
+            array = array.astype(storage_dtype(array.dtype).numpy)
+        else:
+            array = storage_array(value, dtype)
         array.setflags(write=False)
         self.array = array
         self._hash = hash((array.shape, array.dtype.str, array.tobytes()))
 
     @property
     def aval(self) -> Aval:
-        return Aval(tuple(self.array.shape), as_dtype(self.array.dtype))
+        return Aval(tuple(self.array.shape), storage_dtype(self.array.dtype))
 
     def __hash__(self) -> int:
         return self._hash
@@ -83,7 +85,8 @@ class Literal:
         )
 
     def __repr__(self) -> str:
-        return f"Literal({self.array.tolist()!r}, {as_dtype(self.array.dtype).name})"
+        dtype = storage_dtype(self.array.dtype)
+        return f"Literal({readable(self.array, dtype).tolist()!r}, {dtype.name})"
 
     is_input = False
 

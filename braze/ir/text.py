@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from braze.ir.dtypes import ALL_DTYPES, DType, as_dtype
+from braze.ir.dtypes import ALL_DTYPES, DType, as_dtype, readable, storage_array
 from braze.ir.graph import Graph, Node, parameter
 from braze.ir.primitive import PRIMITIVES, Aval, Category, Literal
 from braze.ir.prims.fusion import fusion
@@ -44,7 +44,7 @@ def format_value(value: Any, names: dict[Graph, str] | None = None) -> str:
         return value.short
     if isinstance(value, Literal):
         aval = value.aval
-        return f"literal({aval.dtype.short}, {format_value(aval.shape)}, {format_value(value.array.tolist())})"
+        return f"literal({aval.dtype.short}, {format_value(aval.shape)}, {format_value(readable(value.array, aval.dtype).tolist())})"
     if isinstance(value, bool):
         return repr(value)
     if isinstance(value, float):
@@ -141,7 +141,7 @@ def _evaluate(node: ast.AST, computations: dict[str, Graph] | None = None) -> An
             return computations[node.id]
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "literal":
         dtype, shape, values = (_evaluate(a) for a in node.args)
-        return Literal(np.array(values, dtype=dtype.numpy).reshape(shape), dtype)
+        return Literal(storage_array(values, dtype).reshape(shape))
     raise ParseError(f"cannot read attribute value {ast.unparse(node)!r}")
 
 

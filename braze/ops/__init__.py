@@ -8,6 +8,7 @@ from braze.ops.bitwise import (
     bitwise_right_shift,
     bitwise_xor,
 )
+from braze.ops.autocast import autocast, is_autocast_enabled, set_autocast
 from braze.ops.core import as_tensor, astype, broadcast_to
 from braze.ops.creation import arange, full, full_like, one_hot, ones, ones_like, tensor, zeros, zeros_like
 from braze.ops.indexing import take, take_along_axis
@@ -128,6 +129,9 @@ __all__ = [
     "atan",
     "atan2",
     "atanh",
+    "autocast",
+    "is_autocast_enabled",
+    "set_autocast",
     "avg_pool2d",
     "bitwise_and",
     "bitwise_left_shift",

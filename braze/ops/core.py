@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from braze.ir.dtypes import DType, as_dtype, default_dtype_for, weak_result_dtype
+from braze.ir.dtypes import DType, as_dtype, default_dtype_for, storage_array, weak_result_dtype
 from braze.ir.errors import DeviceError, DTypeError, ShapeError
 from braze.ir.primitive import InputLiteral, Literal
 from braze.ir.prims import elementwise, sources, structural
@@ -36,8 +36,7 @@ def as_tensor(value: Any, dtype: Any = None, like: Tensor | None = None, device:
         dt = like.dtype if like is not None else default_dtype_for(value)
     else:
         dt = _default_array_dtype(value)
-    array = np.array(value, dtype=dt.numpy)
-    return Tensor.from_numpy(array, target)
+    return Tensor.from_numpy(storage_array(value, dt), target)
 
 
 def _default_array_dtype(value: Any) -> DType:

@@ -7,14 +7,17 @@ from typing import Any
 from braze.ir.errors import ShapeError
 from braze.ir.prims import linalg
 from braze.ir.prims.checks import fmt_shape
+from braze.ops.autocast import rounded
 from braze.ops.core import as_tensor, broadcast_shapes, broadcast_to, check_compatible
 from braze.ops.shape import reshape
 from braze.tensor import Tensor, user_error
 
 
 def matmul(x: Any, y: Any) -> Tensor:
-    """``x @ y``: 1-D operands are promoted and squeezed, leading dimensions broadcast."""
+    """``x @ y``: 1-D operands are promoted and squeezed, leading dimensions broadcast; in
+    bfloat16 under ``braze.autocast``."""
     a, b = _same_dtype(x, y)
+    a, b = rounded(a), rounded(b)
     if a.ndim == 0 or b.ndim == 0:
         raise user_error(
             ShapeError, f"matmul: operands must have rank >= 1, got {fmt_shape(a.shape)} @ {fmt_shape(b.shape)}"
@@ -48,7 +51,7 @@ def matmul(x: Any, y: Any) -> Tensor:
         out = reshape(out, out.shape[:-2] + out.shape[-1:])
     if b.ndim == 1:
         out = reshape(out, out.shape[:-1])
-    return out
+    return rounded(out)
 
 
 def _same_dtype(x: Any, y: Any) -> tuple[Tensor, Tensor]:

@@ -9,6 +9,7 @@ from typing import Any
 from braze.ir.errors import ShapeError
 from braze.ir.prims import conv, window
 from braze.ir.prims.checks import fmt_shape
+from braze.ops.autocast import rounded
 from braze.ops.core import as_tensor, check_compatible, full
 from braze.tensor import Tensor, user_error
 
@@ -52,7 +53,8 @@ def resolve_padding(
 def conv2d(
     x: Any, w: Any, stride: int | Sequence[int] = 1, padding: Padding = "VALID", dilation: int | Sequence[int] = 1
 ) -> Tensor:
-    """2-D convolution of NHWC ``x`` with HWIO filter ``w`` (cross-correlation, as in TF)."""
+    """2-D convolution of NHWC ``x`` with HWIO filter ``w`` (cross-correlation, as in TF);
+    in bfloat16 under ``braze.autocast``."""
     x, w = as_tensor(x), as_tensor(w)
     check_compatible("conv2d", [x, w])
     if x.ndim != 4 or w.ndim != 4:
@@ -71,7 +73,7 @@ def conv2d(
     dilations = _pair("conv2d", "dilation", dilation)
     span = [(k - 1) * d + 1 for k, d in zip(w.shape[:2], dilations, strict=True)]
     pads = resolve_padding("conv2d", padding, x.shape[1:3], span, strides)
-    return conv.conv.bind(x, w, strides=strides, padding=pads, dilation=dilations)
+    return rounded(conv.conv.bind(rounded(x), rounded(w), strides=strides, padding=pads, dilation=dilations))
 
 
 def _pool(op: str, kind: str, x: Any, size, stride, padding) -> tuple[Tensor, tuple, tuple, tuple]:

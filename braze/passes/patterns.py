@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from braze.ir.dtypes import readable
 from braze.ir.graph import Node
 from braze.ir.primitive import Aval, Literal
 from braze.ir.prims.sources import constant
@@ -15,7 +16,7 @@ def splat_value(node: Node) -> float | int | bool | None:
     if node.op is constant:
         literal: Literal = node.attr("value")
         if literal.array.ndim == 0:
-            return literal.array.item()
+            return readable(literal.array, literal.aval.dtype).item()
     return None
 
 

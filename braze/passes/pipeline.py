@@ -20,6 +20,7 @@ from pathlib import Path
 from braze.ir.graph import Graph
 from braze.ir.text import print_graph
 from braze.ir.verify import verify as verify_graph
+from braze.passes.bfloat16 import normalize_bfloat16
 from braze.passes.buffers import assign_buffers
 from braze.passes.combine_all_reduce import combine_all_reduce
 from braze.passes.cse import cse
@@ -41,6 +42,7 @@ def passes(
     """The pipeline for a backend's fusion ``policy`` and buffer ``alignment``
     (``fusion=False``: every op left a kernel of its own)."""
     return (
+        ("normalize_bfloat16", normalize_bfloat16),
         ("simplify", simplify),
         ("cse", cse),
         ("fold", fold),

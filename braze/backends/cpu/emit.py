@@ -19,8 +19,9 @@ from braze.backends.cpu.loops import emit_loop_kernel
 from braze.backends.cpu.lowering import LOWERINGS
 from braze.backends.cpu.target import CpuTarget
 from braze.backends.cpu.vmath import VECTOR_MATH
-from braze.backends.cstyle import CLanguage, c_literal, c_type
+from braze.backends.cstyle import BFLOAT16_HELPERS, CLanguage, c_literal, c_type
 from braze.backends.layout import Output, lay_out
+from braze.ir.dtypes import readable
 from braze.ir.graph import Graph, Node
 from braze.ir.primitive import ROOTS
 from braze.ir.prims.fusion import fusion, get_element
@@ -129,7 +130,7 @@ def prelude(target: CpuTarget) -> str:
     )
     record = f"{target.macros_digest} {' '.join(sorted(target.features))}"
     marker = f'__attribute__((used)) static const char braze_target_features[] = "{FEATURES_MARKER}{record}";\n'
-    return _COMMON + VECTOR_MATH + vectors + stream + marker
+    return _COMMON + BFLOAT16_HELPERS.format(fn="static inline") + VECTOR_MATH + vectors + stream + marker
 
 
 FEATURES_MARKER = "braze-target:"
@@ -193,7 +194,7 @@ class ConstantPool:
         literal = node.attr("value")
         if literal not in self.names:
             name = f"{self.prefix}_const{len(self.names)}"
-            values = ", ".join(c_literal(v, node.dtype) for v in literal.array.reshape(-1).tolist())
+            values = ", ".join(c_literal(v, node.dtype) for v in readable(literal.array, node.dtype).reshape(-1).tolist())
             self.lines.append(f"static const {c_type(node.dtype)} {name}[{max(literal.array.size, 1)}] = {{{values}}};")
             self.names[literal] = f"((const {c_type(node.dtype)}*)braze_opaque({name}))"
         return self.names[literal]

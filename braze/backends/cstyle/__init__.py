@@ -6,11 +6,12 @@ specialises a few fields of ``CLanguage``; a backend builds its lowering table f
 rules here and adds its own (loops, kernels)."""
 
 from braze.backends.cstyle.emitter import ELEMENT_RULES, CEmitter, ElementRule, Index, elementwise
-from braze.backends.cstyle.language import CLanguage, c_literal, c_type, wrapping
+from braze.backends.cstyle.language import BFLOAT16_HELPERS, CLanguage, c_literal, c_type, wrapping
 from braze.backends.cstyle.ops import OPS
 from braze.backends.cstyle.order import goes_before
 
 __all__ = [
+    "BFLOAT16_HELPERS",
     "ELEMENT_RULES",
     "OPS",
     "CEmitter",

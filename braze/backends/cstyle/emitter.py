@@ -20,6 +20,7 @@ from typing import Any
 
 from braze.backends.cstyle.language import c_literal, c_type
 from braze.backends.cstyle.ops import OPS, OpRule, render
+from braze.ir.dtypes import readable
 from braze.ir.graph import Node
 from braze.ir.primitive import Primitive
 from braze.ir.prims import indexing, sources, structural
@@ -163,7 +164,7 @@ def _parameter(em: CEmitter, node: Node, index: Index) -> str:
 def _constant(em: CEmitter, node: Node, index: Index) -> str:
     array = node.attr("value").array
     if array.ndim == 0:
-        return c_literal(array.item(), node.dtype)
+        return c_literal(readable(array, node.dtype).item(), node.dtype)
     return f"{em.constant_array(node)}[{em.linear(index)}]"
 
 

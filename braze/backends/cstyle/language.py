@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from braze.ir.dtypes import DType, bool_, float32, float64, int32, int64
+from braze.ir.dtypes import DType, bfloat16, bool_, float32, float64, int32, int64, to_bfloat16
 
 TYPES: dict[DType, str] = {
     float32: "float",
@@ -22,7 +22,27 @@ TYPES: dict[DType, str] = {
     int32: "int32_t",
     int64: "int64_t",
     bool_: "unsigned char",
+    bfloat16: "uint16_t",  # its bit pattern: only moved and converted, never computed on
 }
+
+# bfloat16 <-> float32 in every dialect (a union, as OpenCL C has no memcpy), ``{fn}`` the
+# dialect's qualifier of a helper. Rounding is to nearest even, as ``vcvtneps2bf16``: the
+# upper half plus 0x7fff plus its own lowest bit; a NaN keeps its sign and top payload bits
+# and is made quiet rather than rounded (it could carry into infinity).
+BFLOAT16_HELPERS = """\
+typedef union {{ float f; uint32_t u; }} braze_bf16_bits;
+{fn} float braze_from_bf16(uint16_t h) {{
+  braze_bf16_bits b;
+  b.u = (uint32_t)h << 16;
+  return b.f;
+}}
+{fn} uint16_t braze_to_bf16(float x) {{
+  braze_bf16_bits b;
+  b.f = x;
+  if ((b.u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((b.u >> 16) | 0x40u);
+  return (uint16_t)((b.u + 0x7fffu + ((b.u >> 16) & 1u)) >> 16);
+}}
+"""
 
 
 def c_type(dtype: DType) -> str:
@@ -33,6 +53,8 @@ def c_literal(value: float | int | bool, dtype: DType) -> str:
     """An exact C literal of ``value`` in ``dtype`` (hex floats round-trip bit for bit)."""
     if dtype.kind == "b":
         return "1" if value else "0"
+    if dtype is bfloat16:
+        return f"((uint16_t)0x{int(to_bfloat16(np.float32(value))):04x})"
     if dtype.kind == "i":
         if int(value) == -(2**63):  # 9223372036854775808LL has no signed type to be negated in
             return "((int64_t)(-9223372036854775807LL - 1))"

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from braze.backends.cstyle.language import c_literal, c_type, wrapping
-from braze.ir.dtypes import DType
+from braze.ir.dtypes import DType, bfloat16, float32
 from braze.ir.graph import Node
 from braze.ir.primitive import Primitive
 from braze.ir.prims import bitwise as bits
@@ -78,6 +78,14 @@ def _extremum(better: str) -> Callable[[Sequence[str], Node], str]:
 def _convert(x: Sequence[str], node: Node) -> str:
     (a,) = x
     dtype, source = node.dtype, node.inputs[0].dtype
+    if source is bfloat16:  # through its float32 value, exactly
+        a, source = f"braze_from_bf16({a})", float32
+    if dtype is bfloat16:  # through float32, as the reference computes it
+        return f"braze_to_bf16({_converted(a, source, float32)})"
+    return _converted(a, source, dtype)
+
+
+def _converted(a: str, source: DType, dtype: DType) -> str:
     if dtype.kind == "b":
         return f"(unsigned char)({a} != 0)"
     if dtype.is_float and dtype.itemsize == 4 and source.is_float and source.itemsize == 8:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from braze.backends.cstyle import CLanguage
+from braze.backends.cstyle import BFLOAT16_HELPERS, CLanguage
 
 # Shared by both dialects once their own lines have defined the types and the math names.
 _COMMON = """\
@@ -43,6 +43,7 @@ _OPENCL = """\
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 typedef int int32_t;
 typedef long int64_t;
+typedef ushort uint16_t;
 typedef uint uint32_t;
 typedef ulong uint64_t;
 #define BRAZE_FN static inline
@@ -84,6 +85,7 @@ typedef ulong uint64_t;
 _CUDA = """\
 typedef int int32_t;
 typedef long long int64_t;
+typedef unsigned short uint16_t;
 typedef unsigned int uint32_t;
 typedef unsigned long long uint64_t;
 #define BRAZE_FN static __device__ inline
@@ -113,7 +115,7 @@ class Dialect(CLanguage):
 
     @property
     def prelude(self) -> str:
-        return self.prelude_lines + _COMMON
+        return self.prelude_lines + _COMMON + BFLOAT16_HELPERS.format(fn="BRAZE_FN")
 
     def signature(self, name: str, buffers: int, local_size: int) -> str:
         """A kernel taking the arena and ``buffers`` device pointers, as bytes."""

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from braze.backends.gpu.module import ModulePlan
-from braze.ir.dtypes import as_dtype
+from braze.ir.dtypes import as_dtype, storage_dtype
 from braze.ir.primitive import Aval
 from braze.runtime import metrics
 
@@ -33,7 +33,7 @@ class DeviceArray:
     @staticmethod
     def from_numpy(runtime: Any, array: np.ndarray) -> DeviceArray:
         array = np.require(array, requirements="C")  # ascontiguousarray would make a 0-d array 1-d
-        result = DeviceArray(runtime, Aval(tuple(array.shape), as_dtype(array.dtype)))
+        result = DeviceArray(runtime, Aval(tuple(array.shape), storage_dtype(array.dtype)))
         runtime.upload(result.buffer, array)
         metrics.count("TransferToDevice")
         return result

@@ -205,7 +205,7 @@ def _convert_rule(x: Aval, *, dtype: DType) -> Aval:
 
 def _convert_impl(x: np.ndarray, *, dtype: DType) -> np.ndarray:
     if dtype.kind != "i" or x.dtype.kind != "f":
-        return x.astype(dtype.numpy)
+        return x.astype(dtype.compute.numpy)  # bfloat16: the reference backend rounds
     # float to integer saturates and sends NaN to 0, as XLA and JAX do (NumPy leaves these
     # to the CPU: INT_MIN on x86 for all of them), and as every backend compiles it.
     bound = 2.0 ** (8 * dtype.itemsize - 1)

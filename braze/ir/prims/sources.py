@@ -55,7 +55,7 @@ def _iota_rule(*, shape, dimension: int, dtype: DType) -> Aval:
 
 
 def _iota_impl(*, shape, dimension, dtype):
-    line = np.arange(shape[dimension], dtype=dtype.numpy)
+    line = np.arange(shape[dimension], dtype=dtype.compute.numpy)
     view = [1] * len(shape)
     view[dimension] = shape[dimension]
     return np.broadcast_to(line.reshape(view), shape)

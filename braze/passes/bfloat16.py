@@ -1,0 +1,41 @@
+"""bfloat16 is a storage type: every computation on it happens in float32 (XLA's float
+normalization). Each node that computes with a bfloat16 operand or result is rewritten to
+read its operands converted to float32 and, where its result was bfloat16, to round that
+result back; nodes that only move or pick values (parameters, movement, select, constants)
+and the conversions themselves stay on bfloat16, so a code generator needs no more of
+bfloat16 than its storage type and the two conversions. The conversions are elementwise,
+so fusion puts them inside the kernels of their producers and consumers.
+"""
+
+from __future__ import annotations
+
+from braze.ir.dtypes import bfloat16, float32
+from braze.ir.graph import Graph, Node
+from braze.ir.primitive import Aval, Category
+from braze.ir.prims.elementwise import convert
+from braze.ir.prims.sources import constant
+from braze.passes.rewrite import rewrite
+
+# Categories whose nodes only move or choose bit patterns.
+_MOVES = frozenset({Category.PARAMETER, Category.MOVEMENT, Category.SELECT, Category.CONVERT})
+
+
+def _converted(node: Node, dtype) -> Node:
+    return Node.make(convert, (node,), {"dtype": dtype}, Aval(node.shape, dtype))
+
+
+def _in_float32(node: Node) -> Node | None:
+    if node.op.category in _MOVES or node.op is constant:
+        return None
+    if node.dtype is not bfloat16 and all(i.dtype is not bfloat16 for i in node.inputs):
+        return None
+    inputs = tuple(_converted(i, float32) if i.dtype is bfloat16 else i for i in node.inputs)
+    attrs = {k: (float32 if v is bfloat16 else v) for k, v in node.attr_dict.items()}
+    if node.dtype is not bfloat16:
+        return Node.make(node.op, inputs, attrs, node.aval)
+    return _converted(Node.make(node.op, inputs, attrs, Aval(node.shape, float32)), bfloat16)
+
+
+def normalize_bfloat16(graph: Graph) -> Graph:
+    """``graph`` with every computation on bfloat16 done in float32 and rounded."""
+    return rewrite(graph, _in_float32)
