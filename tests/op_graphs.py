@@ -8,7 +8,7 @@ import numpy as np
 import braze
 from braze.lazy import EXECUTOR, build_graph
 
-TOLERANCE = {"float32": 1e-5, "float64": 1e-12}
+TOLERANCE = {"float32": 1e-5, "float64": 1e-12, "bfloat16": 2**-7}  # bfloat16: one unit in its 8th bit
 
 
 def traced(case, dtype):

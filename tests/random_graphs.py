@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 from hypothesis import strategies as st
 
-from braze.ir.dtypes import bool_, float32, float64, int32
+from braze.ir.dtypes import bfloat16, bool_, float32, float64, from_bfloat16, int32, storage_array
 from braze.ir.graph import Graph, Node, parameter
 from braze.ir.primitive import PRIMITIVES, Aval, Literal
 
@@ -87,13 +87,13 @@ def random_args(graph: Graph, seed: int = 0) -> list[np.ndarray]:
         elif kind == "i":
             args.append(rng.integers(-5, 5, p.aval.shape).astype(p.aval.dtype.numpy))
         else:
-            args.append(rng.uniform(-2, 2, p.aval.shape).astype(p.aval.dtype.numpy))
+            args.append(storage_array(rng.uniform(-2, 2, p.aval.shape), p.aval.dtype))
     return args
 
 
 @st.composite
 def graphs(draw) -> Graph:
-    dtype = draw(st.sampled_from([float32, float64]))
+    dtype = draw(st.sampled_from([float32, float64, bfloat16]))
     count = draw(st.integers(1, 3))
     params = tuple(parameter(i, Aval(draw(st.sampled_from(SHAPES)), dtype)) for i in range(count))
     nodes: list[Node] = list(params)
@@ -143,7 +143,7 @@ def graphs(draw) -> Graph:
             predicate = make(draw(st.sampled_from(COMPARE)), (x, y))
             node = make("select", (predicate, y, x))
         elif kind == "convert":
-            other = float64 if dtype == float32 else float32
+            other = float64 if dtype != float64 else float32
             node = make("convert", (make("convert", (x,), dtype=other),), dtype=dtype)
         elif kind == "dot" and len(shape) == 2:
             axis = draw(st.integers(0, 1))
@@ -231,7 +231,8 @@ def assert_matches_reference(graph: Graph, run, tolerance: dict[str, float]) -> 
     the result's scale; a failure prints the graph. A float32 graph's result may also be
     as far from the reference's as twice the reference's own distance from the same graph
     in float64: rounding the graph amplifies (an exp of a pow of a dot) moves any two
-    float32 evaluations apart by that much."""
+    float32 evaluations apart by that much. A bfloat16 graph (which computes in float32 and
+    rounds after every op) is compared by its values, its truth the same graph in float32."""
     from braze.backends.reference.interpreter import evaluate
     from braze.ir.text import parse_graph, print_graph
 
@@ -244,9 +245,15 @@ def assert_matches_reference(graph: Graph, run, tolerance: dict[str, float]) -> 
         if dtype == float32:
             wide = [a.astype(np.float64) if a.dtype == np.float32 else a for a in args]
             exact = evaluate(parse_graph(text.replace("f32", "f64")), wide)
+        elif dtype == bfloat16:
+            wide = [from_bfloat16(a) if a.dtype == np.uint16 else a for a in args]
+            exact = evaluate(parse_graph(text.replace("bf16", "f32")), wide)
         else:
             exact = expected
-    for got, want, truth in zip(run(args), expected, exact, strict=True):
+    results = run(args)
+    if dtype == bfloat16:
+        results, expected = ([from_bfloat16(a) if a.dtype == np.uint16 else a for a in r] for r in (results, expected))
+    for got, want, truth in zip(results, expected, exact, strict=True):
         scale = float(np.max(np.abs(want[np.isfinite(want)]), initial=1.0))
         with np.errstate(all="ignore"):
             amplified = 2 * np.abs(want.astype(np.float64) - truth) if want.dtype.kind == "f" else 0.0

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from braze.ir.dtypes import DType, as_dtype, readable, storage_array, storage_dtype
+from braze.ir.dtypes import DType, readable, storage_array, storage_dtype
 
 
 class Aval(NamedTuple):

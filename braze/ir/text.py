@@ -19,8 +19,6 @@ import re
 from collections import Counter
 from typing import Any
 
-import numpy as np
-
 from braze.ir.dtypes import ALL_DTYPES, DType, as_dtype, readable, storage_array
 from braze.ir.graph import Graph, Node, parameter
 from braze.ir.primitive import PRIMITIVES, Aval, Category, Literal
@@ -44,7 +42,8 @@ def format_value(value: Any, names: dict[Graph, str] | None = None) -> str:
         return value.short
     if isinstance(value, Literal):
         aval = value.aval
-        return f"literal({aval.dtype.short}, {format_value(aval.shape)}, {format_value(readable(value.array, aval.dtype).tolist())})"
+        values = format_value(readable(value.array, aval.dtype).tolist())
+        return f"literal({aval.dtype.short}, {format_value(aval.shape)}, {values})"
     if isinstance(value, bool):
         return repr(value)
     if isinstance(value, float):

@@ -1,5 +1,6 @@
 """The op library: every public op, built on the primitives, importable from ``braze``."""
 
+from braze.ops.autocast import autocast, is_autocast_enabled, set_autocast
 from braze.ops.bitwise import (
     bitwise_and,
     bitwise_left_shift,
@@ -8,7 +9,6 @@ from braze.ops.bitwise import (
     bitwise_right_shift,
     bitwise_xor,
 )
-from braze.ops.autocast import autocast, is_autocast_enabled, set_autocast
 from braze.ops.core import as_tensor, astype, broadcast_to
 from braze.ops.creation import arange, full, full_like, one_hot, ones, ones_like, tensor, zeros, zeros_like
 from braze.ops.indexing import take, take_along_axis

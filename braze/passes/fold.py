@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from braze.ir.dtypes import readable
 from braze.ir.graph import Graph, Node
 from braze.ir.primitive import Aval, Category, Literal
 from braze.ir.prims.sources import constant
@@ -27,14 +28,14 @@ def _is_constant(node: Node) -> bool:
 
 def _value(node: Node) -> np.ndarray:
     if node.op is constant:
-        return node.attr("value").array
-    return np.broadcast_to(np.asarray(splat_value(node), dtype=node.dtype.numpy), node.shape)
+        return readable(node.attr("value").array, node.dtype)
+    return np.broadcast_to(np.asarray(splat_value(node), dtype=node.dtype.compute.numpy), node.shape)
 
 
 def _evaluate(node: Node, arrays: list[np.ndarray], aval: Aval) -> np.ndarray:
     with np.errstate(all="ignore"):
         result = np.asarray(node.op.impl(*arrays, **node.attr_dict))
-    return result.astype(aval.dtype.numpy, copy=False)
+    return result.astype(aval.dtype.compute.numpy, copy=False)  # a bfloat16 Literal rounds it
 
 
 def _fold(node: Node) -> Node | None:
@@ -45,7 +46,7 @@ def _fold(node: Node) -> Node | None:
     if node.multi_output:
         return None
     if node.op.elementwise and all(splat_value(i) is not None for i in node.inputs):
-        scalars = [np.asarray(splat_value(i), dtype=i.dtype.numpy) for i in node.inputs]
+        scalars = [np.asarray(splat_value(i), dtype=i.dtype.compute.numpy) for i in node.inputs]
         return splat(_evaluate(node, scalars, Aval((), node.dtype)).item(), node.aval)
     size = node.aval.size + sum(i.aval.size for i in node.inputs)
     if size > LIMIT:

@@ -14,7 +14,7 @@ from braze.backends import cpu
 from braze.ir.text import parse_graph
 
 pytestmark = pytest.mark.skipif(not cpu.available(), reason="no C compiler")
-TOLERANCE = {"float32": 1e-5, "float64": 1e-12}
+TOLERANCE = {"float32": 1e-5, "float64": 1e-12, "bfloat16": 2**-7}  # bfloat16: one unit in its 8th bit
 
 
 @pytest.mark.parametrize("target", runnable_targets())

@@ -17,7 +17,7 @@ from braze.ir.text import parse_graph
 from braze.runtime.diskcache import DiskCache
 
 pytestmark = requires_gpu_runtime
-TOLERANCE = {"float32": 1e-5, "float64": 1e-12}
+TOLERANCE = {"float32": 1e-5, "float64": 1e-12, "bfloat16": 2**-7}  # bfloat16: one unit in its 8th bit
 
 
 @pytest.mark.parametrize("fusion", [True, False], ids=["fused", "unfused"])

@@ -56,18 +56,19 @@ def test_dump_writes_the_graph_after_every_pass(tmp_path):
     names = sorted(p.name for p in folder.iterdir())
     assert names == [
         "00_input.txt",
-        "01_simplify.txt",
-        "02_cse.txt",
-        "03_fold.txt",
-        "04_simplify.txt",
-        "05_dce.txt",
-        "06_combine_all_reduce.txt",
-        "07_fuse.txt",
-        "08_dce.txt",
-        "09_assign_buffers.txt",
+        "01_normalize_bfloat16.txt",
+        "02_simplify.txt",
+        "03_cse.txt",
+        "04_fold.txt",
+        "05_simplify.txt",
+        "06_dce.txt",
+        "07_combine_all_reduce.txt",
+        "08_fuse.txt",
+        "09_dce.txt",
+        "10_assign_buffers.txt",
     ]
-    assert "fusion(" in (folder / "07_fuse.txt").read_text()
-    assert "# buffers:" in (folder / "09_assign_buffers.txt").read_text()
+    assert "fusion(" in (folder / "08_fuse.txt").read_text()
+    assert "# buffers:" in (folder / "10_assign_buffers.txt").read_text()
 
 
 def test_explain_reports_fusion_groups():

@@ -194,7 +194,9 @@ class ConstantPool:
         literal = node.attr("value")
         if literal not in self.names:
             name = f"{self.prefix}_const{len(self.names)}"
-            values = ", ".join(c_literal(v, node.dtype) for v in readable(literal.array, node.dtype).reshape(-1).tolist())
+            values = ", ".join(
+                c_literal(v, node.dtype) for v in readable(literal.array, node.dtype).reshape(-1).tolist()
+            )
             self.lines.append(f"static const {c_type(node.dtype)} {name}[{max(literal.array.size, 1)}] = {{{values}}};")
             self.names[literal] = f"((const {c_type(node.dtype)}*)braze_opaque({name}))"
         return self.names[literal]

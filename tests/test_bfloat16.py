@@ -1,0 +1,237 @@
+"""bfloat16: the conversions against an independent rounding, every op computed in float32
+and rounded (eagerly, lazily on every CPU target, jitted), and mixed precision
+(``braze.autocast``): values against a float64 product of bfloat16-rounded operands, and
+gradients against float64 finite differences at the tolerance bfloat16's 8 significant bits
+give."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from cpu_targets import runnable_targets
+
+import braze
+from braze.backends import cpu
+from braze.ir.dtypes import from_bfloat16, to_bfloat16
+
+U = 2.0**-8  # bfloat16's unit roundoff: 8 significant bits (7 stored), rounded to nearest
+F32 = 2.0**-24  # float32's
+
+
+def nearest_bfloat16(values: np.ndarray) -> np.ndarray:
+    """The bfloat16 nearest each finite float32 (ties to an even last bit), by comparing
+    the two bfloat16 neighbours in float64: a different algorithm from braze's."""
+    bits = np.asarray(values, np.float32).view(np.uint32)
+    down = (bits & 0xFFFF0000).view(np.float32).astype(np.float64)  # toward zero
+    _, exponent = np.frexp(np.abs(down))
+    ulp = np.where(down == 0, 2.0**-133, np.exp2(np.maximum(exponent - 8, -133)))
+    up = down + np.copysign(ulp, values.astype(np.float64))  # away from zero, past 2^128 too
+    x = values.astype(np.float64)
+    below, above = np.abs(x - down), np.abs(up - x)
+    down_even = ((bits >> 16) & 1) == 0
+    take_down = (below < above) | ((below == above) & down_even)
+    with np.errstate(over="ignore"):
+        return np.where(take_down, down, up).astype(np.float32)
+
+
+def awkward_floats(count: int = 4096) -> np.ndarray:
+    """Random bit patterns (every exponent, subnormals), exact ties, the largest finite and
+    the values just below and above it."""
+    rng = np.random.default_rng(0)
+    bits = rng.integers(0, 2**32, count, dtype=np.uint64).astype(np.uint32)
+    ties = (rng.integers(0, 2**16, 64, dtype=np.uint64).astype(np.uint32) << 16) | 0x8000
+    edges = np.array([0x7F7F7FFF, 0x7F7F8000, 0x7F7FFFFF, 0x00008000, 0x80000001, 0, 0x80000000], np.uint32)
+    values = np.concatenate([bits, ties, edges]).view(np.float32)
+    return values[np.isfinite(values)]
+
+
+def test_rounding_is_to_nearest_even_and_overflows_to_infinity():
+    values = awkward_floats()
+    got = from_bfloat16(to_bfloat16(values))
+    np.testing.assert_array_equal(got, nearest_bfloat16(values))
+    assert from_bfloat16(to_bfloat16(np.float32(3.4e38))) == np.inf  # beyond bfloat16's largest, 3.39e38
+
+
+def test_nan_and_infinities_survive_a_round_trip():
+    payloads = np.array([0x7FC00000, 0xFFC00001, 0x7F800001, 0x7FFFFFFF], np.uint32).view(np.float32)
+    back = from_bfloat16(to_bfloat16(payloads))
+    assert np.isnan(back).all()
+    assert (np.signbit(back) == np.signbit(payloads)).all()
+    infinities = np.array([np.inf, -np.inf], np.float32)
+    np.testing.assert_array_equal(from_bfloat16(to_bfloat16(infinities)), infinities)
+
+
+@pytest.mark.parametrize("device", ["cpu", "lazy"])
+def test_tensors_convert_and_read_as_float32(device):
+    dev = braze.LAZY_CPU if device == "lazy" else braze.CPU
+    values = awkward_floats(512)
+    x = braze.tensor(values, device=dev).astype(braze.bfloat16)
+    assert x.dtype is braze.bfloat16
+    np.testing.assert_array_equal(x.numpy(), nearest_bfloat16(values))
+    np.testing.assert_array_equal(x.astype("float32").numpy(), nearest_bfloat16(values))
+    made = braze.tensor([1.0, 1.00390625, 1.01171875], dtype="bfloat16", device=dev)
+    np.testing.assert_array_equal(made.numpy(), [1.0, 1.0, 1.015625])  # ties go to even
+
+
+def _rounded(a: np.ndarray) -> np.ndarray:
+    return from_bfloat16(to_bfloat16(a))
+
+
+# Ops on bfloat16 tensors: each computed in float32 on the operands' values and rounded once.
+OPS = {
+    "add": (lambda x, y: x + y, np.add),
+    "mul": (lambda x, y: x * y, np.multiply),
+    "div": (lambda x, y: x / y, np.divide),
+    "exp": (lambda x, y: braze.exp(x), lambda x, y: np.exp(x)),
+    "tanh": (lambda x, y: braze.tanh(x), lambda x, y: np.tanh(x)),
+    "max": (lambda x, y: braze.maximum(x, y), np.maximum),
+    "select": (lambda x, y: braze.where(x > y, x, y * 2.0), lambda x, y: np.where(x > y, x, y * 2)),
+    "transpose": (lambda x, y: x.T + y.T, lambda x, y: x.T + y.T),
+    "sum": (lambda x, y: (x * y).sum(axis=1), None),
+    "matmul": (lambda x, y: x @ y.T, None),
+}
+
+
+@pytest.mark.parametrize("device", ["cpu", "lazy", "jit"])
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_ops_compute_in_float32_and_round(name, device):
+    """Against the float32 result on the operands' bfloat16 values, rounded: exact where
+    the float32 result is correctly rounded; otherwise within a unit of bfloat16's last bit
+    (the compiled float32 arithmetic may land the other side of a rounding boundary)."""
+    build, twin = OPS[name]
+    rng = np.random.default_rng(1)
+    a, b = (_rounded(rng.uniform(0.5, 2.0, (6, 37)).astype(np.float32)) for _ in range(2))
+    if twin is None:  # a sum of products: float32 accumulation in any order
+        wide = a.astype(np.float64) * b if name == "sum" else None
+        want = wide.sum(axis=1) if name == "sum" else a.astype(np.float64) @ b.T.astype(np.float64)
+        k = a.shape[1]
+        bound = U * np.abs(want) + k * F32 * np.abs(want)
+    else:
+        want = twin(a, b).astype(np.float32)
+        bound = 2 * U * np.abs(want)
+    dev = braze.LAZY_CPU if device == "lazy" else braze.CPU
+    fn = braze.jit(build) if device == "jit" else build
+    got = fn(braze.tensor(a, "bfloat16", dev), braze.tensor(b, "bfloat16", dev))
+    assert got.dtype is braze.bfloat16
+    assert (np.abs(got.numpy() - want) <= bound).all()
+    if twin is not None and device != "lazy":
+        np.testing.assert_array_equal(got.numpy(), _rounded(want))
+
+
+@pytest.mark.skipif(not cpu.available(), reason="no C compiler")
+@pytest.mark.parametrize("target", runnable_targets())
+def test_compiled_conversions_match_the_reference_bit_for_bit(target, tmp_path):
+    from braze.backends.reference.interpreter import evaluate
+    from braze.ir.text import parse_graph
+
+    graph = parse_graph(
+        """graph(%0: f32[4107], %1: bf16[4107]) {
+  %2 = convert(%0) {dtype=bf16} : bf16[4107]
+  %3 = convert(%1) {dtype=f32} : f32[4107]
+  %4 = convert(%1) {dtype=s32} : s32[4107]
+  %5 = convert(%1) {dtype=f64} : f64[4107]
+  return (%2, %3, %4, %5)
+}"""
+    )
+    values = np.concatenate([awkward_floats(4096), np.array([np.nan, -np.inf, np.inf, 3.4e38, -3.4e38], np.float32)])
+    values = values[:4107] if values.size >= 4107 else np.resize(values, 4107)
+    args = [values, to_bfloat16(values[::-1].copy())]
+    native = cpu.compile_graph(cpu.optimize(graph), cpu.DiskCache(tmp_path), target)(args)
+    for got, want in zip(native, evaluate(graph, args), strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_autocast_rounds_the_operands_and_accumulates_in_float32():
+    rng = np.random.default_rng(2)
+    x, w = rng.standard_normal((8, 300)).astype(np.float32), rng.standard_normal((300, 5)).astype(np.float32)
+    exact = _rounded(x).astype(np.float64) @ _rounded(w).astype(np.float64)
+    # float32 accumulation of 300 exact products, then one rounding to bfloat16
+    bound = U * np.abs(exact) + 300 * F32 * (np.abs(x) @ np.abs(w))
+    for dev in (braze.CPU, braze.LAZY_CPU):
+        with braze.autocast("bfloat16"):
+            y = braze.tensor(x, device=dev) @ braze.tensor(w, device=dev)
+            assert braze.is_autocast_enabled()
+        assert not braze.is_autocast_enabled()
+        assert y.dtype is braze.float32
+        assert (np.abs(y.numpy() - exact) <= bound).all()
+        assert not np.allclose(y.numpy(), x @ w, rtol=1e-5)  # it did round
+
+
+def test_autocast_leaves_other_ops_in_float32():
+    x = braze.tensor([1.00390625, 3.0])  # 1 + 2^-8 is not a bfloat16
+    with braze.autocast("bfloat16"):
+        assert (x * 1.0).numpy()[0] == np.float32(1.00390625)
+        assert x.sum().numpy() == np.float32(4.00390625)
+
+
+def test_autocast_supports_bfloat16_only():
+    with pytest.raises(braze.DTypeError, match="only bfloat16"):
+        braze.autocast("float64")
+
+
+def test_convolution_under_autocast_rounds_operands():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 7, 7, 5)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 5, 4)).astype(np.float32)
+    plain = braze.conv2d(braze.tensor(_rounded(x)), braze.tensor(_rounded(w)), padding="SAME").numpy()
+    with braze.autocast():
+        mixed = braze.conv2d(braze.tensor(x), braze.tensor(w), padding="SAME").numpy()
+    taps = 3 * 3 * 5
+    scale = braze.conv2d(braze.tensor(np.abs(x)), braze.tensor(np.abs(w)), padding="SAME").numpy()
+    assert (np.abs(mixed - plain) <= U * np.abs(plain) + 2 * taps * F32 * scale).all()
+
+
+@pytest.mark.parametrize("device", ["cpu", "lazy"])
+def test_autocast_gradients_match_float64_finite_differences(device):
+    """The loss sum(c * (x @ w)) under autocast. Its derivative treats each rounding as the
+    identity (as every framework's autocast), so it is compared with float64 central
+    differences of the unrounded product: d/dx = c @ w.T, computed from c, w rounded to
+    bfloat16 (2u each), a float32 sum of K products (K ulps), and rounded (u): within
+    (3u + K * 2^-24) |c| @ |w|.T plus u |d/dx|."""
+    dev = braze.LAZY_CPU if device == "lazy" else braze.CPU
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((6, 40))
+    w = rng.standard_normal((40, 9))
+    c = rng.standard_normal((6, 9))
+
+    def loss(a, b):
+        with braze.autocast():
+            return (braze.tensor(c.astype(np.float32), device=dev) * (a @ b)).sum()
+
+    gx, gw = braze.grad(loss, argnums=(0, 1))(
+        braze.tensor(x.astype(np.float32), device=dev), braze.tensor(w.astype(np.float32), device=dev)
+    )
+    eps = 1e-6
+
+    def numeric(f, at):
+        out = np.empty_like(at)
+        for i in np.ndindex(at.shape):
+            plus, minus = at.copy(), at.copy()
+            plus[i] += eps
+            minus[i] -= eps
+            out[i] = (f(plus) - f(minus)) / (2 * eps)
+        return out
+
+    nx = numeric(lambda v: float((c * (v @ w)).sum()), x)
+    nw = numeric(lambda v: float((c * (x @ v)).sum()), w)
+    for got, want, scale, k in ((gx, nx, np.abs(c) @ np.abs(w).T, 9), (gw, nw, np.abs(x).T @ np.abs(c), 6)):
+        bound = (3 * U + k * F32) * scale + U * np.abs(want) + 1e-6
+        assert (np.abs(got.numpy() - want) <= bound).all()
+        assert not np.allclose(got.numpy(), want, rtol=1e-6)  # the cotangents were rounded
+
+
+def test_second_derivatives_flow_through_autocast():
+    """The Hessian-vector product of sum((x @ w)^2) / 2 in x: (v @ w) @ w.T, every product
+    on rounded operands (four roundings of operands or results per product)."""
+    rng = np.random.default_rng(5)
+    x, w, v = rng.standard_normal((3, 16)), rng.standard_normal((16, 4)), rng.standard_normal((3, 16))
+
+    def loss(a):
+        with braze.autocast():
+            y = a @ braze.tensor(w.astype(np.float32))
+        return (y * y).sum() * 0.5
+
+    _, hv = braze.jvp(braze.grad(loss), (braze.tensor(x.astype(np.float32)),), (braze.tensor(v.astype(np.float32)),))
+    want = (v @ w) @ w.T
+    scale = (np.abs(v) @ np.abs(w)) @ np.abs(w).T
+    assert (np.abs(hv.numpy() - want) <= (8 * U + 32 * F32) * scale).all()
