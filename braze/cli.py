@@ -8,7 +8,7 @@ import argparse
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from braze.bench.arguments import (
@@ -21,6 +21,7 @@ from braze.bench.arguments import (
 )
 from braze.data import DataError
 from braze.ir.errors import BrazeError
+from braze.ops.autocast import autocast
 
 # What the user can fix: braze's own errors (shapes, devices, checkpoints...), bad data,
 # and the file system refusing a path. Any other exception is a bug in braze.
@@ -46,6 +47,17 @@ def _train(args: argparse.Namespace) -> int:
             f"Data-parallel over {distributed.size()} processes, {batch // distributed.size()} of each batch of {batch}"
         )
     report(f"Device: {device!r}")
+    if args.autocast:
+        report("Mixed precision: bfloat16 products and convolutions, float32 accumulation and weights")
+    with autocast("bfloat16", enabled=args.autocast == "bf16"):
+        model = _train_model(args, device, batch, report)
+    if args.save and report is print:  # one checkpoint per job: rank 0's (the ranks' parameters are equal)
+        model.save(args.save)
+        print(f"saved the parameters to {args.save}")
+    return 0
+
+
+def _train_model(args: argparse.Namespace, device: object, batch: int, report: Callable[[str], None]) -> object:
     if args.model == "lenet":
         from braze.bench.lenet import train_lenet
 
@@ -76,10 +88,7 @@ def _train(args: argparse.Namespace) -> int:
             report=report,
             distributed=args.distributed,
         )
-    if args.save and report is print:  # one checkpoint per job: rank 0's (the ranks' parameters are equal)
-        model.save(args.save)
-        print(f"saved the parameters to {args.save}")
-    return 0
+    return model
 
 
 def _silent(line: str) -> None:
@@ -214,6 +223,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     image_training.add_argument(
         "--save", type=output_file, default=None, help="write the trained parameters to this .npz file"
+    )
+    image_training.add_argument(
+        "--autocast",
+        choices=["bf16"],
+        default=None,
+        help="matrix products and convolutions in bfloat16 with float32 accumulation (mixed precision)",
     )
     image_training.add_argument(
         "--distributed",

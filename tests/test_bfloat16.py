@@ -235,3 +235,29 @@ def test_second_derivatives_flow_through_autocast():
     want = (v @ w) @ w.T
     scale = (np.abs(v) @ np.abs(w)) @ np.abs(w).T
     assert (np.abs(hv.numpy() - want) <= (8 * U + 32 * F32) * scale).all()
+
+
+@pytest.mark.skipif(not cpu.available(), reason="no C compiler")
+@pytest.mark.parametrize("target", runnable_targets())
+def test_the_target_says_whether_it_has_bfloat16_dot_products(target):
+    from braze.backends.cpu.compiler import find_compiler
+
+    described = find_compiler(target).target
+    assert described.bfloat16_dot == ("__AVX512BF16__" in described.macros)
+    assert described.bfloat16_dot == ("bfloat16 dot products" in described.describe())
+
+
+def test_keras_mixed_bfloat16_policy_turns_autocast_on_for_the_program():
+    from braze.keras import mixed_precision
+
+    x = braze.tensor([[1.00390625, 1.0]])
+    w = braze.tensor([[1.0], [1.0]])
+    try:
+        mixed_precision.set_global_policy("mixed_bfloat16")
+        assert mixed_precision.global_policy().compute_dtype == "bfloat16"
+        assert (x @ w).numpy()[0, 0] == 2.0  # 1 + 2^-8 rounded to 1
+    finally:
+        mixed_precision.set_global_policy("float32")
+    assert (x @ w).numpy()[0, 0] == np.float32(2.00390625)
+    with pytest.raises(ValueError, match="mixed_float16"):
+        mixed_precision.set_global_policy("mixed_float16")

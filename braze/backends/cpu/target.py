@@ -111,6 +111,13 @@ class CpuTarget:
         return self.vector_bytes_for(itemsize) // itemsize
 
     @property
+    def bfloat16_dot(self) -> bool:
+        """Whether generated code may use AVX512-BF16's ``vdpbf16ps`` (pairs of bfloat16
+        products summed into float32 lanes); without it, bfloat16 is converted and
+        multiplied in float32."""
+        return "avx512_bf16" in self.features
+
+    @property
     def alignment(self) -> int:
         """Bytes every buffer of a kernel starts at: a cache line, which also aligns the
         widest vector loads."""
@@ -130,6 +137,7 @@ class CpuTarget:
             f"{self.cpu}: {self.level} ({self.vector_bytes * 8}-bit vectors, {self.vector_registers} vector "
             f"registers), {self.cores} core{'s' if self.cores != 1 else ''}, L1d {self.l1d_bytes // kib} KiB, "
             f"L2 {self.l2_bytes // kib} KiB, L3 {self.l3_bytes // kib // kib} MiB"
+            + (", bfloat16 dot products" if self.bfloat16_dot else "")
         )
 
 
