@@ -261,3 +261,78 @@ def test_keras_mixed_bfloat16_policy_turns_autocast_on_for_the_program():
     assert (x @ w).numpy()[0, 0] == np.float32(2.00390625)
     with pytest.raises(ValueError, match="mixed_float16"):
         mixed_precision.set_global_policy("mixed_float16")
+
+
+# (lhs shape, rhs shape, lhs contracting, rhs contracting): odd and even depths, columns
+# that fill no whole vector, and each operand transposed (a dense layer's two gradients).
+PRODUCTS = [
+    ((37, 23), (23, 40), 1, 0),
+    ((5, 64), (64, 16), 1, 0),
+    ((23, 37), (23, 9), 0, 0),
+    ((8, 31), (130, 31), 1, 1),
+]
+
+
+@pytest.mark.skipif(not cpu.available(), reason="no C compiler")
+@pytest.mark.parametrize("target", runnable_targets())
+def test_bfloat16_matrix_products_accumulate_in_float32_on_every_target(target, tmp_path, monkeypatch):
+    """Compiled from the bfloat16 operands (with vdpbf16ps where the target has it), within
+    float32 accumulation of K exact products (and the instruction's flush of subnormal
+    products, below 2^-126 each) of the float64 product."""
+    from braze.backends.cpu.compiler import find_compiler
+    from braze.ir.text import parse_graph
+
+    monkeypatch.setenv("BRAZE_DUMP", str(tmp_path / "dump"))
+    rng = np.random.default_rng(6)
+    for lhs, rhs, lc, rc in PRODUCTS:
+        m, n = lhs[1 - lc], rhs[1 - rc]
+        dims = f"lhs_batch=(), lhs_contracting=({lc},), rhs_batch=(), rhs_contracting=({rc},)"
+        graph = parse_graph(
+            f"""graph(%0: bf16[{lhs[0]},{lhs[1]}], %1: bf16[{rhs[0]},{rhs[1]}]) {{
+  %2 = dot_general(%0, %1) {{{dims}}} : f32[{m},{n}]
+  return (%2)
+}}"""
+        )
+        optimized = cpu.optimize(graph, verify=True)
+        (product,) = _products(optimized)
+        assert all(i.dtype is braze.bfloat16 for i in product.inputs)
+        a, b = (to_bfloat16(rng.standard_normal(s).astype(np.float32)) for s in (lhs, rhs))
+        (got,) = cpu.compile_graph(optimized, cpu.DiskCache(tmp_path / "cache"), target)([a, b])
+        wa, wb = from_bfloat16(a).astype(np.float64), from_bfloat16(b).astype(np.float64)
+        wa, wb = (wa if lc == 1 else wa.T), (wb if rc == 0 else wb.T)
+        k = wa.shape[1]
+        bound = k * F32 * (np.abs(wa) @ np.abs(wb)) + k * 2.0**-126
+        assert got.dtype == np.float32 and got.shape == (m, n)
+        assert (np.abs(got - wa @ wb) <= bound).all()
+    sources = "".join(p.read_text() for p in (tmp_path / "dump").rglob("*.c"))
+    assert "braze_from_bf16(in" in sources or "_mm512_dpbf16_ps" in sources  # read as bfloat16
+    assert ("_mm512_dpbf16_ps" in sources) == find_compiler(target).target.bfloat16_dot
+
+
+def _products(graph) -> list:
+    """The dot_generals inside the fused kernels of an optimized graph."""
+    return [
+        inner
+        for node in graph.nodes()
+        if node.op.name == "fusion"
+        for inner in node.attr("computation").nodes()
+        if inner.op.name == "dot_general"
+    ]
+
+
+@pytest.mark.skipif(not cpu.available(), reason="no C compiler")
+def test_autocast_products_read_the_bfloat16_operands():
+    """What autocast records (float32 products of rounded values) compiles to products of
+    the bfloat16 values themselves, forward and in both gradients."""
+    from braze.lazy import explain
+
+    def step(x, w):
+        with braze.autocast():
+            return braze.grad(lambda a, b: ((a @ b) ** 2).sum(), argnums=(0, 1))(x, w)
+
+    rng = np.random.default_rng(7)
+    x, w = rng.standard_normal((32, 24)).astype(np.float32), rng.standard_normal((24, 40)).astype(np.float32)
+    report = explain(step, braze.tensor(x, device=braze.LAZY_CPU), braze.tensor(w, device=braze.LAZY_CPU))
+    products = _products(report.optimized)
+    assert len(products) == 3
+    assert all(i.dtype is braze.bfloat16 for p in products for i in p.inputs)

@@ -8,7 +8,7 @@ from braze.ir.errors import ShapeError
 from braze.ir.prims import linalg
 from braze.ir.prims.checks import fmt_shape
 from braze.ops.autocast import rounded
-from braze.ops.core import as_tensor, broadcast_shapes, broadcast_to, check_compatible
+from braze.ops.core import as_tensor, astype, broadcast_shapes, broadcast_to, check_compatible
 from braze.ops.shape import reshape
 from braze.tensor import Tensor, user_error
 
@@ -51,7 +51,7 @@ def matmul(x: Any, y: Any) -> Tensor:
         out = reshape(out, out.shape[:-2] + out.shape[-1:])
     if b.ndim == 1:
         out = reshape(out, out.shape[:-1])
-    return rounded(out)
+    return rounded(astype(out, a.dtype))  # bfloat16 operands accumulate in float32, then round once
 
 
 def _same_dtype(x: Any, y: Any) -> tuple[Tensor, Tensor]:

@@ -73,6 +73,12 @@ class FusionPolicy:
             return source.op.category is Category.PARAMETER or source.op is constant or splat_value(source) is not None
         return False
 
+    def contracts_bfloat16(self, node: Node) -> bool:
+        """Whether the backend's kernel for contraction ``node``, on bfloat16 operands with
+        a float32 result, multiplies them as bfloat16 (else the operands are converted to
+        float32 first: see ``passes/bfloat16.py``)."""
+        return False
+
     def reads_buffers(self, node: Node) -> bool:
         """Contractions, windowed ops, scans and collectives read their operands from memory."""
         return node.op.category in _READS_BUFFERS

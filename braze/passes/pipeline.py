@@ -42,7 +42,7 @@ def passes(
     """The pipeline for a backend's fusion ``policy`` and buffer ``alignment``
     (``fusion=False``: every op left a kernel of its own)."""
     return (
-        ("normalize_bfloat16", normalize_bfloat16),
+        ("normalize_bfloat16", functools.partial(normalize_bfloat16, contracts=policy.contracts_bfloat16)),
         ("simplify", simplify),
         ("cse", cse),
         ("fold", fold),

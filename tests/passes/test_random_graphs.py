@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
-from random_graphs import graphs, random_args
+from random_graphs import assert_matches_reference, graphs, random_args
 
 from braze.backends.reference.interpreter import evaluate
+from braze.ir.dtypes import bfloat16
 from braze.passes import pipeline
 
 
@@ -16,6 +17,12 @@ from braze.passes import pipeline
 def test_pipeline_preserves_semantics(graph):
     args = random_args(graph, seed=1)
     optimized, _ = pipeline.run(graph, verify=True)
+    if graph.params[0].aval.dtype is bfloat16:
+        # Computed in float32 in another order (BLAS's blocking follows its operands'
+        # alignment), a value may round to the neighbouring bfloat16, and what reads it
+        # amplifies that: the allowance of the compiled backends' random graphs.
+        assert_matches_reference(graph, lambda a: evaluate(optimized, a), {"bfloat16": 2**-7})
+        return
     expected = evaluate(graph, args)
     got = evaluate(optimized, args)
     for e, g in zip(expected, got, strict=True):

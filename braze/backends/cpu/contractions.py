@@ -29,6 +29,7 @@ from braze.backends.cpu.loops import (
 )
 from braze.backends.cpu.target import CpuTarget
 from braze.backends.cstyle import Index, c_type
+from braze.ir.dtypes import bfloat16
 from braze.ir.graph import Graph, Node
 from braze.ir.primitive import Category
 from braze.ir.prims.conv import conv, conv_grad_filter, conv_grad_input
@@ -63,7 +64,13 @@ def emit_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node) ->
     xs, ys = strides(x.shape), strides(y.shape)
     if not lb and len(lc) == len(lf) == len(rf) == 1 and root.dtype.is_float and y.shape[rf[0]] >= 8:
         lhs, rhs = (a, xs[lf[0]], xs[lc[0]]), (b, ys[rc[0]], ys[rf[0]])
-        _tiled_dot(em, computation, outputs, root, lhs, rhs, x.shape[lc[0]])
+        if x.dtype is bfloat16 and em.target.bfloat16_dot:
+            from braze.backends.cpu.bf16_dot import emit_bfloat16_dot  # it builds on this module
+
+            emit_bfloat16_dot(em, computation, outputs, root, lhs, rhs, x.shape[lc[0]])
+        else:  # bfloat16 without the instruction: widened to float32 as it is read
+            widen = "braze_from_bf16" if x.dtype is bfloat16 else ""
+            _tiled_dot(em, computation, outputs, root, lhs, rhs, x.shape[lc[0]], widen)
         return
     batch = [f"b{i}" for i in range(len(lb))]
     rows = [f"m{i}" for i in range(len(lf))]
@@ -159,12 +166,16 @@ def register_tile(em: Emitter, rows: int, vectors: int, work: int, share: float 
     return tiles[em.choice("register tile", len(tiles), work)]
 
 
-def _tiled_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node, lhs, rhs, depth: int) -> None:
+def _tiled_dot(
+    em: Emitter, computation: Graph, outputs: list[str], root: Node, lhs, rhs, depth: int, widen: str = ""
+) -> None:
     """A matrix product C[m, n] = sum over k of A[m, k] B[k, n] (``lhs``: A's buffer and its
     row and k strides; ``rhs``: B's buffer and its k and column strides) in register tiles
     of rows times vectors of columns chosen by register_tile. B is first laid out with
     contiguous rows padded to whole vectors (kept between calls, so the padding stays
-    zero), whatever its layout was (W or W transposed in a dense layer's gradients)."""
+    zero), whatever its layout was (W or W transposed in a dense layer's gradients).
+    ``widen`` names the function that converts an operand's stored element to the result's
+    type (bfloat16 operands of a float32 product), where they differ."""
     a, a_row, a_k = lhs
     b, b_k, b_col = rhs
     rows, n = root.shape
@@ -172,12 +183,12 @@ def _tiled_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node, 
     lanes = em.target.lanes(root.dtype.itemsize)
     width = -(-n // lanes) * lanes
     packed = b
-    if b_col != 1 or width != n:
+    if b_col != 1 or width != n or widen:
         packed = "bpack"
         em.scratch_buffer(t, "bpack", depth * width)
         open_loop(em, "k", depth)
         open_loop(em, "j", n)
-        em.emit(f"bpack[k * {width} + j] = {b}[k * {b_k} + j * {b_col}];")
+        em.emit(f"bpack[k * {width} + j] = {widen}({b}[k * {b_k} + j * {b_col}]);")
         close_loops(em, 2)
     vectors = width // lanes
     tile_rows, tile_vectors = register_tile(em, rows, vectors, rows * n * depth)
@@ -200,7 +211,7 @@ def _tiled_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node, 
                 tile_rows,
                 chunk,
                 f"{packed} + k * {width} + q0 * {lanes}",
-                lambda i: f"{a}[(m0 + {i}) * {a_row} + k * {a_k}]",
+                lambda i: f"{widen}({a}[(m0 + {i}) * {a_row} + k * {a_k}])",
             )
             close_loops(em, 1)
             em.emit(
@@ -215,14 +226,14 @@ def _tiled_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node, 
             em.pop()
             em.emit("}")
 
-        _tiles(em, "qb", vectors, tile_vectors, column_chunk)
+        tiles(em, "qb", vectors, tile_vectors, column_chunk)
         em.pop()
         em.emit("}")
 
     pragma = contraction_pragma(rows * n * depth, rows // tile_rows)
     if pragma:
         em.emit(pragma)
-    _tiles(em, "mb", rows, tile_rows, row_tile)
+    tiles(em, "mb", rows, tile_rows, row_tile)
 
 
 def _conv_geometry(root: Node) -> tuple[int, int, int, int, int, int]:
@@ -231,7 +242,7 @@ def _conv_geometry(root: Node) -> tuple[int, int, int, int, int, int]:
     return sh, sw, pt, pl, dh, dw
 
 
-def _tiles(em: Emitter, name: str, total: int, tile: int, body: Callable[[int, str], None]) -> None:
+def tiles(em: Emitter, name: str, total: int, tile: int, body: Callable[[int, str], None]) -> None:
     """Full tiles of ``tile`` over [0, total) in a loop, then the remainder: every tile's
     width is a compile-time constant, so its accumulators can live in registers."""
     full = total - total % tile
@@ -418,7 +429,7 @@ def _direct_conv(p: _Conv, w_hwoi: str | None = None, live_rows: tuple[int, int]
             # then written past the cache.
             em.emit(f"float staged[{width}][{o}] __attribute__((aligned(64)));")
         if vectors:
-            _tiles(em, "qb", vectors, chunk, lambda count, first: channel_chunk(width, count, first))
+            tiles(em, "qb", vectors, chunk, lambda count, first: channel_chunk(width, count, first))
         else:
             em.emit(f"{t} acc{f'[{width}][{o}]' if wide else f'[{o}][{width}]'};")
             em.emit("memset(acc, 0, sizeof(acc));")
@@ -439,7 +450,7 @@ def _direct_conv(p: _Conv, w_hwoi: str | None = None, live_rows: tuple[int, int]
         em.pop()
         em.emit("}")
 
-    _tiles(em, "xb", ow, tile, block)
+    tiles(em, "xb", ow, tile, block)
     close_loops(em, 2)
     close_parallel(em, fenced=streamed)
 
@@ -655,7 +666,7 @@ def _blocked_filter_grad(p: _Conv) -> None:
         em.pop()
         em.emit("}")
 
-    _tiles(em, "cb", c, block, channels)
+    tiles(em, "cb", c, block, channels)
     close_loops(em, 2)
 
 
@@ -716,12 +727,12 @@ def _split_filter_grad(p: _Conv) -> None:
         em.pop()
         em.emit("}")
 
-    _tiles(
+    tiles(
         em,
         "rb",
         kw * c,
         tile,
-        lambda width, start: _tiles(em, "qb", o // lanes, chunk, lambda count, first: taps(width, start, count, first)),
+        lambda width, start: tiles(em, "qb", o // lanes, chunk, lambda count, first: taps(width, start, count, first)),
     )
     close_loops(em, 3)
     pragma = parallel_pragma(size, kh)
@@ -798,7 +809,7 @@ def _row_filter_grad(p: _Conv) -> None:
         em.pop()
         em.emit("}")
 
-    _tiles(em, "kg", taps, -(-taps // groups), group)
+    tiles(em, "kg", taps, -(-taps // groups), group)
     close_loops(em, 1)
     open_loop(em, "a", kh)
     open_loop(em, "b", kw)

@@ -12,7 +12,7 @@ from braze.backends.cstyle import CEmitter
 from braze.ir.graph import Node
 from braze.ir.primitive import Primitive
 
-_C_SIZES = {"float": 4, "double": 8, "int32_t": 4, "int64_t": 8}
+_C_SIZES = {"float": 4, "double": 8, "int32_t": 4, "int64_t": 8, "uint16_t": 2}
 # Below this many multiply-adds a kernel's tiling choices are not timed: they differ by
 # microseconds, less than timing them costs (every op-table and fuzzer shape is below it).
 AUTOTUNE_MIN_WORK = 1 << 21
@@ -37,6 +37,7 @@ class Emitter(CEmitter):
         self.choices = 0
         self.menu_work = 0  # the multiply-adds of the biggest choice offered
         self.scratch: list[tuple[str, str, int, bool]] = []  # (C type, name, bytes, per thread)
+        self.preamble: list[str] = []  # top-level C the kernel's function needs before it (guarded)
 
     def scratch_buffer(self, ctype: str, name: str, count: int, per_thread: bool = False) -> None:
         """``name``: a scratch array of ``count`` elements (that many per thread when

@@ -237,7 +237,8 @@ def emit_kernel(
     branchy = any(line.lstrip().startswith(("if (", "} else")) for line in em.lines)
     attribute = '__attribute__((optimize("no-tree-loop-if-convert"))) ' if branchy else ""
     head = f"{C.kernel} void {name}({', '.join(params) or 'void'})"
-    return KernelSource(f"{head};", f"{attribute}{head} {{\n{body}\n}}\n", em.scratch, em.menu, em.menu_work)
+    definition = "".join(em.preamble) + f"{attribute}{head} {{\n{body}\n}}\n"
+    return KernelSource(f"{head};", definition, em.scratch, em.menu, em.menu_work)
 
 
 def _writes_in_place_safely(kernel: Node, parameter_index: int, graph: Graph, position: dict[int, int]) -> bool:

@@ -3,6 +3,7 @@ target-independent policy would fuse (XLA's ``CpuInstructionFusion::ShouldFuse``
 
 from __future__ import annotations
 
+from braze.backends.cpu.bf16_dot import reads_bfloat16
 from braze.ir.graph import Node
 from braze.ir.prims.structural import rev
 from braze.passes.fusion_policy import Decision, FusionPolicy, no
@@ -20,6 +21,9 @@ class CpuFusionPolicy(FusionPolicy):
                 f"{producer.op} {producer.aval}: reductions read reversed axes from memory, never through a fused rev"
             )
         return super().should_fuse(producer, members, kind, readers_in_group)
+
+    def contracts_bfloat16(self, node: Node) -> bool:
+        return reads_bfloat16(node)
 
     def epilogue_sum(self, root: Node, last: Node, users: list[Node]) -> Node | None:
         if last.shape[-1] > MAX_SUMMED_CHANNELS:

@@ -115,7 +115,7 @@ class CpuTarget:
         """Whether generated code may use AVX512-BF16's ``vdpbf16ps`` (pairs of bfloat16
         products summed into float32 lanes); without it, bfloat16 is converted and
         multiplied in float32."""
-        return "avx512_bf16" in self.features
+        return "avx512_bf16" in self.features and self.vector_bytes == 64
 
     @property
     def alignment(self) -> int:

@@ -4,6 +4,10 @@ The output's dimensions are the batch dimensions, then the lhs free dimensions, 
 free dimensions, each in operand order. Its transposes are again dot_generals followed by a
 transpose that puts the contracted result back in the operand's layout; being bilinear, its
 JVP is the product rule.
+
+On bfloat16 operands it accumulates in float32 and returns float32 (``vdpbf16ps``'s
+contract, and XLA's dot with a float32 ``preferred_element_type``): a bfloat16 product is
+exact in float32, so only the accumulation rounds.
 """
 
 from __future__ import annotations
@@ -12,9 +16,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from braze.ir.dtypes import bfloat16, float32
 from braze.ir.errors import ShapeError
 from braze.ir.primitive import Aval, Category, Primitive, register
-from braze.ir.prims import checks, derived, structural
+from braze.ir.prims import checks, derived, elementwise, structural
 from braze.ir.prims.checks import fmt_shape
 
 ATTRS = ("lhs_contracting", "rhs_contracting", "lhs_batch", "rhs_batch")
@@ -41,7 +46,7 @@ def _rule(x: Aval, y: Aval, *, lhs_contracting, rhs_contracting, lhs_batch, rhs_
         + tuple(x.shape[d] for d in free_dims(x.ndim, lhs_contracting, lhs_batch))
         + tuple(y.shape[d] for d in free_dims(y.ndim, rhs_contracting, rhs_batch))
     )
-    return Aval(shape, x.dtype)
+    return Aval(shape, float32 if x.dtype is bfloat16 else x.dtype)
 
 
 def _impl(x: np.ndarray, y: np.ndarray, *, lhs_contracting, rhs_contracting, lhs_batch, rhs_batch):
@@ -62,7 +67,8 @@ def _argsort(axes: Sequence[int]) -> tuple[int, ...]:
 
 
 def _transpose_lhs(g, x, y, *, lhs_contracting, rhs_contracting, lhs_batch, rhs_batch, ans_lhs_first):
-    """Cotangent of the lhs: contract g's rhs-free part with y's free dims, then reorder."""
+    """Cotangent of the lhs: contract g's rhs-free part with y's free dims, then reorder
+    (on bfloat16 operands, with g rounded to bfloat16 and the cotangent too)."""
     x_free = free_dims(len(x.shape), lhs_contracting, lhs_batch)
     y_free = free_dims(len(y.shape), rhs_contracting, rhs_batch)
     nb = len(lhs_batch)
@@ -70,6 +76,8 @@ def _transpose_lhs(g, x, y, *, lhs_contracting, rhs_contracting, lhs_batch, rhs_
         g_y_free = tuple(range(nb + len(x_free), nb + len(x_free) + len(y_free)))
     else:
         g_y_free = tuple(range(nb, nb + len(y_free)))
+    if y.dtype is bfloat16:
+        g = elementwise.convert.bind(g, dtype=bfloat16)
     result = dot_general.bind(
         g,
         y,
@@ -81,6 +89,8 @@ def _transpose_lhs(g, x, y, *, lhs_contracting, rhs_contracting, lhs_batch, rhs_
     order = _argsort(rhs_contracting)
     layout = [*lhs_batch, *x_free, *(lhs_contracting[i] for i in order)]
     permutation = _argsort(layout)
+    if x.dtype is bfloat16:
+        result = elementwise.convert.bind(result, dtype=bfloat16)
     if permutation == tuple(range(len(permutation))):
         return result
     return structural.transpose.bind(result, permutation=permutation)

@@ -1,0 +1,121 @@
+"""Matrix products of bfloat16 operands accumulated in float32 (what ``autocast`` records).
+
+With AVX512-BF16 (``target.bfloat16_dot``) the register tile multiplies with
+``vdpbf16ps``: each instruction takes 16 pairs of bfloat16 from B (two consecutive k of
+one column side by side) and one pair of A broadcast, adding both products into each
+float32 lane, twice the multiply-adds of a float32 FMA. B is packed once per call in that
+pair layout, its columns padded to whole vectors and an odd depth padded with a zero k
+(the scratch buffer's padding stays zero between calls). Without the instruction the
+operands are widened to float32 as they are read and packed, and multiplied as float32:
+the same values (a product of two bfloat16 is exact in float32), half the bytes read.
+
+``vdpbf16ps`` treats subnormal inputs and results as zero (DAZ, FTZ), a difference of at
+most 2^-126 per product from a float32 product of the same values.
+"""
+
+from __future__ import annotations
+
+from braze.backends.cpu import contractions
+from braze.backends.cpu.elemental import Emitter
+from braze.backends.cpu.loops import close_loops, contraction_pragma, open_loop, store_results
+from braze.backends.cstyle import Index
+from braze.ir.dtypes import bfloat16
+from braze.ir.graph import Graph, Node
+from braze.ir.prims.linalg import dot_general
+
+LANES = 16  # float32 lanes of the 512-bit vectors vdpbf16ps works on
+
+# Declared before the first kernel that uses it (a library without such a kernel does not
+# pay for parsing <immintrin.h>).
+_HELPER = """\
+#ifndef BRAZE_DPBF16
+#define BRAZE_DPBF16
+#include <immintrin.h>
+static inline braze_vf32 braze_dpbf16(braze_vf32 acc, uint32_t pair, __m512bh w) {
+  return (braze_vf32)_mm512_dpbf16_ps((__m512)acc, (__m512bh)_mm512_set1_epi32((int)pair), w);
+}
+#endif
+"""
+
+
+def reads_bfloat16(node: Node) -> bool:
+    """Whether the CPU computes contraction ``node`` from bfloat16 operands: a 2-D matrix
+    product (one contracting axis, no batch) with at least 8 columns, the tiled kernel's
+    case."""
+    if node.op is not dot_general or node.attr("lhs_batch") or len(node.attr("lhs_contracting")) != 1:
+        return False
+    x, y = node.inputs
+    return x.aval.ndim == 2 and y.aval.ndim == 2 and node.shape[1] >= 8
+
+
+def emit_bfloat16_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node, lhs, rhs, depth: int) -> None:
+    """C[m, n] = sum over k of A[m, k] B[k, n] on bfloat16 ``lhs`` (buffer, row stride, k
+    stride) and ``rhs`` (buffer, k stride, column stride), as contractions' tiled dot."""
+    assert all(i.dtype is bfloat16 for i in root.inputs) and em.target.bfloat16_dot
+    em.preamble.append(_HELPER)
+    a, a_row, a_k = lhs
+    b, b_k, b_col = rhs
+    rows, n = root.shape
+    width = -(-n // LANES) * LANES
+    pairs = -(-depth // 2)
+    em.scratch_buffer("uint16_t", "bpack", pairs * width * 2)
+    open_loop(em, "k", depth)
+    open_loop(em, "j", n)
+    em.emit(f"bpack[((k >> 1) * {width} + j) * 2 + (k & 1)] = {b}[k * {b_k} + j * {b_col}];")
+    close_loops(em, 2)
+    vectors = width // LANES
+    # A pair of operands per multiply-add instruction: the tile of the float32 kernel.
+    tile_rows, tile_vectors = contractions.register_tile(em, rows, vectors, rows * n * depth)
+
+    def pair(i: int, high: bool) -> str:
+        low = f"(uint32_t){a}[(m0 + {i}) * {a_row} + (2 * kp) * {a_k}]"
+        if not high:
+            return low
+        return f"({low} | (uint32_t){a}[(m0 + {i}) * {a_row} + (2 * kp + 1) * {a_k}] << 16)"
+
+    def step(tile: int, chunk: int, high: bool) -> None:
+        for q in range(chunk):
+            em.emit(f"__m512bh w{q};")
+            em.emit(f"memcpy(&w{q}, bpack + (kp * {width} + (q0 + {q}) * {LANES}) * 2, sizeof(w{q}));")
+        for i in range(tile):
+            updates = " ".join(f"acc[{i}][{q}] = braze_dpbf16(acc[{i}][{q}], s, w{q});" for q in range(chunk))
+            em.emit(f"{{ const uint32_t s = {pair(i, high)}; {updates} }}")
+
+    def row_tile(tile: int, start: str) -> None:
+        em.emit("{")
+        em.push()
+        em.emit(f"const int64_t m0 = {start};")
+
+        def column_chunk(chunk: int, first: str) -> None:
+            em.emit("{")
+            em.push()
+            em.emit(f"const int64_t q0 = {first};")
+            em.emit(f"braze_vf32 acc[{tile}][{chunk}];")
+            em.emit("memset(acc, 0, sizeof(acc));")
+            open_loop(em, "kp", depth // 2)
+            step(tile, chunk, True)
+            close_loops(em, 1)
+            if depth % 2:  # the last k alone: its pair's upper half (and B's) is zero
+                em.emit(f"{{ const int64_t kp = {depth // 2};")
+                step(tile, chunk, False)
+                em.emit("}")
+            em.emit(
+                f"const int64_t columns = {n} - q0 * {LANES} < {chunk * LANES} ? {n} - q0 * {LANES} : {chunk * LANES};"
+            )
+            open_loop(em, "i", tile)
+            open_loop(em, "jj", "columns")
+            em.emit(f"const int64_t m = m0 + i, col = q0 * {LANES} + jj;")
+            value = f"((const float*)acc)[i * {chunk * LANES} + jj]"
+            store_results(em, computation, outputs, root, Index(root.shape, ("m", "col")), value)
+            close_loops(em, 2)
+            em.pop()
+            em.emit("}")
+
+        contractions.tiles(em, "qb", vectors, tile_vectors, column_chunk)
+        em.pop()
+        em.emit("}")
+
+    pragma = contraction_pragma(rows * n * depth, rows // tile_rows)
+    if pragma:
+        em.emit(pragma)
+    contractions.tiles(em, "mb", rows, tile_rows, row_tile)
