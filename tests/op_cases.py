@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import braze
+from braze.ir.dtypes import as_dtype, storage_array
 from braze.ir.prims.collectives import all_reduce
 from braze.ir.prims.indexing import scatter_add
 
@@ -30,12 +31,12 @@ class Arg:
     def make(self, rng: np.random.Generator, dtype_override: str | None = None) -> np.ndarray:
         dtype = dtype_override if dtype_override and self.dtype.startswith("float") else self.dtype
         if self.values:
-            return np.array(self.values, dtype).reshape(self.shape)
+            return storage_array(self.values, as_dtype(dtype)).reshape(self.shape)
         if dtype == "bool":
             return rng.random(self.shape) < 0.5
         if dtype.startswith("int"):
             return rng.integers(int(self.low), int(self.high), self.shape).astype(dtype)
-        return rng.uniform(self.low, self.high, self.shape).astype(dtype)
+        return storage_array(rng.uniform(self.low, self.high, self.shape), as_dtype(dtype))
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from braze.ir.prims.fusion import fusion
 from braze.runtime.backend import backend_named, missing_lowerings, register_lowering, withdraw_lowerings
 
 requires_compiler = pytest.mark.skipif(not cpu.available(), reason="no C compiler")
+FLOATS = ["float32", "float64"]  # NumPy's own: the row's reference is its NumPy twin
 BACKENDS = [
     pytest.param("reference"),
     pytest.param("cpu", marks=requires_compiler),
@@ -89,7 +90,7 @@ def test_declared_once_it_is_lowered_everywhere(softplus):
 
 
 @pytest.mark.parametrize("device", ["cpu", pytest.param("gpu", marks=requires_gpu_runtime)])
-@pytest.mark.parametrize("dtype", list(TOLERANCE))
+@pytest.mark.parametrize("dtype", FLOATS)
 def test_eager(row, device, dtype):
     arrays = row.inputs(dtype)
     out = row.fn(braze.tensor(arrays[0], device=device))
@@ -98,7 +99,7 @@ def test_eager(row, device, dtype):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("dtype", list(TOLERANCE))
+@pytest.mark.parametrize("dtype", FLOATS)
 def test_lazy(row, backend, dtype, monkeypatch, tmp_path):
     device = _on(backend, monkeypatch, tmp_path, lazy_device=True)
     arrays = row.inputs(dtype)
@@ -122,7 +123,7 @@ def test_jit(row, softplus, backend, monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("dtype", list(TOLERANCE))
+@pytest.mark.parametrize("dtype", FLOATS)
 def test_fused(row, softplus, backend, dtype, tmp_path, monkeypatch):
     monkeypatch.setenv("BRAZE_CACHE", str(tmp_path))
     compiler = backend_named(backend)
@@ -145,7 +146,7 @@ def test_gradient_matches_finite_differences(row):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("dtype", list(TOLERANCE))
+@pytest.mark.parametrize("dtype", FLOATS)
 def test_compiled_value_and_gradient(row, backend, dtype, tmp_path, monkeypatch):
     """The traced value and gradient graphs, compiled by ``backend``, agree with the
     reference interpreter (whose gradient the finite differences check)."""
