@@ -2,6 +2,7 @@
 the same synthetic batches, measured in one run on this machine.
 
     python benchmarks/bench_step.py [--workloads lenet,cnn,resnet,gpt,gpt-wide] [--peers-python PYTHON] [--busy 1]
+                                    [--autocast bf16]
 
 Each braze mode runs in a fresh process with an empty kernel cache, so its first step
 includes tracing and the C compiler; the jit mode then runs once more in a new process
@@ -17,6 +18,10 @@ machine.
 ``torch.compile`` on the same GPU (``torch-cuda``). Without a GPU it says so and measures
 nothing, unless ``BRAZE_GPU_ALLOW_CPU=1`` lets a CPU OpenCL device stand in (its rows are
 labelled: they are no GPU number); ``--batch-size`` then keeps a simulated step short.
+
+``--autocast bf16`` measures every braze mode a second time under ``braze.autocast`` and
+PyTorch's modes under ``torch.autocast("cpu", dtype=torch.bfloat16)`` as well, in the same
+run, so the float32 and mixed-precision rows are comparable.
 """
 
 from __future__ import annotations
@@ -51,8 +56,11 @@ def gpu_device() -> tuple[str | None, str]:
     return f"NOT A GPU: {info.name}, a CPU OpenCL device standing in for one (BRAZE_GPU_ALLOW_CPU=1)", ""
 
 
-def measure_braze(workload: str, mode: str, steps: int, kind: str = "cpu", batch: int | None = None) -> dict:
-    """One braze mode on device ``kind``, in this process: (first step, median of ``steps`` steps)."""
+def measure_braze(
+    workload: str, mode: str, steps: int, kind: str = "cpu", batch: int | None = None, autocast: bool = False
+) -> dict:
+    """One braze mode on device ``kind``, in this process: (first step, median of ``steps``
+    steps), under ``braze.autocast("bfloat16")`` when ``autocast``."""
     from peers import peak_rss_mb, time_step
 
     import braze
@@ -71,11 +79,12 @@ def measure_braze(workload: str, mode: str, steps: int, kind: str = "cpu", batch
         def step() -> float:
             return work.step(x, y).item()
 
-    first, median_ms, loss = time_step(step, steps)
+    with braze.autocast("bfloat16", enabled=autocast):
+        first, median_ms, loss = time_step(step, steps)
     return {
         "workload": workload,
         "framework": "braze",
-        "mode": mode,
+        "mode": f"{mode} bf16 autocast" if autocast else mode,
         "median_ms": median_ms,
         "first_step_s": first,
         "version": braze.__version__,
@@ -86,9 +95,12 @@ def measure_braze(workload: str, mode: str, steps: int, kind: str = "cpu", batch
     }
 
 
-def run_braze(workload: str, mode: str, steps: int, cache: str, args: argparse.Namespace) -> dict:
+def run_braze(
+    workload: str, mode: str, steps: int, cache: str, args: argparse.Namespace, autocast: bool = False
+) -> dict:
     command = [sys.executable, __file__, "--measure", workload, mode, "--steps", str(steps), "--device", args.device]
     command += ["--batch-size", str(args.batch_size)] if args.batch_size else []
+    command += ["--autocast", "bf16"] if autocast else []
     env = dict(os.environ, BRAZE_CACHE=cache)
     output = subprocess.run(command, capture_output=True, text=True, env=env, check=True).stdout
     return json.loads(output.strip().splitlines()[-1])
@@ -126,12 +138,21 @@ def main() -> int:
     parser.add_argument(
         "--busy", type=int, default=0, metavar="N", help="run everything beside N processes that spin on a core"
     )
+    parser.add_argument(
+        "--autocast",
+        choices=("bf16",),
+        default=None,
+        help="also measure braze under braze.autocast and PyTorch under torch.autocast (bfloat16)",
+    )
     parser.add_argument("--measure", nargs=2, metavar=("WORKLOAD", "MODE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
         workload, mode = args.measure
-        print(json.dumps(measure_braze(workload, mode, args.steps or STEPS[workload], args.device, args.batch_size)))
+        steps = args.steps or STEPS[workload]
+        print(json.dumps(measure_braze(workload, mode, steps, args.device, args.batch_size, args.autocast == "bf16")))
         return 0
+    if args.autocast:
+        os.environ["BRAZE_PEERS_AUTOCAST"] = args.autocast  # read by the PyTorch peer's modes
     from peers import machine_info, run_peers
 
     from braze.backends.cpu.compiler import find_compiler
@@ -167,17 +188,18 @@ def main() -> int:
 
 def measure_all(args: argparse.Namespace, run_peers) -> list[dict]:
     rows = []
+    precisions = (False, True) if args.autocast else (False,)
     for workload in args.workloads.split(","):
         steps = args.steps or STEPS[workload]
-        for mode in MODES[args.device]:
+        for mode, autocast in ((m, a) for m in MODES[args.device] for a in precisions):
             with tempfile.TemporaryDirectory(prefix="braze-bench-cache-") as cache:
-                row = run_braze(workload, mode, steps, cache, args)
+                row = run_braze(workload, mode, steps, cache, args, autocast)
                 print(
-                    f"braze {mode} {workload}: {row['median_ms']:.1f} ms/step, first step {row['first_step_s']:.2f} s",
+                    f"braze {row['mode']} {workload}: {row['median_ms']:.1f} ms/step, first step {row['first_step_s']:.2f} s",
                     file=sys.stderr,
                 )
                 rows.append(row)
-                if mode == MODES[args.device][-1]:
+                if mode == MODES[args.device][-1] and not autocast:
                     warm = run_braze(workload, mode, steps, cache, args)
                     rows.append(dict(warm, mode=f"{mode} (warm disk cache)"))
         frameworks = [f for f in (args.frameworks or PEERS[args.device]).split(",") if f]

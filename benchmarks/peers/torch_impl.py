@@ -20,7 +20,9 @@ from .gpt_common import SPECS as GPT_SPECS
 from .torch_gpt import make_gpt_step
 from .torch_resnet import resnet20
 
-MODES = ("eager", "compile")
+# bench_step.py --autocast bf16: each mode also under torch.autocast("cpu", dtype=torch.bfloat16).
+AUTOCAST = os.environ.get("BRAZE_PEERS_AUTOCAST") == "bf16"
+MODES = ("eager", "compile", *(("eager bf16 autocast", "compile bf16 autocast") if AUTOCAST else ()))
 THREADS = 2
 
 
@@ -91,7 +93,10 @@ def make_step(name: str, mode: str = "eager", device: str = "cpu") -> tuple[Call
     _cold_inductor_cache()
     if mode not in MODES:
         raise ValueError(f"torch modes are {MODES}, not {mode!r}")
+    mode, autocast = mode.removesuffix(" bf16 autocast"), mode.endswith(" bf16 autocast")
     if name in GPT_SPECS:
+        if autocast:
+            raise ValueError("the GPT step is not measured under autocast")
         return make_gpt_step(name, mode, THREADS, device)
     torch.set_num_threads(THREADS)
     torch.manual_seed(0)
@@ -120,7 +125,8 @@ def make_step(name: str, mode: str = "eager", device: str = "cpu") -> tuple[Call
 
     def train_step():
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x))
+        with torch.autocast(on.type, dtype=torch.bfloat16, enabled=autocast):  # PyTorch's recipe: forward only
+            loss = loss_fn(model(x))
         loss.backward()
         opt.step()
         return loss.detach()
@@ -135,4 +141,5 @@ def make_step(name: str, mode: str = "eager", device: str = "cpu") -> tuple[Call
         return float(train_step())  # .item() waits for the step, on the CPU or the GPU
 
     where = f"on {torch.cuda.get_device_name(on)}" if on.type == "cuda" else f"{THREADS} threads"
-    return step, f"{what}, NCHW, {where}"
+    precision = ", torch.autocast bfloat16" if autocast else ""
+    return step, f"{what}, NCHW, {where}{precision}"
