@@ -194,10 +194,8 @@ def measure_all(args: argparse.Namespace, run_peers) -> list[dict]:
         for mode, autocast in ((m, a) for m in MODES[args.device] for a in precisions):
             with tempfile.TemporaryDirectory(prefix="braze-bench-cache-") as cache:
                 row = run_braze(workload, mode, steps, cache, args, autocast)
-                print(
-                    f"braze {row['mode']} {workload}: {row['median_ms']:.1f} ms/step, first step {row['first_step_s']:.2f} s",
-                    file=sys.stderr,
-                )
+                timing = f"{row['median_ms']:.1f} ms/step, first step {row['first_step_s']:.2f} s"
+                print(f"braze {row['mode']} {workload}: {timing}", file=sys.stderr)
                 rows.append(row)
                 if mode == MODES[args.device][-1] and not autocast:
                     warm = run_braze(workload, mode, steps, cache, args)
