@@ -41,9 +41,9 @@ def traced_gradients(case, dtype):
 def assert_matches(got, expected, rtol: float) -> None:
     """Equal shapes and dtypes, values within ``rtol`` relative to the result's scale (sums
     that cancel lose absolute, not relative, precision)."""
-    rtol = rtol if any(a.dtype.kind == "f" for a in expected) else 0
+    rtol = rtol if any(a.dtype.kind == "f" or a.dtype == np.uint16 for a in expected) else 0
     for g, e in zip(got, expected, strict=True):
         assert g.shape == e.shape and g.dtype == e.dtype
-        g, e = (from_bfloat16(a) if a.dtype == np.uint16 else a for a in (g, e))
+        g, e = (from_bfloat16(a) if a.dtype == np.uint16 else a for a in (g, e))  # bfloat16 by value
         scale = float(np.nanmax(np.abs(e), initial=0.0, where=np.isfinite(e))) if e.size else 0.0
         np.testing.assert_allclose(g, e, rtol=rtol, atol=rtol * scale, equal_nan=True)

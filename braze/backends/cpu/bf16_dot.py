@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from braze.backends.cpu import contractions
 from braze.backends.cpu.elemental import Emitter
-from braze.backends.cpu.loops import close_loops, contraction_pragma, open_loop, store_results
-from braze.backends.cstyle import Index
+from braze.backends.cpu.loops import close_loops, open_loop
 from braze.ir.dtypes import bfloat16
 from braze.ir.graph import Graph, Node
 from braze.ir.prims.linalg import dot_general
@@ -64,7 +63,7 @@ def emit_bfloat16_dot(em: Emitter, computation: Graph, outputs: list[str], root:
     em.emit(f"bpack[((k >> 1) * {width} + j) * 2 + (k & 1)] = {b}[k * {b_k} + j * {b_col}];")
     close_loops(em, 2)
     vectors = width // LANES
-    # A pair of operands per multiply-add instruction: the tile of the float32 kernel.
+    # The float32 kernel's register tiles: an accumulator holds 16 columns here too.
     tile_rows, tile_vectors = contractions.register_tile(em, rows, vectors, rows * n * depth)
 
     def pair(i: int, high: bool) -> str:
@@ -74,48 +73,19 @@ def emit_bfloat16_dot(em: Emitter, computation: Graph, outputs: list[str], root:
         return f"({low} | (uint32_t){a}[(m0 + {i}) * {a_row} + (2 * kp + 1) * {a_k}] << 16)"
 
     def step(tile: int, chunk: int, high: bool) -> None:
-        for q in range(chunk):
-            em.emit(f"__m512bh w{q};")
-            em.emit(f"memcpy(&w{q}, bpack + (kp * {width} + (q0 + {q}) * {LANES}) * 2, sizeof(w{q}));")
-        for i in range(tile):
-            updates = " ".join(f"acc[{i}][{q}] = braze_dpbf16(acc[{i}][{q}], s, w{q});" for q in range(chunk))
-            em.emit(f"{{ const uint32_t s = {pair(i, high)}; {updates} }}")
+        weights = f"bpack + (kp * {width} + q0 * {LANES}) * 2"
+        update = "acc[{j}][{q}] = braze_dpbf16(acc[{j}][{q}], s, w{q});"
+        contractions.vector_tile(
+            em, "uint32_t", tile, chunk, weights, lambda i: pair(i, high), ("__m512bh", 2 * LANES), update
+        )
 
-    def row_tile(tile: int, start: str) -> None:
-        em.emit("{")
-        em.push()
-        em.emit(f"const int64_t m0 = {start};")
-
-        def column_chunk(chunk: int, first: str) -> None:
-            em.emit("{")
-            em.push()
-            em.emit(f"const int64_t q0 = {first};")
-            em.emit(f"braze_vf32 acc[{tile}][{chunk}];")
-            em.emit("memset(acc, 0, sizeof(acc));")
-            open_loop(em, "kp", depth // 2)
-            step(tile, chunk, True)
-            close_loops(em, 1)
-            if depth % 2:  # the last k alone: its pair's upper half (and B's) is zero
-                em.emit(f"{{ const int64_t kp = {depth // 2};")
-                step(tile, chunk, False)
-                em.emit("}")
-            em.emit(
-                f"const int64_t columns = {n} - q0 * {LANES} < {chunk * LANES} ? {n} - q0 * {LANES} : {chunk * LANES};"
-            )
-            open_loop(em, "i", tile)
-            open_loop(em, "jj", "columns")
-            em.emit(f"const int64_t m = m0 + i, col = q0 * {LANES} + jj;")
-            value = f"((const float*)acc)[i * {chunk * LANES} + jj]"
-            store_results(em, computation, outputs, root, Index(root.shape, ("m", "col")), value)
-            close_loops(em, 2)
-            em.pop()
+    def accumulate(tile: int, chunk: int) -> None:
+        open_loop(em, "kp", depth // 2)
+        step(tile, chunk, True)
+        close_loops(em, 1)
+        if depth % 2:  # the last k alone: its pair's upper half (and B's) is zero
+            em.emit(f"{{ const int64_t kp = {depth // 2};")
+            step(tile, chunk, False)
             em.emit("}")
 
-        contractions.tiles(em, "qb", vectors, tile_vectors, column_chunk)
-        em.pop()
-        em.emit("}")
-
-    pragma = contraction_pragma(rows * n * depth, rows // tile_rows)
-    if pragma:
-        em.emit(pragma)
-    contractions.tiles(em, "mb", rows, tile_rows, row_tile)
+    contractions.matrix_tiles(em, computation, outputs, root, (tile_rows, tile_vectors), LANES, depth, accumulate)

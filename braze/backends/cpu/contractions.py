@@ -193,6 +193,39 @@ def _tiled_dot(
     vectors = width // lanes
     tile_rows, tile_vectors = register_tile(em, rows, vectors, rows * n * depth)
 
+    def accumulate(tile_rows: int, chunk: int) -> None:
+        open_loop(em, "k", depth)
+        vector_tile(
+            em,
+            t,
+            tile_rows,
+            chunk,
+            f"{packed} + k * {width} + q0 * {lanes}",
+            lambda i: f"{widen}({a}[(m0 + {i}) * {a_row} + k * {a_k}])",
+        )
+        close_loops(em, 1)
+
+    matrix_tiles(em, computation, outputs, root, (tile_rows, tile_vectors), lanes, depth, accumulate)
+
+
+def matrix_tiles(
+    em: Emitter,
+    computation: Graph,
+    outputs: list[str],
+    root: Node,
+    tile: tuple[int, int],
+    lanes: int,
+    depth: int,
+    accumulate: Callable[[int, int], None],
+) -> None:
+    """The loop nest of a matrix product C[m, n] in register tiles of ``tile`` (rows, vectors
+    of ``lanes`` columns): each tile's accumulators ``acc[rows][vectors]`` (vectors of the
+    result's type, zeroed), summed by ``accumulate(rows, vectors)`` (the tile's first row
+    is ``m0``, its first vector ``q0``), then stored through the kernel's epilogue."""
+    rows, n = root.shape
+    t = c_type(root.dtype)
+    tile_rows, tile_vectors = tile
+
     def row_tile(tile_rows: int, start: str) -> None:
         em.emit("{")
         em.push()
@@ -204,16 +237,7 @@ def _tiled_dot(
             em.emit(f"const int64_t q0 = {first};")
             em.emit(f"braze_v{root.dtype.short} acc[{tile_rows}][{chunk}];")
             em.emit("memset(acc, 0, sizeof(acc));")
-            open_loop(em, "k", depth)
-            _vector_tile(
-                em,
-                t,
-                tile_rows,
-                chunk,
-                f"{packed} + k * {width} + q0 * {lanes}",
-                lambda i: f"{widen}({a}[(m0 + {i}) * {a_row} + k * {a_k}])",
-            )
-            close_loops(em, 1)
+            accumulate(tile_rows, chunk)
             em.emit(
                 f"const int64_t columns = {n} - q0 * {lanes} < {chunk * lanes} ? {n} - q0 * {lanes} : {chunk * lanes};"
             )
@@ -226,7 +250,7 @@ def _tiled_dot(
             em.pop()
             em.emit("}")
 
-        tiles(em, "qb", vectors, tile_vectors, column_chunk)
+        tiles(em, "qb", -(-n // lanes), tile_vectors, column_chunk)
         em.pop()
         em.emit("}")
 
@@ -411,7 +435,7 @@ def _direct_conv(p: _Conv, w_hwoi: str | None = None, live_rows: tuple[int, int]
         em.emit(f"braze_v{root.dtype.short} acc[{width}][{count}];")
         em.emit("memset(acc, 0, sizeof(acc));")
         open_taps(width)
-        _vector_tile(em, t, width, count, f"wt + ci * {o} + q0 * {lanes}", lambda j: f"xr[{j * sw * c} + ci]")
+        vector_tile(em, t, width, count, f"wt + ci * {o} + q0 * {lanes}", lambda j: f"xr[{j * sw * c} + ci]")
         close_loops(em, 2 if dw == 1 else 3)
         store(width, count * lanes, f"q0 * {lanes}", f"((const {t}*)acc)[j * {count * lanes} + cc]")
         em.pop()
@@ -455,17 +479,27 @@ def _direct_conv(p: _Conv, w_hwoi: str | None = None, live_rows: tuple[int, int]
     close_parallel(em, fenced=streamed)
 
 
-def _vector_tile(em: Emitter, t: str, rows: int, vectors: int, weights: str, scalar: Callable[[int], str]) -> None:
+def vector_tile(
+    em: Emitter,
+    t: str,
+    rows: int,
+    vectors: int,
+    weights: str,
+    scalar: Callable[[int], str],
+    vector: tuple[str, int] | None = None,
+    update: str = "acc[{j}][{q}] += w{q} * s;",
+) -> None:
     """acc[j][q] += weights[q-th vector] * scalar(j) over a register tile, written out in
     full: GCC keeps named vectors in registers but spills a small array of vectors indexed
-    in a loop (2.8x slower on the CNN's second convolution)."""
-    lanes = em.target.lanes(4 if t == "float" else 8)
-    vector = "braze_vf32" if t == "float" else "braze_vf64"
+    in a loop (2.8x slower on the CNN's second convolution). ``vector``: the weights' vector
+    type and elements per vector, where they are not the scalars' (``update`` then says how
+    a weight vector ``w{q}`` and the scalar ``s`` go into accumulator ``acc[{j}][{q}]``)."""
+    name, lanes = vector or ("braze_vf32" if t == "float" else "braze_vf64", em.target.lanes(4 if t == "float" else 8))
     for q in range(vectors):
-        em.emit(f"{vector} w{q};")
+        em.emit(f"{name} w{q};")
         em.emit(f"memcpy(&w{q}, {weights} + {q * lanes}, sizeof(w{q}));")
     for j in range(rows):
-        updates = " ".join(f"acc[{j}][{q}] += w{q} * s;" for q in range(vectors))
+        updates = " ".join(update.format(j=j, q=q) for q in range(vectors))
         em.emit(f"{{ const {t} s = {scalar(j)}; {updates} }}")
 
 
@@ -712,7 +746,7 @@ def _split_filter_grad(p: _Conv) -> None:
         close_loops(em, 1)
         for r, columns in ((0, ow), (1, "columns1")):
             open_loop(em, "xo", columns)
-            _vector_tile(
+            vector_tile(
                 em,
                 t,
                 width,
