@@ -32,6 +32,7 @@ KINDS = [
     "select",
     "convert",
     "dot",
+    "rounded_dot",
     "dots_meet",
     "convs_meet",
     "window",
@@ -150,6 +151,13 @@ def graphs(draw) -> Graph:
             node = make(
                 "dot_general", (x, x), lhs_contracting=(axis,), rhs_contracting=(axis,), lhs_batch=(), rhs_batch=()
             )
+        elif kind == "rounded_dot" and len(shape) == 2 and dtype == float32:
+            # what autocast records: a float32 product of operands rounded to bfloat16, which
+            # the CPU computes from the bfloat16 values (vdpbf16ps where it has the instruction)
+            rounded = make("convert", (make("convert", (x,), dtype=bfloat16),), dtype=float32)
+            axis = draw(st.integers(0, 1))
+            contract = {"lhs_contracting": (axis,), "rhs_contracting": (axis,), "lhs_batch": (), "rhs_batch": ()}
+            node = make("dot_general", (rounded, rounded), **contract)
         elif kind == "dots_meet" and len(shape) == 2:
             # two contractions whose epilogues reach the same elementwise op: only one may take it
             y = pick(lambda n, s=shape: n.aval.shape == s)

@@ -231,8 +231,10 @@ def integers(d: Drawer) -> bool:
     if roll < 0.75 and d.shape(x):
         return d.add(f"B.sum({{0}}, axis={int(d.rng.integers(len(d.shape(x))))})", (x,), integer=True)
     f = d.pick(lambda i: _broadcasts(d.shape(x), d.shape(i)))
-    if f is None or roll < 0.85:
+    if f is None or roll < 0.8:
         return d.add(f"B.astype({{0}}, B.{d.dtype})", (x,))
+    if roll < 0.85:  # through bfloat16 (the integer's float32 value, rounded to nearest even)
+        return d.add(f"B.astype(B.astype({{0}}, B.bfloat16), B.{d.dtype})", (x,))
     return d.add("B.where({0} > 0, {1}, {1} * 0.5)", (x, f))
 
 
@@ -422,11 +424,14 @@ def matmul(d: Drawer) -> bool:
     if x is None:
         return False
     k = d.shape(x)[-1]
+    # mixed precision: bfloat16 operands accumulated in float32 (vdpbf16ps where the CPU has it)
+    mixed = d.rng.random() < 0.25
     if d.rng.random() < 0.3 and len(d.shape(x)) == 2:
         y = d.pick(lambda i: len(d.shape(i)) == 2 and d.shape(i)[1] == k)
-        return y is not None and d.add("{0} @ {1}.T", (x, y))
+        product = "B.autocast()(lambda a, b: a @ b.T)({0}, {1})" if mixed else "{0} @ {1}.T"
+        return y is not None and d.add(product, (x, y))
     y = d.pick(lambda i: len(d.shape(i)) >= 1 and d.shape(i)[-2 if len(d.shape(i)) >= 2 else 0] == k)
-    return y is not None and d.add("{0} @ {1}", (x, y))
+    return y is not None and d.add("B.autocast()(lambda a, b: a @ b)({0}, {1})" if mixed else "{0} @ {1}", (x, y))
 
 
 def conv(d: Drawer) -> bool:
