@@ -33,4 +33,5 @@ def set_global_policy(policy: str | Policy) -> None:
 
 
 def global_policy() -> Policy:
+    """The policy in force: ``"mixed_bfloat16"`` while autocast is on, else ``"float32"``."""
     return Policy("mixed_bfloat16" if is_autocast_enabled() else "float32")

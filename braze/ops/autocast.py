@@ -51,6 +51,8 @@ def set_autocast(enabled: bool) -> None:
 
 
 def is_autocast_enabled() -> bool:
+    """Whether matrix products and convolutions run in bfloat16 here (inside an enabled
+    ``autocast``, or after ``set_autocast(True)``)."""
     return _ACTIVE[-1]
 
 
