@@ -60,6 +60,7 @@ from braze import config, jit_state, lazy
 from braze.ir.errors import DeviceError, TraceError
 from braze.ir.graph import Graph
 from braze.ops import random
+from braze.ops.autocast import is_autocast_enabled
 from braze.ops.random import Generator
 from braze.runtime import collector, metrics
 from braze.runtime.backend import Backend
@@ -129,6 +130,7 @@ class JittedFunction:
         for i in self.static_argnums:
             if i < len(args):
                 reads.entries.append((f"args[{i}] (static)", _static(args[i])))
+        reads.entries.append(("braze.autocast", is_autocast_enabled()))  # the precision of its products
         return reads
 
     def _explain(self, key: tuple) -> None:

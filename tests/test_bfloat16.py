@@ -336,3 +336,13 @@ def test_autocast_products_read_the_bfloat16_operands():
     products = _products(report.optimized)
     assert len(products) == 3
     assert all(i.dtype is braze.bfloat16 for p in products for i in p.inputs)
+
+
+def test_jit_compiles_again_when_autocast_changes():
+    step = braze.jit(lambda a, b: a @ b)
+    x, w = braze.tensor([[1.00390625, 1.0]]), braze.tensor([[1.0], [1.0]])
+    assert step(x, w).numpy()[0, 0] == np.float32(2.00390625)
+    with braze.autocast():
+        assert step(x, w).numpy()[0, 0] == 2.0  # 1 + 2^-8 rounded to 1
+    assert step(x, w).numpy()[0, 0] == np.float32(2.00390625)
+    assert step.compiles == 2

@@ -10,7 +10,8 @@ backward products run on bfloat16 operands too. A compiling backend fuses each r
 into the kernel that produces or reads the value, and the CPU backend computes a product
 of rounded operands with ``vdpbf16ps`` where the target has AVX512-BF16.
 
-A function compiled by ``braze.jit`` keeps the precision it was first traced with.
+``braze.jit`` guards on it: a compiled function called with autocast on and off is
+compiled once for each.
 """
 
 from __future__ import annotations
