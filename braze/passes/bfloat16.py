@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from braze.ir.dtypes import bfloat16, float32
+from braze.ir.dtypes import DType, bfloat16, float32
 from braze.ir.graph import Graph, Node
 from braze.ir.primitive import Aval, Category
 from braze.ir.prims.elementwise import convert
@@ -27,7 +27,7 @@ from braze.passes.rewrite import rewrite
 _MOVES = frozenset({Category.PARAMETER, Category.MOVEMENT, Category.SELECT, Category.CONVERT})
 
 
-def _converted(node: Node, dtype) -> Node:
+def _converted(node: Node, dtype: DType) -> Node:
     return Node.make(convert, (node,), {"dtype": dtype}, Aval(node.shape, dtype))
 
 
