@@ -346,3 +346,13 @@ def test_jit_compiles_again_when_autocast_changes():
         assert step(x, w).numpy()[0, 0] == 2.0  # 1 + 2^-8 rounded to 1
     assert step(x, w).numpy()[0, 0] == np.float32(2.00390625)
     assert step.compiles == 2
+
+
+def test_braze_train_lenet_under_autocast(capsys):
+    from braze import cli
+
+    args = ["train", "lenet", "--device", "lazy", "--autocast", "bf16", "--epochs", "1", "--steps-per-epoch", "3"]
+    assert cli.main([*args, "--eval-steps", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "Mixed precision: bfloat16 products" in out and "[Epoch 0] Training Loss:" in out
+    assert not braze.is_autocast_enabled()  # only while it trained

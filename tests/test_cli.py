@@ -41,6 +41,7 @@ ARGUMENT_ERRORS = [
     ("train lenet --batch-size 0 --epochs 1", "argument --batch-size: must be a positive integer, got 0"),
     ("train cnn --steps-per-epoch 0", "argument --steps-per-epoch: must be a positive integer, got 0"),
     ("train lenet --eval-steps 0", "argument --eval-steps: must be a positive integer, got 0"),
+    ("train lenet --autocast fp16", "argument --autocast: invalid choice: 'fp16' (choose from 'bf16')"),
     ("train lenet --lr -0.1", "argument --lr: must be a positive finite number, got -0.1"),
     ("train lenet --lr nan", "argument --lr: must be a positive finite number, got nan"),
     ("train lenet --seed -1", "argument --seed: must be a non-negative integer, got -1"),
