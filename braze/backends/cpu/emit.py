@@ -15,6 +15,8 @@ import numpy as np
 
 from braze.backends.cpu import collectives
 from braze.backends.cpu.elemental import Emitter
+from braze.backends.cpu.fusion import CPU_FUSION
+from braze.backends.cpu.loop_kernel import emit_loop
 from braze.backends.cpu.loops import emit_loop_kernel
 from braze.backends.cpu.lowering import LOWERINGS
 from braze.backends.cpu.target import CpuTarget
@@ -25,7 +27,8 @@ from braze.ir.graph import Graph, Node
 from braze.ir.primitive import ROOTS
 from braze.ir.prims.fusion import fusion, get_element
 from braze.ir.text import kernel_label
-from braze.passes.buffers import BufferAssignment
+from braze.passes import pipeline
+from braze.passes.buffers import BufferAssignment, assign
 
 _COMMON = """\
 #include <math.h>
@@ -307,6 +310,18 @@ def emit_module(
             pool.lines.append(shape)
             plan.collectives += 1
             calls.append(f"  {call}")
+            continue
+        if kernel.attr("kind") == "control":
+
+            def compile_body(body: Graph, name: str) -> ModulePlan:
+                optimized = pipeline.run(body, policy=CPU_FUSION, alignment=target.alignment)[0]
+                return emit_module(
+                    optimized, optimized.annotations.get("buffers") or assign(optimized, target.alignment), target, name
+                )
+
+            calls.append(
+                emit_loop(plan, f"{entry}_loop{t}", kernel, layout.results_of(kernel), buffer_of, compile_body)
+            )
             continue
         results = [r for r in layout.results_of(kernel) if r is not None]
         in_place = any(buffer_of[id(r)].startswith("params[") for r in results)
