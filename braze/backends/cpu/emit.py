@@ -8,6 +8,7 @@ buffer, or (for a parameter updated in place) in the parameter's own buffer.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -16,7 +17,6 @@ import numpy as np
 from braze.backends.cpu import collectives
 from braze.backends.cpu.elemental import Emitter
 from braze.backends.cpu.fusion import CPU_FUSION
-from braze.backends.cpu.loop_kernel import emit_loop
 from braze.backends.cpu.loops import emit_loop_kernel
 from braze.backends.cpu.lowering import LOWERINGS
 from braze.backends.cpu.target import CpuTarget
@@ -24,7 +24,7 @@ from braze.backends.cpu.vmath import VECTOR_MATH
 from braze.backends.cstyle import CLanguage, c_literal, c_type
 from braze.backends.layout import Output, lay_out
 from braze.ir.graph import Graph, Node
-from braze.ir.primitive import ROOTS
+from braze.ir.primitive import ROOTS, Category
 from braze.ir.prims.fusion import fusion, get_element
 from braze.ir.text import kernel_label
 from braze.passes import pipeline
@@ -312,16 +312,10 @@ def emit_module(
             calls.append(f"  {call}")
             continue
         if kernel.attr("kind") == "control":
-
-            def compile_body(body: Graph, name: str) -> ModulePlan:
-                optimized = pipeline.run(body, policy=CPU_FUSION, alignment=target.alignment)[0]
-                return emit_module(
-                    optimized, optimized.annotations.get("buffers") or assign(optimized, target.alignment), target, name
-                )
-
-            calls.append(
-                emit_loop(plan, f"{entry}_loop{t}", kernel, layout.results_of(kernel), buffer_of, compile_body)
-            )
+            (loop,) = [n for n in kernel.attr("computation").nodes() if n.op.category is Category.LOOP]
+            results = layout.results_of(kernel)
+            compile_body = functools.partial(_compile_body, target=target)
+            calls.append(LOWERINGS[loop.op](plan, f"{entry}_loop{t}", kernel, results, buffer_of, compile_body))
             continue
         results = [r for r in layout.results_of(kernel) if r is not None]
         in_place = any(buffer_of[id(r)].startswith("params[") for r in results)
@@ -350,6 +344,14 @@ def emit_module(
         calls = _entry_parts(plan, entry, calls)
     plan.entry_source = "\n".join([*(f"{t};" for t in timers), _function(f"void {entry}", calls or [_UNUSED])])
     return plan
+
+
+def _compile_body(body: Graph, name: str, target: CpuTarget) -> ModulePlan:
+    """A loop's body as a module plan of its own, entry ``name``: through the pipeline, fused as any graph."""
+    optimized = pipeline.run(body, policy=CPU_FUSION, alignment=target.alignment)[0]
+    return emit_module(
+        optimized, optimized.annotations.get("buffers") or assign(optimized, target.alignment), target, name
+    )
 
 
 def _entry_parts(plan: ModulePlan, entry: str, calls: list[str]) -> list[str]:

@@ -19,6 +19,7 @@ from braze.backends.gpu.dialect import DIALECTS, Dialect
 from braze.backends.gpu.executable import DeviceArray, GpuExecutable
 from braze.backends.gpu.lowering import LOWERINGS
 from braze.backends.gpu.module import ModulePlan, plan_module
+from braze.backends.gpu.staged import StagedExecutable, has_loops
 from braze.backends.gpu.target import DeviceInfo, GpuError
 from braze.ir.graph import Graph
 from braze.ir.primitive import Aval, Primitive
@@ -136,7 +137,9 @@ class GpuBackend(Backend):
     def alignment(self) -> int:
         return runtime().info.alignment
 
-    def lower(self, optimized: Graph) -> GpuExecutable:
+    def lower(self, optimized: Graph) -> GpuExecutable | StagedExecutable:
+        if has_loops(optimized):
+            return StagedExecutable(optimized, runtime(), self.lower, self.optimize)
         return compile_graph(optimized)
 
     def apply(self, primitive: Primitive, values: list, attrs: dict, aval: Aval) -> DeviceArray:
