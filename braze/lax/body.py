@@ -76,14 +76,29 @@ def trace(
             keep.append(t._value)
         return stand_in
 
+    def node_of(value: Any) -> Node | None:
+        """The body's node of a value, None for a value from outside. A result of the body's
+        op is the body's before that op's bind returns: its JVP rule (run within the bind)
+        reads it."""
+        found = nodes.get(id(value))
+        if found is None and isinstance(value, Expr) and value.data is None and value.inputs:
+            inputs = [node_of(i) for i in value.inputs]
+            if all(i is not None for i in inputs):
+                found = nodes[id(value)] = Node.make(value.primitive, tuple(inputs), value.attrs, value.aval)
+                keep.append(value)
+        return found
+
     def recording(primitive: Any, args: tuple, attrs: dict, like: Any) -> Any:
-        inside = any(id(a._value) in nodes for a in args)
-        if threading.get_ident() != thread or (not inside and (args or _changes_between_steps(attrs))):
+        inside = [node_of(a._value) is not None for a in args]
+        if threading.get_ident() != thread or (not any(inside) and (args or _changes_between_steps(attrs))):
             return outer(primitive, args, attrs, like)
-        args = tuple(a if id(a._value) in nodes else capture(a) for a in args)
+        args = tuple(a if known else capture(a) for a, known in zip(args, inside, strict=True))
         out = bind(primitive, args, attrs, device)
-        nodes[id(out._value)] = Node.make(primitive, tuple(nodes[id(a._value)] for a in args), attrs, out.aval)
-        keep.append(out._value)
+        if args:
+            node_of(out._value)
+        else:
+            nodes[id(out._value)] = Node.make(primitive, (), attrs, out.aval)
+            keep.append(out._value)
         return out
 
     prim_layer.set_binder(recording)
@@ -94,7 +109,7 @@ def trace(
     for k, r in enumerate(results):
         if not isinstance(r, Tensor):
             raise TypeError(f"{what}: the body returned a {type(r).__name__} where a tensor was expected (value {k})")
-    outputs = tuple(nodes[id((r if id(r._value) in nodes else capture(r))._value)] for r in results)
+    outputs = tuple(node_of((r if node_of(r._value) is not None else capture(r))._value) for r in results)
     params = tuple(parameter(k, a) for k, a in enumerate([*avals, *(t.aval for t in captured)]))
     return Body(Graph(params, outputs), captured), inputs
 
@@ -109,3 +124,20 @@ def inline(graph: Graph, args: Sequence[Tensor]) -> list[Tensor]:
             operands = [values[id(i)] for i in node.inputs]
             values[id(node)] = node.op.bind(*operands, like=device, **node.attr_dict)
     return [values[id(o)] for o in graph.outputs]
+
+
+def floating(tensors: Sequence[Tensor]) -> list[int]:
+    """The positions of the floating-point tensors: those a derivative flows through."""
+    return [k for k, t in enumerate(tensors) if t.dtype.is_float]
+
+
+def reader(operands: Sequence[Tensor]) -> Callable[[int], list[Tensor]]:
+    """A function taking the next ``n`` of ``operands`` at each call (a traced body's
+    operands, group after group)."""
+    at = [0]
+
+    def take(n: int) -> list[Tensor]:
+        at[0] += n
+        return list(operands[at[0] - n : at[0]])
+
+    return take

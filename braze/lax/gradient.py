@@ -18,12 +18,8 @@ from braze.ir.graph import Graph
 from braze.ir.primitive import Aval
 from braze.ir.prims import loops
 from braze.ir.prims.fusion import Cotangents, get_element
-from braze.lax.body import inline, trace
+from braze.lax.body import floating, inline, reader, trace
 from braze.tensor import Tensor
-
-
-def _floats(tensors: list[Tensor]) -> list[int]:
-    return [k for k, t in enumerate(tensors) if t.dtype.is_float]
 
 
 def _or_zeros(g: Tensor | None, like: Tensor) -> Tensor:
@@ -41,7 +37,7 @@ def _step_carries(body: Graph, operands: list, length: int, reverse: bool, carri
 def scan_vjp(g: Cotangents, *inputs: Tensor, out: Any, body: Graph, length: int, reverse: bool, carries: int, xs: int):
     init, seqs, consts = list(inputs[:carries]), list(inputs[carries : carries + xs]), list(inputs[carries + xs :])
     y_avals = [o.aval for o in body.outputs[carries:]]
-    fc, fx, fk = _floats(init), _floats(seqs), _floats(consts)
+    fc, fx, fk = floating(init), floating(seqs), floating(consts)
     fy = [k for k, a in enumerate(y_avals) if a.dtype.is_float]
     init_device = inputs[0].device
     started = _step_carries(body, list(inputs), length, reverse, carries, xs)
@@ -54,13 +50,7 @@ def scan_vjp(g: Cotangents, *inputs: Tensor, out: Any, body: Graph, length: int,
     sums = [ops.zeros_like(consts[k]) for k in fk]
 
     def backward_step(operands: list[Tensor]) -> list[Tensor]:
-        at = 0
-
-        def take(n: int) -> list[Tensor]:
-            nonlocal at
-            at += n
-            return operands[at - n : at]
-
+        take = reader(operands)
         ct_c, acc, c_t, x_t, ct_y, k_t = (
             take(len(fc)),
             take(len(fk)),
@@ -117,4 +107,4 @@ def scan_vjp(g: Cotangents, *inputs: Tensor, out: Any, body: Graph, length: int,
     return tuple(grads)
 
 
-loops.install_scan_vjp(scan_vjp)
+loops.install_rule("scan_vjp", scan_vjp)

@@ -9,9 +9,10 @@ constants of its condition and of its body; its results are the final carries. B
 yield a tuple of results (read with ``get_element``).
 
 The NumPy twin runs the body graph with the evaluator the reference backend installs (this
-layer cannot evaluate a graph itself), and the scan's VJP, a reverse scan whose body is the
-forward body's VJP, is traced by the tensor layer (``braze.lax``), which installs it: a
-rule of this layer can bind primitives but not trace a new body.
+layer cannot evaluate a graph itself). The gradient rules (the scan's VJP, a reverse scan
+whose body is the forward body's VJP; the JVPs, loops over primals and tangents) trace new
+bodies, so the tensor layer (``braze.lax``) installs them: a rule of this layer can bind
+primitives but not trace. A while loop has no VJP (as in JAX): its rule says so.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from braze.ir.primitive import Aval, Category, Primitive, register
 
 Evaluator = Callable[[Any, list], list]
 _EVALUATE: list[Evaluator | None] = [None]
-_SCAN_VJP: list[Callable[..., tuple] | None] = [None]
+_TRACED: dict[str, Callable[..., Any]] = {}
 
 
 def install_evaluator(evaluate: Evaluator) -> None:
@@ -34,9 +35,20 @@ def install_evaluator(evaluate: Evaluator) -> None:
     _EVALUATE[0] = evaluate
 
 
-def install_scan_vjp(rule: Callable[..., tuple]) -> None:
-    """The scan's VJP rule, which traces a reverse scan's body (installed by ``braze.lax``)."""
-    _SCAN_VJP[0] = rule
+def install_rule(name: str, rule: Callable[..., Any]) -> None:
+    """A gradient rule that traces a new body (``scan_vjp``, ``scan_jvp``, ``while_loop_jvp``),
+    installed by ``braze.lax``."""
+    _TRACED[name] = rule
+
+
+def _traced(name: str) -> Callable[..., Any]:
+    def rule(*args: Any, **attrs: Any) -> Any:
+        found = _TRACED.get(name)
+        if found is None:
+            raise RuntimeError(f"{name}: the rule traces a body with braze.lax, which is not loaded")
+        return found(*args, **attrs)
+
+    return rule
 
 
 def _evaluator() -> Evaluator:
@@ -94,22 +106,17 @@ def _scan_impl(*arrays: np.ndarray, body: Any, length: int, reverse: bool, carri
     return (*carry, *stacked)
 
 
-def _scan_vjp(g: Any, *inputs: Any, out: Any, **attrs: Any) -> tuple:
-    if _SCAN_VJP[0] is None:
-        raise RuntimeError("scan: its gradient is traced by braze.lax, which is not loaded")
-    return _SCAN_VJP[0](g, *inputs, out=out, **attrs)
-
-
 scan = register(
     Primitive(
         "scan",
         _scan_rule,
         _scan_impl,
-        _scan_vjp,
+        _traced("scan_vjp"),
         ("body", "length", "reverse", "carries", "xs"),
         variadic=True,
         doc="a body graph run once per step over carries and the steps of sequences",
         category=Category.LOOP,
+        jvp=_traced("scan_jvp"),
     )
 )
 
@@ -155,10 +162,6 @@ while_loop = register(
         variadic=True,
         doc="a body graph run while a condition graph holds",
         category=Category.LOOP,
+        jvp=_traced("while_loop_jvp"),
     )
 )
-
-
-def loop_bodies(node: Any) -> list[Any]:
-    """The graphs a loop node runs: the scan's body, the while loop's condition and body."""
-    return [v for k, v in node.attrs if k in ("body", "cond")]
