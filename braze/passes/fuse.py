@@ -39,16 +39,22 @@ def _users(graph: Graph) -> dict[int, list[Node]]:
 
 def plan_singletons(graph: Graph, policy: FusionPolicy = TARGET_INDEPENDENT) -> Plan:
     """No fusion: every op is a kernel of its own (scalar constants are still inlined, unless
-    they are results of the graph: those are kernels too)."""
+    they are results of the graph or operands of a collective or a loop, which read them
+    from buffers: those are kernels too)."""
     outputs = {id(o) for o in graph.outputs}
     position = {id(n): k for k, n in enumerate(graph.nodes())}
+    users = _users(graph)
 
     def inlined(node: Node) -> bool:
-        return node.op is constant and not node.shape and id(node) not in outputs
+        return (
+            node.op is constant
+            and not node.shape
+            and id(node) not in outputs
+            and not any(policy.kind_of_root(u) in ("collective", "control") for u in users[id(node)])
+        )
 
     groups = []
     shared: dict[int, list[Group]] = {}
-    users = _users(graph)
     for node in graph.nodes():
         if node.op.category is Category.PARAMETER or inlined(node) or node.op is get_element:
             continue
