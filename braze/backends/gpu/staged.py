@@ -61,6 +61,52 @@ def _segment(kernels: list[Node], graph: Graph, later: set[int]) -> tuple[Graph,
     return Graph(tuple(made[id(r)] for r in reads), tuple(value(r) for r in results)), reads, results
 
 
+def stages(graph: Graph) -> list[tuple]:
+    """The graph's work in order: ("kernels", subgraph, the values it reads, the values it
+    makes) for each stretch of kernels between loops, ("loop", kernel) for each loop."""
+    kernels = schedule(graph)
+    later: list[set[int]] = [set() for _ in kernels]  # what the kernels from each position on read
+    reads: set[int] = set()
+    for t in reversed(range(len(kernels))):
+        reads |= {id(i) for i in kernels[t].inputs}
+        later[t] = set(reads)
+    found: list[tuple] = []
+    stretch: list[Node] = []
+    for t, kernel in enumerate([*kernels, None]):
+        if kernel is not None and kernel.attr("kind") != "control":
+            stretch.append(kernel)
+            continue
+        if stretch:
+            found.append(("kernels", *_segment(stretch, graph, later[t] if kernel is not None else set())))
+        stretch = []
+        if kernel is not None:
+            found.append(("loop", kernel))
+    return found
+
+
+def _loop_of(kernel: Node) -> Node:
+    (loop,) = [n for n in kernel.attr("computation").nodes() if n.op.category is Category.LOOP]
+    return loop
+
+
+def pieces(graph: Graph, optimize: Optimize) -> list[Graph]:
+    """The loop-free graphs whose launch sequences run ``graph``: itself, or its stretches
+    and its loops' optimized bodies (and theirs)."""
+    if not has_loops(graph):
+        return [graph]
+    found = []
+    for stage in stages(graph):
+        if stage[0] == "kernels":
+            found.append(stage[1])
+        else:
+            found += [p for _, body in _bodies_of(_loop_of(stage[1])) for p in pieces(optimize(body), optimize)]
+    return found
+
+
+def _bodies_of(loop: Node) -> list[tuple[str, Graph]]:
+    return [(k, v) for k, v in loop.attrs if k in ("body", "cond")]
+
+
 class StagedExecutable:
     """Runs an optimized graph with loops: its stretches of kernels, and its loops on the host."""
 
@@ -70,31 +116,13 @@ class StagedExecutable:
         self.graph = graph
         self.runtime = runtime
         self.steps: list[tuple] = []
-        kernels = schedule(graph)
-        readers: list[set[int]] = [set() for _ in kernels]  # what the kernels from each position on read
-        reads: set[int] = set()
-        for t in reversed(range(len(kernels))):
-            reads |= {id(i) for i in kernels[t].inputs}
-            readers[t] = set(reads)
-        stretch: list[Node] = []
-        for t, kernel in enumerate(kernels):
-            if kernel.attr("kind") != "control":
-                stretch.append(kernel)
-                continue
-            self._close(stretch, graph, readers[t], lower)
-            stretch = []
-            self.steps.append(("loop", kernel, self._bodies(kernel, lower, optimize)))
-        self._close(stretch, graph, set(), lower)
-
-    def _close(self, stretch: list[Node], graph: Graph, later: set[int], lower: Lower) -> None:
-        if stretch:
-            sub, reads, results = _segment(stretch, graph, later)
-            self.steps.append(("kernels", lower(sub), reads, results))  # its kernels are fused already
-
-    @staticmethod
-    def _bodies(kernel: Node, lower: Lower, optimize: Optimize) -> dict[str, Any]:
-        (loop,) = [n for n in kernel.attr("computation").nodes() if n.op.category is Category.LOOP]
-        return {k: lower(optimize(v)) for k, v in loop.attrs if k in ("body", "cond")}
+        for stage in stages(graph):
+            if stage[0] == "kernels":
+                _, sub, reads, results = stage
+                self.steps.append(("kernels", lower(sub), reads, results))  # its kernels are fused already
+            else:
+                loop = _loop_of(stage[1])
+                self.steps.append(("loop", stage[1], {k: lower(optimize(v)) for k, v in _bodies_of(loop)}))
 
     def run(self, inputs: Sequence[DeviceArray]) -> list[DeviceArray]:
         values: dict[int, DeviceArray] = {id(p): a for p, a in zip(self.graph.params, inputs, strict=True)}
@@ -112,7 +140,7 @@ class StagedExecutable:
             else:
                 _, kernel, bodies = step
                 computation: Graph = kernel.attr("computation")
-                (loop,) = [n for n in computation.nodes() if n.op.category is Category.LOOP]
+                loop = _loop_of(kernel)
                 position = {id(p): k for k, p in enumerate(computation.params)}
                 operands = [read(kernel.inputs[position[id(i)]]) for i in loop.inputs]
                 produced = self._run_loop(loop, operands, bodies)
