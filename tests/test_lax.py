@@ -99,6 +99,13 @@ def test_the_reference_interpreter_and_the_cpu_backend_agree_on_loop_graphs(tmp_
     def fn(h, x, w):
         hn, _, ys, sums = rnn(h, x, w)
         fin = lax.fori_loop(0, 3, lambda i, v: braze.sin(v) @ w, hn)
+        # A body returning its input, one value twice and a constant: each copied where it goes.
+        (same, doubled), (kept, twice, again, ones) = lax.scan(
+            lambda c, x: ((c[0], c[1] * 2.0), (c[0], c[1] * 2.0, c[1] * 2.0, braze.ones((3,), device=x.device))),
+            (hn, hn),
+            x,
+        )
+        sums = sums + same.sum() + doubled.sum() + kept.sum() + twice.sum() + again.sum() + ones.sum()
         _, halved = lax.while_loop(
             lambda s: s[0] < 3, lambda s: (s[0] + 1, s[1] * s[1]), (braze.zeros((), braze.int32, ys.device), ys)
         )

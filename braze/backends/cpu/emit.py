@@ -269,9 +269,12 @@ def emit_module(
     entry: str = "braze_run",
     profile: bool = False,
     tunings: dict[int, dict[str, int]] | None = None,
+    emitted: dict[tuple, tuple[str, list]] | None = None,
 ) -> ModulePlan:
     """``profile``: time every kernel call (BRAZE_PROFILE=1), for finding the slow ones;
-    ``tunings``: the autotuner's choices for kernels, by position in the schedule."""
+    ``tunings``: the autotuner's choices for kernels, by position in the schedule;
+    ``emitted``: the C functions of kernels another plan of the library already has (a
+    loop's body is a plan of its own that shares them)."""
     layout = lay_out(graph, assignment)
     kernels = layout.kernels
     position = {id(k): t for t, k in enumerate(kernels)}
@@ -299,7 +302,8 @@ def emit_module(
     for node_id, offset in assignment.offsets.items():
         buffer_of.setdefault(node_id, f"(arena + {offset})")
     calls = []
-    emitted: dict[tuple, tuple[str, list]] = {}  # one C function per distinct kernel, called where each runs
+    # One C function per distinct kernel, called where each runs.
+    emitted = {} if emitted is None else emitted
     for t, kernel in enumerate(kernels):
         name = f"{entry}_kernel{t}"
         if kernel.attr("kind") == "collective":
@@ -314,7 +318,7 @@ def emit_module(
         if kernel.attr("kind") == "control":
             (loop,) = [n for n in kernel.attr("computation").nodes() if n.op.category is Category.LOOP]
             results = layout.results_of(kernel)
-            compile_body = functools.partial(_compile_body, target=target)
+            compile_body = functools.partial(_compile_body, target=target, emitted=emitted)
             calls.append(LOWERINGS[loop.op](plan, f"{entry}_loop{t}", kernel, results, buffer_of, compile_body))
             continue
         results = [r for r in layout.results_of(kernel) if r is not None]
@@ -338,7 +342,7 @@ def emit_module(
             call = f"{{ const double start = braze_clock(); {call} {entry}_seconds[{t}] += braze_clock() - start; }}"
         calls.append(f"  {call}")
     timers = [f"double {entry}_seconds[{max(len(kernels), 1)}]"] if profile else []
-    plan.constants = pool.lines
+    plan.constants = [*pool.lines, *plan.constants]  # after them, what loops' bodies declare
     if len(calls) > CALLS_PER_FUNCTION:
         plan.declarations += [f"extern {t};" for t in timers]
         calls = _entry_parts(plan, entry, calls)
@@ -346,12 +350,12 @@ def emit_module(
     return plan
 
 
-def _compile_body(body: Graph, name: str, target: CpuTarget) -> ModulePlan:
-    """A loop's body as a module plan of its own, entry ``name``: through the pipeline, fused as any graph."""
+def _compile_body(body: Graph, name: str, target: CpuTarget, emitted: dict) -> ModulePlan:
+    """A loop's body as a module plan of its own, entry ``name``: through the pipeline,
+    fused as any graph, its kernels' C functions shared with the rest of the library."""
     optimized = pipeline.run(body, policy=CPU_FUSION, alignment=target.alignment)[0]
-    return emit_module(
-        optimized, optimized.annotations.get("buffers") or assign(optimized, target.alignment), target, name
-    )
+    buffers = optimized.annotations.get("buffers") or assign(optimized, target.alignment)
+    return emit_module(optimized, buffers, target, name, emitted=emitted)
 
 
 def _entry_parts(plan: ModulePlan, entry: str, calls: list[str]) -> list[str]:
