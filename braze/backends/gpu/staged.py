@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from braze.backends.gpu.executable import DeviceArray
+from braze.backends.gpu.executable import DeviceArray, run_on_host
 from braze.ir.graph import Graph, Node, parameter, schedule
 from braze.ir.primitive import Aval, Category
 from braze.ir.prims.fusion import get_element
@@ -145,7 +145,7 @@ class StagedExecutable:
                 operands = [read(kernel.inputs[position[id(i)]]) for i in loop.inputs]
                 produced = self._run_loop(loop, operands, bodies)
                 self._store(kernel, computation, produced, values)
-        return [self._copy(read(o)) if id(o) in self._aliased() else read(o) for o in self.graph.outputs]
+        return [read(o).copy() if id(o) in self._aliased() else read(o) for o in self.graph.outputs]
 
     def _aliased(self) -> set[int]:
         """Graph outputs that are its inputs or its constants: returned as copies."""
@@ -188,11 +188,5 @@ class StagedExecutable:
         self.runtime.copy(x.buffer, part.buffer, aval.nbytes, source_offset=s * aval.nbytes)
         return part
 
-    def _copy(self, array: DeviceArray) -> DeviceArray:
-        copy = DeviceArray(self.runtime, array.aval)
-        self.runtime.copy(array.buffer, copy.buffer, array.aval.nbytes)
-        return copy
-
     def __call__(self, args: Sequence[np.ndarray]) -> list[np.ndarray]:
-        inputs = [DeviceArray.from_numpy(self.runtime, a) for a in args]
-        return [r.numpy() for r in self.run(inputs)]
+        return run_on_host(self, args)
