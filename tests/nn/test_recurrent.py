@@ -184,7 +184,7 @@ def test_keras_lstm_gradients_match_finite_differences():
     assert_gradients_match(fn, arrays, [0, 1, 2, 3], rtol=1e-5, atol=1e-7)
 
 
-def _train(device, steps=4):
+def _train(device, steps=4, jit=False):
     braze.manual_seed(0)
     with _on(device):
         lstm = braze.nn.LSTM(4, 8, batch_first=True)
@@ -193,18 +193,22 @@ def _train(device, steps=4):
     optimizer = braze.optim.SGD(params, lr=0.5)
     x = braze.tensor(X, device=device)
     y = braze.tensor(X.sum(axis=(1, 2))[:, None] * 0.1, device=device)
-    losses = []
-    for _ in range(steps):
+
+    def step(lstm, head, optimizer, x, y):
         out, _ = lstm(x)
         loss = ((head(out[:, -1]) - y) ** 2).mean()
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        losses.append(loss.item())
-    return losses
+        return loss
+
+    run = braze.jit(step) if jit else step
+    return [run(lstm, head, optimizer, x, y).item() for _ in range(steps)]
 
 
-def test_an_lstm_trains_lazily_to_eagers_losses():
-    eager, lazy = _train(braze.CPU), _train(braze.LAZY_CPU)
-    np.testing.assert_allclose(lazy, eager, rtol=1e-4)
+@pytest.mark.parametrize("mode", ["lazy", "jit"])
+def test_an_lstm_trains_lazily_and_jitted_to_eagers_losses(mode):
+    eager = _train(braze.CPU)
+    other = _train(braze.LAZY_CPU) if mode == "lazy" else _train(braze.CPU, jit=True)
+    np.testing.assert_allclose(other, eager, rtol=1e-4)
     assert eager[-1] < eager[0]
