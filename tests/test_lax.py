@@ -197,3 +197,21 @@ def _lstm_graph_sizes(steps: int) -> tuple[int, int, int]:
 def test_an_lstm_scan_compiles_to_the_same_graph_and_code_for_10_and_60_steps(tmp_path, monkeypatch):
     monkeypatch.setenv("BRAZE_CACHE", str(tmp_path))
     assert _lstm_graph_sizes(10) == _lstm_graph_sizes(60)
+
+
+@pytest.mark.parametrize("mode", ["lazy", "jit"])
+def test_a_scan_inside_a_scan_and_its_gradient_match_eager(mode):
+    def fn(xs):
+        def outer(c, row):
+            inner, ys = lax.scan(lambda d, v: (braze.sin(d * v + 0.5), d * v), c, row)
+            return inner, ys.sum(axis=0)
+
+        final, ys = lax.scan(outer, braze.zeros((2,), device=xs.device) + 0.3, xs)
+        return (ys * ys).sum() + final.sum()
+
+    xs = XS[:, :, :2]
+    gradient = braze.grad(fn)
+    expected = [np.asarray(fn(braze.tensor(xs)).numpy()), np.asarray(gradient(braze.tensor(xs)).numpy())]
+    got = run(lambda x: (fn(x), gradient(x)), mode, xs)
+    for value, want in zip(got, expected, strict=True):
+        np.testing.assert_allclose(value, want, rtol=1e-5, atol=1e-6)

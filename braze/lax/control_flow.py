@@ -117,7 +117,8 @@ def scan(
         ys_tree.append(rebuild)
         return _check_carry("scan", init, new_carry) + y_leaves
 
-    body, _ = trace(step, [t.aval for t in carry_leaves] + x_avals, (carry_leaves + x_leaves)[0].device, "scan")
+    device = (carry_leaves + x_leaves)[0].device if carry_leaves or x_leaves else default_device()
+    body, _ = trace(step, [t.aval for t in carry_leaves] + x_avals, device, "scan")
     node = loops.scan.bind(
         *carry_leaves,
         *x_leaves,
