@@ -17,6 +17,17 @@ from braze.tensor import Tensor, user_error
 
 __all__ = ["GRU", "LSTM"]
 
+# Keras's arguments these layers refuse when given (each raises, naming itself).
+_UNSUPPORTED = (
+    "kernel_regularizer",
+    "recurrent_regularizer",
+    "bias_regularizer",
+    "kernel_constraint",
+    "recurrent_constraint",
+    "bias_constraint",
+    "time_major",
+)
+
 
 class _KerasRecurrent(Layer):
     """What LSTM and GRU share: ``kernel`` (features, gates * units), ``recurrent_kernel``
@@ -45,8 +56,7 @@ class _KerasRecurrent(Layer):
             value = kwargs.pop(option, off)
             if value != off:
                 raise NotImplementedError(f"{name}: {option}={value!r} is not supported")
-        for option in ("kernel_regularizer", "recurrent_regularizer", "bias_regularizer", "kernel_constraint",
-                       "recurrent_constraint", "bias_constraint", "time_major"):  # fmt: skip
+        for option in _UNSUPPORTED:
             if kwargs.pop(option, None):
                 raise NotImplementedError(f"{name}: {option} is not supported")
         self._options(kwargs)
