@@ -212,3 +212,15 @@ def test_an_lstm_trains_lazily_and_jitted_to_eagers_losses(mode):
     other = _train(braze.LAZY_CPU) if mode == "lazy" else _train(braze.CPU, jit=True)
     np.testing.assert_allclose(other, eager, rtol=1e-4)
     assert eager[-1] < eager[0]
+
+
+def test_a_keras_model_with_an_lstm_fits_saves_and_loads(tmp_path):
+    y = X.sum(axis=(1, 2))[:, None]
+    model = keras.Sequential([keras.Input((5, 4)), keras.layers.LSTM(6), keras.layers.Dense(1)])
+    model.compile(optimizer="adam", loss="mse")
+    history = model.fit(X, y, epochs=3, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0]
+    assert model.count_params() == 4 * 6 * (4 + 6) + 4 * 6 + 6 + 1  # Keras's count for these layers
+    model.save(tmp_path / "lstm.keras")
+    loaded = keras.models.load_model(tmp_path / "lstm.keras")
+    np.testing.assert_array_equal(loaded.predict(X, verbose=0), model.predict(X, verbose=0))
