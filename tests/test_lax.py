@@ -215,3 +215,12 @@ def test_a_scan_inside_a_scan_and_its_gradient_match_eager(mode):
     got = run(lambda x: (fn(x), gradient(x)), mode, xs)
     for value, want in zip(got, expected, strict=True):
         np.testing.assert_allclose(value, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_fori_loop_with_tensor_bounds_is_a_while_loop(mode):
+    def fn(x, n):
+        return lax.fori_loop(braze.zeros((), braze.int32, x.device), n, lambda i, v: v * 2.0 + 1.0, x)
+
+    (got,) = run(fn, mode, H0, np.array(3, np.int32))
+    np.testing.assert_allclose(got, ((H0 * 2 + 1) * 2 + 1) * 2 + 1, rtol=1e-6)
