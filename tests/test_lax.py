@@ -89,8 +89,9 @@ def test_scan_with_length_and_no_xs_and_an_empty_scan():
         final, ys = lax.scan(lambda c, _: (c * 2.0, c), x, length=3)
         np.testing.assert_allclose(final.numpy(), H0 * 8, rtol=1e-6)
         np.testing.assert_allclose(ys.numpy(), np.stack([H0, H0 * 2, H0 * 4]), rtol=1e-6)
-        final, _ = lax.scan(lambda c, x: (c + x, None), x, braze.tensor(XS[:0], device=device))
+        final, ys = lax.scan(lambda c, x: (c + x, (c * x, x.sum())), x, braze.tensor(XS[:0], device=device))
         np.testing.assert_allclose(final.numpy(), H0)
+        assert [y.shape for y in ys] == [(0, 2, 3), (0,)]
 
 
 def test_the_reference_interpreter_and_the_cpu_backend_agree_on_loop_graphs(tmp_path, monkeypatch):

@@ -134,9 +134,12 @@ def scan(
 
 
 def _scan_eagerly(f: Callable, init: Any, x_leaves: list[Tensor], x_tree: trees.Rebuild, steps: int, reverse: bool):
+    if steps == 0:  # the body runs once on zeros, for the structure and types of its y
+        _, y = _step_pair("scan", f(init, x_tree([ops.zeros(x.shape[1:], x.dtype, x.device) for x in x_leaves])))
+        y_leaves, rebuild = _leaves(y, "scan")
+        return init, rebuild([ops.zeros((0, *t.shape), t.dtype, t.device) for t in y_leaves])
     carry = init
     ys: list[list[Tensor]] = []
-    rebuild: trees.Rebuild = lambda leaves: None  # noqa: E731 - no steps, no y
     for i in reversed(range(steps)) if reverse else range(steps):
         new_carry, y = _step_pair("scan", f(carry, x_tree([x[i] for x in x_leaves])))
         _check_carry("scan", init, new_carry)
@@ -145,8 +148,6 @@ def _scan_eagerly(f: Callable, init: Any, x_leaves: list[Tensor], x_tree: trees.
         ys.append(y_leaves)
     if reverse:
         ys.reverse()
-    if not ys:
-        return carry, None
     return carry, rebuild([ops.stack(list(column)) for column in zip(*ys, strict=True)])
 
 
