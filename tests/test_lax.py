@@ -192,6 +192,8 @@ def _lstm_graph_sizes(steps: int) -> tuple[int, int, int]:
     graph = lazy.trace(lambda *a: braze.grad(loss, argnums=(0, 1, 2))(*a), *weights, xs)
     optimized = cpu.optimize(graph)
     executable = cpu.compile_graph(optimized)
+    loops = [n for k in schedule(optimized) for n in k.attr("computation").nodes() if n.op.name == "scan"]
+    assert len(loops) == 2  # the forward scan recording its carries, and the backward scan
     return len(optimized.nodes()), len(schedule(optimized)), len(executable.plan.kernel_sources)
 
 

@@ -1,12 +1,13 @@
 """The scan's VJP: a reverse scan whose body is the VJP of the forward body.
 
-The backward steps need the carry each forward step started from: a forward scan whose
-per-step outputs are those carries computes them (the forward body, its carries recorded;
-nothing else is kept). The reverse scan then carries the cotangent of the carry and the sum
-of the constants' cotangents, and steps over the recorded carries, the ``xs`` and the
-cotangents of the per-step outputs, giving the cotangent of each step's ``x``. Its body is
-traced once, by differentiating the forward body's graph with the autodiff every op uses,
-so a loop's gradient is itself a loop (and can be differentiated again).
+The backward steps need the carry each forward step started from: the forward scan with
+those carries as more per-step outputs records them (CSE then reads the forward scan's
+own results from this one, so on a compiled device the forward pass runs once). The
+reverse scan then carries the cotangent of the carry and the sum of the constants'
+cotangents, and steps over the recorded carries, the ``xs`` and the cotangents of the
+per-step outputs, giving the cotangent of each step's ``x``. Its body is traced once, by
+differentiating the forward body's graph with the autodiff every op uses, so a loop's
+gradient is itself a loop (and can be differentiated again).
 """
 
 from __future__ import annotations
@@ -27,11 +28,12 @@ def _or_zeros(g: Tensor | None, like: Tensor) -> Tensor:
 
 
 def _step_carries(body: Graph, operands: list, length: int, reverse: bool, carries: int, xs: int) -> list[Tensor]:
-    """The carry each step starts from, stacked in step order: a scan of the same body whose
-    per-step outputs are its input carries."""
-    recorder = Graph(body.params, (*body.outputs[:carries], *body.params[:carries]))
+    """The carry each step starts from, stacked in step order: a scan of the same body with
+    its input carries as more per-step outputs, after the forward scan's own (CSE then reads
+    the forward scan's results from it, so the forward pass runs once)."""
+    recorder = Graph(body.params, (*body.outputs, *body.params[:carries]))
     node = loops.scan.bind(*operands, body=recorder, length=length, reverse=reverse, carries=carries, xs=xs)
-    return [get_element.bind(node, index=carries + k) for k in range(carries)]
+    return [get_element.bind(node, index=len(body.outputs) + k) for k in range(carries)]
 
 
 def scan_vjp(g: Cotangents, *inputs: Tensor, out: Any, body: Graph, length: int, reverse: bool, carries: int, xs: int):
