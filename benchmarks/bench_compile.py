@@ -1,10 +1,12 @@
 """Compile-scaling benchmark: seconds per thousand graph nodes at each size, for an
 elementwise chain, a wide fan, a chain of diamonds and an unrolled LSTM's training step
 (braze.bench.compile_scaling builds them), phase by phase (tracing, every pass, C emission,
-the C compiler), and ``jax.jit`` compiling the same chain when the peers' interpreter has jax.
+the C compiler), and ``jax.jit`` compiling the same chain when the peers' interpreter has jax;
+then an LSTM's training step at several sequence lengths, unrolled (a Python loop) and as a
+``braze.lax.scan``, whose graph and kernels stay the same at every length.
 
     python benchmarks/bench_compile.py [--sizes 100 1000 10000 100000] [--programs chain fan diamonds lstm]
-        [--no-cc] [--peers-python /work/peers-venv/bin/python]
+        [--lengths 10 60 240] [--no-cc] [--peers-python /work/peers-venv/bin/python]
 
 Each figure is one compile from a cold start (no disk cache: the C compiler runs every
 time). The last column, per decade, is how much the seconds per node grew from the size
@@ -19,7 +21,7 @@ import os
 
 from bench_chain import print_host, run_peer_script
 
-from braze.bench.compile_scaling import PROGRAMS, Measurement, measure, units_for
+from braze.bench.compile_scaling import PROGRAMS, SEQUENCES, Measurement, measure, units_for
 
 # Run by the peers' interpreter: jax.jit lowering and compiling the same chain, in seconds.
 JAX_SCRIPT = """
@@ -49,6 +51,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 10_000, 100_000])
     parser.add_argument("--programs", nargs="+", choices=sorted(PROGRAMS), default=list(PROGRAMS))
+    parser.add_argument("--lengths", type=int, nargs="*", default=[10, 60, 240], help="LSTM time steps")
     parser.add_argument("--no-cc", action="store_true", help="stop after C emission (no C compiler run)")
     parser.add_argument("--peers-python", default=os.environ.get("BRAZE_PEERS_PYTHON"))
     args = parser.parse_args()
@@ -82,6 +85,12 @@ def main() -> None:
                     )
                 else:
                     print(f"  jax.jit: {jax}")
+    if args.lengths:
+        print(f"\n{'program':9} {'steps':>7} {'nodes':>7} {'kernels':>7} {'seconds':>8}  phases (s)")
+    for name, program in SEQUENCES.items():
+        for length in args.lengths:
+            m = measure(program, length, native=not args.no_cc)
+            print(f"{name:9} {length:7} {m.nodes:7} {m.kernels:7} {m.seconds:8.3f}  {phases_line(m)}", flush=True)
 
 
 if __name__ == "__main__":

@@ -31,14 +31,14 @@ from braze.tensor import Tensor
 from braze.transforms import hessian, hvp, jacfwd, jacrev, jvp
 
 if TYPE_CHECKING:
-    from braze import data, keras, models, nn, optim
+    from braze import data, keras, lax, models, nn, optim
 
 device = as_device
 """A device from its name, as ``braze.device("cpu:0:lazy")`` or ``braze.device("gpu")``: ``as_device``."""
 
 # Loaded by __getattr__ on first access (PEP 562); importing a submodule also binds it here,
 # so later accesses are plain attribute reads. ``distributed`` is listed before it exists.
-_SUBPACKAGES = ("data", "distributed", "keras", "models", "nn", "optim")
+_SUBPACKAGES = ("data", "distributed", "keras", "lax", "models", "nn", "optim")
 
 
 def __getattr__(name: str) -> Any:
@@ -76,6 +76,7 @@ __all__ = [
     "function",
     "jit",
     "keras",
+    "lax",
     "metrics",
     "models",
     "nn",

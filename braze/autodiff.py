@@ -55,10 +55,14 @@ def enable_grad() -> Iterator[None]:
 
 
 def _topological_order(roots: Sequence[GradNode]) -> list[GradNode]:
-    """Nodes reachable from ``roots``, each after every node that consumes it."""
+    """Nodes reachable from ``roots``, each after every node that consumes it (a root that
+    another root reads included: its cotangent is complete only after that root's rule ran)."""
     order: list[GradNode] = []
-    seen = {id(root) for root in roots}
+    seen: set[int] = set()
     for root in roots:
+        if id(root) in seen:
+            continue
+        seen.add(id(root))
         stack: list[tuple[GradNode, int]] = [(root, 0)]
         while stack:
             node, i = stack.pop()

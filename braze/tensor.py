@@ -184,8 +184,11 @@ def bind(primitive: Primitive, args: tuple, attrs: dict, like: Any = None) -> Te
     executor = _EXECUTORS.get(device.backend) or executor_for(device)
     value = executor.apply(primitive, [t._value for t in args], attrs, aval, device, signature)
     out = Tensor._view(value, aval, device)
-    executor.track(out)  # a lazy barrier must find every live pending tensor
-    if aval.dtype.kind != "f":
+    if isinstance(aval, Aval):
+        executor.track(out)  # a lazy barrier must find every live pending tensor
+    elif not any(a.dtype.kind == "f" for a in aval):
+        return out  # a loop's results, each read by a get_element that is tracked itself
+    if isinstance(aval, Aval) and aval.dtype.kind != "f":
         return out
     node = None
     if GRAD_MODE.enabled and primitive.vjp is not None:

@@ -178,6 +178,37 @@ def _floor_div_ref(a, b):
     return np.floor_divide(a, b)
 
 
+def _rnn_scan(h, xs):
+    """A scan with a nonlinear carry and its steps stacked, reversed: the loop node."""
+
+    def step(c, x):
+        c = braze.tanh(c * 0.7 + x)
+        return c, c * x
+
+    final, ys = braze.lax.scan(step, h, xs, reverse=True)
+    return ys + final
+
+
+def _rnn_scan_ref(h, xs):
+    ys = np.empty_like(xs)
+    for i in reversed(range(len(xs))):
+        h = np.tanh(h * 0.7 + xs[i])
+        ys[i] = h * xs[i]
+    return ys + h
+
+
+def _fori_ref(x):
+    for i in range(1, 4):
+        x = np.sin(x) * i
+    return x
+
+
+def _while_ref(x):
+    while np.abs(x).sum() > 1.0:
+        x = x * 0.5
+    return x
+
+
 CASES: list[OpCase] = [
     # Elementwise unary
     OpCase("negative", braze.negative, np.negative, (F(3, 4),)),
@@ -689,6 +720,20 @@ CASES: list[OpCase] = [
     ),
     OpCase("all_reduce_mean", lambda x: all_reduce.bind(braze.exp(x), op="mean"), np.exp, (F(7),)),
     OpCase("all_reduce_max", lambda x: all_reduce.bind(x, op="max"), lambda x: x, (F(2, 3),)),
+    OpCase("scan", _rnn_scan, _rnn_scan_ref, (F(2, 3), F(4, 2, 3))),
+    OpCase(
+        "fori_loop",
+        lambda x: braze.lax.fori_loop(1, 4, lambda i, v: braze.sin(v) * braze.astype(i, v.dtype), x),
+        _fori_ref,
+        (F(3, 2),),
+    ),
+    OpCase(  # forward only: a while loop has no reverse-mode gradient
+        "while_loop",
+        lambda x: braze.lax.while_loop(lambda v: braze.abs(v).sum() > 1.0, lambda v: v * 0.5, x),
+        _while_ref,
+        (F(3, 2),),
+        grad=False,
+    ),
 ]
 
 CASES_BY_NAME = {case.name: case for case in CASES}

@@ -40,6 +40,7 @@ KINDS = [
     "iota",
     "gather",
     "scatter",
+    "scan",
 ]
 
 
@@ -90,6 +91,17 @@ def random_args(graph: Graph, seed: int = 0) -> list[np.ndarray]:
         else:
             args.append(storage_array(rng.uniform(-2, 2, p.aval.shape), p.aval.dtype))
     return args
+
+
+def _scan_over(x: Node, reverse: bool) -> Node:
+    """A loop along ``x``'s leading axis, its carry starting at the sum of the steps: a
+    nonlinear running carry, and the steps' products with the carry stacked."""
+    step = Aval(x.aval.shape[1:], x.aval.dtype)
+    carry, item = parameter(0, step), parameter(1, step)
+    new = make("tanh", (make("add", (make("mul", (carry, splat(0.5, step))), item)),))
+    body = Graph((carry, item), (new, make("mul", (carry, item))))
+    init = make("reduce_sum", (x,), axes=(0,))
+    return make("scan", (init, x), body=body, length=x.aval.shape[0], reverse=reverse, carries=1, xs=1)
 
 
 @st.composite
@@ -226,6 +238,8 @@ def graphs(draw) -> Graph:
                 inserted_window_dims=(0,),
                 scatter_dims_to_operand_dims=(0,),
             )
+        elif kind == "scan" and shape:
+            node = make("get_element", (_scan_over(x, draw(st.booleans())),), index=draw(st.integers(0, 1)))
         if node is not None:
             nodes.append(node)
     computed = [n for n in nodes if n.op.name != "parameter" and n.aval.dtype != bool_]

@@ -23,6 +23,13 @@ def test_shared_subexpression_gets_both_contributions():
     assert x.grad.item() == pytest.approx(4 + 12)
 
 
+def test_a_root_that_another_root_reads_gets_that_roots_cotangent_too():
+    x = braze.tensor(2.0, requires_grad=True)
+    y = x * x
+    (dx,) = braze.autograd.grad([y + 1.0, y], [x], [braze.tensor(3.0), braze.tensor(5.0)])
+    assert dx.item() == pytest.approx((3 + 5) * 2 * 2)
+
+
 def test_grad_of_nested_structure():
     params = {"w": braze.tensor([[1.0, 2.0]]), "b": [braze.tensor([0.5])]}
 

@@ -32,6 +32,7 @@ LAYERS = (
         "config",
         "interop",
         "array_api",
+        "lax",
     },
     {"data"},
     {"optim"},

@@ -1,7 +1,9 @@
 """How compile time grows with a program's size: programs of four shapes (an elementwise
 chain, a wide fan, a chain of diamonds, an unrolled LSTM's training step) built to a
 given number of graph nodes, and the seconds each phase of compiling them takes (tracing,
-every pass, C emission, the C compiler)."""
+every pass, C emission, the C compiler); and an LSTM's training step over a given number
+of time steps in both forms, the Python loop (unrolled) and ``braze.lax.scan`` (one loop
+node, whatever the length)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from braze import autodiff, lazy, ops
+from braze import autodiff, lax, lazy, ops
 from braze.backends.cpu.compiler import compile_library, find_compiler
 from braze.backends.cpu.emit import emit_module, prelude, translation_units
 from braze.backends.cpu.fusion import CPU_FUSION
@@ -64,6 +66,23 @@ def lstm_loss(x: Tensor, units: int, *weights: Tensor) -> Tensor:
     return ops.mean(ops.matmul(h, wo) ** 2)
 
 
+def lstm_scan_loss(x: Tensor, units: int, *weights: Tensor) -> Tensor:
+    """``lstm_loss`` with the time steps a ``braze.lax.scan``: the loop is one graph node."""
+    wx, wh, b, wo = weights
+    n = LSTM_UNITS
+
+    def cell(carry: tuple[Tensor, Tensor], x_t: Tensor) -> tuple[tuple[Tensor, Tensor], None]:
+        h, c = carry
+        z = ops.matmul(x_t, wx) + ops.matmul(h, wh) + b
+        i, f, o = (ops.sigmoid(z[:, k * n : (k + 1) * n]) for k in (0, 1, 3))
+        c = f * c + i * ops.tanh(z[:, 2 * n : 3 * n])
+        return (o * ops.tanh(c), c), None
+
+    zeros = ops.zeros((LSTM_BATCH, n), device=x.device)
+    (h, _), _ = lax.scan(cell, (zeros, zeros), ops.transpose(x, (1, 0, 2)))
+    return ops.mean(ops.matmul(h, wo) ** 2)
+
+
 @dataclass(frozen=True)
 class Program:
     name: str
@@ -78,12 +97,12 @@ def _elementwise(fn: Callable[[Tensor, int], Tensor]) -> Callable[[int], Graph]:
     return lambda units: lazy.trace(lambda x: fn(x, units), _vector())
 
 
-def _lstm_step(units: int) -> Graph:
+def _lstm_step(units: int, loss: Callable[..., Tensor] = lstm_loss) -> Graph:
     rng = np.random.default_rng(0)
     shapes = [(LSTM_INPUTS, 4 * LSTM_UNITS), (LSTM_UNITS, 4 * LSTM_UNITS), (4 * LSTM_UNITS,), (LSTM_UNITS, 1)]
     weights = [ops.tensor(0.1 * rng.standard_normal(s).astype(np.float32)) for s in shapes]
     x = ops.tensor(rng.standard_normal((LSTM_BATCH, units, LSTM_INPUTS)).astype(np.float32))
-    step = autodiff.value_and_grad(lambda *w: lstm_loss(x.to(w[0].device), units, *w), argnums=(0, 1, 2, 3))
+    step = autodiff.value_and_grad(lambda *w: loss(x.to(w[0].device), units, *w), argnums=(0, 1, 2, 3))
 
     def values(*w: Tensor) -> tuple[Tensor, ...]:
         value, grads = step(*w)
@@ -100,6 +119,10 @@ PROGRAMS = {
         Program("diamonds", _elementwise(diamonds)),
         Program("lstm", _lstm_step),
     )
+}
+# An LSTM's training step by its number of time steps: unrolled, and as one scan.
+SEQUENCES = {
+    p.name: p for p in (Program("lstm", _lstm_step), Program("lstm-scan", lambda t: _lstm_step(t, lstm_scan_loss)))
 }
 
 

@@ -118,6 +118,7 @@ class Category(enum.Enum):
     SCATTER = "scatter"  # adds updates into positions an index tensor selects
     COLLECTIVE = "collective"  # exchanges data with the other replicas
     FUSION = "fusion"  # the compiler's own: a fused kernel and one of its results
+    LOOP = "loop"  # runs a body graph many times: scans and while loops
 
 
 ELEMENTWISE = frozenset({Category.UNARY, Category.BINARY, Category.COMPARE, Category.SELECT, Category.CONVERT})

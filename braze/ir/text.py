@@ -64,13 +64,20 @@ def print_graph(graph: Graph, name: str = "graph") -> str:
     """The text form of ``graph``, preceded by the nested computations its fusions call."""
     names: dict[Graph, str] = {}
     blocks: list[str] = []
+    _print_nested(graph, names, blocks)
+    blocks.append(_print_block(graph, name, names))
+    return "\n\n".join(blocks)
+
+
+def _print_nested(graph: Graph, names: dict[Graph, str], blocks: list[str]) -> None:
+    """The blocks of the computations ``graph``'s nodes hold (a loop's body may hold more),
+    innermost first, so that each block names only computations printed above it."""
     for node in graph.nodes():
         for _, value in node.attrs:
             if isinstance(value, Graph) and value not in names:
+                _print_nested(value, names, blocks)
                 names[value] = f"fused_{len(names)}"
                 blocks.append(_print_block(value, names[value], names))
-    blocks.append(_print_block(graph, name, names))
-    return "\n\n".join(blocks)
 
 
 def _print_block(graph: Graph, name: str, computations: dict[Graph, str]) -> str:

@@ -28,6 +28,7 @@ from braze.nn.functional_api import (
     Input,
     InputLayer,
 )
+from braze.nn.keras_recurrent import GRU, LSTM
 from braze.nn.keras_spellings import Embedding, LayerNormalization
 from braze.nn.layers import (
     ELU,
@@ -66,6 +67,8 @@ from braze.nn.normalization import (
 )
 
 __all__ = [
+    "GRU",
+    "LSTM",
     "Activation",
     "Add",
     "Average",

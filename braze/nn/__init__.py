@@ -84,6 +84,7 @@ from braze.nn.merging import (
 from braze.nn.model import Model, Sequential
 from braze.nn.module import CheckpointError, IncompatibleKeys, Module
 from braze.nn.normalization import BatchNormalization
+from braze.nn.recurrent import GRU, LSTM
 from braze.nn.symbolic import KerasTensor
 from braze.nn.tf_nn import (
     conv2d,
@@ -122,6 +123,7 @@ __all__ = [
     "Dropout",
     "EarlyStopping",
     "Flatten",
+    "GRU",
     "GlobalAveragePooling1D",
     "GlobalAveragePooling2D",
     "GlobalAvgPool1D",
@@ -138,6 +140,7 @@ __all__ = [
     "LambdaCallback",
     "Layer",
     "LeakyReLU",
+    "LSTM",
     "LearningRateScheduler",
     "Linear",
     "MaxPool1D",

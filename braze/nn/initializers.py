@@ -162,6 +162,30 @@ class VarianceScaling(_Seeded):
         return {"scale": self.scale, "mode": self.mode, "distribution": self.distribution, "seed": self.seed}
 
 
+class Orthogonal(_Seeded):
+    """An orthogonal matrix (Keras's recurrent kernels' default): the Q of the QR
+    factorization of unit normal samples, its columns' signs made those of R's diagonal so
+    that Q is uniform over orthogonal matrices; a kernel of more than two axes is the
+    matrix of its last axis against the others. Times ``gain``."""
+
+    def __init__(self, gain: float = 1.0, seed: int | None = None) -> None:
+        super().__init__(seed)
+        self.gain = float(gain)
+
+    def sample(self, shape, dtype, generator):
+        if len(shape) < 2:
+            raise ValueError(f"Orthogonal: a kernel needs at least two axes, got shape {shape}")
+        rows, cols = math.prod(shape[:-1]), shape[-1]
+        samples = normal((max(rows, cols), min(rows, cols)), as_dtype("float64"), self._generator(generator), False)
+        q, r = np.linalg.qr(samples.numpy())
+        q = q * np.sign(np.diag(r))
+        matrix = q if rows >= cols else q.T
+        return Tensor.from_numpy((self.gain * matrix).reshape(shape).astype(dtype.numpy), CPU)
+
+    def get_config(self) -> dict[str, Any]:
+        return {"gain": self.gain, "seed": self.seed}
+
+
 def _scaling(name: str, scale: float, mode: str, distribution: str) -> type[VarianceScaling]:
     def __init__(self, seed: int | None = None) -> None:  # noqa: N807 - the generated class's constructor
         VarianceScaling.__init__(self, scale, mode, distribution, seed)
@@ -195,6 +219,7 @@ CLASSES: dict[str, type[Initializer]] = {
         HeNormal,
         LecunUniform,
         LecunNormal,
+        Orthogonal,
     )
 }
 _NAMES = {
@@ -211,6 +236,7 @@ _NAMES = {
     "he_normal": HeNormal,
     "lecun_uniform": LecunUniform,
     "lecun_normal": LecunNormal,
+    "orthogonal": Orthogonal,
 }
 
 

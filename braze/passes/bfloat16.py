@@ -39,8 +39,8 @@ def _widened(node: Node) -> Node | None:
 
 
 def _in_float32(node: Node, contracts: Callable[[Node], bool]) -> Node | None:
-    if node.op.category in _MOVES or node.op is constant:
-        return None
+    if node.op.category in _MOVES or node.op is constant or node.multi_output:
+        return None  # a loop's body graphs are normalized as graphs of their own
     if node.op.category is Category.CONTRACTION and node.dtype is float32:
         narrow = tuple(_widened(i) for i in node.inputs)
         if all(n is not None for n in narrow):

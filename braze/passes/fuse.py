@@ -39,27 +39,44 @@ def _users(graph: Graph) -> dict[int, list[Node]]:
 
 def plan_singletons(graph: Graph, policy: FusionPolicy = TARGET_INDEPENDENT) -> Plan:
     """No fusion: every op is a kernel of its own (scalar constants are still inlined, unless
-    they are results of the graph: those are kernels too)."""
+    they are results of the graph or operands of a collective or a loop, which read them
+    from buffers: those are kernels too)."""
     outputs = {id(o) for o in graph.outputs}
     position = {id(n): k for k, n in enumerate(graph.nodes())}
+    users = _users(graph)
 
     def inlined(node: Node) -> bool:
-        return node.op is constant and not node.shape and id(node) not in outputs
+        return (
+            node.op is constant
+            and not node.shape
+            and id(node) not in outputs
+            and not any(policy.kind_of_root(u) in ("collective", "control") for u in users[id(node)])
+        )
 
     groups = []
     shared: dict[int, list[Group]] = {}
     for node in graph.nodes():
-        if node.op.category is Category.PARAMETER or inlined(node):
+        if node.op.category is Category.PARAMETER or inlined(node) or node.op is get_element:
             continue
         groups.append(_group(policy.kind_of_root(node), node, position))
+        _take_results(groups[-1], node, users[id(node)], position)
     for group in groups:
-        if group.kind == "collective":
-            continue  # the transport reads its operand from a buffer, even a scalar constant's
+        if group.kind in ("collective", "control"):
+            continue  # the transport (a loop) reads its operand from a buffer, even a scalar constant's
         for i in group.members[0].inputs:
             if inlined(i):
                 shared.setdefault(id(i), []).append(group)
                 group.add(i, position[id(i)])
     return Plan(groups, shared, [])
+
+
+def _take_results(group: Group, node: Node, users: list[Node], position: dict[int, int]) -> list[Node]:
+    """The get_element readers of a loop's results join the loop's group: the kernel that
+    runs the loop has those results as its own."""
+    elements = [u for u in users if u.op is get_element] if node.op.category is Category.LOOP else []
+    for element in elements:
+        group.add(element, position[id(element)])
+    return elements
 
 
 def _group(kind: str, root: Node, position: dict[int, int]) -> Group:
@@ -111,8 +128,8 @@ def plan_fusion(graph: Graph, policy: FusionPolicy = TARGET_INDEPENDENT) -> Plan
                 join(group, summed)
 
     for node in reversed(nodes):
-        if node.op.category is Category.PARAMETER or id(node) in owner:
-            continue
+        if node.op.category is Category.PARAMETER or id(node) in owner or node.op is get_element:
+            continue  # a get_element reads a loop's results: it joins the loop's group
         reader_groups: dict[int, Group | None] = {}
         for u in users[id(node)]:
             for group in shared.get(id(u)) or [owner.get(id(u))]:
@@ -141,6 +158,8 @@ def plan_fusion(graph: Graph, policy: FusionPolicy = TARGET_INDEPENDENT) -> Plan
         group = _group(policy.kind_of_root(node), node, position)
         groups.append(group)
         owner[id(node)] = group
+        for element in _take_results(group, node, users[id(node)], position):
+            owner[id(element)] = group
 
     groups, sibling_refusals = merge_siblings(groups, owner, KernelGraph(groups, owner), policy)
     return Plan(groups, shared, refusals + sibling_refusals)

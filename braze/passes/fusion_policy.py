@@ -35,6 +35,7 @@ from braze.ir.prims.elementwise import (
     sign,
     sub,
 )
+from braze.ir.prims.fusion import get_element
 from braze.ir.prims.reductions import reduce_sum
 from braze.ir.prims.sources import constant, iota
 from braze.ir.prims.structural import broadcast_in_dim, reshape, transpose
@@ -64,7 +65,7 @@ _CHEAP_MOVES = frozenset({broadcast_in_dim, reshape, transpose, convert})
 _CHEAP_ARITHMETIC = frozenset({abs_, add, div, eq, ge, gt, le, lt, max_, min_, mul, ne, neg, relu, select, sign, sub})
 # Operands read from memory, never from a fused producer: a collective hands its operand's
 # buffer to the transport, a scan reads each line many times over.
-_READS_BUFFERS = frozenset({Category.CONTRACTION, Category.WINDOW, Category.SCAN, Category.COLLECTIVE})
+_READS_BUFFERS = frozenset({Category.CONTRACTION, Category.WINDOW, Category.SCAN, Category.COLLECTIVE, Category.LOOP})
 
 
 def _broadcast_of_smaller(node: Node) -> bool:
@@ -91,6 +92,8 @@ class FusionPolicy:
             return "input"
         if node.op.category is Category.COLLECTIVE:
             return "collective"
+        if node.op.category is Category.LOOP:
+            return "control"
         return "loop"
 
     def is_free_to_duplicate(self, node: Node) -> bool:
@@ -138,6 +141,8 @@ class FusionPolicy:
             return no(f"{name} is a kernel of its own: inside a consumer it would be recomputed per element")
         if producer.op.category is Category.COLLECTIVE:
             return no(f"{name} exchanges data with the other replicas: a call into the transport, not a loop")
+        if producer.op.category is Category.LOOP or producer.op is get_element:
+            return no(f"{name} runs a body graph step after step: its kernels are its own")
         if not producer.op.elementwise and producer.op.category not in _FUSIBLE:
             return no(f"{name} cannot be fused")
         if len(members) >= self.max_fused_ops:

@@ -295,6 +295,21 @@ def scan(d: Drawer) -> bool:
     return d.add(f"{rounding}({{0}} * 4.0) * {{0}}", (source,))
 
 
+def loop(d: Drawer) -> bool:
+    """A loop node: a scan along the leading axis (a nonlinear running carry, its steps
+    stacked), reversed or not, or a fori_loop of a few steps."""
+    x = d.pick(lambda i: len(d.shape(i)) >= 1)
+    if x is None:
+        return False
+    c = d.number()
+    roll = d.rng.random()
+    if roll < 0.5:
+        return d.add(f"B.lax.scan(lambda c, x: (B.tanh(c * {c!r} + x), c * x), {{0}}[0], {{0}})[1]", (x,))
+    if roll < 0.75:
+        return d.add("B.lax.scan(lambda c, x: (c + B.sin(x), c), {0}[0], {0}, reverse=True)[1]", (x,))
+    return d.add(f"B.lax.fori_loop(0, 3, lambda i, v: B.sin(v) * {c!r} + 0.5, {{0}})", (x,))
+
+
 def softmax(d: Drawer) -> bool:
     x = d.pick(lambda i: len(d.shape(i)) >= 1)
     if x is None:
@@ -530,6 +545,7 @@ FAMILIES_AND_WEIGHTS: tuple[tuple[Callable[[Drawer], bool], float], ...] = (
     (compare, 0.5),
     (reduce, 1.5),
     (scan, 0.8),
+    (loop, 0.6),
     (softmax, 0.7),
     (reshape, 1),
     (transpose, 1),

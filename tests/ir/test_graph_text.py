@@ -8,7 +8,7 @@ import pytest
 from test_primitive_gradients import PRIMITIVE_CASES, _attrs
 
 from braze.ir import PRIMITIVES
-from braze.ir.dtypes import as_dtype, float32, float64, int32, int64
+from braze.ir.dtypes import as_dtype, bool_, float32, float64, int32, int64
 from braze.ir.graph import Graph, Node, parameter
 from braze.ir.primitive import Aval, Literal
 from braze.ir.text import ParseError, parse_graph, print_graph
@@ -54,13 +54,49 @@ def source_cases():
     a = parameter(0, f32)
     attrs = {"dimension": 1, "descending": True, "dtype": int64}
     yield Graph((a,), (Node.make(PRIMITIVES["argsort"], (a,), attrs, Aval((2, 3), int64)),))
+    yield from loop_cases()
+
+
+def loop_cases():
+    """A scan whose body holds a while loop (the nested bodies print innermost first)."""
+    row, flag = Aval((3,), float32), Aval((), bool_)
+    c = parameter(0, row)
+    limit = Node.make(PRIMITIVES["reduce_sum"], (c,), {"axes": (0,)}, Aval((), float32))
+    small = Node.make(
+        PRIMITIVES["lt"],
+        (limit, Node.make(PRIMITIVES["constant"], (), {"value": Literal(9.0, float32)}, Aval((), float32))),
+        {},
+        flag,
+    )
+    cond = Graph((c,), (small,))
+    grow = Graph((c,), (Node.make(PRIMITIVES["add"], (c, c), {}, row),))
+    loop_attrs = {"cond": cond, "body": grow, "carries": 1, "cond_consts": 0}
+    carry, item = parameter(0, row), parameter(1, row)
+    started = Node.make(PRIMITIVES["add"], (carry, item), {}, row)
+    inner = Node.make(PRIMITIVES["while_loop"], (started,), loop_attrs, (row,))
+    grown = Node.make(PRIMITIVES["get_element"], (inner,), {"index": 0}, row)
+    body = Graph((carry, item), (grown, started))
+    init, xs = parameter(0, row), parameter(1, Aval((4, 3), float32))
+    attrs = {"body": body, "length": 4, "reverse": True, "carries": 1, "xs": 1}
+    scanned = Node.make(PRIMITIVES["scan"], (init, xs), attrs, (row, Aval((4, 3), float32)))
+    yield Graph(
+        (init, xs),
+        tuple(Node.make(PRIMITIVES["get_element"], (scanned,), {"index": k}, a) for k, a in enumerate(scanned.aval)),
+    )
 
 
 ALL_GRAPHS = [graph_of(n, _attrs(a), arrays) for n, a, arrays, _ in PRIMITIVE_CASES] + list(source_cases())
 
 
 def test_the_round_trip_cases_cover_every_primitive():
-    covered = {node.op.name for g in ALL_GRAPHS for node in g.nodes()}
+    def nested(graph):  # a graph and the computations its nodes hold (loops' bodies)
+        yield graph
+        for node in graph.nodes():
+            for _, value in node.attrs:
+                if isinstance(value, Graph):
+                    yield from nested(value)
+
+    covered = {node.op.name for g in ALL_GRAPHS for inner in nested(g) for node in inner.nodes()}
     assert covered == set(PRIMITIVES)
 
 

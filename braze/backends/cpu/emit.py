@@ -8,6 +8,7 @@ buffer, or (for a parameter updated in place) in the parameter's own buffer.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -15,6 +16,7 @@ import numpy as np
 
 from braze.backends.cpu import collectives
 from braze.backends.cpu.elemental import Emitter
+from braze.backends.cpu.fusion import CPU_FUSION
 from braze.backends.cpu.loops import emit_loop_kernel
 from braze.backends.cpu.lowering import LOWERINGS
 from braze.backends.cpu.target import CpuTarget
@@ -23,10 +25,11 @@ from braze.backends.cstyle import BFLOAT16_HELPERS, CLanguage, c_literal, c_type
 from braze.backends.layout import Output, lay_out
 from braze.ir.dtypes import readable
 from braze.ir.graph import Graph, Node
-from braze.ir.primitive import ROOTS
+from braze.ir.primitive import ROOTS, Category
 from braze.ir.prims.fusion import fusion, get_element
 from braze.ir.text import kernel_label
-from braze.passes.buffers import BufferAssignment
+from braze.passes import pipeline
+from braze.passes.buffers import BufferAssignment, assign
 
 _COMMON = """\
 #include <math.h>
@@ -270,9 +273,12 @@ def emit_module(
     entry: str = "braze_run",
     profile: bool = False,
     tunings: dict[int, dict[str, int]] | None = None,
+    emitted: dict[tuple, tuple[str, list]] | None = None,
 ) -> ModulePlan:
     """``profile``: time every kernel call (BRAZE_PROFILE=1), for finding the slow ones;
-    ``tunings``: the autotuner's choices for kernels, by position in the schedule."""
+    ``tunings``: the autotuner's choices for kernels, by position in the schedule;
+    ``emitted``: the C functions of kernels another plan of the library already has (a
+    loop's body is a plan of its own that shares them)."""
     layout = lay_out(graph, assignment)
     kernels = layout.kernels
     position = {id(k): t for t, k in enumerate(kernels)}
@@ -300,7 +306,8 @@ def emit_module(
     for node_id, offset in assignment.offsets.items():
         buffer_of.setdefault(node_id, f"(arena + {offset})")
     calls = []
-    emitted: dict[tuple, tuple[str, list]] = {}  # one C function per distinct kernel, called where each runs
+    # One C function per distinct kernel, called where each runs.
+    emitted = {} if emitted is None else emitted
     for t, kernel in enumerate(kernels):
         name = f"{entry}_kernel{t}"
         if kernel.attr("kind") == "collective":
@@ -311,6 +318,12 @@ def emit_module(
             pool.lines.append(shape)
             plan.collectives += 1
             calls.append(f"  {call}")
+            continue
+        if kernel.attr("kind") == "control":
+            (loop,) = [n for n in kernel.attr("computation").nodes() if n.op.category is Category.LOOP]
+            results = layout.results_of(kernel)
+            compile_body = functools.partial(_compile_body, target=target, emitted=emitted)
+            calls.append(LOWERINGS[loop.op](plan, f"{entry}_loop{t}", kernel, results, buffer_of, compile_body))
             continue
         results = [r for r in layout.results_of(kernel) if r is not None]
         in_place = any(buffer_of[id(r)].startswith("params[") for r in results)
@@ -333,12 +346,20 @@ def emit_module(
             call = f"{{ const double start = braze_clock(); {call} {entry}_seconds[{t}] += braze_clock() - start; }}"
         calls.append(f"  {call}")
     timers = [f"double {entry}_seconds[{max(len(kernels), 1)}]"] if profile else []
-    plan.constants = pool.lines
+    plan.constants = [*pool.lines, *plan.constants]  # after them, what loops' bodies declare
     if len(calls) > CALLS_PER_FUNCTION:
         plan.declarations += [f"extern {t};" for t in timers]
         calls = _entry_parts(plan, entry, calls)
     plan.entry_source = "\n".join([*(f"{t};" for t in timers), _function(f"void {entry}", calls or [_UNUSED])])
     return plan
+
+
+def _compile_body(body: Graph, name: str, target: CpuTarget, emitted: dict) -> ModulePlan:
+    """A loop's body as a module plan of its own, entry ``name``: through the pipeline,
+    fused as any graph, its kernels' C functions shared with the rest of the library."""
+    optimized = pipeline.run(body, policy=CPU_FUSION, alignment=target.alignment)[0]
+    buffers = optimized.annotations.get("buffers") or assign(optimized, target.alignment)
+    return emit_module(optimized, buffers, target, name, emitted=emitted)
 
 
 def _entry_parts(plan: ModulePlan, entry: str, calls: list[str]) -> list[str]:

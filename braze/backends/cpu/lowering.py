@@ -4,7 +4,9 @@ An elementwise, movement or source primitive (and a parameter) computes one elem
 index, inside any fused loop: the C-family rules (``cstyle``). A reduction, contraction,
 window, scan or scatter primitive is the root of a kernel of its own, ``rule(emitter, computation, outputs,
 root)`` writing the loop nest with its fused producers and epilogue. A collective is a call
-from the entry function into the transport, ``rule(node, operand, result, shape_name)``.
+from the entry function into the transport, ``rule(node, operand, result, shape_name)``. A
+loop (``scan``, ``while_loop``) is a loop of the entry function around its body's compiled
+entry, ``rule(plan, name, kernel, results, buffer_of, compile_body)``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 from braze.backends.cpu import collectives
 from braze.backends.cpu.contractions import CONTRACTION_EMITTERS
+from braze.backends.cpu.loop_kernel import emit_loop
 from braze.backends.cpu.loops import emit_reduction_kernel
 from braze.backends.cpu.scans import emit_scan_kernel, emit_sort_kernel
 from braze.backends.cpu.scatter import emit_scatter_add
@@ -21,6 +24,7 @@ from braze.backends.cstyle import ELEMENT_RULES
 from braze.ir.primitive import Primitive
 from braze.ir.prims.collectives import all_reduce
 from braze.ir.prims.indexing import scatter_add
+from braze.ir.prims.loops import scan, while_loop
 from braze.ir.prims.reductions import reduce_max, reduce_prod, reduce_sum
 from braze.ir.prims.scans import argsort, cumprod, cumsum, sort
 
@@ -37,4 +41,6 @@ LOWERINGS: dict[Primitive, Any] = {
     **WINDOW_EMITTERS,
     scatter_add: emit_scatter_add,
     all_reduce: collectives.emit_call,
+    scan: emit_loop,
+    while_loop: emit_loop,
 }

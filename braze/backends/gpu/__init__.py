@@ -19,6 +19,7 @@ from braze.backends.gpu.dialect import DIALECTS, Dialect
 from braze.backends.gpu.executable import DeviceArray, GpuExecutable
 from braze.backends.gpu.lowering import LOWERINGS
 from braze.backends.gpu.module import ModulePlan, plan_module
+from braze.backends.gpu.staged import StagedExecutable, has_loops, pieces
 from braze.backends.gpu.target import DeviceInfo, GpuError
 from braze.ir.graph import Graph
 from braze.ir.primitive import Aval, Primitive
@@ -95,23 +96,33 @@ def module_source(plans: list[ModulePlan], dialect: Dialect) -> str:
 
 
 def render(graphs: list[Graph], device: DeviceInfo) -> tuple[list[ModulePlan], str]:
-    """The kernels of optimized ``graphs`` for ``device``, and their source in its dialect."""
+    """The kernels of optimized ``graphs`` for ``device``, and their source in its dialect
+    (a graph with loops: those of its stretches and its loops' bodies)."""
+    graphs = [piece for g in graphs for piece in pieces(g, GPU_BACKEND.optimize)]
     dialect, launch = DIALECTS[device.runtime], device.launch_shape()
     plans = [plan_module(g, dialect, launch, f"braze_g{i}", device.alignment) for i, g in enumerate(graphs)]
     return plans, module_source(plans, dialect)
 
 
-def compile_graphs(graphs: list[Graph], cache: DiskCache | None = None) -> list[GpuExecutable]:
-    """Optimized graphs as executables of one program (one compiler run)."""
+def compile_graphs(graphs: list[Graph], cache: DiskCache | None = None) -> list[GpuExecutable | StagedExecutable]:
+    """Optimized graphs as executables of one program (one compiler run); a graph with
+    loops as a host loop of launch sequences, each compiled once."""
     gpu = runtime()
-    plans, source = render(graphs, gpu.info)
+    plain = [g for g in graphs if not has_loops(g)]
+    plans, source = render(plain, gpu.info)
     dump_source(source, gpu.dialect.source_suffix)
     with metrics.timed("NativeCompileTime"):
         kernels = gpu.load(source, [k.name for p in plans for k in p.kernels], cache or DiskCache())
-    return [GpuExecutable(p, kernels, gpu) for p in plans]
+    compiled = iter([GpuExecutable(p, kernels, gpu) for p in plans])
+    return [
+        StagedExecutable(g, gpu, lambda piece: compile_graph(piece, cache), GPU_BACKEND.optimize)
+        if has_loops(g)
+        else next(compiled)
+        for g in graphs
+    ]
 
 
-def compile_graph(graph: Graph, cache: DiskCache | None = None) -> GpuExecutable:
+def compile_graph(graph: Graph, cache: DiskCache | None = None) -> GpuExecutable | StagedExecutable:
     return compile_graphs([graph], cache)[0]
 
 
@@ -136,7 +147,7 @@ class GpuBackend(Backend):
     def alignment(self) -> int:
         return runtime().info.alignment
 
-    def lower(self, optimized: Graph) -> GpuExecutable:
+    def lower(self, optimized: Graph) -> GpuExecutable | StagedExecutable:
         return compile_graph(optimized)
 
     def apply(self, primitive: Primitive, values: list, attrs: dict, aval: Aval) -> DeviceArray:

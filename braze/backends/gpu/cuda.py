@@ -164,9 +164,10 @@ class CudaRuntime:
             self.synchronize()
         return array
 
-    def copy(self, source: Any, target: Any, nbytes: int) -> None:
+    def copy(self, source: Any, target: Any, nbytes: int, source_offset: int = 0, target_offset: int = 0) -> None:
         if nbytes:
-            _check(self.driver.cuMemcpyDtoDAsync(target, source, nbytes, self.stream)[0], "copy")
+            to, start = int(target) + target_offset, int(source) + source_offset
+            _check(self.driver.cuMemcpyDtoDAsync(to, start, nbytes, self.stream)[0], "copy")
 
     # Kernels ----------------------------------------------------------------------------
 

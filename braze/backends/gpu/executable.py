@@ -54,6 +54,12 @@ class DeviceArray:
     def shape(self) -> tuple[int, ...]:
         return self.aval.shape
 
+    def copy(self) -> DeviceArray:
+        """A new device array holding this one's values."""
+        copy = DeviceArray(self.runtime, self.aval)
+        self.runtime.copy(self.buffer, copy.buffer, self.aval.nbytes)
+        return copy
+
     def __del__(self) -> None:
         buffer, self.buffer = getattr(self, "buffer", None), None
         if buffer is not None:
@@ -83,24 +89,24 @@ class GpuExecutable:
             if output.kind == "result":
                 outputs.append(results[output.index])
             elif output.kind == "param":
-                outputs.append(self._copy(inputs[output.index]))
+                outputs.append(inputs[output.index].copy())
             else:
                 outputs.append(DeviceArray.from_numpy(self.runtime, output.array))
         return outputs
 
-    def _copy(self, array: DeviceArray) -> DeviceArray:
-        copy = DeviceArray(self.runtime, array.aval)
-        self.runtime.copy(array.buffer, copy.buffer, array.aval.nbytes)
-        return copy
-
     def __call__(self, args: Sequence[np.ndarray]) -> list[np.ndarray]:
-        inputs = [DeviceArray.from_numpy(self.runtime, a) for a in args]
-        results = [r.numpy() for r in self.run(inputs)]
-        for output, param in self.graph.donated.items():
-            # Input/output aliasing, as the other backends give it: the result lives on in
-            # the donated argument's array (unless that array is a read-only host copy of
-            # device data, which must keep the value it was read with).
-            if args[param].flags.writeable:
-                np.copyto(args[param], results[output])
-                results[output] = args[param]
-        return results
+        return run_on_host(self, args)
+
+
+def run_on_host(executable: Any, args: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """An executable's ``run`` on NumPy arrays: copied to the device, the results back."""
+    inputs = [DeviceArray.from_numpy(executable.runtime, a) for a in args]
+    results = [r.numpy() for r in executable.run(inputs)]
+    for output, param in executable.graph.donated.items():
+        # Input/output aliasing, as the other backends give it: the result lives on in
+        # the donated argument's array (unless that array is a read-only host copy of
+        # device data, which must keep the value it was read with).
+        if args[param].flags.writeable:
+            np.copyto(args[param], results[output])
+            results[output] = args[param]
+    return results

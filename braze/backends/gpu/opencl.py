@@ -129,9 +129,11 @@ class OpenCLRuntime:
             self.cl.enqueue_copy(self.queue, array, buffer)
         return array
 
-    def copy(self, source: Any, target: Any, nbytes: int) -> None:
+    def copy(self, source: Any, target: Any, nbytes: int, source_offset: int = 0, target_offset: int = 0) -> None:
         if nbytes:
-            self.cl.enqueue_copy(self.queue, target, source, byte_count=nbytes)
+            self.cl.enqueue_copy(
+                self.queue, target, source, byte_count=nbytes, src_offset=source_offset, dst_offset=target_offset
+            )
 
     # Kernels ----------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from braze.backends.reference.interpreter import ReferenceExecutable, evaluate
 from braze.backends.reference.twins import apply_primitive
 from braze.ir.graph import Graph
 from braze.ir.primitive import PRIMITIVES, Aval, Category, Primitive
+from braze.ir.prims.loops import install_evaluator
 from braze.runtime.backend import Backend, register_backend
 
 __all__ = ["REFERENCE", "ReferenceBackend", "ReferenceExecutable", "apply_primitive", "evaluate"]
@@ -37,3 +38,4 @@ class ReferenceBackend(Backend):
 
 
 REFERENCE = register_backend(ReferenceBackend())
+install_evaluator(evaluate)  # loops' NumPy twins run their bodies with the interpreter

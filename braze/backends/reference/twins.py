@@ -18,11 +18,14 @@ from braze.ir.dtypes import bfloat16, from_bfloat16, to_bfloat16
 from braze.ir.primitive import Aval, Primitive
 
 
-def apply_primitive(primitive: Primitive, arrays: list[np.ndarray], attrs: dict[str, Any], aval: Aval) -> np.ndarray:
-    """Evaluate one primitive with its NumPy twin, returning an array of exactly ``aval``."""
+def apply_primitive(primitive: Primitive, arrays: list[np.ndarray], attrs: dict[str, Any], aval: Aval) -> Any:
+    """Evaluate one primitive with its NumPy twin, returning an array of exactly ``aval``
+    (a tuple of arrays for a loop's tuple of avals)."""
     arrays = [from_bfloat16(a) if getattr(a, "dtype", None) == np.uint16 else a for a in arrays]
     with np.errstate(all="ignore"):
         result = primitive.impl(*arrays, **attrs)
+    if not isinstance(aval, Aval):  # a loop's results
+        return tuple(np.asarray(r, a.dtype.numpy) for r, a in zip(result, aval, strict=True))
     out = np.asarray(result)
     if aval.dtype is bfloat16:
         return out if out.dtype == np.uint16 else to_bfloat16(out)

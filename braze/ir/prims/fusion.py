@@ -1,7 +1,9 @@
 """Compiler-only primitives: ``fusion`` (a nested computation run as one kernel) and
-``get_element`` (one result of a multi-output fusion). They appear only after the fusion
-pass, never in user traces, so they have no VJP; the interpreter and the backends evaluate
-them by walking the nested graph."""
+``get_element`` (one result of a multi-output node). A fusion appears only after the fusion
+pass, never in user traces, so it has no VJP; the interpreter and the backends evaluate it
+by walking the nested graph. ``get_element`` also reads the results of a loop (a
+``scan``), in user traces too: its VJP hands the loop a ``Cotangents``, one entry per
+result (a fusion's kind ``control`` holds such a loop, run by the backend's loop code)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from typing import Any
 from braze.ir.errors import ShapeError
 from braze.ir.primitive import Aval, Category, Primitive, register
 
-KINDS = ("loop", "input", "output", "collective")
+KINDS = ("loop", "input", "output", "collective", "control")
 
 
 def _fusion_rule(*inputs: Aval, kind: str, computation: Any) -> Aval | tuple[Aval, ...]:
@@ -27,6 +29,34 @@ def _get_element_rule(x: Any, *, index: int) -> Aval:
     if isinstance(x, Aval) or not 0 <= index < len(x):
         raise ShapeError(f"get_element: index {index} of a value with {1 if isinstance(x, Aval) else len(x)} results")
     return x[index]
+
+
+class Cotangents:
+    """The cotangent of a multi-output node's results: one per result, None for a zero.
+    Cotangents reaching the node from several ``get_element`` readers add up."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: tuple) -> None:
+        self.parts = parts
+
+    @staticmethod
+    def one(count: int, index: int, g: Any) -> Cotangents:
+        return Cotangents(tuple(g if k == index else None for k in range(count)))
+
+    def __add__(self, other: Cotangents) -> Cotangents:
+        return Cotangents(
+            tuple(a if b is None else b if a is None else a + b for a, b in zip(self.parts, other.parts, strict=True))
+        )
+
+
+def _get_element_vjp(g: Any, x: Any, *, out: Any, index: int) -> tuple:
+    return (Cotangents.one(len(x.aval), index, g),)
+
+
+def _get_element_jvp(tangents: tuple, x: Any, *, out: Any, index: int) -> Any:
+    (tangent,) = tangents
+    return None if tangent is None else tangent[index]
 
 
 def _evaluated_elsewhere(*args: Any, **attrs: Any) -> Any:
@@ -46,6 +76,12 @@ fusion = register(
 )
 get_element = register(
     Primitive(
-        "get_element", _get_element_rule, lambda x, *, index: x[index], None, ("index",), category=Category.FUSION
+        "get_element",
+        _get_element_rule,
+        lambda x, *, index: x[index],
+        _get_element_vjp,
+        ("index",),
+        category=Category.FUSION,
+        jvp=_get_element_jvp,
     )
 )

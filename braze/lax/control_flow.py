@@ -1,0 +1,211 @@
+"""``scan``, ``fori_loop`` and ``while_loop`` over pytrees of tensors (JAX's ``lax``).
+
+On an eager device the loop runs in Python over the body, one step after another (as JAX's
+eager mode does), and gradients flow through the steps' ops. On a lazy device and under
+``@braze.jit`` the body is traced once and the loop is one node of the graph (a ``scan`` or
+``while_loop`` primitive), compiled as a loop around the body's kernels: its compile time
+does not grow with the number of steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from braze import ops, trees
+from braze.ir.dtypes import int32
+from braze.ir.errors import ShapeError
+from braze.ir.primitive import Aval
+from braze.ir.prims import loops
+from braze.ir.prims.fusion import get_element
+from braze.lax.body import trace
+from braze.runtime.device import default_device
+from braze.tensor import Tensor
+
+
+def _structure(tree: Any) -> Any:
+    """A nested container's shape without its tensors, for comparing a body's carry with its input."""
+    if isinstance(tree, Tensor):
+        return "tensor"
+    if isinstance(tree, (list, tuple)):
+        return (type(tree).__name__, tuple(_structure(item) for item in tree))
+    if isinstance(tree, dict):
+        return ("dict", tuple((k, _structure(v)) for k, v in tree.items()))
+    return type(tree).__name__
+
+
+def _leaves(tree: Any, what: str) -> tuple[list[Tensor], trees.Rebuild]:
+    if tree is None:
+        return [], lambda leaves: None
+    return trees.flatten(tree, what)
+
+
+def _check_callable(fn: Any, what: str, name: str) -> None:
+    if not callable(fn):
+        raise TypeError(f"{what}: {name} must be a callable, got {type(fn).__name__}")
+
+
+def _check_carry(what: str, before: Any, after: Any) -> list[Tensor]:
+    """The new carry's tensors, after checking it has the structure, shapes and dtypes of the old."""
+    if _structure(before) != _structure(after):
+        raise TypeError(
+            f"{what}: the body returned a carry of structure {_structure(after)}, its input has {_structure(before)}"
+        )
+    old, _ = _leaves(before, what)
+    new, _ = _leaves(after, what)
+    for k, (a, b) in enumerate(zip(old, new, strict=True)):
+        if a.aval != b.aval:
+            raise ShapeError(
+                f"{what}: the body turns carry {k} from {a.aval} into {b.aval}; a carry keeps its shape and dtype"
+            )
+    return new
+
+
+def _is_traced(tensors: list[Tensor]) -> bool:
+    devices = [t.device for t in tensors] or [default_device()]
+    return any(d.is_lazy for d in devices)
+
+
+def _results(node: Tensor, count: int) -> list[Tensor]:
+    return [get_element.bind(node, index=k) for k in range(count)]
+
+
+def _step_pair(what: str, result: Any) -> tuple[Any, Any]:
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        raise TypeError(f"{what}: the body must return a pair (carry, y), got {type(result).__name__}")
+    return result[0], result[1]
+
+
+def scan(
+    f: Callable[[Any, Any], tuple[Any, Any]],
+    init: Any,
+    xs: Any = None,
+    length: int | None = None,
+    reverse: bool = False,
+) -> tuple[Any, Any]:
+    """Loop ``carry, y = f(carry, x)`` over the leading axis of ``xs`` (JAX's ``lax.scan``):
+    the final carry, and the ``y`` of every step stacked along a new leading axis.
+
+    ``init``, ``xs`` and the ``y`` are tensors or nested tuples/lists/dicts of them; ``xs``
+    may be None with ``length`` given; ``reverse`` runs the steps from the last to the first
+    (the stacked ``y`` stays in the order of ``xs``). The body must return a carry of the
+    structure, shapes and dtypes of ``init``."""
+    _check_callable(f, "scan", "f")
+    carry_leaves, carry_tree = _leaves(init, "scan")
+    x_leaves, x_tree = _leaves(xs, "scan")
+    lengths = {x.shape[0] if x.shape else None for x in x_leaves}
+    if None in lengths:
+        raise ShapeError("scan: every xs tensor needs a leading axis to step along; one is 0-dimensional")
+    if length is not None:
+        if not isinstance(length, int) or isinstance(length, bool) or length < 0:
+            raise ValueError(f"scan: length must be a non-negative integer, got {length!r}")
+        lengths.add(length)
+    if len(lengths) > 1:
+        raise ShapeError(f"scan: xs have different leading lengths {sorted(lengths)} (length={length})")
+    if not lengths:
+        raise ValueError("scan: give xs or a length")
+    (steps,) = lengths
+    if not _is_traced(carry_leaves + x_leaves):
+        return _scan_eagerly(f, init, x_leaves, x_tree, steps, reverse)
+    x_avals = [Aval(x.shape[1:], x.dtype) for x in x_leaves]
+    ys_tree: list[trees.Rebuild] = []
+
+    def step(inputs: list[Tensor]) -> list[Tensor]:
+        carry = carry_tree(inputs[: len(carry_leaves)])
+        new_carry, y = _step_pair("scan", f(carry, x_tree(inputs[len(carry_leaves) :])))
+        y_leaves, rebuild = _leaves(y, "scan")
+        ys_tree.append(rebuild)
+        return _check_carry("scan", init, new_carry) + y_leaves
+
+    device = (carry_leaves + x_leaves)[0].device if carry_leaves or x_leaves else default_device()
+    body, _ = trace(step, [t.aval for t in carry_leaves] + x_avals, device, "scan")
+    node = loops.scan.bind(
+        *carry_leaves,
+        *x_leaves,
+        *body.captured,
+        body=body.graph,
+        length=steps,
+        reverse=bool(reverse),
+        carries=len(carry_leaves),
+        xs=len(x_leaves),
+    )
+    results = _results(node, len(body.graph.outputs))
+    return carry_tree(results[: len(carry_leaves)]), ys_tree[0](results[len(carry_leaves) :])
+
+
+def _scan_eagerly(f: Callable, init: Any, x_leaves: list[Tensor], x_tree: trees.Rebuild, steps: int, reverse: bool):
+    if steps == 0:  # the body runs once on zeros, for the structure and types of its y
+        _, y = _step_pair("scan", f(init, x_tree([ops.zeros(x.shape[1:], x.dtype, x.device) for x in x_leaves])))
+        y_leaves, rebuild = _leaves(y, "scan")
+        return init, rebuild([ops.zeros((0, *t.shape), t.dtype, t.device) for t in y_leaves])
+    carry = init
+    ys: list[list[Tensor]] = []
+    for i in reversed(range(steps)) if reverse else range(steps):
+        new_carry, y = _step_pair("scan", f(carry, x_tree([x[i] for x in x_leaves])))
+        _check_carry("scan", init, new_carry)
+        carry = new_carry
+        y_leaves, rebuild = _leaves(y, "scan")
+        ys.append(y_leaves)
+    if reverse:
+        ys.reverse()
+    return carry, rebuild([ops.stack(list(column)) for column in zip(*ys, strict=True)])
+
+
+def fori_loop(lower: int, upper: int, body_fun: Callable[[Tensor, Any], Any], init_val: Any) -> Any:
+    """``val = body_fun(i, val)`` for ``i`` from ``lower`` to ``upper - 1`` (JAX's
+    ``lax.fori_loop``). With Python integer bounds it is a ``scan`` over the indices (and
+    differentiable); with tensor bounds a ``while_loop`` (forward only)."""
+    _check_callable(body_fun, "fori_loop", "body_fun")
+    if isinstance(lower, int) and isinstance(upper, int):
+        indices = ops.arange(lower, max(upper, lower), dtype=int32, device=_device_of(init_val))
+        carry, _ = scan(lambda val, i: (body_fun(i, val), None), init_val, indices)
+        return carry
+    device = _device_of(init_val)
+    start = ops.as_tensor(lower, device=device) if not isinstance(lower, Tensor) else lower
+    stop = ops.as_tensor(upper, device=device) if not isinstance(upper, Tensor) else upper
+    _, result = while_loop(
+        lambda state: state[0] < stop,
+        lambda state: (state[0] + 1, body_fun(state[0], state[1])),
+        (start, init_val),
+    )
+    return result
+
+
+def _device_of(tree: Any) -> Any:
+    leaves, _ = _leaves(tree, "fori_loop")
+    return leaves[0].device if leaves else default_device()
+
+
+def while_loop(cond_fun: Callable[[Any], Tensor], body_fun: Callable[[Any], Any], init_val: Any) -> Any:
+    """``val = body_fun(val)`` while ``cond_fun(val)`` (a boolean scalar) holds (JAX's
+    ``lax.while_loop``). Forward only: the number of steps is known only when it runs, so
+    reverse-mode gradients through it raise; use ``fori_loop`` with static bounds or ``scan``."""
+    _check_callable(cond_fun, "while_loop", "cond_fun")
+    _check_callable(body_fun, "while_loop", "body_fun")
+    leaves, tree = _leaves(init_val, "while_loop")
+    if not _is_traced(leaves):
+        val = init_val
+        while bool(cond_fun(val)):
+            val = body_fun(val)
+            _check_carry("while_loop", init_val, val)
+        return val
+    avals = [t.aval for t in leaves]
+    device = leaves[0].device if leaves else default_device()
+
+    def condition(inputs: list[Tensor]) -> list[Tensor]:
+        return [ops.as_tensor(cond_fun(tree(inputs)))]
+
+    cond, _ = trace(condition, avals, device, "while_loop")
+    body, _ = trace(
+        lambda inputs: _check_carry("while_loop", init_val, body_fun(tree(inputs))), avals, device, "while_loop"
+    )
+    node = loops.while_loop.bind(
+        *leaves,
+        *cond.captured,
+        *body.captured,
+        cond=cond.graph,
+        body=body.graph,
+        carries=len(leaves),
+        cond_consts=len(cond.captured),
+    )
+    return tree(_results(node, len(leaves)))
