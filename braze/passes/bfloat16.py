@@ -23,35 +23,42 @@ from braze.ir.prims.elementwise import convert
 from braze.ir.prims.sources import constant
 from braze.passes.rewrite import rewrite
 
-# Categories whose nodes only move or choose bit patterns.
-_MOVES = frozenset({Category.PARAMETER, Category.MOVEMENT, Category.SELECT, Category.CONVERT})
+# Nodes that only move, choose or pick bit patterns, and loops (whose body graphs go
+# through the pipeline as graphs of their own).
+_MOVES = frozenset(
+    {Category.PARAMETER, Category.MOVEMENT, Category.SELECT, Category.CONVERT, Category.FUSION, Category.LOOP}
+)
 
 
 def _converted(node: Node, dtype: DType) -> Node:
     return Node.make(convert, (node,), {"dtype": dtype}, Aval(node.shape, dtype))
 
 
+def _bf16(node: Node) -> bool:
+    return not node.multi_output and node.dtype is bfloat16
+
+
 def _widened(node: Node) -> Node | None:
     """The bfloat16 value that ``node`` reads back as float32, if it is one."""
-    if node.op is convert and node.dtype is float32 and node.inputs[0].dtype is bfloat16:
+    if node.op is convert and node.dtype is float32 and _bf16(node.inputs[0]):
         return node.inputs[0]
     return None
 
 
 def _in_float32(node: Node, contracts: Callable[[Node], bool]) -> Node | None:
-    if node.op.category in _MOVES or node.op is constant or node.multi_output:
-        return None  # a loop's body graphs are normalized as graphs of their own
+    if node.op.category in _MOVES or node.op is constant:
+        return None
     if node.op.category is Category.CONTRACTION and node.dtype is float32:
         narrow = tuple(_widened(i) for i in node.inputs)
         if all(n is not None for n in narrow):
             candidate = Node.make(node.op, narrow, node.attrs, node.aval)
             if contracts(candidate):
                 return candidate
-        if all(i.dtype is bfloat16 for i in node.inputs) and contracts(node):
+        if all(_bf16(i) for i in node.inputs) and contracts(node):
             return None
-    if node.dtype is not bfloat16 and all(i.dtype is not bfloat16 for i in node.inputs):
+    if node.dtype is not bfloat16 and not any(_bf16(i) for i in node.inputs):
         return None
-    inputs = tuple(_converted(i, float32) if i.dtype is bfloat16 else i for i in node.inputs)
+    inputs = tuple(_converted(i, float32) if _bf16(i) else i for i in node.inputs)
     attrs = {k: (float32 if v is bfloat16 else v) for k, v in node.attr_dict.items()}
     if node.dtype is not bfloat16:
         return Node.make(node.op, inputs, attrs, node.aval)

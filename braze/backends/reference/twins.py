@@ -15,13 +15,14 @@ from typing import Any
 import numpy as np
 
 from braze.ir.dtypes import bfloat16, from_bfloat16, to_bfloat16
-from braze.ir.primitive import Aval, Primitive
+from braze.ir.primitive import Aval, Category, Primitive
 
 
 def apply_primitive(primitive: Primitive, arrays: list[np.ndarray], attrs: dict[str, Any], aval: Aval) -> Any:
     """Evaluate one primitive with its NumPy twin, returning an array of exactly ``aval``
     (a tuple of arrays for a loop's tuple of avals)."""
-    arrays = [from_bfloat16(a) if getattr(a, "dtype", None) == np.uint16 else a for a in arrays]
+    if primitive.category is not Category.LOOP:  # a loop's twin interprets its body on stored values
+        arrays = [from_bfloat16(a) if getattr(a, "dtype", None) == np.uint16 else a for a in arrays]
     with np.errstate(all="ignore"):
         result = primitive.impl(*arrays, **attrs)
     if not isinstance(aval, Aval):  # a loop's results
