@@ -110,6 +110,20 @@ def row_blocks(em: Emitter, g: Gemm, tile_rows: int) -> int:
     return -(-rows_per_block // tile_rows) * tile_rows
 
 
+def _unflatten(flat: str, sizes: tuple[int, ...]) -> list[str]:
+    """C expressions of the indices into dimensions of ``sizes`` (outermost first) that the
+    row-major flat index ``flat`` stands for."""
+    dims, inner, total = [], 1, math.prod(sizes)
+    for size in reversed(sizes):
+        if size == 1:
+            dims.append("0")
+            continue
+        quotient = f"{flat} / {inner}" if inner > 1 else flat
+        dims.append(f"({quotient}) % {size}" if inner * size < total else f"({quotient})")
+        inner *= size
+    return dims[::-1]
+
+
 def _tiled_gemm(em: Emitter, computation: Graph, outputs: list[str], root: Node, g: Gemm) -> None:
     x, y = root.inputs
     a, b = operand(em, x), operand(em, y)
@@ -148,7 +162,13 @@ def _tiled_gemm(em: Emitter, computation: Graph, outputs: list[str], root: Node,
     b_base = f"bi * {panel_batch}" if panel_batch is not None else _batch_offset(g.batch, "bi", 1)
     em.emit(f"const {t}* bm = {panel} + {b_base};")
 
-    def row_tile(rows: int, chunk: int) -> None:
+    x_free = len(x.shape) - len(root.attr("lhs_batch")) - len(root.attr("lhs_contracting"))
+    lb = len(root.attr("lhs_batch"))
+    rb = lb + x_free
+    batch_dims = _unflatten("bi", root.shape[:lb])
+    full_chunks_fit = (vectors - vectors % tile_vectors) * lanes <= g.n
+
+    def row_tile(rows: int, chunk: int, first: str) -> None:
         em.emit(f"braze_v{root.dtype.short} acc[{rows}][{chunk}];")
         em.emit("memset(acc, 0, sizeof(acc));")
         open_loop(em, "k", g.k)
@@ -161,14 +181,20 @@ def _tiled_gemm(em: Emitter, computation: Graph, outputs: list[str], root: Node,
             lambda i: f"am[(m0 + {i}) * {g.a_row} + k * {g.a_k}]",
         )
         close_loops(em, 1)
-        em.emit(
-            f"const int64_t columns = {g.n} - q0 * {lanes} < {chunk * lanes} ? {g.n} - q0 * {lanes} : {chunk * lanes};"
-        )
+        # A compile-time count of columns wherever it is known, so the stores vectorize.
+        if first.isdigit():
+            columns: int | str = min(g.n - int(first) * lanes, chunk * lanes)
+        elif full_chunks_fit:
+            columns = chunk * lanes
+        else:
+            columns = f"({g.n} - q0 * {lanes} < {chunk * lanes} ? {g.n} - q0 * {lanes} : {chunk * lanes})"
         open_loop(em, "i", rows)
-        open_loop(em, "jj", "columns")
-        value = f"((const {t}*)acc)[i * {chunk * lanes} + jj]"
-        linear = f"(bi * {g.m} + m0 + i) * {g.n} + q0 * {lanes} + jj"
-        store_results(em, computation, outputs, root, Index(root.shape, linear=linear), value)
+        em.emit("const int64_t m = m0 + i;")
+        open_loop(em, "jj", columns)
+        em.emit(f"const int64_t col = q0 * {lanes} + jj;")
+        dims = (*batch_dims, *_unflatten("m", root.shape[lb:rb]), *_unflatten("col", root.shape[rb:]))
+        index = Index(root.shape, dims, f"(bi * {g.m} + m) * {g.n} + col")
+        store_results(em, computation, outputs, root, index, f"((const {t}*)acc)[i * {chunk * lanes} + jj]")
         close_loops(em, 2)
 
     def column_panel(chunk: int, first: str) -> None:
@@ -177,13 +203,13 @@ def _tiled_gemm(em: Emitter, computation: Graph, outputs: list[str], root: Node,
         em.emit(f"const int64_t q0 = {first};")
         em.emit(f"for (int64_t m0 = r0; m0 + {tile_rows} <= r1; m0 += {tile_rows}) {{")
         em.push()
-        row_tile(tile_rows, chunk)
+        row_tile(tile_rows, chunk, first)
         close_loops(em, 1)
         if g.m % tile_rows:
             em.emit(f"if (r1 == {g.m}) {{")
             em.push()
             em.emit(f"const int64_t m0 = {g.m - g.m % tile_rows};")
-            row_tile(g.m % tile_rows, chunk)
+            row_tile(g.m % tile_rows, chunk, first)
             close_loops(em, 1)
         em.pop()
         em.emit("}")
