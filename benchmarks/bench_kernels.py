@@ -36,6 +36,9 @@ from braze.backends.cpu.target import CpuTarget, TargetError, host_levels  # noq
 from braze.bench.steps import WORKLOADS  # noqa: E402
 from braze.ir.graph import Node  # noqa: E402
 from braze.ir.primitive import Category  # noqa: E402
+from braze.ir.prims.conv import conv, conv_grad_input  # noqa: E402
+from braze.ir.prims.fusion import fusion  # noqa: E402
+from braze.ir.prims.linalg import dot_general  # noqa: E402
 from braze.ir.text import kernel_label  # noqa: E402
 
 _PEAK_SOURCE = """\
@@ -81,19 +84,19 @@ def fma_peak(target: str) -> tuple[CpuTarget, float]:
 
 def useful_flops(kernel: Node) -> int:
     """The multiply-adds (x2) of the forward product a contraction kernel computes; 0 for others."""
-    if kernel.op.name != "fusion":
+    if kernel.op is not fusion:
         return 0
     roots = [n for n in kernel.attr("computation").nodes() if n.op.category is Category.CONTRACTION]
     if not roots:
         return 0
     root = roots[0]
-    if root.op.name == "dot_general":
+    if root.op is dot_general:
         x = root.inputs[0]
         return 2 * root.aval.size * math.prod(x.shape[d] for d in root.attr("lhs_contracting"))
-    if root.op.name == "conv":
+    if root.op is conv:
         kh, kw, c, _ = root.inputs[1].shape
         return 2 * root.aval.size * kh * kw * c
-    if root.op.name == "conv_grad_input":
+    if root.op is conv_grad_input:
         g, w = root.inputs
         kh, kw, c, _ = w.shape
         return 2 * g.aval.size * kh * kw * c
@@ -106,8 +109,10 @@ def numpy_gflops(kernel: Node) -> float | None:
     """NumPy's BLAS on a dot_general kernel's product, its operands laid out as (batch,
     rows, depth) and (batch, depth, columns) beforehand (so the BLAS call is all that is
     timed); None for other kernels."""
-    roots = [n for n in kernel.attr("computation").nodes() if n.op.name == "dot_general"]
-    if kernel.op.name != "fusion" or not roots:
+    if kernel.op is not fusion:
+        return None
+    roots = [n for n in kernel.attr("computation").nodes() if n.op is dot_general]
+    if not roots:
         return None
     root = roots[0]
     x, y = root.inputs

@@ -126,7 +126,7 @@ def plan_fusion(graph: Graph, policy: FusionPolicy = TARGET_INDEPENDENT) -> Plan
                     join(group, node)
                     continue
                 refusals.append(decision.reason)
-            if policy.is_free_to_duplicate(node) and not any(policy.reads_buffers(u) for u in users[id(node)]):
+            if _recomputed(node, reader_groups, users, owner, shared, policy):
                 shared[id(node)] = list(reader_groups.values())
                 for group in shared[id(node)]:
                     group.add(node, position[id(node)])
@@ -165,6 +165,24 @@ def _reaches(node: Node, group: Group, users: dict[int, list[Node]], position: d
         seen.add(id(current))
         stack.extend(users[id(current)])
     return False
+
+
+def _recomputed(
+    node: Node, reader_groups: dict, users, owner: dict[int, Group], shared: dict[int, list[Group]], policy
+) -> bool:
+    """Whether ``node`` is computed in each kernel that reads it (its reader groups), as
+    the policy allows for free values always and for cheap ones read by a few kernels."""
+    if any(policy.reads_buffers(u) for u in users[id(node)]):
+        return False
+    if policy.is_free_to_duplicate(node):
+        return True
+    if not policy.recomputes_in_readers(node, users[id(node)], len(reader_groups)):
+        return False
+    for group in reader_groups.values():
+        readers = [u for u in users[id(node)] if owner.get(id(u)) is group or group in shared.get(id(u), ())]
+        if not policy.should_fuse(node, group.members, group.kind, readers).ok:
+            return False
+    return True
 
 
 def _reduction_reader(
@@ -239,15 +257,14 @@ def fuse(graph: Graph, enabled: bool = True, policy: FusionPolicy = TARGET_INDEP
     tested unfused)."""
     plan = plan_fusion(graph, policy) if enabled else plan_singletons(graph, policy)
     order = {id(n): i for i, n in enumerate(graph.nodes())}
-    users = _users(graph)
+    # What other kernels read: a node recomputed in several kernels reads its operands in each.
+    read_elsewhere = {id(i) for group in plan.groups for i in external_inputs(group)}
     graph_outputs = {id(o) for o in graph.outputs}
     value: dict[int, Node] = {id(p): p for p in graph.params}
     for group in _schedule(plan.groups, order):
         members = sorted(group.members, key=lambda n: order[id(n)])
         results = [
-            m
-            for m in members
-            if id(m) not in plan.shared and (id(m) in graph_outputs or any(u not in group for u in users[id(m)]))
+            m for m in members if id(m) not in plan.shared and (id(m) in graph_outputs or id(m) in read_elsewhere)
         ]
         inputs = external_inputs(group, members)
         inner: dict[int, Node] = {id(i): parameter(k, i.aval) for k, i in enumerate(inputs)}

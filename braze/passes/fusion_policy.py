@@ -15,7 +15,26 @@ from dataclasses import dataclass
 
 from braze.ir.graph import Node
 from braze.ir.primitive import ROOTS, Category
-from braze.ir.prims.elementwise import convert
+from braze.ir.prims.elementwise import (
+    abs_,
+    add,
+    convert,
+    div,
+    eq,
+    ge,
+    gt,
+    le,
+    lt,
+    max_,
+    min_,
+    mul,
+    ne,
+    neg,
+    relu,
+    select,
+    sign,
+    sub,
+)
 from braze.ir.prims.reductions import reduce_sum
 from braze.ir.prims.sources import constant, iota
 from braze.ir.prims.structural import broadcast_in_dim, reshape, transpose
@@ -40,6 +59,9 @@ def no(reason: str) -> Decision:
 _FUSIBLE = frozenset({Category.MOVEMENT, Category.SOURCE})
 _FREE_TO_DUPLICATE = frozenset({constant, iota})
 _CHEAP_MOVES = frozenset({broadcast_in_dim, reshape, transpose, convert})
+# Arithmetic of a few cycles an element, which a memory-bound loop recomputes for less than
+# it costs to write the value out and read it back (transcendentals are not among them).
+_CHEAP_ARITHMETIC = frozenset({abs_, add, div, eq, ge, gt, le, lt, max_, min_, mul, ne, neg, relu, select, sign, sub})
 # Operands read from memory, never from a fused producer: a collective hands its operand's
 # buffer to the transport, a scan reads each line many times over.
 _READS_BUFFERS = frozenset({Category.CONTRACTION, Category.WINDOW, Category.SCAN, Category.COLLECTIVE})
@@ -49,6 +71,7 @@ class FusionPolicy:
     """The decisions every target shares; ``max_fused_ops`` bounds a kernel's size."""
 
     max_fused_ops = 96
+    max_recomputations = 4
 
     def takes_epilogue(self, node: Node) -> bool:
         """Kernels that apply elementwise readers of their result as they store it."""
@@ -72,6 +95,25 @@ class FusionPolicy:
             source = node.inputs[0]
             return source.op.category is Category.PARAMETER or source.op is constant or splat_value(source) is not None
         return False
+
+    def recomputes_in_readers(self, node: Node, users: list[Node], kernels: int) -> bool:
+        """Whether ``node``, read by ``users`` in ``kernels`` kernels (none of which reads
+        materialized operands), is computed in each of them rather than once into memory, as
+        XLA duplicates cheap producers into every consumer: a cheap movement of any value
+        (index arithmetic into its buffer), or cheap arithmetic whose readers take no more
+        elements than it has (a small value broadcast to a large reader would be recomputed
+        per element of it), for at most ``max_recomputations`` kernels. A batch norm's
+        centred input, read by its variance, its normalisation and its gradient, is then
+        never written out."""
+        if kernels > self.max_recomputations:
+            return False
+        if node.op in _CHEAP_MOVES:
+            return True
+        return (
+            node.op in _CHEAP_ARITHMETIC
+            and not any(u.multi_output for u in users)
+            and all(u.aval.size <= node.aval.size for u in users)
+        )
 
     def reads_buffers(self, node: Node) -> bool:
         """Contractions, windowed ops, scans and collectives read their operands from memory."""

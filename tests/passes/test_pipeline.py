@@ -27,9 +27,11 @@ def test_lenet_step_kernel_count_and_peak_memory_are_pinned():
     report = build_report(graph, optimized, pipeline.ALIGNMENT)
     # Regressions in fusion show up here first; update the numbers only for a deliberate change.
     # (One of them counts the optimizer's steps, an int64 scalar that fuses with nothing.)
-    assert (report.unfused_kernels, report.kernels) == (123, 49), report.summary()
+    # (48, not 49, since cheap producers read by a few kernels are recomputed in each: the
+    # softmax's shifted logits are no longer written out.)
+    assert (report.unfused_kernels, report.kernels) == (123, 48), report.summary()
     assert report.unfused_peak_bytes == 19_416_064, report.summary()
-    assert report.peak_bytes == 15_332_608, report.summary()
+    assert report.peak_bytes == 15_327_488, report.summary()
     assert report.peak_bytes < report.unfused_peak_bytes
 
 
@@ -81,5 +83,5 @@ def test_braze_hlo_prints_the_lenet_step(capsys, tmp_path):
     dot = tmp_path / "lenet.dot"
     assert cli.main(["hlo", "lenet", "--summary", "--dot", str(dot)]) == 0
     out = capsys.readouterr().out
-    assert "kernels: 49 after fusion (unfused: 123)" in out
+    assert "kernels: 48 after fusion (unfused: 123)" in out
     assert dot.read_text().startswith("digraph braze {")
