@@ -20,7 +20,7 @@ from braze.lazy import EXECUTOR, build_graph
 
 pytestmark = pytest.mark.skipif(not cpu.available(), reason="no C compiler")
 
-# (lhs shape, rhs shape, lhs contracting, rhs contracting, lhs batch, rhs batch)
+# (lhs shape, rhs shape, lhs contracting, rhs contracting, lhs batch, rhs batch[, dtype])
 CASES = {
     "dense": ((17, 64), (64, 33), (1,), (0,), (), ()),
     "one row": ((1, 3), (3, 65), (1,), (0,), (), ()),
@@ -34,29 +34,32 @@ CASES = {
     "size-one dims": ((1, 6, 1, 10), (10, 1, 12), (3,), (0,), (), ()),
     "free dims apart (plain loops)": ((4, 6, 5), (6, 10), (1,), (0,), (), ()),
     "few columns (plain loops)": ((9, 16), (16, 5), (1,), (0,), (), ()),
+    "dense float64": ((13, 40), (40, 19), (1,), (0,), (), (), "float64"),
+    "q @ k^T float64": ((2, 3, 11, 8), (2, 3, 13, 8), (3,), (3,), (0, 1), (0, 1), "float64"),
 }
 
 
 def _graph(case, seed: int):
-    lhs, rhs, lc, rc, lb, rb = case
+    lhs, rhs, lc, rc, lb, rb, *rest = case
+    dtype = rest[0] if rest else "float32"
     rng = np.random.default_rng(seed)
     device = braze.LAZY_CPU
-    x = braze.tensor(rng.standard_normal(lhs).astype(np.float32), device=device)
-    y = braze.tensor(rng.standard_normal(rhs).astype(np.float32), device=device)
+    x = braze.tensor(rng.standard_normal(lhs).astype(dtype), device=device)
+    y = braze.tensor(rng.standard_normal(rhs).astype(dtype), device=device)
     out = dot_general.bind(x, y, lhs_contracting=lc, rhs_contracting=rc, lhs_batch=lb, rhs_batch=rb)
-    bias = braze.tensor(rng.standard_normal(out.shape[-1]).astype(np.float32), device=device)
+    bias = braze.tensor(rng.standard_normal(out.shape[-1]).astype(dtype), device=device)
     result = braze.maximum(out * 0.5 + bias, 0.0)  # scale, bias and activation in the epilogue
     traced = build_graph([result._value])
     EXECUTOR._live.clear()
     depth = int(np.prod([lhs[d] for d in lc]))
-    return cpu.optimize(traced.graph), traced.args, depth
+    return cpu.optimize(traced.graph), traced.args, depth, np.finfo(dtype).eps / 2
 
 
 @pytest.mark.parametrize("name", CASES)
 @pytest.mark.parametrize("target", with_parallel())
 def test_products_agree_with_the_reference_for_every_register_tile(name, target, tmp_path, monkeypatch):
     target = use_target(target, monkeypatch)
-    graph, args, depth = _graph(CASES[name], seed=len(name))
+    graph, args, depth, unit = _graph(CASES[name], seed=len(name))
     (want,) = evaluate(graph, args)
     monkeypatch.setattr("braze.backends.cpu.elemental.AUTOTUNE_MIN_WORK", 0)
     found = autotune.menus(graph, find_compiler(target))
@@ -64,9 +67,10 @@ def test_products_agree_with_the_reference_for_every_register_tile(name, target,
         tunings = {t: {choice: min(option, count - 1) for choice, count in menu.items()} for t, _, _, menu, _ in found}
         monkeypatch.setattr(autotune, "tune", lambda *_, tunings=tunings: tunings)
         (got,) = cpu.compile_graph(graph, cpu.DiskCache(tmp_path))(args)
-        # Both sum the same float32 products in some order: each result is within
-        # depth roundings of the largest partial sum (standard-normal operands: a few sqrt(depth)).
-        bound = 4 * depth * 2.0**-24 * (float(np.abs(want).max()) + 4 * np.sqrt(depth))
+        # Both sum the same products in some order: each result is within
+        # depth roundings (unit: half an ulp of 1) of the largest partial sum (standard-normal
+        # operands: a few sqrt(depth)).
+        bound = 4 * depth * unit * (float(np.abs(want).max()) + 4 * np.sqrt(depth))
         np.testing.assert_allclose(got, want, rtol=0, atol=bound, err_msg=f"option {option}")
 
 
@@ -99,8 +103,8 @@ def test_row_blocks_keep_a_within_half_the_l2_and_give_every_core_work():
 
     target = compiler.target
     gemm = Gemm((), m=768, n=128, k=512, a_row=512, a_k=1, b_k=128, b_col=1)
-    rows = row_blocks(Stub(), gemm, 5)
+    rows = row_blocks(Stub(), gemm, 5, 4)
     assert rows % 5 == 0 and rows * 512 * 4 <= max(target.l2_bytes // 2, 5 * 512 * 4)
     assert -(-768 // rows) >= min(target.cores, 768 // 5)
     batched = Gemm(((48, 0, 0),), m=64, n=64, k=32, a_row=32, a_k=1, b_k=1, b_col=32)
-    assert row_blocks(Stub(), batched, 5) >= 60  # a batch per task where batches outnumber cores
+    assert row_blocks(Stub(), batched, 5, 4) >= 60  # a batch per task where batches outnumber cores

@@ -97,11 +97,10 @@ def _batch_offset(batch: tuple[tuple[int, int, int], ...], flat: str, operand_in
     return " + ".join(terms) if terms else "0"
 
 
-def row_blocks(em: Emitter, g: Gemm, tile_rows: int) -> int:
+def row_blocks(em: Emitter, g: Gemm, tile_rows: int, itemsize: int) -> int:
     """Rows of A per task: as many whole row tiles as keep the block's rows of A within half
     the target's L2 cache (the other half holds a panel of B and the results), in blocks
     of equal size, at least one per core where there are fewer batches than cores."""
-    itemsize = 4
     fitting = max(1, em.target.l2_bytes // 2 // max(1, g.k * itemsize))
     blocks = -(-g.m // max(tile_rows, fitting - fitting % tile_rows))
     if g.batches < em.target.cores:
@@ -150,7 +149,7 @@ def _tiled_gemm(em: Emitter, computation: Graph, outputs: list[str], root: Node,
     vectors = width // lanes
     work = root.aval.size * g.k
     tile_rows, tile_vectors = register_tile(em, g.m, vectors, work)
-    block = row_blocks(em, g, tile_rows)
+    block = row_blocks(em, g, tile_rows, root.dtype.itemsize)
     blocks = -(-g.m // block)
     pragma = contraction_pragma(work, batches * blocks)
     if pragma:
