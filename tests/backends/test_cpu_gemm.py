@@ -11,7 +11,7 @@ from cpu_targets import use_target, with_parallel
 
 import braze
 from braze.backends import cpu
-from braze.backends.cpu import autotune
+from braze.backends.cpu import autotune, loops
 from braze.backends.cpu.compiler import find_compiler
 from braze.backends.cpu.gemm import Gemm, gemm_layout, row_blocks
 from braze.backends.reference.interpreter import evaluate
@@ -72,6 +72,40 @@ def test_products_agree_with_the_reference_for_every_register_tile(name, target,
         # operands: a few sqrt(depth)).
         bound = 4 * depth * unit * (float(np.abs(want).max()) + 4 * np.sqrt(depth))
         np.testing.assert_allclose(got, want, rtol=0, atol=bound, err_msg=f"option {option}")
+
+
+_SIZES = (1, 2, 3, 5, 7, 8, 13, 16, 17, 33)
+
+
+def _random_case(rng: np.random.Generator):
+    """dot_general dimension numbers with 0-2 batch, 0-2 lhs free, 1-2 rhs free and 1-2
+    contracting dimensions of edge sizes, each operand's dimensions in a random order (so
+    transposed layouts, and ones that do not collapse to one stride, come up)."""
+    groups = {"b": int(rng.integers(0, 3)), "l": int(rng.integers(0, 3)), "r": int(rng.integers(1, 3))}
+    groups["c"] = int(rng.integers(1, 3))
+    labels = {g: [f"{g}{i}" for i in range(count)] for g, count in groups.items()}
+    size = {label: int(rng.choice(_SIZES)) for names in labels.values() for label in names}
+    lhs = list(rng.permutation(labels["b"] + labels["l"] + labels["c"]))
+    rhs = list(rng.permutation(labels["b"] + labels["c"] + labels["r"]))
+    return (
+        tuple(size[d] for d in lhs),
+        tuple(size[d] for d in rhs),
+        tuple(lhs.index(d) for d in labels["c"]),
+        tuple(rhs.index(d) for d in labels["c"]),
+        tuple(lhs.index(d) for d in labels["b"]),
+        tuple(rhs.index(d) for d in labels["b"]),
+    )
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_products_agree_with_the_reference(seed, tmp_path, monkeypatch):
+    monkeypatch.setattr(loops, "PARALLEL_MIN_MACS", 0)  # the batch and row-block tasks in threads
+    case = _random_case(np.random.default_rng(seed))
+    graph, args, depth, unit = _graph(case, seed)
+    (want,) = evaluate(graph, args)
+    (got,) = cpu.compile_graph(graph, cpu.DiskCache(tmp_path))(args)
+    bound = 4 * depth * unit * (float(np.abs(want).max()) + 4 * np.sqrt(depth))
+    np.testing.assert_allclose(got, want, rtol=0, atol=bound, err_msg=str(case))
 
 
 def _layout(lhs, rhs, lc, rc, lb=(), rb=()) -> Gemm | None:
