@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from braze.ir.graph import Node
-from braze.ir.primitive import ROOTS, Category
+from braze.ir.primitive import ROOTS, Category, Primitive
 from braze.ir.prims.elementwise import (
     abs_,
     add,
@@ -67,11 +67,18 @@ _CHEAP_ARITHMETIC = frozenset({abs_, add, div, eq, ge, gt, le, lt, max_, min_, m
 _READS_BUFFERS = frozenset({Category.CONTRACTION, Category.WINDOW, Category.SCAN, Category.COLLECTIVE})
 
 
+def _broadcast_of_smaller(node: Node) -> bool:
+    return node.op is broadcast_in_dim and node.inputs[0].aval.size < node.aval.size
+
+
 class FusionPolicy:
     """The decisions every target shares; ``max_fused_ops`` bounds a kernel's size."""
 
     max_fused_ops = 96
-    max_recomputations = 4
+    max_recomputations = 8
+    # Reductions a backend's reduction kernel computes several of in one loop over their
+    # input (a batch norm's gradient sums its cotangent and two products of it): none here.
+    sibling_reductions: frozenset[Primitive] = frozenset()
 
     def takes_epilogue(self, node: Node) -> bool:
         """Kernels that apply elementwise readers of their result as they store it."""
@@ -102,18 +109,17 @@ class FusionPolicy:
         XLA duplicates cheap producers into every consumer: a cheap movement of any value
         (index arithmetic into its buffer), or cheap arithmetic whose readers take no more
         elements than it has (a small value broadcast to a large reader would be recomputed
-        per element of it), for at most ``max_recomputations`` kernels. A batch norm's
-        centred input, read by its variance, its normalisation and its gradient, is then
-        never written out."""
-        if kernels > self.max_recomputations:
-            return False
+        per element of it). With one operand of its own size, each reader reads that operand
+        instead of the result, no more memory traffic, so it may be recomputed for up to
+        ``max_recomputations`` kernels; with more, each reader would read them all, so for
+        two at most. A batch norm's centred input, read by its variance, its normalisation
+        and the reductions of its gradient, is then never written out."""
         if node.op in _CHEAP_MOVES:
-            return True
-        return (
-            node.op in _CHEAP_ARITHMETIC
-            and not any(u.multi_output for u in users)
-            and all(u.aval.size <= node.aval.size for u in users)
-        )
+            return kernels <= self.max_recomputations
+        if node.op not in _CHEAP_ARITHMETIC or any(u.multi_output or u.aval.size > node.aval.size for u in users):
+            return False
+        full_size = sum(1 for i in node.inputs if i.aval.size == node.aval.size and not _broadcast_of_smaller(i))
+        return kernels <= (self.max_recomputations if full_size <= 1 else 2)
 
     def reads_buffers(self, node: Node) -> bool:
         """Contractions, windowed ops, scans and collectives read their operands from memory."""
@@ -184,6 +190,17 @@ class FusionPolicy:
                 and tuple(user.attr("axes")) == tuple(range(len(last.shape) - 1))
             ):
                 return user
+        return None
+
+    def sibling_key(self, kind: str, root: Node) -> tuple | None:
+        """What sibling kernels (kernels reading one input) must have in common to share one
+        loop: loop kernels their shape; reductions whose op the backend accumulates several
+        of in one loop (``sibling_reductions``) their op, axes, input shape and type; None
+        for kernels that never share a loop with a sibling."""
+        if kind == "loop":
+            return ("loop", root.aval.shape)
+        if kind == "input" and root.op in self.sibling_reductions and not root.multi_output:
+            return ("reduction", root.op, tuple(sorted(root.attr("axes"))), root.inputs[0].shape, root.dtype)
         return None
 
     def siblings(self, shape: tuple[int, ...], connected: Callable[[], bool]) -> Decision:

@@ -1,5 +1,7 @@
 """Multi-output fusion of siblings: loop kernels of one shape that read the same input
-share one loop (relu and its mask), unless one depends on the other.
+share one loop (relu and its mask), and so do reductions of one input shape and axes where
+the backend computes several in one loop (a batch norm's gradient sums), unless one
+depends on the other.
 
 Inputs are visited in the order of the kernels reading them, and at each input every pair
 of its readers in kernel order, each first kernel absorbing every later one it may; a merge
@@ -35,7 +37,8 @@ class _Siblings:
     def __init__(self, groups: list[Group], owner: dict[int, Group], kernels: KernelGraph, policy: FusionPolicy):
         self.owner, self.kernels, self.policy = owner, kernels, policy
         self.index = {g: k for k, g in enumerate(groups)}
-        self.loops = [g for g in groups if g.kind == "loop"]
+        self.keys = {g: policy.sibling_key(g.kind, g.members[0]) for g in groups}
+        self.loops = [g for g in groups if self.keys[g] is not None]
         self.inputs = {g: external_inputs(g) for g in self.loops}
         self.input_ids = {g: {id(i) for i in self.inputs[g]} for g in self.loops}
         self.readers: dict[int, set[Group]] = {}
@@ -61,16 +64,16 @@ class _Siblings:
                 visited[id(node)] = None
                 self._merge_readers(self._readers_of(id(node)))
         for key in visited:  # the kernels as they end up: which of them could not share a loop
-            self._note_unlike_shapes([g.members[0].aval.shape for g in self._readers_of(key)])
+            self._note_unlike_shapes([g.members[0].aval.shape for g in self._readers_of(key) if g.kind == "loop"])
 
     def _readers_of(self, key: int) -> list[Group]:
         return sorted(self.readers[key], key=self.index.__getitem__)
 
     def _merge_readers(self, readers: list[Group]) -> None:
-        shapes = [g.members[0].aval.shape for g in readers]
-        classes: dict[tuple[int, ...], list[int]] = {}
-        for k, shape in enumerate(shapes):
-            classes.setdefault(shape, []).append(k)
+        keys = [self.keys[g] for g in readers]
+        classes: dict[tuple, list[int]] = {}
+        for k, key in enumerate(keys):
+            classes.setdefault(key, []).append(k)
         candidates = sorted(k for ks in classes.values() if len(ks) > 1 for k in ks)
         if not candidates:
             return
@@ -79,9 +82,9 @@ class _Siblings:
         for a in range(len(groups)):
             if closure.gone(a):
                 continue
-            shape = shapes[candidates[a]]
+            key, shape = keys[candidates[a]], groups[a].members[0].aval.shape
             for b in range(a + 1, len(groups)):
-                if closure.gone(b) or shapes[candidates[b]] != shape:
+                if closure.gone(b) or keys[candidates[b]] != key:
                     continue
                 decision = self.policy.siblings(shape, lambda a=a, b=b: closure.connected(a, b))
                 if not decision.ok:

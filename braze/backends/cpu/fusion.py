@@ -4,6 +4,7 @@ target-independent policy would fuse (XLA's ``CpuInstructionFusion::ShouldFuse``
 from __future__ import annotations
 
 from braze.ir.graph import Node
+from braze.ir.prims.reductions import reduce_max, reduce_prod, reduce_sum
 from braze.ir.prims.structural import rev
 from braze.passes.fusion_policy import Decision, FusionPolicy, no
 
@@ -11,6 +12,9 @@ MAX_SUMMED_CHANNELS = 4096  # a pooling-gradient kernel's per-thread sums live o
 
 
 class CpuFusionPolicy(FusionPolicy):
+    # The reductions loops.emit_reduction_kernel accumulates several of in one loop nest.
+    sibling_reductions = frozenset({reduce_sum, reduce_prod, reduce_max})
+
     def should_fuse(self, producer: Node, members: list[Node], kind: str, readers_in_group: list[Node]) -> Decision:
         if producer.op is rev and kind == "input":
             # GCC 12.2 at -O3 miscompiles a sum whose loop nest reads an inner axis backwards

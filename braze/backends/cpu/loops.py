@@ -14,7 +14,7 @@ from collections.abc import Callable
 from braze.backends.cpu.elemental import Emitter
 from braze.backends.cstyle import Index, c_literal, c_type
 from braze.ir.graph import Graph, Node
-from braze.ir.primitive import Primitive
+from braze.ir.primitive import Category, Primitive
 from braze.ir.prims.reductions import reduce_prod, reduce_sum
 from braze.ir.prims.sources import iota
 from braze.ir.prims.structural import broadcast_in_dim, concatenate, pad, rev, slice_, transpose
@@ -208,27 +208,34 @@ def reduction_init(op: Primitive, dtype) -> str:
 
 def emit_reduction_kernel(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
     """A reduction with its producers fused in; results of the input's shape (a producer
-    that others read too) are written from the same loop."""
+    that others read too) are written from the same loop, and so are sibling reductions of
+    the same operation, axes and input shape (sums that sibling fusion merged), each into
+    its own accumulators."""
     source = root.inputs[0]
     axes = set(root.attr("axes"))
     shape = source.shape
     dtype = root.dtype
-    out_position = computation.outputs.index(root)
-    target = outputs[out_position]
-    extras = [k for k, o in enumerate(computation.outputs) if k != out_position]
+    reduced = [k for k, o in enumerate(computation.outputs) if o.op.category is Category.REDUCTION]
+    for k in reduced:
+        other = computation.outputs[k]
+        if (other.op, set(other.attr("axes")), other.inputs[0].shape, other.dtype) != (root.op, axes, shape, dtype):
+            raise NotImplementedError("the reductions of one kernel share their operation, axes, input shape and type")
+    targets = [outputs[k] for k in reduced]
+    sources = [computation.outputs[k].inputs[0] for k in reduced]
+    extras = [k for k in range(len(computation.outputs)) if k not in reduced]
     if any(computation.outputs[k].shape != shape for k in extras):
         raise NotImplementedError("a reduction kernel writes extra results only of its input's shape")
     init = reduction_init(root.op, dtype)
-    em.emit(f"for (int64_t k = 0; k < {root.aval.size}; k++) {target}[k] = {init};")
+    em.emit(f"for (int64_t k = 0; k < {root.aval.size}; k++) {{ {' '.join(f'{t}[k] = {init};' for t in targets)} }}")
 
-    def element(index: Index) -> str:
+    def element(index: Index) -> list[str]:
         for k in extras:
             em.emit(f"{outputs[k]}[{em.linear(index)}] = {em.value(computation.outputs[k], index)};")
-        return em.value(source, index)
+        return [em.value(s, index) for s in sources]
 
     period = _period(em, computation, root, axes)
     if period:
-        _periodic_sum(em, root, target, element, period)
+        _periodic_sum(em, root, targets, element, period)
         return
     names = tuple(f"i{d}" for d in range(len(shape)))
     kept = [d for d in range(len(shape)) if d not in axes]
@@ -246,7 +253,7 @@ def emit_reduction_kernel(em: Emitter, computation: Graph, outputs: list[str], r
         # the only axis: its loop is then the accumulator's, after the declaration.)
         pragma = parallel_pragma(math.prod(shape), shape[0])
         if pragma:
-            em.emit(f"{pragma} reduction(+:{target}[:{root.aval.size}])")
+            em.emit(f"{pragma} reduction(+:{', '.join(f'{t}[:{root.aval.size}]' for t in targets)})")
     for name, size in zip(names, outer, strict=False):
         em.emit(f"for (int64_t {name} = 0; {name} < {size}; {name}++) {{")
         em.push()
@@ -255,19 +262,22 @@ def emit_reduction_kernel(em: Emitter, computation: Graph, outputs: list[str], r
         _split_row_reduction(em, root, target, kept_linear, names, element)
     elif inner_reduced:
         t = "double" if root.op is reduce_sum and dtype.is_float else c_type(dtype)
-        em.emit(f"{t} acc = {target}[{kept_linear}];")
+        accumulators = [f"acc{k}" for k in range(len(targets))]
+        for acc, target in zip(accumulators, targets, strict=True):
+            em.emit(f"{t} {acc} = {target}[{kept_linear}];")
         last = names[-1]
         em.emit(f"for (int64_t {last} = 0; {last} < {shape[-1]}; {last}++) {{")
         em.push()
-        value = element(Index(shape, names))
-        em.emit(f"acc = {_combine(root.op, 'acc', value, dtype)};")
+        for acc, value in zip(accumulators, element(Index(shape, names)), strict=True):
+            em.emit(f"{acc} = {_combine(root.op, acc, value, dtype)};")
         em.pop()
         em.emit("}")
-        em.emit(f"{target}[{kept_linear}] = ({c_type(dtype)})acc;")
+        for acc, target in zip(accumulators, targets, strict=True):
+            em.emit(f"{target}[{kept_linear}] = ({c_type(dtype)}){acc};")
     else:
-        value = element(Index(shape, names))
-        slot = f"{target}[{kept_linear}]"
-        em.emit(f"{slot} = {_combine(root.op, slot, value, dtype)};")
+        for target, value in zip(targets, element(Index(shape, names)), strict=True):
+            slot = f"{target}[{kept_linear}]"
+            em.emit(f"{slot} = {_combine(root.op, slot, value, dtype)};")
     for _ in outer:
         em.pop()
         em.emit("}")
@@ -332,28 +342,34 @@ def _period(em: Emitter, computation: Graph, root: Node, axes: set[int]) -> int 
     return period if period <= _PERIODIC_MAX and math.prod(shape) >= 4 * period else None
 
 
-def _periodic_sum(em: Emitter, root: Node, target: str, element: Callable[[Index], str], period: int) -> None:
-    """``target[c] = sum of a flat array at c, c + C, c + 2C, ...``: the array is summed in
-    blocks of P = lcm(C, lanes) elements into P accumulators (whole vectors, so the loop
-    vectorizes; threads sum their blocks into private copies), folded into C at the end.
-    The kept axis innermost made the plain loop nest add into C memory slots one element at
-    a time, on one thread (0.3 ms for LeNet's first bias gradient)."""
+def _periodic_sum(
+    em: Emitter, root: Node, targets: list[str], element: Callable[[Index], list[str]], period: int
+) -> None:
+    """``target[c] = sum of a flat array at c, c + C, c + 2C, ...`` for each of ``targets``
+    (one array each, all of one shape): the arrays are summed in blocks of P = lcm(C, lanes)
+    elements into P accumulators each (whole vectors, so the loop vectorizes; threads sum
+    their blocks into private copies), folded into C at the end. The kept axis innermost
+    made the plain loop nest add into C memory slots one element at a time, on one thread
+    (0.3 ms for LeNet's first bias gradient)."""
     shape = root.inputs[0].shape
     kept, total = shape[-1], math.prod(shape)
     full = total - total % period
+    accumulators = [f"acc{k}" for k in range(len(targets))]
     em.emit("{")
     em.push()
-    em.emit(f"double acc[{period}];")  # as every float sum: long runs of float adds drift
-    em.emit(f"for (int64_t j = 0; j < {period}; j++) acc[j] = 0;")
+    for acc in accumulators:  # as every float sum: long runs of float adds drift
+        em.emit(f"double {acc}[{period}];")
+        em.emit(f"for (int64_t j = 0; j < {period}; j++) {acc}[j] = 0;")
     pragma = parallel_pragma(total, full // period)
     if pragma:
-        em.emit(f"{pragma} reduction(+:acc[:{period}])")
+        em.emit(f"{pragma} reduction(+:{', '.join(f'{acc}[:{period}]' for acc in accumulators)})")
     em.emit(f"for (int64_t base = 0; base < {full}; base += {period}) {{")
     em.push()
     em.emit(f"for (int64_t j = 0; j < {period}; j++) {{")
     em.push()
     em.emit("const int64_t l = base + j;")
-    em.emit(f"acc[j] += {element(Index(shape, None, 'l'))};")
+    for acc, value in zip(accumulators, element(Index(shape, None, "l")), strict=True):
+        em.emit(f"{acc}[j] += {value};")
     em.pop()
     em.emit("}")
     em.pop()
@@ -361,9 +377,11 @@ def _periodic_sum(em: Emitter, root: Node, target: str, element: Callable[[Index
     if total % period:
         em.emit(f"for (int64_t l = {full}; l < {total}; l++) {{")
         em.push()
-        em.emit(f"acc[l - {full}] += {element(Index(shape, None, 'l'))};")
+        for acc, value in zip(accumulators, element(Index(shape, None, "l")), strict=True):
+            em.emit(f"{acc}[l - {full}] += {value};")
         em.pop()
         em.emit("}")
-    em.emit(f"for (int64_t j = 0; j < {period}; j++) {target}[j % {kept}] += ({c_type(root.dtype)})acc[j];")
+    for acc, target in zip(accumulators, targets, strict=True):
+        em.emit(f"for (int64_t j = 0; j < {period}; j++) {target}[j % {kept}] += ({c_type(root.dtype)}){acc}[j];")
     em.pop()
     em.emit("}")
