@@ -54,3 +54,16 @@ def test_a_row_maximum_keeps_nan_and_infinities(target, tmp_path, monkeypatch):
     wants, gots = _compile_and_evaluate([x.max(axis=-1), x.sum(axis=-1)], tmp_path)
     for want, got in zip(wants, gots, strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("shape", [(12, 64, 128), (3, 37)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("target", with_parallel())
+def test_sibling_row_sums_agree_with_the_reference(shape, target, tmp_path, monkeypatch):
+    """A layer norm's two moments, sums of one input over its rows that share a kernel."""
+    use_target(target, monkeypatch)
+    rng = np.random.default_rng(sum(shape))
+    x = braze.tensor(rng.standard_normal(shape).astype(np.float32), device=braze.LAZY_CPU)
+    wants, gots = _compile_and_evaluate([x.sum(axis=-1), (x * x).sum(axis=-1), (x * 3.0).sum(axis=-1)], tmp_path)
+    for want, got in zip(wants, gots, strict=True):
+        # a row of n terms summed in double, rounded once to float32 (plus the squares' rounding)
+        np.testing.assert_allclose(got, want, rtol=4 * 2.0**-24, atol=4 * 2.0**-24 * shape[-1])

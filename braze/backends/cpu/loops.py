@@ -259,7 +259,7 @@ def emit_reduction_kernel(em: Emitter, computation: Graph, outputs: list[str], r
         em.push()
 
     if inner_reduced and _splits_rows(em, root, shape[-1]):
-        _split_row_reduction(em, root, target, kept_linear, names, element)
+        _split_row_reduction(em, root, targets, kept_linear, names, element)
     elif inner_reduced:
         t = "double" if root.op is reduce_sum and dtype.is_float else c_type(dtype)
         accumulators = [f"acc{k}" for k in range(len(targets))]
@@ -292,37 +292,48 @@ def _splits_rows(em: Emitter, root: Node, row: int) -> bool:
 
 
 def _split_row_reduction(
-    em: Emitter, root: Node, target: str, kept_linear: str, names: tuple[str, ...], element: Callable[[Index], str]
+    em: Emitter,
+    root: Node,
+    targets: list[str],
+    kept_linear: str,
+    names: tuple[str, ...],
+    element: Callable[[Index], list[str]],
 ) -> None:
-    """One row's reduction as a vector's worth of partial results, lane j taking the row's
-    elements j, j + lanes, ...: the producers' elementwise work (an exp) vectorizes with
-    it, and the partial sums (in double, as every float sum) are independent chains
-    instead of one add after another (a softmax's exp and sum: 1.8 ms a layer of the
-    GPT step). The partials are combined in lane order at the end of the row."""
+    """One row's reduction (for each of ``targets``) as a vector's worth of partial results,
+    lane j taking the row's elements j, j + lanes, ...: the producers' elementwise work (an
+    exp) vectorizes with it, and the partial sums (in double, as every float sum) are
+    independent chains instead of one add after another (a softmax's exp and sum: 1.8 ms a
+    layer of the GPT step). The partials are combined in lane order at the end of the row."""
     shape, dtype = root.inputs[0].shape, root.dtype
     lanes = em.target.lanes(dtype.itemsize)
     t = "double" if root.op is reduce_sum else c_type(dtype)
     row, last = shape[-1], names[-1]
     full = row - row % lanes
-    em.emit(f"{t} part[{lanes}];")
-    em.emit(f"for (int64_t j = 0; j < {lanes}; j++) part[j] = {reduction_init(root.op, dtype)};")
+    parts = [f"part{k}" for k in range(len(targets))]
+    init = reduction_init(root.op, dtype)
+    em.emit(" ".join(f"{t} {part}[{lanes}];" for part in parts))
+    em.emit(f"for (int64_t j = 0; j < {lanes}; j++) {{ {' '.join(f'{part}[j] = {init};' for part in parts)} }}")
     em.emit(f"for (int64_t base = 0; base < {full}; base += {lanes}) {{")
     em.push()
     em.emit("#pragma omp simd")
     em.emit(f"for (int64_t j = 0; j < {lanes}; j++) {{")
     em.push()
     em.emit(f"const int64_t {last} = base + j;")
-    em.emit(f"part[j] = {_combine(root.op, 'part[j]', element(Index(shape, names)), dtype)};")
+    for part, value in zip(parts, element(Index(shape, names)), strict=True):
+        em.emit(f"{part}[j] = {_combine(root.op, f'{part}[j]', value, dtype)};")
     close_loops(em, 2)
     if row % lanes:
         em.emit(f"for (int64_t {last} = {full}; {last} < {row}; {last}++) {{")
         em.push()
-        value = element(Index(shape, names))
-        em.emit(f"part[{last} - {full}] = {_combine(root.op, f'part[{last} - {full}]', value, dtype)};")
+        for part, value in zip(parts, element(Index(shape, names)), strict=True):
+            slot = f"{part}[{last} - {full}]"
+            em.emit(f"{slot} = {_combine(root.op, slot, value, dtype)};")
         close_loops(em, 1)
-    em.emit(f"{t} acc = {target}[{kept_linear}];")
-    em.emit(f"for (int64_t j = 0; j < {lanes}; j++) acc = {_combine(root.op, 'acc', 'part[j]', dtype)};")
-    em.emit(f"{target}[{kept_linear}] = ({c_type(dtype)})acc;")
+    for part, target in zip(parts, targets, strict=True):
+        em.emit(f"{t} acc_{part} = {target}[{kept_linear}];")
+        combined = _combine(root.op, f"acc_{part}", f"{part}[j]", dtype)
+        em.emit(f"for (int64_t j = 0; j < {lanes}; j++) acc_{part} = {combined};")
+        em.emit(f"{target}[{kept_linear}] = ({c_type(dtype)})acc_{part};")
 
 
 # At most this many accumulators for a periodic sum (the period of its kept axis in vectors).
