@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from profile_kernels import profile  # noqa: E402
 
 from braze.backends.cpu.compiler import compile_library, find_compiler  # noqa: E402
+from braze.backends.cpu.executable import openmp_defaults  # noqa: E402
 from braze.backends.cpu.target import CpuTarget, TargetError, host_levels  # noqa: E402
 from braze.bench.steps import WORKLOADS  # noqa: E402
 from braze.ir.graph import Node  # noqa: E402
@@ -75,6 +76,9 @@ def fma_peak(target: str) -> tuple[CpuTarget, float]:
     source = _PEAK_SOURCE.replace("VECTOR_BYTES", str(compiler.target.vector_bytes)).replace(
         "ACCUMULATORS", str(accumulators)
     )
+    # The OpenMP runtime reads its settings once, when this first library loads it: braze's
+    # (threads that sleep while they wait), or every kernel timed after would spin-wait.
+    openmp_defaults(compiler.target.cores)
     with tempfile.TemporaryDirectory(prefix="braze-peak-") as folder:
         library = ctypes.CDLL(str(compile_library(compiler, [source], Path(folder))))
     library.fma_peak.restype = ctypes.c_double

@@ -205,9 +205,9 @@ def _tiled_gemm(em: Emitter, computation: Graph, outputs: list[str], root: Node,
         row_tile(tile_rows, chunk, first)
         close_loops(em, 1)
         if g.m % tile_rows:
-            em.emit(f"if (r1 == {g.m}) {{")
-            em.push()
-            em.emit(f"const int64_t m0 = {g.m - g.m % tile_rows};")
+            # The last rows, in the last block only (every other block ends before them); a
+            # loop rather than an if, which would keep GCC from if-converting the epilogue.
+            open_loop(em, "m0", "r1", start=g.m - g.m % tile_rows, step=tile_rows)
             row_tile(g.m % tile_rows, chunk, first)
             close_loops(em, 1)
         em.pop()
