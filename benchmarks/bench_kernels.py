@@ -1,14 +1,15 @@
 """Each contraction kernel of a compiled training step against this host's measured FMA peak
 at the target's vector width.
 
-    python benchmarks/bench_kernels.py [cnn|lenet] [--targets native,x86-64-v3] [--steps 3]
+    python benchmarks/bench_kernels.py [cnn|lenet|gpt|...] [--targets native,x86-64-v3] [--steps 3]
 
 For every CPU target named (``BRAZE_CPU_TARGET`` values; levels the host cannot run are
 skipped), it measures the peak: independent vector multiply-adds on every usable core,
 compiled by braze's compiler driver for that target; then it times the workload's step
 kernel by kernel (BRAZE_PROFILE=1) and prints, for each convolution, convolution gradient
 and matrix product, its useful GFLOP/s (those of the forward product it computes, without
-padding) and its share of the peak. Targets alternate step by step over several rounds,
+padding) and its share of the peak, and for a matrix product NumPy's BLAS on the same
+product in the same run. Targets alternate step by step over several rounds,
 so a busy machine slows them alike; run it on an idle one all the same.
 """
 
@@ -23,12 +24,15 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 os.environ["BRAZE_PROFILE"] = "1"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from profile_kernels import profile  # noqa: E402
 
 from braze.backends.cpu.compiler import compile_library, find_compiler  # noqa: E402
+from braze.backends.cpu.executable import openmp_defaults  # noqa: E402
 from braze.backends.cpu.target import CpuTarget, TargetError, host_levels  # noqa: E402
 from braze.bench.steps import WORKLOADS  # noqa: E402
 from braze.ir.graph import Node  # noqa: E402
@@ -72,6 +76,9 @@ def fma_peak(target: str) -> tuple[CpuTarget, float]:
     source = _PEAK_SOURCE.replace("VECTOR_BYTES", str(compiler.target.vector_bytes)).replace(
         "ACCUMULATORS", str(accumulators)
     )
+    # The OpenMP runtime reads its settings once, when this first library loads it: braze's
+    # (threads that sleep while they wait), or every kernel timed after would spin-wait.
+    openmp_defaults(compiler.target.cores)
     with tempfile.TemporaryDirectory(prefix="braze-peak-") as folder:
         library = ctypes.CDLL(str(compile_library(compiler, [source], Path(folder))))
     library.fma_peak.restype = ctypes.c_double
@@ -102,6 +109,37 @@ def useful_flops(kernel: Node) -> int:
     return 2 * root.aval.size * n * oh * ow
 
 
+def numpy_gflops(kernel: Node) -> float | None:
+    """NumPy's BLAS on a dot_general kernel's product, its operands laid out as (batch,
+    rows, depth) and (batch, depth, columns) beforehand (so the BLAS call is all that is
+    timed); None for other kernels."""
+    if kernel.op is not fusion:
+        return None
+    roots = [n for n in kernel.attr("computation").nodes() if n.op is dot_general]
+    if not roots:
+        return None
+    root = roots[0]
+    x, y = root.inputs
+    lc, rc = root.attr("lhs_contracting"), root.attr("rhs_contracting")
+    lb, rb = root.attr("lhs_batch"), root.attr("rhs_batch")
+    lf = [d for d in range(len(x.shape)) if d not in lc and d not in lb]
+    rf = [d for d in range(len(y.shape)) if d not in rc and d not in rb]
+
+    def laid_out(shape, first, middle, last):
+        array = np.random.default_rng(0).standard_normal(shape, dtype=np.float32)
+        sizes = [math.prod(shape[d] for d in group) for group in (first, middle, last)]
+        return np.ascontiguousarray(array.transpose([*first, *middle, *last]).reshape(sizes))
+
+    a, b = laid_out(x.shape, lb, lf, lc), laid_out(y.shape, rb, rc, rf)
+    out = np.empty((a.shape[0], a.shape[1], b.shape[2]), np.float32)
+    best = math.inf
+    for _ in range(20):
+        start = time.perf_counter()
+        np.matmul(a, b, out=out)
+        best = min(best, time.perf_counter() - start)
+    return useful_flops(kernel) / best / 1e9
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workload", nargs="?", default="cnn", choices=sorted(WORKLOADS))
@@ -127,13 +165,17 @@ def main() -> None:
         wall, kernels = min(measured[name], key=lambda m: m[0])
         print(f"\n{args.workload}, target {name}: {resolved.describe()}")
         print(f"FMA peak {peak:.0f} GFLOP/s; step {wall * 1e3:.1f} ms (best of {args.rounds} rounds)")
-        print("| kernel | ms | GFLOP/s | of peak |")
-        print("| --- | --- | --- | --- |")
+        print("| kernel | ms | GFLOP/s | of peak | NumPy's BLAS GFLOP/s |")
+        print("| --- | --- | --- | --- | --- |")
         for node, seconds in sorted(kernels, key=lambda k: -k[1]):
             flops = useful_flops(node)
             if flops and seconds > 0:
                 rate = flops / seconds / 1e9
-                print(f"| {kernel_label(node)} | {seconds * 1e3:.2f} | {rate:.0f} | {100 * rate / peak:.0f}% |")
+                blas = numpy_gflops(node)
+                beside = f"{blas:.0f}" if blas is not None else "-"
+                print(
+                    f"| {kernel_label(node)} | {seconds * 1e3:.2f} | {rate:.0f} | {100 * rate / peak:.0f}% | {beside} |"
+                )
 
 
 if __name__ == "__main__":
