@@ -128,7 +128,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", default="lenet,cnn,resnet,gpt,gpt-wide")
     parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu", help="where braze and the peers run")
-    parser.add_argument("--frameworks", default=None, help="default: torch,jax,tf on the CPU, torch-cuda on the GPU")
+    parser.add_argument(
+        "--frameworks",
+        default=None,
+        help="peers beside braze (default: torch,jax,tf on the CPU, torch-cuda on the GPU); 'braze' alone runs none",
+    )
     parser.add_argument(
         "--batch-size", type=int, default=None, help="braze's batch (default: the workload's); the peers are not run"
     )
@@ -200,7 +204,7 @@ def measure_all(args: argparse.Namespace, run_peers) -> list[dict]:
                 if mode == MODES[args.device][-1] and not autocast:
                     warm = run_braze(workload, mode, steps, cache, args)
                     rows.append(dict(warm, mode=f"{mode} (warm disk cache)"))
-        frameworks = [f for f in (args.frameworks or PEERS[args.device]).split(",") if f]
+        frameworks = [f for f in (args.frameworks or PEERS[args.device]).split(",") if f and f != "braze"]
         if args.batch_size:
             print(f"peers not run: they train the workload's own batch, not {args.batch_size}", file=sys.stderr)
         elif frameworks:

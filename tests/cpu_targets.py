@@ -13,3 +13,22 @@ def runnable_targets() -> list[str]:
         return ["native"]
     native = find_compiler("native").target.level
     return ["native", *(level for level in host_levels() if level != native)]
+
+
+def with_parallel() -> list[str]:
+    """runnable_targets and ``native-parallel``: native code with the parallel thresholds at
+    zero, so that small kernels run their parallel code too (use_target sets it up)."""
+    return [*runnable_targets(), "native-parallel"]
+
+
+def use_target(target: str, monkeypatch) -> str:
+    """Make ``target`` (one of with_parallel) the one compiled for; returns its
+    BRAZE_CPU_TARGET name."""
+    if target == "native-parallel":
+        from braze.backends.cpu import loops
+
+        target = "native"
+        monkeypatch.setattr(loops, "PARALLEL_MIN_ELEMENTS", 0)
+        monkeypatch.setattr(loops, "PARALLEL_MIN_MACS", 0)
+    monkeypatch.setenv("BRAZE_CPU_TARGET", target)
+    return target

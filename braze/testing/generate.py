@@ -445,6 +445,11 @@ def matmul(d: Drawer) -> bool:
         y = d.pick(lambda i: len(d.shape(i)) == 2 and d.shape(i)[1] == k)
         product = "B.autocast()(lambda a, b: a @ b.T)({0}, {1})" if mixed else "{0} @ {1}.T"
         return y is not None and d.add(product, (x, y))
+    if d.rng.random() < 0.3 and len(d.shape(x)) >= 3:
+        # a batched product with a transposed right operand, as attention's q @ k^T
+        batch = d.shape(x)[:-2]
+        y = d.pick(lambda i: d.shape(i)[:-2] == batch and len(d.shape(i)) == len(batch) + 2 and d.shape(i)[-1] == k)
+        return y is not None and d.add("{0} @ B.swapaxes({1}, -1, -2)", (x, y))
     y = d.pick(lambda i: len(d.shape(i)) >= 1 and d.shape(i)[-2 if len(d.shape(i)) >= 2 else 0] == k)
     return y is not None and d.add("B.autocast()(lambda a, b: a @ b)({0}, {1})" if mixed else "{0} @ {1}", (x, y))
 

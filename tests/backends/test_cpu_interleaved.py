@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from cpu_targets import runnable_targets
+from cpu_targets import use_target, with_parallel
 
 import braze
 from braze.backends import cpu
-from braze.backends.cpu import loops
 from braze.backends.reference.interpreter import evaluate
 from braze.lazy import EXECUTOR, build_graph
 
@@ -28,13 +27,9 @@ CASES = [
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("case", CASES, ids=lambda case: "x".join(map(str, case[1])))
-@pytest.mark.parametrize("target", [*runnable_targets(), "native-parallel"])
+@pytest.mark.parametrize("target", with_parallel())
 def test_interleaved_convolution_agrees_with_the_reference(case, dtype, target, tmp_path, monkeypatch):
-    if target == "native-parallel":  # these small kernels through their parallel code too
-        target = "native"
-        monkeypatch.setattr(loops, "PARALLEL_MIN_ELEMENTS", 0)
-        monkeypatch.setattr(loops, "PARALLEL_MIN_MACS", 0)
-    monkeypatch.setenv("BRAZE_CPU_TARGET", target)
+    target = use_target(target, monkeypatch)
     image, kernel, padding, strides, dilation = case
     rng = np.random.default_rng(len(image) + kernel[3])
     device = braze.LAZY_CPU

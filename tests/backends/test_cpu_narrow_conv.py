@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from cpu_targets import runnable_targets
+from cpu_targets import use_target, with_parallel
 
 import braze
 from braze.backends import cpu
-from braze.backends.cpu import autotune, loops
+from braze.backends.cpu import autotune
 from braze.backends.cpu.compiler import find_compiler
 from braze.backends.reference.interpreter import evaluate
 from braze.lazy import EXECUTOR, build_graph
@@ -47,13 +47,9 @@ def _input_gradient(case, seed: int):
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: "x".join(map(str, case[1])))
-@pytest.mark.parametrize("target", [*runnable_targets(), "native-parallel"])
+@pytest.mark.parametrize("target", with_parallel())
 def test_narrow_input_gradient_agrees_with_the_reference_for_every_row_tile(case, target, tmp_path, monkeypatch):
-    if target == "native-parallel":  # these small kernels through their parallel code too
-        target = "native"
-        monkeypatch.setattr(loops, "PARALLEL_MIN_ELEMENTS", 0)
-        monkeypatch.setattr(loops, "PARALLEL_MIN_MACS", 0)
-    monkeypatch.setenv("BRAZE_CPU_TARGET", target)
+    target = use_target(target, monkeypatch)
     graph, args = _input_gradient(case, seed=len(case[0]) + case[1][3])
     (want,) = evaluate(graph, args)
     # Every option of every choice offered, whatever the kernel's size.

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from cpu_targets import runnable_targets
+from cpu_targets import use_target, with_parallel
 
 import braze
 from braze.backends import cpu
-from braze.backends.cpu import loops
 from braze.backends.reference.interpreter import evaluate
 from braze.lazy import EXECUTOR, build_graph
 
@@ -21,12 +20,9 @@ SHAPES = [(3, 5, 7, 6), (4, 4, 4, 16), (2, 3, 5, 3), (40, 7), (9, 1, 13, 10)]
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("target", [*runnable_targets(), "native-parallel"])
+@pytest.mark.parametrize("target", with_parallel())
 def test_sum_over_leading_axes_agrees_with_the_reference(shape, dtype, target, tmp_path, monkeypatch):
-    if target == "native-parallel":
-        target = "native"
-        monkeypatch.setattr(loops, "PARALLEL_MIN_ELEMENTS", 0)
-    monkeypatch.setenv("BRAZE_CPU_TARGET", target)
+    target = use_target(target, monkeypatch)
     rng = np.random.default_rng(sum(shape))
     device = braze.LAZY_CPU
     x = braze.tensor(rng.standard_normal(shape).astype(dtype), device=device)

@@ -15,9 +15,11 @@ most 2^-126 per product from a float32 product of the same values.
 
 from __future__ import annotations
 
-from braze.backends.cpu import contractions
 from braze.backends.cpu.elemental import Emitter
-from braze.backends.cpu.loops import close_loops, open_loop
+from braze.backends.cpu.gemm import Gemm, gemm_layout
+from braze.backends.cpu.loops import close_loops, contraction_pragma, open_loop, store_results
+from braze.backends.cpu.tiles import each_tile, operand, register_tile, vector_tile
+from braze.backends.cstyle import Index
 from braze.ir.dtypes import bfloat16
 from braze.ir.graph import Graph, Node
 from braze.ir.prims.linalg import dot_general
@@ -38,54 +40,77 @@ static inline braze_vf32 braze_dpbf16(braze_vf32 acc, uint32_t pair, __m512bh w)
 
 
 def reads_bfloat16(node: Node) -> bool:
-    """Whether the CPU computes contraction ``node`` from bfloat16 operands: a 2-D matrix
-    product (one contracting axis, no batch) with at least 8 columns, the tiled kernel's
-    case."""
-    if node.op is not dot_general or node.attr("lhs_batch") or len(node.attr("lhs_contracting")) != 1:
+    """Whether the CPU computes contraction ``node`` from bfloat16 operands: a matrix
+    product the tiled GEMM kernel takes (at least 8 columns)."""
+    if node.op is not dot_general:
         return False
-    x, y = node.inputs
-    return x.aval.ndim == 2 and y.aval.ndim == 2 and node.shape[1] >= 8
+    layout = gemm_layout(node)
+    return layout is not None and layout.n >= 8
 
 
-def emit_bfloat16_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node, lhs, rhs, depth: int) -> None:
-    """C[m, n] = sum over k of A[m, k] B[k, n] on bfloat16 ``lhs`` (buffer, row stride, k
-    stride) and ``rhs`` (buffer, k stride, column stride), as contractions' tiled dot."""
-    assert all(i.dtype is bfloat16 for i in root.inputs) and em.target.bfloat16_dot
+def emit_bfloat16_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node, g: Gemm) -> None:
+    """C[m, n] = sum over k of A[m, k] B[k, n] on bfloat16 operands laid out as ``g`` (no
+    batch) with vdpbf16ps."""
+    assert all(i.dtype is bfloat16 for i in root.inputs) and em.target.bfloat16_dot and not g.batch
     em.preamble.append(_HELPER)
-    a, a_row, a_k = lhs
-    b, b_k, b_col = rhs
-    rows, n = root.shape
+    a, b = operand(em, root.inputs[0]), operand(em, root.inputs[1])
+    rows, n, depth = g.m, g.n, g.k
     width = -(-n // LANES) * LANES
-    pairs = -(-depth // 2)
-    em.scratch_buffer("uint16_t", "bpack", pairs * width * 2)
+    em.scratch_buffer("uint16_t", "bpack", -(-depth // 2) * width * 2)
     open_loop(em, "k", depth)
     open_loop(em, "j", n)
-    em.emit(f"bpack[((k >> 1) * {width} + j) * 2 + (k & 1)] = {b}[k * {b_k} + j * {b_col}];")
+    em.emit(f"bpack[((k >> 1) * {width} + j) * 2 + (k & 1)] = {b}[k * {g.b_k} + j * {g.b_col}];")
     close_loops(em, 2)
     vectors = width // LANES
     # The float32 kernel's register tiles: an accumulator holds 16 columns here too.
-    tile_rows, tile_vectors = contractions.register_tile(em, rows, vectors, rows * n * depth)
+    tile_rows, tile_vectors = register_tile(em, rows, vectors, rows * n * depth)
 
     def pair(i: int, high: bool) -> str:
-        low = f"(uint32_t){a}[(m0 + {i}) * {a_row} + (2 * kp) * {a_k}]"
+        low = f"(uint32_t){a}[(m0 + {i}) * {g.a_row} + (2 * kp) * {g.a_k}]"
         if not high:
             return low
-        return f"({low} | (uint32_t){a}[(m0 + {i}) * {a_row} + (2 * kp + 1) * {a_k}] << 16)"
+        return f"({low} | (uint32_t){a}[(m0 + {i}) * {g.a_row} + (2 * kp + 1) * {g.a_k}] << 16)"
 
     def step(tile: int, chunk: int, high: bool) -> None:
         weights = f"bpack + (kp * {width} + q0 * {LANES}) * 2"
         update = "acc[{j}][{q}] = braze_dpbf16(acc[{j}][{q}], s, w{q});"
-        contractions.vector_tile(
-            em, "uint32_t", tile, chunk, weights, lambda i: pair(i, high), ("__m512bh", 2 * LANES), update
-        )
+        vector_tile(em, "uint32_t", tile, chunk, weights, lambda i: pair(i, high), ("__m512bh", 2 * LANES), update)
 
-    def accumulate(tile: int, chunk: int) -> None:
-        open_loop(em, "kp", depth // 2)
-        step(tile, chunk, True)
-        close_loops(em, 1)
-        if depth % 2:  # the last k alone: its pair's upper half (and B's) is zero
-            em.emit(f"{{ const int64_t kp = {depth // 2};")
-            step(tile, chunk, False)
+    def row_tile(tile: int, start: str) -> None:
+        em.emit("{")
+        em.push()
+        em.emit(f"const int64_t m0 = {start};")
+
+        def column_chunk(chunk: int, first: str) -> None:
+            em.emit("{")
+            em.push()
+            em.emit(f"const int64_t q0 = {first};")
+            em.emit(f"braze_vf32 acc[{tile}][{chunk}];")
+            em.emit("memset(acc, 0, sizeof(acc));")
+            open_loop(em, "kp", depth // 2)
+            step(tile, chunk, True)
+            close_loops(em, 1)
+            if depth % 2:  # the last k alone: its pair's upper half (and B's) is zero
+                em.emit(f"{{ const int64_t kp = {depth // 2};")
+                step(tile, chunk, False)
+                em.emit("}")
+            em.emit(
+                f"const int64_t columns = {n} - q0 * {LANES} < {chunk * LANES} ? {n} - q0 * {LANES} : {chunk * LANES};"
+            )
+            open_loop(em, "i", tile)
+            open_loop(em, "jj", "columns")
+            em.emit(f"const int64_t m = m0 + i, col = q0 * {LANES} + jj;")
+            value = f"((const float*)acc)[i * {chunk * LANES} + jj]"
+            store_results(em, computation, outputs, root, Index(root.shape, ("m", "col")), value)
+            close_loops(em, 2)
+            em.pop()
             em.emit("}")
 
-    contractions.matrix_tiles(em, computation, outputs, root, (tile_rows, tile_vectors), LANES, depth, accumulate)
+        each_tile(em, "qb", vectors, tile_vectors, column_chunk)
+        em.pop()
+        em.emit("}")
+
+    pragma = contraction_pragma(rows * n * depth, rows // tile_rows)
+    if pragma:
+        em.emit(pragma)
+    each_tile(em, "mb", rows, tile_rows, row_tile)

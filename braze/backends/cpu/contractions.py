@@ -9,12 +9,11 @@ from the CPU target (``em.target``).
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from braze.backends.cpu import loops
 from braze.backends.cpu.elemental import Emitter
+from braze.backends.cpu.gemm import emit_dot
 from braze.backends.cpu.interleaved import emit_interleaved_conv, emit_interleaved_filter_grad, interleaves
 from braze.backends.cpu.loops import (
     close_loops,
@@ -27,257 +26,17 @@ from braze.backends.cpu.loops import (
     parallel_pragma,
     store_results,
 )
-from braze.backends.cpu.target import CpuTarget
+from braze.backends.cpu.tiles import each_tile, operand, register_tile, vector_tile
 from braze.backends.cstyle import Index, c_type
-from braze.ir.dtypes import bfloat16
 from braze.ir.graph import Graph, Node
-from braze.ir.primitive import Category
 from braze.ir.prims.conv import conv, conv_grad_filter, conv_grad_input
 from braze.ir.prims.linalg import dot_general
-
-
-def strides(shape: tuple[int, ...]) -> list[int]:
-    result, step = [0] * len(shape), 1
-    for d in range(len(shape) - 1, -1, -1):
-        result[d] = step
-        step *= shape[d]
-    return result
-
-
-def _offset(names: list[str], steps: list[int]) -> str:
-    terms = [n if s == 1 else f"{n} * {s}" for n, s in zip(names, steps, strict=True) if s]
-    return " + ".join(terms) if terms else "0"
-
-
-def _operand(em: Emitter, node: Node) -> str:
-    assert node.op.category is Category.PARAMETER, "contractions read their operands from buffers"
-    return em.inputs[node.attr("index")]
-
-
-def emit_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
-    x, y = root.inputs
-    a, b = _operand(em, x), _operand(em, y)
-    lc, rc = list(root.attr("lhs_contracting")), list(root.attr("rhs_contracting"))
-    lb, rb = list(root.attr("lhs_batch")), list(root.attr("rhs_batch"))
-    lf = [d for d in range(len(x.shape)) if d not in lc and d not in lb]
-    rf = [d for d in range(len(y.shape)) if d not in rc and d not in rb]
-    xs, ys = strides(x.shape), strides(y.shape)
-    if not lb and len(lc) == len(lf) == len(rf) == 1 and root.dtype.is_float and y.shape[rf[0]] >= 8:
-        lhs, rhs = (a, xs[lf[0]], xs[lc[0]]), (b, ys[rc[0]], ys[rf[0]])
-        if x.dtype is bfloat16 and em.target.bfloat16_dot:
-            from braze.backends.cpu.bf16_dot import emit_bfloat16_dot  # it builds on this module
-
-            emit_bfloat16_dot(em, computation, outputs, root, lhs, rhs, x.shape[lc[0]])
-        else:  # bfloat16 without the instruction: widened to float32 as it is read
-            widen = "braze_from_bf16" if x.dtype is bfloat16 else ""
-            _tiled_dot(em, computation, outputs, root, lhs, rhs, x.shape[lc[0]], widen)
-        return
-    batch = [f"b{i}" for i in range(len(lb))]
-    rows = [f"m{i}" for i in range(len(lf))]
-    cols = [f"n{i}" for i in range(len(rf))]
-    ks = [f"k{i}" for i in range(len(lc))]
-    out_names = batch + rows + cols
-    t = c_type(root.dtype)
-    n_total = math.prod(y.shape[d] for d in rf)
-    work = root.aval.size * math.prod(x.shape[d] for d in lc)
-    outer = [(n, x.shape[d]) for n, d in zip(batch + rows, lb + lf, strict=True)]
-    a_base = _offset(batch + rows, [xs[d] for d in lb + lf])
-    b_base = _offset(batch, [ys[d] for d in rb])
-    a_k = _offset(ks, [xs[d] for d in lc])
-    b_k = _offset(ks, [ys[d] for d in rc])
-    b_n = _offset(cols, [ys[d] for d in rf])
-    contiguous_cols = len(rf) == 1 and ys[rf[0]] == 1
-    pragma = contraction_pragma(work, outer[0][1] if outer else 1)
-    if pragma:
-        em.emit(pragma)
-    for name, size in outer:
-        em.emit(f"for (int64_t {name} = 0; {name} < {size}; {name}++) {{")
-        em.push()
-    if contiguous_cols:
-        # axpy form: stream rows of B, accumulate a row of C in a local array.
-        em.emit(f"{t} acc[{n_total}] = {{0}};")
-        for name, d in zip(ks, lc, strict=True):
-            em.emit(f"for (int64_t {name} = 0; {name} < {x.shape[d]}; {name}++) {{")
-            em.push()
-        em.emit(f"const {t} av = {a}[{a_base} + {a_k}];")
-        em.emit(f"const {t}* brow = {b} + {b_base} + {b_k};")
-        em.emit(f"for (int64_t n0 = 0; n0 < {n_total}; n0++) acc[n0] += av * brow[n0];")
-        for _ in ks:
-            em.pop()
-            em.emit("}")
-        em.emit(f"for (int64_t n0 = 0; n0 < {n_total}; n0++) {{")
-        em.push()
-        store_results(em, computation, outputs, root, Index(root.shape, tuple(out_names)), "acc[n0]")
-        em.pop()
-        em.emit("}")
-    else:
-        # dot form: one dot product per result element, contracted dimensions innermost.
-        for name, d in zip(cols, rf, strict=True):
-            em.emit(f"for (int64_t {name} = 0; {name} < {y.shape[d]}; {name}++) {{")
-            em.push()
-        em.emit(f"{t} acc = 0;")
-        for position, (name, d) in enumerate(zip(ks, lc, strict=True)):
-            if position == len(ks) - 1:
-                em.emit("#pragma omp simd reduction(+:acc)")
-            em.emit(f"for (int64_t {name} = 0; {name} < {x.shape[d]}; {name}++) {{")
-            em.push()
-        em.emit(f"acc += {a}[{a_base} + {a_k}] * {b}[{b_base} + {b_n} + {b_k}];")
-        for _ in ks:
-            em.pop()
-            em.emit("}")
-        store_results(em, computation, outputs, root, Index(root.shape, tuple(out_names)), "acc")
-        for _ in cols:
-            em.pop()
-            em.emit("}")
-    for _ in outer:
-        em.pop()
-        em.emit("}")
-
-
-def register_tiles(target: CpuTarget, rows: int, vectors: int, share: float = 5 / 8) -> list[tuple[int, int]]:
-    """(rows, vectors) register tiles of ``rows`` broadcast values times ``vectors`` vectors
-    (at most those available), best predicted first: the most accumulators within ``share``
-    of the target's vector registers, such that the tile's operand vectors, a broadcast
-    value and a spare register fit beside them; ties go to fewer loads per multiply-add.
-    With 32 registers (AVX-512) the first is the tile measured best on the CNN's
-    convolutions (20 accumulators: 5 columns x 4 vectors, 10 x 2, 20 x 1) and LeNet's dense
-    products (5 rows x 4 vectors); with 16 (AVX2), at most 10 accumulators, e.g. 5 x 2.
-    The second, the autotuner's alternative, is the runner-up, or where there is none (a
-    single vector of columns) the best tile with half the accumulators (less register
-    pressure, where the compiler spills)."""
-    registers = target.vector_registers
-
-    def ranked(budget: int) -> list[tuple[int, int]]:
-        def tile(v: int) -> tuple[int, int]:
-            return min(rows, max(1, budget // v)), v
-
-        fitting = [tile(v) for v in range(1, max(vectors, 1) + 1) if tile(v)[0] * v + v + 2 <= registers]
-        return sorted(set(fitting) or {tile(1)}, key=lambda t: (-t[0] * t[1], t[0] + t[1], t[1]))
-
-    budget = max(1, int(registers * share))
-    best = ranked(budget)
-    return best[:2] if len(best) > 1 else best + [t for t in ranked(max(1, budget // 2)) if t not in best][:1]
-
-
-def register_tile(em: Emitter, rows: int, vectors: int, work: int, share: float = 5 / 8) -> tuple[int, int]:
-    """The register tile for a kernel of ``work`` multiply-adds: register_tiles' first, or
-    the autotuner's pick among them."""
-    tiles = register_tiles(em.target, rows, vectors, share)
-    return tiles[em.choice("register tile", len(tiles), work)]
-
-
-def _tiled_dot(
-    em: Emitter, computation: Graph, outputs: list[str], root: Node, lhs, rhs, depth: int, widen: str = ""
-) -> None:
-    """A matrix product C[m, n] = sum over k of A[m, k] B[k, n] (``lhs``: A's buffer and its
-    row and k strides; ``rhs``: B's buffer and its k and column strides) in register tiles
-    of rows times vectors of columns chosen by register_tile. B is first laid out with
-    contiguous rows padded to whole vectors (kept between calls, so the padding stays
-    zero), whatever its layout was (W or W transposed in a dense layer's gradients).
-    ``widen`` names the function that converts an operand's stored element to the result's
-    type (bfloat16 operands of a float32 product), where they differ."""
-    a, a_row, a_k = lhs
-    b, b_k, b_col = rhs
-    rows, n = root.shape
-    t = c_type(root.dtype)
-    lanes = em.target.lanes(root.dtype.itemsize)
-    width = -(-n // lanes) * lanes
-    packed = b
-    if b_col != 1 or width != n or widen:
-        packed = "bpack"
-        em.scratch_buffer(t, "bpack", depth * width)
-        open_loop(em, "k", depth)
-        open_loop(em, "j", n)
-        em.emit(f"bpack[k * {width} + j] = {widen}({b}[k * {b_k} + j * {b_col}]);")
-        close_loops(em, 2)
-    vectors = width // lanes
-    tile_rows, tile_vectors = register_tile(em, rows, vectors, rows * n * depth)
-
-    def accumulate(tile_rows: int, chunk: int) -> None:
-        open_loop(em, "k", depth)
-        vector_tile(
-            em,
-            t,
-            tile_rows,
-            chunk,
-            f"{packed} + k * {width} + q0 * {lanes}",
-            lambda i: f"{widen}({a}[(m0 + {i}) * {a_row} + k * {a_k}])",
-        )
-        close_loops(em, 1)
-
-    matrix_tiles(em, computation, outputs, root, (tile_rows, tile_vectors), lanes, depth, accumulate)
-
-
-def matrix_tiles(
-    em: Emitter,
-    computation: Graph,
-    outputs: list[str],
-    root: Node,
-    tile: tuple[int, int],
-    lanes: int,
-    depth: int,
-    accumulate: Callable[[int, int], None],
-) -> None:
-    """The loop nest of a matrix product C[m, n] in register tiles of ``tile`` (rows, vectors
-    of ``lanes`` columns): each tile's accumulators ``acc[rows][vectors]`` (vectors of the
-    result's type, zeroed), summed by ``accumulate(rows, vectors)`` (the tile's first row
-    is ``m0``, its first vector ``q0``), then stored through the kernel's epilogue."""
-    rows, n = root.shape
-    t = c_type(root.dtype)
-    tile_rows, tile_vectors = tile
-
-    def row_tile(tile_rows: int, start: str) -> None:
-        em.emit("{")
-        em.push()
-        em.emit(f"const int64_t m0 = {start};")
-
-        def column_chunk(chunk: int, first: str) -> None:
-            em.emit("{")
-            em.push()
-            em.emit(f"const int64_t q0 = {first};")
-            em.emit(f"braze_v{root.dtype.short} acc[{tile_rows}][{chunk}];")
-            em.emit("memset(acc, 0, sizeof(acc));")
-            accumulate(tile_rows, chunk)
-            em.emit(
-                f"const int64_t columns = {n} - q0 * {lanes} < {chunk * lanes} ? {n} - q0 * {lanes} : {chunk * lanes};"
-            )
-            open_loop(em, "i", tile_rows)
-            open_loop(em, "jj", "columns")
-            em.emit(f"const int64_t m = m0 + i, col = q0 * {lanes} + jj;")
-            value = f"((const {t}*)acc)[i * {chunk * lanes} + jj]"
-            store_results(em, computation, outputs, root, Index(root.shape, ("m", "col")), value)
-            close_loops(em, 2)
-            em.pop()
-            em.emit("}")
-
-        tiles(em, "qb", -(-n // lanes), tile_vectors, column_chunk)
-        em.pop()
-        em.emit("}")
-
-    pragma = contraction_pragma(rows * n * depth, rows // tile_rows)
-    if pragma:
-        em.emit(pragma)
-    tiles(em, "mb", rows, tile_rows, row_tile)
 
 
 def _conv_geometry(root: Node) -> tuple[int, int, int, int, int, int]:
     """(stride h, stride w, padding top, padding left, dilation h, dilation w)."""
     (sh, sw), ((pt, _), (pl, _)), (dh, dw) = root.attr("strides"), root.attr("padding"), root.attr("dilation")
     return sh, sw, pt, pl, dh, dw
-
-
-def tiles(em: Emitter, name: str, total: int, tile: int, body: Callable[[int, str], None]) -> None:
-    """Full tiles of ``tile`` over [0, total) in a loop, then the remainder: every tile's
-    width is a compile-time constant, so its accumulators can live in registers."""
-    full = total - total % tile
-    if full == tile:
-        body(tile, "0")
-    elif full:
-        open_loop(em, name, full, step=tile)
-        body(tile, name)
-        close_loops(em, 1)
-    if total % tile:
-        body(total % tile, str(full))
 
 
 def _padded_copy(
@@ -453,7 +212,7 @@ def _direct_conv(p: _Conv, w_hwoi: str | None = None, live_rows: tuple[int, int]
             # then written past the cache.
             em.emit(f"float staged[{width}][{o}] __attribute__((aligned(64)));")
         if vectors:
-            tiles(em, "qb", vectors, chunk, lambda count, first: channel_chunk(width, count, first))
+            each_tile(em, "qb", vectors, chunk, lambda count, first: channel_chunk(width, count, first))
         else:
             em.emit(f"{t} acc{f'[{width}][{o}]' if wide else f'[{o}][{width}]'};")
             em.emit("memset(acc, 0, sizeof(acc));")
@@ -474,33 +233,9 @@ def _direct_conv(p: _Conv, w_hwoi: str | None = None, live_rows: tuple[int, int]
         em.pop()
         em.emit("}")
 
-    tiles(em, "xb", ow, tile, block)
+    each_tile(em, "xb", ow, tile, block)
     close_loops(em, 2)
     close_parallel(em, fenced=streamed)
-
-
-def vector_tile(
-    em: Emitter,
-    t: str,
-    rows: int,
-    vectors: int,
-    weights: str,
-    scalar: Callable[[int], str],
-    vector: tuple[str, int] | None = None,
-    update: str = "acc[{j}][{q}] += w{q} * s;",
-) -> None:
-    """acc[j][q] += weights[q-th vector] * scalar(j) over a register tile, written out in
-    full: GCC keeps named vectors in registers but spills a small array of vectors indexed
-    in a loop (2.8x slower on the CNN's second convolution). ``vector``: the weights' vector
-    type and elements per vector, where they are not the scalars' (``update`` then says how
-    a weight vector ``w{q}`` and the scalar ``s`` go into accumulator ``acc[{j}][{q}]``)."""
-    name, lanes = vector or ("braze_vf32" if t == "float" else "braze_vf64", em.target.lanes(4 if t == "float" else 8))
-    for q in range(vectors):
-        em.emit(f"{name} w{q};")
-        em.emit(f"memcpy(&w{q}, {weights} + {q * lanes}, sizeof(w{q}));")
-    for j in range(rows):
-        updates = " ".join(update.format(j=j, q=q) for q in range(vectors))
-        em.emit(f"{{ const {t} s = {scalar(j)}; {updates} }}")
 
 
 def _deep_conv(p: _Conv, w_hwoi: str) -> None:
@@ -589,7 +324,7 @@ def _narrow_conv(p: _Conv, live_rows: tuple[int, int] | None = None) -> None:
 
 def emit_conv(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
     x_node, w_node = root.inputs
-    x, w = _operand(em, x_node), _operand(em, w_node)
+    x, w = operand(em, x_node), operand(em, w_node)
     if interleaves(em, root):
         emit_interleaved_conv(em, computation, outputs, root, x, w)
         return
@@ -610,7 +345,7 @@ def emit_conv_grad_input(em: Emitter, computation: Graph, outputs: list[str], ro
     """dx is a VALID, stride-1 convolution of the stride-dilated, padded cotangent with the
     spatially flipped, transposed filter."""
     g_node, w_node = root.inputs
-    g, w = _operand(em, g_node), _operand(em, w_node)
+    g, w = operand(em, g_node), operand(em, w_node)
     _, h, wd, c = root.shape
     kh, kw, _, o = w_node.shape
     sh, sw, pt, pl, dh, dw = _conv_geometry(root)
@@ -639,7 +374,7 @@ def emit_conv_grad_input(em: Emitter, computation: Graph, outputs: list[str], ro
 def emit_conv_grad_filter(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
     """dw[a, b] = x_windows(a, b)^T @ g, by the kernel that suits the shapes."""
     x_node, g_node = root.inputs
-    x, g = _operand(em, x_node), _operand(em, g_node)
+    x, g = operand(em, x_node), operand(em, g_node)
     if interleaves(em, root):
         emit_interleaved_filter_grad(em, computation, outputs, root, x, g)
         return
@@ -700,7 +435,7 @@ def _blocked_filter_grad(p: _Conv) -> None:
         em.pop()
         em.emit("}")
 
-    tiles(em, "cb", c, block, channels)
+    each_tile(em, "cb", c, block, channels)
     close_loops(em, 2)
 
 
@@ -761,12 +496,14 @@ def _split_filter_grad(p: _Conv) -> None:
         em.pop()
         em.emit("}")
 
-    tiles(
+    each_tile(
         em,
         "rb",
         kw * c,
         tile,
-        lambda width, start: tiles(em, "qb", o // lanes, chunk, lambda count, first: taps(width, start, count, first)),
+        lambda width, start: each_tile(
+            em, "qb", o // lanes, chunk, lambda count, first: taps(width, start, count, first)
+        ),
     )
     close_loops(em, 3)
     pragma = parallel_pragma(size, kh)
@@ -843,7 +580,7 @@ def _row_filter_grad(p: _Conv) -> None:
         em.pop()
         em.emit("}")
 
-    tiles(em, "kg", taps, -(-taps // groups), group)
+    each_tile(em, "kg", taps, -(-taps // groups), group)
     close_loops(em, 1)
     open_loop(em, "a", kh)
     open_loop(em, "b", kw)

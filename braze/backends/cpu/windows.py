@@ -5,7 +5,6 @@ compile-time bounds; out-of-range (padding) positions are skipped."""
 from __future__ import annotations
 
 from braze.backends.cpu import loops
-from braze.backends.cpu.contractions import strides
 from braze.backends.cpu.elemental import Emitter
 from braze.backends.cpu.loops import (
     close_loops,
@@ -18,6 +17,7 @@ from braze.backends.cpu.loops import (
     reduction_init,
     store_results,
 )
+from braze.backends.cpu.tiles import strides
 from braze.backends.cstyle import Index, c_type
 from braze.ir.dtypes import float32
 from braze.ir.graph import Graph, Node
