@@ -1,7 +1,7 @@
 """Each contraction kernel of a compiled training step against this host's measured FMA peak
 at the target's vector width.
 
-    python benchmarks/bench_kernels.py [cnn|lenet|gpt|...] [--targets native,x86-64-v3] [--steps 3]
+    python benchmarks/bench_kernels.py [cnn|lenet|gpt|...] [--targets native,x86-64-v3] [--steps 3] [--autocast bf16]
 
 For every CPU target named (``BRAZE_CPU_TARGET`` values; levels the host cannot run are
 skipped), it measures the peak: independent vector multiply-adds on every usable core,
@@ -11,6 +11,10 @@ and matrix product, its useful GFLOP/s (those of the forward product it computes
 padding) and its share of the peak, and for a matrix product NumPy's BLAS on the same
 product in the same run. Targets alternate step by step over several rounds,
 so a busy machine slows them alike; run it on an idle one all the same.
+
+``--autocast bf16`` times the step under ``braze.autocast``; on a target with AVX512-BF16 it
+also measures the bfloat16 peak (independent ``vdpbf16ps``, two multiply-adds per lane), and
+a kernel whose product reads bfloat16 operands is reported against that peak.
 """
 
 from __future__ import annotations
@@ -35,12 +39,14 @@ from braze.backends.cpu.compiler import compile_library, find_compiler  # noqa: 
 from braze.backends.cpu.executable import openmp_defaults  # noqa: E402
 from braze.backends.cpu.target import CpuTarget, TargetError, host_levels  # noqa: E402
 from braze.bench.steps import WORKLOADS  # noqa: E402
+from braze.ir.dtypes import bfloat16  # noqa: E402
 from braze.ir.graph import Node  # noqa: E402
 from braze.ir.primitive import Category  # noqa: E402
 from braze.ir.prims.conv import conv, conv_grad_input  # noqa: E402
 from braze.ir.prims.fusion import fusion  # noqa: E402
 from braze.ir.prims.linalg import dot_general  # noqa: E402
 from braze.ir.text import kernel_label  # noqa: E402
+from braze.ops.autocast import autocast  # noqa: E402
 
 _PEAK_SOURCE = """\
 #include <stdint.h>
@@ -69,11 +75,20 @@ double fma_peak(int64_t iterations, float* sink) {
 """
 
 
-def fma_peak(target: str) -> tuple[CpuTarget, float]:
-    """(the resolved target, its float32 multiply-add peak in GFLOP/s on all usable cores)."""
+# The same with vdpbf16ps: each lane adds two bfloat16 products a step.
+_BF16_PEAK_SOURCE = (
+    _PEAK_SOURCE.replace("#include <omp.h>", "#include <omp.h>\n#include <immintrin.h>")
+    .replace("acc[k] = acc[k] * y + x;", "acc[k] = (vec)_mm512_dpbf16_ps((__m512)acc[k], (__m512bh)x, (__m512bh)y);")
+    .replace("return 2.0 * ACCUMULATORS", "return 4.0 * ACCUMULATORS")
+)
+
+
+def fma_peak(target: str, source: str = _PEAK_SOURCE) -> tuple[CpuTarget, float]:
+    """(the resolved target, its float32 multiply-add peak in GFLOP/s on all usable cores;
+    with ``_BF16_PEAK_SOURCE``, its bfloat16 dot-product peak)."""
     compiler = find_compiler(target)
     accumulators = compiler.target.vector_registers - 4  # independent chains hide FMA latency
-    source = _PEAK_SOURCE.replace("VECTOR_BYTES", str(compiler.target.vector_bytes)).replace(
+    source = source.replace("VECTOR_BYTES", str(compiler.target.vector_bytes)).replace(
         "ACCUMULATORS", str(accumulators)
     )
     # The OpenMP runtime reads its settings once, when this first library loads it: braze's
@@ -84,6 +99,12 @@ def fma_peak(target: str) -> tuple[CpuTarget, float]:
     library.fma_peak.restype = ctypes.c_double
     sink = (ctypes.c_float * 64)()
     return compiler.target, max(library.fma_peak(ctypes.c_int64(20_000_000), sink) for _ in range(5))
+
+
+def reads_bfloat16(kernel: Node) -> bool:
+    """Whether a contraction kernel multiplies bfloat16 operands."""
+    roots = [n for n in kernel.attr("computation").nodes() if n.op.category is Category.CONTRACTION]
+    return bool(roots) and all(i.dtype is bfloat16 for i in roots[0].inputs)
 
 
 def useful_flops(kernel: Node) -> int:
@@ -146,6 +167,7 @@ def main() -> None:
     parser.add_argument("--targets", default=",".join(["native", *host_levels()[-2:]]))
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--autocast", choices=("bf16",), default=None, help="time the step under braze.autocast")
     args = parser.parse_args()
     targets = []
     for name in args.targets.split(","):
@@ -154,17 +176,22 @@ def main() -> None:
         except TargetError as error:
             print(f"skipping {name}: {error}")
             continue
-        targets.append((name, resolved, peak))
-    measured: dict[str, list] = {name: [] for name, _, _ in targets}
+        bf16_peak = fma_peak(name, _BF16_PEAK_SOURCE)[1] if args.autocast and resolved.bfloat16_dot else None
+        targets.append((name, resolved, peak, bf16_peak))
+    measured: dict[str, list] = {name: [] for name, *_ in targets}
     for _ in range(args.rounds):
-        for name, _, _ in targets:
+        for name, *_ in targets:
             os.environ["BRAZE_CPU_TARGET"] = name
-            measured[name].append(profile(args.workload, args.steps, with_kernels=True))
+            with autocast("bfloat16", enabled=args.autocast == "bf16"):
+                measured[name].append(profile(args.workload, args.steps, with_kernels=True))
             time.sleep(0.5)
-    for name, resolved, peak in targets:
+    for name, resolved, peak, bf16_peak in targets:
         wall, kernels = min(measured[name], key=lambda m: m[0])
-        print(f"\n{args.workload}, target {name}: {resolved.describe()}")
-        print(f"FMA peak {peak:.0f} GFLOP/s; step {wall * 1e3:.1f} ms (best of {args.rounds} rounds)")
+        print(
+            f"\n{args.workload}{' under bf16 autocast' if args.autocast else ''}, target {name}: {resolved.describe()}"
+        )
+        peaks = f"FMA peak {peak:.0f} GFLOP/s" + (f", bf16 peak {bf16_peak:.0f} GFLOP/s" if bf16_peak else "")
+        print(f"{peaks}; step {wall * 1e3:.1f} ms (best of {args.rounds} rounds)")
         print("| kernel | ms | GFLOP/s | of peak | NumPy's BLAS GFLOP/s |")
         print("| --- | --- | --- | --- | --- |")
         for node, seconds in sorted(kernels, key=lambda k: -k[1]):
@@ -173,9 +200,9 @@ def main() -> None:
                 rate = flops / seconds / 1e9
                 blas = numpy_gflops(node)
                 beside = f"{blas:.0f}" if blas is not None else "-"
-                print(
-                    f"| {kernel_label(node)} | {seconds * 1e3:.2f} | {rate:.0f} | {100 * rate / peak:.0f}% | {beside} |"
-                )
+                bf16 = bf16_peak is not None and reads_bfloat16(node)
+                share = f"{100 * rate / (bf16_peak if bf16 else peak):.0f}%{' of bf16' if bf16 else ''}"
+                print(f"| {kernel_label(node)} | {seconds * 1e3:.2f} | {rate:.0f} | {share} | {beside} |")
 
 
 if __name__ == "__main__":

@@ -305,7 +305,7 @@ def test_bfloat16_matrix_products_accumulate_in_float32_on_every_target(target, 
         assert got.dtype == np.float32 and got.shape == (m, n)
         assert (np.abs(got - wa @ wb) <= bound).all()
     sources = "".join(p.read_text() for p in (tmp_path / "dump").rglob("*.c"))
-    assert "braze_from_bf16(in" in sources or "_mm512_dpbf16_ps" in sources  # read as bfloat16
+    assert "braze_from_bf16(am[" in sources or "_mm512_dpbf16_ps" in sources  # read as bfloat16
     assert ("_mm512_dpbf16_ps" in sources) == find_compiler(target).target.bfloat16_dot
 
 
