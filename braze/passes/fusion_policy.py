@@ -214,10 +214,14 @@ class FusionPolicy:
             return ("reduction", root.op, tuple(sorted(root.attr("axes"))), root.inputs[0].shape, root.dtype)
         return None
 
-    def siblings(self, shape: tuple[int, ...], connected: Callable[[], bool]) -> Decision:
-        """May two loop kernels of ``shape`` that read one input share a loop (one kernel with
-        two results)? ``connected()`` says whether one reads the other's results, directly or
-        through other kernels (it walks the kernel graph, so it is asked last)."""
+    def siblings(self, shape: tuple[int, ...], ops: int, connected: Callable[[], bool]) -> Decision:
+        """May two kernels of ``shape`` that read one input share a loop (one kernel with two
+        results), holding ``ops`` ops together? ``connected()`` says whether one reads the
+        other's results, directly or through other kernels (it walks the kernel graph, so it
+        is asked last). A bound on the merged kernel's size keeps a fan of a thousand sums of
+        one input from becoming one loop body that the C compiler takes seconds over."""
+        if ops > self.max_fused_ops:
+            return no(f"sibling kernels of shape {shape} would hold more than {self.max_fused_ops} ops together")
         if connected():
             return no("sibling kernels depend on each other")
         return YES

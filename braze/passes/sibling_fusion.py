@@ -86,7 +86,8 @@ class _Siblings:
             for b in range(a + 1, len(groups)):
                 if closure.gone(b) or keys[candidates[b]] != key:
                     continue
-                decision = self.policy.siblings(shape, lambda a=a, b=b: closure.connected(a, b))
+                ops = len(groups[a].members) + len(groups[b].members)
+                decision = self.policy.siblings(shape, ops, lambda a=a, b=b: closure.connected(a, b))
                 if not decision.ok:
                     self.refusals.append(decision.reason)
                     continue

@@ -69,3 +69,25 @@ def test_bit_sets_and_pairwise_walks_make_the_same_kernels(seed, monkeypatch):
     with np.errstate(all="ignore"):
         for got, want in zip(evaluate(summarized, args), evaluate(graph, args), strict=True):
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=0, equal_nan=True)
+
+
+def test_siblings_merge_only_up_to_the_kernel_size_bound():
+    """A fan of sums of one input (each of its own function of it) shares loops on the CPU,
+    but no merged kernel holds more than the policy's bound of ops."""
+    from braze.backends.cpu.fusion import CPU_FUSION
+    from braze.ir.prims.fusion import fusion
+
+    x = parameter(0, Aval((64,), float64))
+    sums = [
+        make("reduce_sum", (make("tanh", (make("mul", (x, splat(1 + k / 80, x.aval))),)),), axes=(0,))
+        for k in range(80)
+    ]
+    graph = Graph((x,), tuple(sums))
+    fused = fuse(graph, policy=CPU_FUSION)
+    sizes = [len(k.attr("computation").nodes()) for k in fused.nodes() if k.op is fusion]
+    assert len(sizes) < 80, "sibling sums share loops"
+    assert max(sizes) <= CPU_FUSION.max_fused_ops + 1, sizes  # (+ the input's parameter)
+    assert any("would hold more than" in note for note in fused.notes)
+    args = random_args(graph)
+    for want, got in zip(evaluate(graph, args), evaluate(fused, args), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
