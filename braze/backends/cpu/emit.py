@@ -274,11 +274,14 @@ def emit_module(
     profile: bool = False,
     tunings: dict[int, dict[str, int]] | None = None,
     emitted: dict[tuple, tuple[str, list]] | None = None,
+    exported: bool = True,
 ) -> ModulePlan:
     """``profile``: time every kernel call (BRAZE_PROFILE=1), for finding the slow ones;
     ``tunings``: the autotuner's choices for kernels, by position in the schedule;
     ``emitted``: the C functions of kernels another plan of the library already has (a
-    loop's body is a plan of its own that shares them)."""
+    loop's body is a plan of its own that shares them); ``exported``: whether the entry
+    is a symbol of the library (a loop body's is called only from within it, so it is
+    hidden, declared in the plan, like a kernel)."""
     layout = lay_out(graph, assignment)
     kernels = layout.kernels
     position = {id(k): t for t, k in enumerate(kernels)}
@@ -350,7 +353,10 @@ def emit_module(
     if len(calls) > CALLS_PER_FUNCTION:
         plan.declarations += [f"extern {t};" for t in timers]
         calls = _entry_parts(plan, entry, calls)
-    plan.entry_source = "\n".join([*(f"{t};" for t in timers), _function(f"void {entry}", calls or [_UNUSED])])
+    head = f"void {entry}" if exported else f"{C.kernel} void {entry}"
+    if not exported:
+        plan.declarations.append(f"{head}({_ARGUMENTS});")
+    plan.entry_source = "\n".join([*(f"{t};" for t in timers), _function(head, calls or [_UNUSED])])
     return plan
 
 
@@ -359,7 +365,7 @@ def _compile_body(body: Graph, name: str, target: CpuTarget, emitted: dict) -> M
     fused as any graph, its kernels' C functions shared with the rest of the library."""
     optimized = pipeline.run(body, policy=CPU_FUSION, alignment=target.alignment)[0]
     buffers = optimized.annotations.get("buffers") or assign(optimized, target.alignment)
-    return emit_module(optimized, buffers, target, name, emitted=emitted)
+    return emit_module(optimized, buffers, target, name, emitted=emitted, exported=False)
 
 
 def _entry_parts(plan: ModulePlan, entry: str, calls: list[str]) -> list[str]:

@@ -46,7 +46,7 @@ class _LoopWriter:
         sub = self.compile_body(graph, name)
         plan = self.plan
         plan.constants += sub.constants
-        plan.declarations += [*sub.declarations, f"void {name}({_ARGUMENTS});"]
+        plan.declarations += sub.declarations  # the body's entry among them
         plan.kernel_sources += [*sub.kernel_sources, sub.entry_source]
         plan.collectives += sub.collectives
         arena = self.reserve(sub.arena_bytes)
@@ -153,6 +153,3 @@ def emit_loop(
     ]
     lines.append("  }")
     return "\n".join(lines)
-
-
-_ARGUMENTS = "void* const* params, void* const* outputs, char* arena, void* const* scratch"
