@@ -60,5 +60,5 @@ def test_work_per_node_does_not_grow_with_the_program(name):
 def test_the_benchmark_times_every_phase_of_a_program_of_the_size_asked():
     m = measure(PROGRAMS["chain"], units_for(PROGRAMS["chain"], 300), native=False)
     assert 250 <= m.nodes <= 350
-    assert list(m.phases)[:2] == ["trace", "simplify"] and "fuse" in m.phases and "emit" in m.phases
+    assert list(m.phases)[0] == "trace" and {"simplify", "fuse", "emit"} <= set(m.phases)
     assert m.kernels >= 1 and m.seconds == pytest.approx(sum(m.phases.values()))
