@@ -84,6 +84,10 @@ class _Siblings:
                 continue
             key, shape = keys[candidates[a]], groups[a].members[0].aval.shape
             for b in range(a + 1, len(groups)):
+                if len(groups[a].members) >= self.policy.max_fused_ops:
+                    # Full: no later sibling can join it (a fan of many sums stays linear).
+                    self.refusals.append(self.policy.siblings(shape, len(groups[a].members) + 1, lambda: False).reason)
+                    break
                 if closure.gone(b) or keys[candidates[b]] != key:
                     continue
                 ops = len(groups[a].members) + len(groups[b].members)
