@@ -356,3 +356,81 @@ def test_braze_train_lenet_under_autocast(capsys):
     out = capsys.readouterr().out
     assert "Mixed precision: bfloat16 products" in out and "[Epoch 0] Training Loss:" in out
     assert not braze.is_autocast_enabled()  # only while it trained
+
+
+# (op, lhs shape, rhs shape, strides, padding, result shape): an odd and an even reduction
+# per op (a filter row's taps x channels; the output pixels of a filter gradient), row and
+# column strides, padding, and one or two vectors of output channels.
+CONVOLUTIONS = [
+    ("conv", (2, 9, 10, 3), (3, 3, 3, 32), (2, 1), ((1, 1), (0, 2)), (2, 5, 10, 32)),
+    ("conv", (1, 7, 8, 20), (3, 2, 20, 16), (1, 2), ((0, 0), (0, 0)), (1, 5, 4, 16)),
+    ("conv_grad_input", (2, 5, 6, 17), (3, 3, 32, 17), (2, 2), ((1, 1), (1, 1)), (2, 9, 11, 32)),
+    ("conv_grad_filter", (2, 9, 11, 5), (2, 4, 7, 16), (2, 2), ((1, 0), (2, 2)), (3, 3, 5, 16)),
+    ("conv_grad_filter", (1, 6, 9, 8), (1, 4, 6, 32), (1, 1), ((0, 0), (0, 0)), (3, 4, 8, 32)),
+]
+
+
+def _convolution_graph(op: str, lhs, rhs, strides, padding, out, dtype: str):
+    """``op`` of two float32 operands read back from ``dtype`` (what autocast records for
+    bfloat16, the float64 reference otherwise)."""
+    from braze.ir.text import parse_graph
+
+    wide = "f64" if dtype == "f64" else "f32"
+    extra = {"conv_grad_input": f", input_hw={out[1:3]}", "conv_grad_filter": f", filter_hw={out[:2]}"}.get(op, "")
+    attrs = f"strides={strides}, padding={padding}, dilation=(1, 1){extra}"
+    shape = ",".join(map(str, out))
+    return parse_graph(
+        f"""graph(%0: {dtype}[{",".join(map(str, lhs))}], %1: {dtype}[{",".join(map(str, rhs))}]) {{
+  %2 = convert(%0) {{dtype={wide}}} : {wide}[{",".join(map(str, lhs))}]
+  %3 = convert(%1) {{dtype={wide}}} : {wide}[{",".join(map(str, rhs))}]
+  %4 = {op}(%2, %3) {{{attrs}}} : {wide}[{shape}]
+  return (%4)
+}}"""
+    )
+
+
+def _reduction_length(op: str, lhs, rhs, out) -> int:
+    """Products summed per result: filter taps x input channels (conv), taps x cotangent
+    channels (input gradient: at most), output pixels (filter gradient)."""
+    if op == "conv":
+        return rhs[0] * rhs[1] * rhs[2]
+    if op == "conv_grad_input":
+        return rhs[0] * rhs[1] * rhs[3]
+    return rhs[0] * rhs[1] * rhs[2]
+
+
+@pytest.mark.skipif(not cpu.available(), reason="no C compiler")
+@pytest.mark.parametrize("target", runnable_targets())
+def test_bfloat16_convolutions_accumulate_in_float32_on_every_target(target, tmp_path, monkeypatch):
+    """Forward, input-gradient and filter-gradient convolutions compiled from the bfloat16
+    operands (vdpbf16ps where the target has it, float32 after widening elsewhere), against
+    the reference interpreter in float64 on the same bfloat16 values: within float32
+    accumulation of K exact products (K ulps of the sum of their magnitudes, and the
+    instruction's flush of subnormal products, below 2^-126 each)."""
+    from braze.backends.cpu.compiler import find_compiler
+    from braze.backends.reference.interpreter import evaluate
+
+    monkeypatch.setenv("BRAZE_DUMP", str(tmp_path / "dump"))
+    rng = np.random.default_rng(8)
+    for op, lhs, rhs, strides, padding, out in CONVOLUTIONS:
+        graph = _convolution_graph(op, lhs, rhs, strides, padding, out, "bf16")
+        optimized = cpu.optimize(graph, verify=True)
+        (kernel,) = [
+            inner
+            for node in optimized.nodes()
+            if node.op.name == "fusion"
+            for inner in node.attr("computation").nodes()
+            if inner.op.name == op
+        ]
+        assert all(i.dtype is braze.bfloat16 for i in kernel.inputs)
+        a, b = (to_bfloat16(rng.standard_normal(s).astype(np.float32)) for s in (lhs, rhs))
+        (got,) = cpu.compile_graph(optimized, cpu.DiskCache(tmp_path / "cache"), target)([a, b])
+        exact = _convolution_graph(op, lhs, rhs, strides, padding, out, "f64")
+        wa, wb = (from_bfloat16(v).astype(np.float64) for v in (a, b))
+        (want,) = evaluate(exact, [wa, wb])
+        (scale,) = evaluate(exact, [np.abs(wa), np.abs(wb)])
+        k = _reduction_length(op, lhs, rhs, out)
+        assert got.dtype == np.float32 and got.shape == out
+        assert (np.abs(got - want) <= k * F32 * scale + k * 2.0**-126).all(), op
+    sources = "".join(p.read_text() for p in (tmp_path / "dump").rglob("*.c"))
+    assert ("_mm512_dpbf16_ps" in sources) == find_compiler(target).target.bfloat16_dot

@@ -15,6 +15,8 @@ most 2^-126 per product from a float32 product of the same values.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from braze.backends.cpu.elemental import Emitter
 from braze.backends.cpu.gemm import Gemm, gemm_layout
 from braze.backends.cpu.loops import close_loops, contraction_pragma, open_loop, store_results
@@ -35,8 +37,26 @@ _HELPER = """\
 static inline braze_vf32 braze_dpbf16(braze_vf32 acc, uint32_t pair, __m512bh w) {
   return (braze_vf32)_mm512_dpbf16_ps((__m512)acc, (__m512bh)_mm512_set1_epi32((int)pair), w);
 }
+static inline uint32_t braze_pair(const uint16_t* p) {  /* p[0] the low half: the even k */
+  uint32_t v;
+  memcpy(&v, p, sizeof(v));
+  return v;
+}
 #endif
 """
+
+
+def declare_helpers(em: Emitter) -> None:
+    """Declare vdpbf16ps's helpers before the kernel that ``em`` emits."""
+    em.preamble.append(_HELPER)
+
+
+def paired_tile(em: Emitter, rows: int, vectors: int, weights: str, pair: Callable[[int], str]) -> None:
+    """acc[j][q] += the products of reduction pair ``pair(j)`` (two bfloat16 in a uint32,
+    the even k low) with the q-th 16 columns' pairs from ``weights`` (uint16_t, pairs of k
+    side by side per column), both products summed into each float32 lane."""
+    update = "acc[{j}][{q}] = braze_dpbf16(acc[{j}][{q}], s, w{q});"
+    vector_tile(em, "uint32_t", rows, vectors, weights, pair, ("__m512bh", 2 * LANES), update)
 
 
 def reads_bfloat16(node: Node) -> bool:
@@ -52,7 +72,7 @@ def emit_bfloat16_dot(em: Emitter, computation: Graph, outputs: list[str], root:
     """C[m, n] = sum over k of A[m, k] B[k, n] on bfloat16 operands laid out as ``g`` (no
     batch) with vdpbf16ps."""
     assert all(i.dtype is bfloat16 for i in root.inputs) and em.target.bfloat16_dot and not g.batch
-    em.preamble.append(_HELPER)
+    declare_helpers(em)
     a, b = operand(em, root.inputs[0]), operand(em, root.inputs[1])
     rows, n, depth = g.m, g.n, g.k
     width = -(-n // LANES) * LANES
@@ -72,9 +92,7 @@ def emit_bfloat16_dot(em: Emitter, computation: Graph, outputs: list[str], root:
         return f"({low} | (uint32_t){a}[(m0 + {i}) * {g.a_row} + (2 * kp + 1) * {g.a_k}] << 16)"
 
     def step(tile: int, chunk: int, high: bool) -> None:
-        weights = f"bpack + (kp * {width} + q0 * {LANES}) * 2"
-        update = "acc[{j}][{q}] = braze_dpbf16(acc[{j}][{q}], s, w{q});"
-        vector_tile(em, "uint32_t", tile, chunk, weights, lambda i: pair(i, high), ("__m512bh", 2 * LANES), update)
+        paired_tile(em, tile, chunk, f"bpack + (kp * {width} + q0 * {LANES}) * 2", lambda i: pair(i, high))
 
     def row_tile(tile: int, start: str) -> None:
         em.emit("{")

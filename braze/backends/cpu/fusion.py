@@ -3,6 +3,7 @@ target-independent policy would fuse (XLA's ``CpuInstructionFusion::ShouldFuse``
 
 from __future__ import annotations
 
+from braze.backends.cpu.bf16_conv import conv_reads_bfloat16
 from braze.backends.cpu.bf16_dot import reads_bfloat16
 from braze.ir.graph import Node
 from braze.ir.prims.reductions import reduce_max, reduce_prod, reduce_sum
@@ -27,7 +28,7 @@ class CpuFusionPolicy(FusionPolicy):
         return super().should_fuse(producer, members, kind, readers_in_group)
 
     def contracts_bfloat16(self, node: Node) -> bool:
-        return reads_bfloat16(node)
+        return reads_bfloat16(node) or conv_reads_bfloat16(node)
 
     def epilogue_sum(self, root: Node, last: Node, users: list[Node]) -> Node | None:
         if last.shape[-1] > MAX_SUMMED_CHANNELS:
