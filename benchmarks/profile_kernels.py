@@ -4,7 +4,8 @@
 
 Compiles the workload's step with ``@braze.jit`` and BRAZE_PROFILE=1 (the generated entry
 function times every kernel call), runs it a few times and prints the slowest kernels with
-their share of the step (``--autocast bf16``: the step under ``braze.autocast``). Timings are wall-clock on a shared machine: run it idle.
+their share of the step (``--autocast bf16``: the step under ``braze.autocast``). Timings
+are wall-clock on a shared machine: run it idle.
 """
 
 from __future__ import annotations
