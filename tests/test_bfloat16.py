@@ -370,30 +370,53 @@ CONVOLUTIONS = [
 ]
 
 
-def _convolution_graph(op: str, lhs, rhs, strides, padding, out, dtype: str):
+def _contraction_graph(op: str, attrs: str, lhs, rhs, out, dtype: str):
     """``op`` of two float32 operands read back from ``dtype`` (what autocast records for
     bfloat16, the float64 reference otherwise)."""
     from braze.ir.text import parse_graph
 
     wide = "f64" if dtype == "f64" else "f32"
-    extra = {"conv_grad_input": f", input_hw={out[1:3]}", "conv_grad_filter": f", filter_hw={out[:2]}"}.get(op, "")
-    attrs = f"strides={strides}, padding={padding}, dilation=(1, 1){extra}"
-    shape = ",".join(map(str, out))
+    a, b, c = (",".join(map(str, s)) for s in (lhs, rhs, out))
     return parse_graph(
-        f"""graph(%0: {dtype}[{",".join(map(str, lhs))}], %1: {dtype}[{",".join(map(str, rhs))}]) {{
-  %2 = convert(%0) {{dtype={wide}}} : {wide}[{",".join(map(str, lhs))}]
-  %3 = convert(%1) {{dtype={wide}}} : {wide}[{",".join(map(str, rhs))}]
-  %4 = {op}(%2, %3) {{{attrs}}} : {wide}[{shape}]
+        f"""graph(%0: {dtype}[{a}], %1: {dtype}[{b}]) {{
+  %2 = convert(%0) {{dtype={wide}}} : {wide}[{a}]
+  %3 = convert(%1) {{dtype={wide}}} : {wide}[{b}]
+  %4 = {op}(%2, %3) {{{attrs}}} : {wide}[{c}]
   return (%4)
 }}"""
     )
 
 
-def _reduction_length(op: str, lhs, rhs, out) -> int:
+def _check_compiled_from_bfloat16(op: str, attrs: str, lhs, rhs, out, k: int, target: str, tmp_path, rng) -> None:
+    """``op`` compiled from the bfloat16 operands (vdpbf16ps where the target has it,
+    float32 after widening elsewhere), against the reference interpreter in float64 on the
+    same bfloat16 values: within float32 accumulation of ``k`` exact products (k ulps of
+    the sum of their magnitudes, and the instruction's flush of subnormal products, below
+    2^-126 each)."""
+    from braze.backends.reference.interpreter import evaluate
+
+    optimized = cpu.optimize(_contraction_graph(op, attrs, lhs, rhs, out, "bf16"), verify=True)
+    (kernel,) = [
+        inner
+        for node in optimized.nodes()
+        if node.op.name == "fusion"
+        for inner in node.attr("computation").nodes()
+        if inner.op.name == op
+    ]
+    assert all(i.dtype is braze.bfloat16 for i in kernel.inputs)
+    a, b = (to_bfloat16(rng.standard_normal(s).astype(np.float32)) for s in (lhs, rhs))
+    (got,) = cpu.compile_graph(optimized, cpu.DiskCache(tmp_path / "cache"), target)([a, b])
+    exact = _contraction_graph(op, attrs, lhs, rhs, out, "f64")
+    wa, wb = (from_bfloat16(v).astype(np.float64) for v in (a, b))
+    (want,) = evaluate(exact, [wa, wb])
+    (scale,) = evaluate(exact, [np.abs(wa), np.abs(wb)])
+    assert got.dtype == np.float32 and got.shape == out
+    assert (np.abs(got - want) <= k * F32 * scale + k * 2.0**-126).all(), op
+
+
+def _reduction_length(op: str, rhs, out) -> int:
     """Products summed per result: filter taps x input channels (conv), taps x cotangent
     channels (input gradient: at most), output pixels (filter gradient)."""
-    if op == "conv":
-        return rhs[0] * rhs[1] * rhs[2]
     if op == "conv_grad_input":
         return rhs[0] * rhs[1] * rhs[3]
     return rhs[0] * rhs[1] * rhs[2]
@@ -402,35 +425,36 @@ def _reduction_length(op: str, lhs, rhs, out) -> int:
 @pytest.mark.skipif(not cpu.available(), reason="no C compiler")
 @pytest.mark.parametrize("target", runnable_targets())
 def test_bfloat16_convolutions_accumulate_in_float32_on_every_target(target, tmp_path, monkeypatch):
-    """Forward, input-gradient and filter-gradient convolutions compiled from the bfloat16
-    operands (vdpbf16ps where the target has it, float32 after widening elsewhere), against
-    the reference interpreter in float64 on the same bfloat16 values: within float32
-    accumulation of K exact products (K ulps of the sum of their magnitudes, and the
-    instruction's flush of subnormal products, below 2^-126 each)."""
+    """Forward, input-gradient and filter-gradient convolutions from bfloat16 operands."""
     from braze.backends.cpu.compiler import find_compiler
-    from braze.backends.reference.interpreter import evaluate
 
     monkeypatch.setenv("BRAZE_DUMP", str(tmp_path / "dump"))
     rng = np.random.default_rng(8)
     for op, lhs, rhs, strides, padding, out in CONVOLUTIONS:
-        graph = _convolution_graph(op, lhs, rhs, strides, padding, out, "bf16")
-        optimized = cpu.optimize(graph, verify=True)
-        (kernel,) = [
-            inner
-            for node in optimized.nodes()
-            if node.op.name == "fusion"
-            for inner in node.attr("computation").nodes()
-            if inner.op.name == op
-        ]
-        assert all(i.dtype is braze.bfloat16 for i in kernel.inputs)
-        a, b = (to_bfloat16(rng.standard_normal(s).astype(np.float32)) for s in (lhs, rhs))
-        (got,) = cpu.compile_graph(optimized, cpu.DiskCache(tmp_path / "cache"), target)([a, b])
-        exact = _convolution_graph(op, lhs, rhs, strides, padding, out, "f64")
-        wa, wb = (from_bfloat16(v).astype(np.float64) for v in (a, b))
-        (want,) = evaluate(exact, [wa, wb])
-        (scale,) = evaluate(exact, [np.abs(wa), np.abs(wb)])
-        k = _reduction_length(op, lhs, rhs, out)
-        assert got.dtype == np.float32 and got.shape == out
-        assert (np.abs(got - want) <= k * F32 * scale + k * 2.0**-126).all(), op
+        extra = {"conv_grad_input": f", input_hw={out[1:3]}", "conv_grad_filter": f", filter_hw={out[:2]}"}.get(op, "")
+        attrs = f"strides={strides}, padding={padding}, dilation=(1, 1){extra}"
+        _check_compiled_from_bfloat16(op, attrs, lhs, rhs, out, _reduction_length(op, rhs, out), target, tmp_path, rng)
     sources = "".join(p.read_text() for p in (tmp_path / "dump").rglob("*.c"))
     assert ("_mm512_dpbf16_ps" in sources) == find_compiler(target).target.bfloat16_dot
+
+
+# (lhs, rhs, dimensions, result, depth): attention's batched q @ k^T (an odd depth), and a
+# 3-D lhs whose batch and time collapse into the rows (x @ W over batch, time, channels).
+BATCHED_PRODUCTS = [
+    (
+        (2, 3, 5, 17),
+        (2, 3, 24, 17),
+        "lhs_batch=(0, 1), lhs_contracting=(3,), rhs_batch=(0, 1), rhs_contracting=(3,)",
+        (2, 3, 5, 24),
+        17,
+    ),
+    ((2, 7, 16), (16, 40), "lhs_batch=(), lhs_contracting=(2,), rhs_batch=(), rhs_contracting=(0,)", (2, 7, 40), 16),
+]
+
+
+@pytest.mark.skipif(not cpu.available(), reason="no C compiler")
+@pytest.mark.parametrize("target", runnable_targets())
+def test_batched_bfloat16_products_accumulate_in_float32_on_every_target(target, tmp_path):
+    rng = np.random.default_rng(9)
+    for lhs, rhs, dims, out, depth in BATCHED_PRODUCTS:
+        _check_compiled_from_bfloat16("dot_general", dims, lhs, rhs, out, depth, target, tmp_path, rng)
