@@ -220,6 +220,84 @@ def test_autocast_gradients_match_float64_finite_differences(device):
         assert not np.allclose(got.numpy(), want, rtol=1e-6)  # the cotangents were rounded
 
 
+def _conv_same(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """A stride-1 SAME convolution in float64, tap by tap."""
+    kh, kw = w.shape[:2]
+    xp = np.pad(x, ((0, 0), (kh // 2, kh // 2), (kw // 2, kw // 2), (0, 0)))
+    h, wd = x.shape[1:3]
+    return sum(np.einsum("nhwc,co->nhwo", xp[:, a : a + h, b : b + wd], w[a, b]) for a in range(kh) for b in range(kw))
+
+
+def _conv_same_gradients(x: np.ndarray, w: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The gradients of sum(c * _conv_same(x, w)) in x and w, in float64."""
+    kh, kw = w.shape[:2]
+    xp = np.pad(x, ((0, 0), (kh // 2, kh // 2), (kw // 2, kw // 2), (0, 0)))
+    h, wd = x.shape[1:3]
+    gxp, gw = np.zeros_like(xp), np.zeros_like(w)
+    for a in range(kh):
+        for b in range(kw):
+            gxp[:, a : a + h, b : b + wd] += np.einsum("nhwo,co->nhwc", c, w[a, b])
+            gw[a, b] = np.einsum("nhwc,nhwo->co", xp[:, a : a + h, b : b + wd], c)
+    return gxp[:, kh // 2 : kh // 2 + h, kw // 2 : kw // 2 + wd], gw
+
+
+def test_autocast_convolution_gradients_match_float64_finite_differences():
+    """The loss sum(c * conv(x, w)) under autocast, compiled (16 channels in and out: the
+    bfloat16 pair kernels, forward and both gradients, where the target has them), against
+    float64 central differences of the unrounded convolution at sampled coordinates, within
+    the bound of the matrix-product test with K the products each gradient sums."""
+    rng = np.random.default_rng(10)
+    x, w, c = (
+        rng.standard_normal((2, 6, 7, 16)),
+        rng.standard_normal((3, 3, 16, 16)),
+        rng.standard_normal((2, 6, 7, 16)),
+    )
+    dev = braze.LAZY_CPU
+
+    def loss(a, b):
+        with braze.autocast():
+            return (braze.tensor(c.astype(np.float32), device=dev) * braze.conv2d(a, b, padding="SAME")).sum()
+
+    gx, gw = braze.grad(loss, argnums=(0, 1))(
+        braze.tensor(x.astype(np.float32), device=dev), braze.tensor(w.astype(np.float32), device=dev)
+    )
+    scales = _conv_same_gradients(np.abs(x), np.abs(w), np.abs(c))  # the magnitudes each element sums
+    eps = 1e-6
+    for got, at, scale, k, f in (
+        (gx.numpy(), x, scales[0], 3 * 3 * 16, lambda v: (c * _conv_same(v, w)).sum()),
+        (gw.numpy(), w, scales[1], 2 * 6 * 7, lambda v: (c * _conv_same(x, v)).sum()),
+    ):
+        for flat in rng.choice(at.size, 24, replace=False):
+            i = np.unravel_index(flat, at.shape)
+            plus, minus = at.copy(), at.copy()
+            plus[i] += eps
+            minus[i] -= eps
+            want = (f(plus) - f(minus)) / (2 * eps)
+            assert abs(got[i] - want) <= (3 * U + k * F32) * scale[i] + U * abs(want) + 1e-6, i
+    assert not np.allclose(gx.numpy(), _conv_same_gradients(x, w, c)[0], rtol=1e-6)  # the cotangents were rounded
+
+
+@pytest.mark.parametrize("device", ["cpu", "lazy"])
+def test_bfloat16_convolutions_and_their_gradients_round_once(device):
+    """A convolution of bfloat16 tensors accumulates in float32 and rounds once, to
+    bfloat16; so do its gradients (with respect to bfloat16 operands, bfloat16)."""
+    dev = braze.LAZY_CPU if device == "lazy" else braze.CPU
+    rng = np.random.default_rng(11)
+    x, w, c = (
+        _rounded(rng.standard_normal(s).astype(np.float32)) for s in ((2, 5, 6, 3), (3, 3, 3, 16), (2, 5, 6, 16))
+    )
+    wide = [v.astype(np.float64) for v in (x, w, c)]
+    a, b, ct = (braze.tensor(v, "bfloat16", dev) for v in (x, w, c))
+    y = braze.conv2d(a, b, padding="SAME")
+    gx, gw = braze.grad(lambda p, q: (braze.conv2d(p, q, padding="SAME") * ct).sum(), argnums=(0, 1))(a, b)
+    assert y.dtype is gx.dtype is gw.dtype is braze.bfloat16
+    scales = _conv_same(*(np.abs(v) for v in wide[:2])), *_conv_same_gradients(*(np.abs(v) for v in wide))
+    for got, want, scale, k in zip(
+        (y, gx, gw), (_conv_same(*wide[:2]), *_conv_same_gradients(*wide)), scales, (27, 144, 60), strict=True
+    ):
+        assert (np.abs(got.numpy() - want) <= U * np.abs(want) + k * F32 * scale).all()
+
+
 def test_second_derivatives_flow_through_autocast():
     """The Hessian-vector product of sum((x @ w)^2) / 2 in x: (v @ w) @ w.T, every product
     on rounded operands (four roundings of operands or results per product)."""
