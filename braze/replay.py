@@ -1,0 +1,70 @@
+"""Recording the binds a function makes as a program over *slots*, and replaying it.
+
+On a lazy device a training step runs the same Python every step, and each op call goes
+through the op library's broadcasting, scalar and bookkeeping code before it records one
+expression. Where a computation's ops depend only on its inputs' types (a backward pass, an
+optimizer's update rule), its first run can note every bind as (primitive, attributes,
+input slots, output type, signature) over a list of slots: the given input values, then
+each op's result. Binding that program's ops straight onto a later step's values records
+exactly the expressions the code would have: the same trace, so the same compiled
+executable, for a fraction of the Python.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from braze.ir import primitive as prim_layer
+from braze.runtime.device import Device
+from braze.tensor import executor_for
+
+R = TypeVar("R")
+Op = tuple  # (primitive, attrs, input slots, aval, signature): each appends one slot
+
+# Recording swaps the process-wide binder: one thread at a time (another runs the code).
+_RECORDING = threading.Lock()
+
+
+def record(slots: list, fn: Callable[[], R]) -> tuple[list[Op] | None, dict[Any, int], R] | None:
+    """Run ``fn`` while noting every bind this thread makes, over ``slots`` (values that
+    ``fn``'s ops may read; the list grows by each op's result). Returns (the ops, or None
+    when an op read a value outside the slots; each value's slot; ``fn``'s result), or
+    None without running ``fn`` when another thread is recording."""
+    if not _RECORDING.acquire(blocking=False):
+        return None
+    log: list[tuple] = []
+    thread = threading.get_ident()
+    binder = prim_layer.current_binder()
+
+    def recording(primitive: Any, args: tuple, attrs: dict, like: Any) -> Any:
+        out = binder(primitive, args, attrs, like)
+        if threading.get_ident() == thread:
+            log.append((primitive, attrs, [a._value for a in args], out))
+        return out
+
+    prim_layer.set_binder(recording)
+    try:
+        result = fn()
+    finally:
+        prim_layer.set_binder(binder)
+        _RECORDING.release()
+    slot_of = {value: k for k, value in enumerate(slots)}
+    ops: list[Op] = []
+    for primitive, attrs, inputs, out in log:
+        codes = [slot_of.get(value) for value in inputs]
+        if None in codes:
+            return None, slot_of, result
+        slot_of.setdefault(out._value, len(slots) + len(ops))
+        ops.append((primitive, attrs, tuple(codes), out._aval, out._value.signature))
+    return ops, slot_of, result
+
+
+def replay(ops: list[Op], values: list, device: Device) -> list:
+    """Record ``ops`` on ``device`` over ``values`` (the program's input slots), appending
+    each op's result; returns ``values``."""
+    apply = executor_for(device).apply
+    for primitive, attrs, inputs, aval, signature in ops:
+        values.append(apply(primitive, [values[k] for k in inputs], attrs, aval, device, signature))
+    return values
