@@ -247,7 +247,14 @@ class Optimizer:
         raise NotImplementedError
 
     def _rule_tensors(self, like: Tensor) -> dict[str, Tensor]:
-        return {name: self.hyperparameter(value, like) for name, value in self.rule_inputs().items()}
+        """``rule_inputs()`` as tensors, made once per step for each group, dtype and device."""
+        key = ("rule inputs", id(self._group), like.dtype, like.device)
+        found = self._constants.get(key)
+        if found is None:
+            self._held.append(self._group)  # alive until the step ends, so that its id names nothing else meanwhile
+            inputs = self.rule_inputs().items()
+            found = self._constants[key] = {name: self.hyperparameter(value, like) for name, value in inputs}
+        return found
 
     def _replays(self, device: Device) -> bool:
         """Whether this step's updates replay recorded rules: on a lazy device, outside
