@@ -17,14 +17,18 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from braze.ir import primitive as prim_layer
+from braze.runtime import metrics
+from braze.runtime.cache import BoundedCache
 from braze.runtime.device import Device
-from braze.tensor import executor_for
+from braze.tangents import LEVELS
+from braze.tensor import GRAD_MODE, Tensor, executor_for
 
 R = TypeVar("R")
 Op = tuple  # (primitive, attrs, input slots, aval, signature): each appends one slot
 
 # Recording swaps the process-wide binder: one thread at a time (another runs the code).
 _RECORDING = threading.Lock()
+_UNSEEN = object()  # a key never recorded
 
 
 def record(slots: list, fn: Callable[[], R]) -> tuple[list[Op] | None, dict[Any, int], R] | None:
@@ -68,3 +72,37 @@ def replay(ops: list[Op], values: list, device: Device) -> list:
     for primitive, attrs, inputs, aval, signature in ops:
         values.append(apply(primitive, [values[k] for k in inputs], attrs, aval, device, signature))
     return values
+
+
+def replayable(device: Device) -> bool:
+    """Whether a computation on ``device`` may be replayed: a lazy device, outside
+    ``braze.jit`` (which traces once), recording no gradients and pushing no tangents
+    (only the op library records those)."""
+    from braze.lazy import is_recording
+
+    return device.is_lazy and not GRAD_MODE.enabled and not LEVELS.open and not is_recording()
+
+
+def replayed(
+    programs: BoundedCache[Any, Any], key: Any, inputs: list[Tensor], fn: Callable[[], list[Tensor]], counter: str
+) -> list[Tensor]:
+    """``fn()``'s tensors, which it computes from ``inputs`` and constants only (its ops
+    depend on nothing outside ``key`` and the inputs' types): the first call for ``key``
+    runs ``fn`` and records its program in ``programs``, later calls replay it (counted as
+    ``counter``). A function whose ops read another tensor runs every time."""
+    program = programs.get(key, _UNSEEN)
+    if program is None:
+        return fn()
+    if program is _UNSEEN:
+        recorded = record([t._value for t in inputs], fn)
+        if recorded is None:  # another thread is recording: run now, record later
+            return fn()
+        ops, slot_of, results = recorded
+        codes = [(slot_of.get(t._value), t._aval) for t in results]
+        programs.put(key, None if ops is None or any(k is None for k, _ in codes) else (ops, codes))
+        return results
+    ops, codes = program
+    metrics.count(counter)
+    device = inputs[0].device
+    values = replay(ops, [t._value for t in inputs], device)
+    return [Tensor._make(values[k], aval, device) for k, aval in codes]

@@ -31,20 +31,17 @@ import numpy as np
 
 from braze.autodiff import no_grad
 from braze.ir.dtypes import float64
-from braze.lazy import barrier, is_recording
+from braze.lazy import barrier
 from braze.ops import astype, clip, full, maximum, sqrt
 from braze.ops import sum as reduce_sum
 from braze.ops.core import scalar_input
 from braze.optim.groups import ParamGroup, group_class, requested_groups
-from braze.replay import record, replay
-from braze.runtime import metrics
+from braze.replay import replayable, replayed
 from braze.runtime.cache import BoundedCache
 from braze.runtime.device import Device, as_device
-from braze.tangents import LEVELS
 from braze.tensor import Tensor
 
 Slots = dict[str, Tensor]
-_UNSEEN = object()  # a key whose rule was never recorded
 # A hyperparameter: a number, a 0-d tensor, or (the learning rate) a schedule of the step count.
 Hyperparameter = Any
 
@@ -115,6 +112,7 @@ class Optimizer:
         self._index: dict[int, int] = {}  # a parameter's position, by id
         # rule()'s recorded programs, by the names and types of its inputs (None: not recordable)
         self._programs: BoundedCache[tuple, tuple | None] = BoundedCache(256)
+        self._slot_names: dict[tuple, tuple[str, ...]] = {}  # the slots each rule returns, by the same keys
         if params is not None:
             self.bind(params)
 
@@ -257,45 +255,28 @@ class Optimizer:
         return found
 
     def _replays(self, device: Device) -> bool:
-        """Whether this step's updates replay recorded rules: on a lazy device, outside
-        ``braze.jit`` (which traces once) and forward-mode derivatives (only the op library
-        pushes tangents)."""
+        """Whether this step's updates replay recorded rules (``braze.replay``)."""
         rules = type(self).update is Optimizer.update and type(self).rule is not Optimizer.rule
-        return rules and device.is_lazy and not is_recording() and not LEVELS.open
+        return rules and replayable(device)
 
     def _replayed(self, param: Tensor, grad: Tensor, slots: Slots) -> tuple[Tensor, Slots]:
         """``rule`` on this parameter: its recorded program replayed, or recorded now."""
         h = self._rule_tensors(param)
         inputs = [param, grad, *slots.values(), *h.values()]
         key = (tuple(slots), tuple(h), tuple([t._aval for t in inputs]), param.device)
-        program = self._programs.get(key, _UNSEEN)
-        if program is _UNSEEN:
-            return self._record_rule(key, inputs, param, grad, slots, h)
-        if program is None:  # the rule read a tensor of its own: it runs every step
-            return self.rule(param, grad, slots, h)
-        ops, codes, names = program
-        metrics.count("OptimizerReplay")
-        device = param.device
-        values = replay(ops, [t._value for t in inputs], device)
-        results = [Tensor._make(values[k], aval, device) for k, aval in codes]
-        return results[0], dict(zip(names, results[1:], strict=True))
 
-    def _record_rule(
-        self, key: tuple, inputs: list[Tensor], param: Tensor, grad: Tensor, slots: Slots, h: dict[str, Tensor]
-    ) -> tuple[Tensor, Slots]:
-        # The rule's constants are ops of its program, not this step's shared tensors.
-        shared, self._constants = self._constants, {}
-        try:
-            recorded = record([t._value for t in inputs], lambda: self.rule(param, grad, slots, h))
-        finally:
-            self._constants = shared
-        if recorded is None:  # another thread is recording: run the rule, record it later
-            return self.rule(param, grad, slots, h)
-        ops, slot_of, (new_param, new_slots) = recorded
-        codes = [(slot_of.get(t._value), t._aval) for t in (new_param, *new_slots.values())]
-        unrecordable = ops is None or any(k is None for k, _ in codes)
-        self._programs.put(key, None if unrecordable else (ops, codes, tuple(new_slots)))
-        return new_param, new_slots
+        def run() -> list[Tensor]:
+            # The rule's constants are ops of its program, not this step's shared tensors.
+            shared, self._constants = self._constants, {}
+            try:
+                new_param, new_slots = self.rule(param, grad, slots, h)
+            finally:
+                self._constants = shared
+            self._slot_names[key] = tuple(new_slots)
+            return [new_param, *new_slots.values()]
+
+        results = replayed(self._programs, key, inputs, run, "OptimizerReplay")
+        return results[0], dict(zip(self._slot_names[key], results[1:], strict=True))
 
     def constant(self, value: float, like: Tensor) -> Tensor:
         """``value``, a number written in the update rule (``1.0``), as a 0-d constant of
@@ -422,8 +403,8 @@ class Optimizer:
         device = self.params[0].device
         if self.iterations.device != device:  # the model moved after the optimizer was made
             self.to(device)
-        replays = self._replays(device)
         with no_grad(), self._step_constants():
+            replays = self._replays(device)
             grads = self._clipped([grad for _, _, grad in updates])
             for (i, p, _), grad in zip(updates, grads, strict=True):
                 if grad.device != p.device:
