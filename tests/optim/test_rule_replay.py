@@ -95,3 +95,26 @@ def test_eager_and_update_overrides_are_not_replayed():
         optimizer.step()
     np.testing.assert_allclose(p.numpy(), [1.0, 2.0] - 0.05 * (GRADS[0][:2] + GRADS[1][:2]), rtol=1e-12)
     assert metrics.counter("OptimizerReplay") == 0
+
+
+def test_sgd_momentum_turned_on_and_nesterov_are_rules_of_their_own():
+    """Momentum turned on mid-run adds a slot (the rule of the next steps returns one more),
+    and Nesterov's switch is part of the rule: each is replayed only where it applies."""
+    start = np.array([1.0, -2.0, 3.0])
+    p = braze.tensor(start, device=LAZY, requires_grad=True)
+    optimizer = SGD([p], lr=0.1)
+    settings = [(0.0, False), (0.0, False), (0.9, False), (0.9, False), (0.9, False), (0.9, True), (0.9, True)]
+    expected, velocity = start.copy(), None
+    for (momentum, nesterov), g in zip(settings, GRADS + GRADS[:3], strict=True):
+        optimizer.momentum, optimizer.nesterov = momentum, nesterov
+        p.grad = braze.tensor(g, device=LAZY)
+        optimizer.step()
+        if momentum:
+            velocity = g if velocity is None else momentum * velocity + g
+            expected = expected - 0.1 * (g + momentum * velocity if nesterov else velocity)
+        else:
+            expected = expected - 0.1 * g
+        np.testing.assert_allclose(p.numpy(), expected, rtol=1e-12)
+    # Replayed: the second step, the fifth (momentum's first step has no velocity slot yet;
+    # its second records the rule with one) and the seventh.
+    assert metrics.counter("OptimizerReplay") == 3
