@@ -89,7 +89,11 @@ def replayed(
     """``fn()``'s tensors, which it computes from ``inputs`` and constants only (its ops
     depend on nothing outside ``key`` and the inputs' types): the first call for ``key``
     runs ``fn`` and records its program in ``programs``, later calls replay it (counted as
-    ``counter``). A function whose ops read another tensor runs every time."""
+    ``counter``). A function whose ops read another tensor runs every time. Whether
+    ``braze.autocast`` is on is part of the key: it changes the op library's products."""
+    from braze.ops.autocast import is_autocast_enabled
+
+    key = (key, is_autocast_enabled())
     program = programs.get(key, _UNSEEN)
     if program is None:
         return fn()

@@ -118,3 +118,31 @@ def test_sgd_momentum_turned_on_and_nesterov_are_rules_of_their_own():
     # Replayed: the second step, the fifth (momentum's first step has no velocity slot yet;
     # its second records the rule with one) and the seventh.
     assert metrics.counter("OptimizerReplay") == 3
+
+
+class Squared(SGD):
+    """A rule with a matrix product, which ``braze.autocast`` computes in bfloat16."""
+
+    def rule(self, param, grad, slots, h):
+        return param - braze.ops.matmul(grad, grad) * h["lr"], {}
+
+
+def test_autocast_is_part_of_a_rule():
+    """A rule recorded outside ``braze.autocast`` is not replayed inside it: the lazy steps
+    follow the eager ones, whose products autocast rounds to bfloat16."""
+    rng = np.random.default_rng(0)
+    grads = [rng.uniform(-1, 1, (4, 4)).astype(np.float32) for _ in range(4)]
+    found = {}
+    for device in (LAZY, braze.CPU):
+        p = braze.tensor(np.eye(4, dtype=np.float32), device=device, requires_grad=True)
+        optimizer = Squared([p], lr=0.1)
+        found[device] = []
+        for g, on in zip(grads, (False, False, True, True), strict=True):
+            p.grad = braze.tensor(g, device=device)
+            with braze.autocast("bfloat16", enabled=on):
+                optimizer.step()
+            found[device].append(p.numpy().copy())
+    for lazy_value, eager_value in zip(found[LAZY], found[braze.CPU], strict=True):
+        np.testing.assert_allclose(lazy_value, eager_value, rtol=1e-6, atol=1e-7)
+    assert not np.allclose(found[braze.CPU][2] - found[braze.CPU][1], -0.1 * grads[2] @ grads[2], rtol=1e-6)
+    assert metrics.counter("OptimizerReplay") == 2
