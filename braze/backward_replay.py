@@ -129,7 +129,7 @@ def cotangents(
         for i in program.reached:  # as the rules would: activations are freed, old parameters lose a holder
             order[i].in_values = order[i].out_value = None
     device = seed.device
-    values = replay(program.ops, slots, device)
+    values = replay(program.ops, slots)
     owners = [order[k] if k >= 0 else leaves[-1 - k] for k, _, _ in program.results]
     return {
         id(owner): (owner, Tensor._make(values[s], aval, device))

@@ -17,11 +17,12 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from braze.ir import primitive as prim_layer
+from braze.lazy import Expr, is_recording
 from braze.runtime import metrics
 from braze.runtime.cache import BoundedCache
 from braze.runtime.device import Device
 from braze.tangents import LEVELS
-from braze.tensor import GRAD_MODE, Tensor, executor_for
+from braze.tensor import GRAD_MODE, Tensor
 
 R = TypeVar("R")
 Op = tuple  # (primitive, attrs, input slots, aval, signature): each appends one slot
@@ -65,12 +66,11 @@ def record(slots: list, fn: Callable[[], R]) -> tuple[list[Op] | None, dict[Any,
     return ops, slot_of, result
 
 
-def replay(ops: list[Op], values: list, device: Device) -> list:
-    """Record ``ops`` on ``device`` over ``values`` (the program's input slots), appending
-    each op's result; returns ``values``."""
-    apply = executor_for(device).apply
+def replay(ops: list[Op], values: list) -> list:
+    """Record ``ops`` over ``values`` (the program's input slots: expressions of a lazy
+    device), appending each op's result; returns ``values``."""
     for primitive, attrs, inputs, aval, signature in ops:
-        values.append(apply(primitive, [values[k] for k in inputs], attrs, aval, device, signature))
+        values.append(Expr(primitive, tuple([values[k] for k in inputs]), attrs, aval, signature))
     return values
 
 
@@ -78,8 +78,6 @@ def replayable(device: Device) -> bool:
     """Whether a computation on ``device`` may be replayed: a lazy device, outside
     ``braze.jit`` (which traces once), recording no gradients and pushing no tangents
     (only the op library records those)."""
-    from braze.lazy import is_recording
-
     return device.is_lazy and not GRAD_MODE.enabled and not LEVELS.open and not is_recording()
 
 
@@ -108,5 +106,5 @@ def replayed(
     ops, codes = program
     metrics.count(counter)
     device = inputs[0].device
-    values = replay(ops, [t._value for t in inputs], device)
+    values = replay(ops, [t._value for t in inputs])
     return [Tensor._make(values[k], aval, device) for k, aval in codes]
