@@ -123,7 +123,8 @@ class Trace:
     ``uses`` counts how many times the trace's expressions read each device-data leaf (by
     id). ``key`` describes the trace as plain data, in two flat tuples (one per trace, not
     one per op: hashed and compared at every barrier): each op's signature (which names its
-    primitive, attributes and input types, so its arity too), then each input as the
+    primitive, attributes and input types, so its arity too; an op whose attributes have
+    no signature, by its primitive, attributes and arity), then each input as the
     position of an earlier op or parameter, or as its type where the input is a parameter
     read for the first time (it takes the next position); then the roots the same way.
     Traces with equal keys have the same graph, since shape rules are pure, so a
