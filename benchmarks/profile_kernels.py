@@ -1,15 +1,17 @@
 """Where a compiled training step spends its time, kernel by kernel.
 
-    python benchmarks/profile_kernels.py [cnn|lenet] [--steps 3] [--top 20]
+    python benchmarks/profile_kernels.py [cnn|lenet] [--steps 3] [--top 20] [--autocast bf16]
 
 Compiles the workload's step with ``@braze.jit`` and BRAZE_PROFILE=1 (the generated entry
 function times every kernel call), runs it a few times and prints the slowest kernels with
-their share of the step. Timings are wall-clock on a shared machine: run it idle.
+their share of the step (``--autocast bf16``: the step under ``braze.autocast``). Timings
+are wall-clock on a shared machine: run it idle.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import time
 
@@ -44,8 +46,10 @@ def main() -> None:
     parser.add_argument("workload", nargs="?", default="cnn", choices=sorted(WORKLOADS))
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--top", type=int, default=20)
+    parser.add_argument("--autocast", choices=["bf16"], help="bfloat16 products with float32 accumulation")
     args = parser.parse_args()
-    wall, kernels = profile(args.workload, args.steps)
+    with braze.autocast() if args.autocast else contextlib.nullcontext():
+        wall, kernels = profile(args.workload, args.steps)
     total = sum(seconds for _, seconds in kernels)
     print(f"{args.workload}: step {wall * 1e3:.1f} ms, of which {len(kernels)} kernels {total * 1e3:.1f} ms")
     for label, seconds in sorted(kernels, key=lambda k: -k[1])[: args.top]:

@@ -103,8 +103,10 @@ def _hlo(args: argparse.Namespace) -> int:
 
     batch = {"batch_size": args.batch_size} if args.batch_size else {}
     workload = WORKLOADS[args.model](LAZY_CPU, **batch)
-    report = explain(workload.step, *workload.batch(LAZY_CPU))
-    print(f"{workload.name} training step (batch {len(workload.images)}), after braze's pass pipeline")
+    with autocast("bfloat16", enabled=args.autocast == "bf16"):
+        report = explain(workload.step, *workload.batch(LAZY_CPU))
+    mixed = ", bfloat16 autocast" if args.autocast else ""
+    print(f"{workload.name} training step (batch {len(workload.images)}{mixed}), after braze's pass pipeline")
     print(report.summary() if args.summary else report.text())
     if args.dot:
         Path(args.dot).parent.mkdir(parents=True, exist_ok=True)
@@ -248,6 +250,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="default: 128 for lenet, 64 for cnn and resnet, 12 for gpt, 8 for gpt-wide",
     )
     hlo.add_argument("--summary", action="store_true", help="only the kernel count and peak memory")
+    hlo.add_argument(
+        "--autocast", choices=["bf16"], default=None, help="the step under bfloat16 autocast (mixed precision)"
+    )
     hlo.add_argument(
         "--dot", type=output_file, default=None, help="also write the fused graph as Graphviz source to this file"
     )

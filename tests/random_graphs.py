@@ -33,6 +33,7 @@ KINDS = [
     "convert",
     "dot",
     "rounded_dot",
+    "rounded_conv",
     "dots_meet",
     "convs_meet",
     "window",
@@ -170,6 +171,27 @@ def graphs(draw) -> Graph:
             axis = draw(st.integers(0, 1))
             contract = {"lhs_contracting": (axis,), "rhs_contracting": (axis,), "lhs_batch": (), "rhs_batch": ()}
             node = make("dot_general", (rounded, rounded), **contract)
+        elif kind == "rounded_conv" and len(shape) == 4 and dtype == float32 and min(shape[1:3]) >= 2:
+            # what autocast records for a convolution with a whole vector of output channels
+            # (16: each its own filter, cut from the image) and for its filter gradient; the
+            # CPU computes both from the bfloat16 values (vdpbf16ps where it has the instruction)
+            def rounded(n: Node) -> Node:
+                return make("convert", (make("convert", (n,), dtype=bfloat16),), dtype=float32)
+
+            c, filters = shape[3], (2, 2, shape[3], 16)
+            cut = make("slice", (x,), start_indices=(0,) * 4, limit_indices=(1, 2, 2, c), strides=(1,) * 4)
+            taps = make("reshape", (cut,), new_sizes=(2, 2, c))
+            spread = make("broadcast_in_dim", (taps,), shape=filters, broadcast_dimensions=(0, 1, 2))
+            index = make("convert", (make("iota", (), shape=filters, dimension=3, dtype=int32),), dtype=float32)
+            w = make("add", (spread, index))
+            windows = {
+                "strides": draw(st.sampled_from([(1, 1), (2, 1)])),
+                "padding": draw(st.sampled_from([((0, 0), (0, 0)), ((1, 0), (0, 1))])),
+                "dilation": (1, 1),
+            }
+            node = make("conv", (rounded(x), rounded(w)), **windows)
+            if draw(st.booleans()):
+                node = make("conv_grad_filter", (rounded(x), rounded(node)), filter_hw=(2, 2), **windows)
         elif kind == "dots_meet" and len(shape) == 2:
             # two contractions whose epilogues reach the same elementwise op: only one may take it
             y = pick(lambda n, s=shape: n.aval.shape == s)

@@ -220,6 +220,84 @@ def test_autocast_gradients_match_float64_finite_differences(device):
         assert not np.allclose(got.numpy(), want, rtol=1e-6)  # the cotangents were rounded
 
 
+def _conv_same(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """A stride-1 SAME convolution in float64, tap by tap."""
+    kh, kw = w.shape[:2]
+    xp = np.pad(x, ((0, 0), (kh // 2, kh // 2), (kw // 2, kw // 2), (0, 0)))
+    h, wd = x.shape[1:3]
+    return sum(np.einsum("nhwc,co->nhwo", xp[:, a : a + h, b : b + wd], w[a, b]) for a in range(kh) for b in range(kw))
+
+
+def _conv_same_gradients(x: np.ndarray, w: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The gradients of sum(c * _conv_same(x, w)) in x and w, in float64."""
+    kh, kw = w.shape[:2]
+    xp = np.pad(x, ((0, 0), (kh // 2, kh // 2), (kw // 2, kw // 2), (0, 0)))
+    h, wd = x.shape[1:3]
+    gxp, gw = np.zeros_like(xp), np.zeros_like(w)
+    for a in range(kh):
+        for b in range(kw):
+            gxp[:, a : a + h, b : b + wd] += np.einsum("nhwo,co->nhwc", c, w[a, b])
+            gw[a, b] = np.einsum("nhwc,nhwo->co", xp[:, a : a + h, b : b + wd], c)
+    return gxp[:, kh // 2 : kh // 2 + h, kw // 2 : kw // 2 + wd], gw
+
+
+def test_autocast_convolution_gradients_match_float64_finite_differences():
+    """The loss sum(c * conv(x, w)) under autocast, compiled (16 channels in and out: the
+    bfloat16 pair kernels, forward and both gradients, where the target has them), against
+    float64 central differences of the unrounded convolution at sampled coordinates, within
+    the bound of the matrix-product test with K the products each gradient sums."""
+    rng = np.random.default_rng(10)
+    x, w, c = (
+        rng.standard_normal((2, 6, 7, 16)),
+        rng.standard_normal((3, 3, 16, 16)),
+        rng.standard_normal((2, 6, 7, 16)),
+    )
+    dev = braze.LAZY_CPU
+
+    def loss(a, b):
+        with braze.autocast():
+            return (braze.tensor(c.astype(np.float32), device=dev) * braze.conv2d(a, b, padding="SAME")).sum()
+
+    gx, gw = braze.grad(loss, argnums=(0, 1))(
+        braze.tensor(x.astype(np.float32), device=dev), braze.tensor(w.astype(np.float32), device=dev)
+    )
+    scales = _conv_same_gradients(np.abs(x), np.abs(w), np.abs(c))  # the magnitudes each element sums
+    eps = 1e-6
+    for got, at, scale, k, f in (
+        (gx.numpy(), x, scales[0], 3 * 3 * 16, lambda v: (c * _conv_same(v, w)).sum()),
+        (gw.numpy(), w, scales[1], 2 * 6 * 7, lambda v: (c * _conv_same(x, v)).sum()),
+    ):
+        for flat in rng.choice(at.size, 24, replace=False):
+            i = np.unravel_index(flat, at.shape)
+            plus, minus = at.copy(), at.copy()
+            plus[i] += eps
+            minus[i] -= eps
+            want = (f(plus) - f(minus)) / (2 * eps)
+            assert abs(got[i] - want) <= (3 * U + k * F32) * scale[i] + U * abs(want) + 1e-6, i
+    assert not np.allclose(gx.numpy(), _conv_same_gradients(x, w, c)[0], rtol=1e-6)  # the cotangents were rounded
+
+
+@pytest.mark.parametrize("device", ["cpu", "lazy"])
+def test_bfloat16_convolutions_and_their_gradients_round_once(device):
+    """A convolution of bfloat16 tensors accumulates in float32 and rounds once, to
+    bfloat16; so do its gradients (with respect to bfloat16 operands, bfloat16)."""
+    dev = braze.LAZY_CPU if device == "lazy" else braze.CPU
+    rng = np.random.default_rng(11)
+    x, w, c = (
+        _rounded(rng.standard_normal(s).astype(np.float32)) for s in ((2, 5, 6, 3), (3, 3, 3, 16), (2, 5, 6, 16))
+    )
+    wide = [v.astype(np.float64) for v in (x, w, c)]
+    a, b, ct = (braze.tensor(v, "bfloat16", dev) for v in (x, w, c))
+    y = braze.conv2d(a, b, padding="SAME")
+    gx, gw = braze.grad(lambda p, q: (braze.conv2d(p, q, padding="SAME") * ct).sum(), argnums=(0, 1))(a, b)
+    assert y.dtype is gx.dtype is gw.dtype is braze.bfloat16
+    scales = _conv_same(*(np.abs(v) for v in wide[:2])), *_conv_same_gradients(*(np.abs(v) for v in wide))
+    for got, want, scale, k in zip(
+        (y, gx, gw), (_conv_same(*wide[:2]), *_conv_same_gradients(*wide)), scales, (27, 144, 60), strict=True
+    ):
+        assert (np.abs(got.numpy() - want) <= U * np.abs(want) + k * F32 * scale).all()
+
+
 def test_second_derivatives_flow_through_autocast():
     """The Hessian-vector product of sum((x @ w)^2) / 2 in x: (v @ w) @ w.T, every product
     on rounded operands (four roundings of operands or results per product)."""
@@ -356,3 +434,105 @@ def test_braze_train_lenet_under_autocast(capsys):
     out = capsys.readouterr().out
     assert "Mixed precision: bfloat16 products" in out and "[Epoch 0] Training Loss:" in out
     assert not braze.is_autocast_enabled()  # only while it trained
+
+
+# (op, lhs shape, rhs shape, strides, padding, result shape): an odd and an even reduction
+# per op (a filter row's taps x channels; the output pixels of a filter gradient), row and
+# column strides, padding, and one or two vectors of output channels.
+CONVOLUTIONS = [
+    ("conv", (2, 9, 10, 3), (3, 3, 3, 32), (2, 1), ((1, 1), (0, 2)), (2, 5, 10, 32)),
+    ("conv", (1, 7, 8, 20), (3, 2, 20, 16), (1, 2), ((0, 0), (0, 0)), (1, 5, 4, 16)),
+    ("conv_grad_input", (2, 5, 6, 17), (3, 3, 32, 17), (2, 2), ((1, 1), (1, 1)), (2, 9, 11, 32)),
+    ("conv_grad_filter", (2, 9, 11, 5), (2, 4, 7, 16), (2, 2), ((1, 0), (2, 2)), (3, 3, 5, 16)),
+    ("conv_grad_filter", (1, 6, 9, 8), (1, 4, 6, 32), (1, 1), ((0, 0), (0, 0)), (3, 4, 8, 32)),
+]
+
+
+def _contraction_graph(op: str, attrs: str, lhs, rhs, out, dtype: str):
+    """``op`` of two float32 operands read back from ``dtype`` (what autocast records for
+    bfloat16, the float64 reference otherwise)."""
+    from braze.ir.text import parse_graph
+
+    wide = "f64" if dtype == "f64" else "f32"
+    a, b, c = (",".join(map(str, s)) for s in (lhs, rhs, out))
+    return parse_graph(
+        f"""graph(%0: {dtype}[{a}], %1: {dtype}[{b}]) {{
+  %2 = convert(%0) {{dtype={wide}}} : {wide}[{a}]
+  %3 = convert(%1) {{dtype={wide}}} : {wide}[{b}]
+  %4 = {op}(%2, %3) {{{attrs}}} : {wide}[{c}]
+  return (%4)
+}}"""
+    )
+
+
+def _check_compiled_from_bfloat16(op: str, attrs: str, lhs, rhs, out, k: int, target: str, tmp_path, rng) -> None:
+    """``op`` compiled from the bfloat16 operands (vdpbf16ps where the target has it,
+    float32 after widening elsewhere), against the reference interpreter in float64 on the
+    same bfloat16 values: within float32 accumulation of ``k`` exact products (k ulps of
+    the sum of their magnitudes, and the instruction's flush of subnormal products, below
+    2^-126 each)."""
+    from braze.backends.reference.interpreter import evaluate
+
+    optimized = cpu.optimize(_contraction_graph(op, attrs, lhs, rhs, out, "bf16"), verify=True)
+    (kernel,) = [
+        inner
+        for node in optimized.nodes()
+        if node.op.name == "fusion"
+        for inner in node.attr("computation").nodes()
+        if inner.op.name == op
+    ]
+    assert all(i.dtype is braze.bfloat16 for i in kernel.inputs)
+    a, b = (to_bfloat16(rng.standard_normal(s).astype(np.float32)) for s in (lhs, rhs))
+    (got,) = cpu.compile_graph(optimized, cpu.DiskCache(tmp_path / "cache"), target)([a, b])
+    exact = _contraction_graph(op, attrs, lhs, rhs, out, "f64")
+    wa, wb = (from_bfloat16(v).astype(np.float64) for v in (a, b))
+    (want,) = evaluate(exact, [wa, wb])
+    (scale,) = evaluate(exact, [np.abs(wa), np.abs(wb)])
+    assert got.dtype == np.float32 and got.shape == out
+    assert (np.abs(got - want) <= k * F32 * scale + k * 2.0**-126).all(), op
+
+
+def _reduction_length(op: str, rhs, out) -> int:
+    """Products summed per result: filter taps x input channels (conv), taps x cotangent
+    channels (input gradient: at most), output pixels (filter gradient)."""
+    if op == "conv_grad_input":
+        return rhs[0] * rhs[1] * rhs[3]
+    return rhs[0] * rhs[1] * rhs[2]
+
+
+@pytest.mark.skipif(not cpu.available(), reason="no C compiler")
+@pytest.mark.parametrize("target", runnable_targets())
+def test_bfloat16_convolutions_accumulate_in_float32_on_every_target(target, tmp_path, monkeypatch):
+    """Forward, input-gradient and filter-gradient convolutions from bfloat16 operands."""
+    from braze.backends.cpu.compiler import find_compiler
+
+    monkeypatch.setenv("BRAZE_DUMP", str(tmp_path / "dump"))
+    rng = np.random.default_rng(8)
+    for op, lhs, rhs, strides, padding, out in CONVOLUTIONS:
+        extra = {"conv_grad_input": f", input_hw={out[1:3]}", "conv_grad_filter": f", filter_hw={out[:2]}"}.get(op, "")
+        attrs = f"strides={strides}, padding={padding}, dilation=(1, 1){extra}"
+        _check_compiled_from_bfloat16(op, attrs, lhs, rhs, out, _reduction_length(op, rhs, out), target, tmp_path, rng)
+    sources = "".join(p.read_text() for p in (tmp_path / "dump").rglob("*.c"))
+    assert ("_mm512_dpbf16_ps" in sources) == find_compiler(target).target.bfloat16_dot
+
+
+# (lhs, rhs, dimensions, result, depth): attention's batched q @ k^T (an odd depth), and a
+# 3-D lhs whose batch and time collapse into the rows (x @ W over batch, time, channels).
+BATCHED_PRODUCTS = [
+    (
+        (2, 3, 5, 17),
+        (2, 3, 24, 17),
+        "lhs_batch=(0, 1), lhs_contracting=(3,), rhs_batch=(0, 1), rhs_contracting=(3,)",
+        (2, 3, 5, 24),
+        17,
+    ),
+    ((2, 7, 16), (16, 40), "lhs_batch=(), lhs_contracting=(2,), rhs_batch=(), rhs_contracting=(0,)", (2, 7, 40), 16),
+]
+
+
+@pytest.mark.skipif(not cpu.available(), reason="no C compiler")
+@pytest.mark.parametrize("target", runnable_targets())
+def test_batched_bfloat16_products_accumulate_in_float32_on_every_target(target, tmp_path):
+    rng = np.random.default_rng(9)
+    for lhs, rhs, dims, out, depth in BATCHED_PRODUCTS:
+        _check_compiled_from_bfloat16("dot_general", dims, lhs, rhs, out, depth, target, tmp_path, rng)

@@ -10,7 +10,7 @@ from braze.ir.errors import ShapeError
 from braze.ir.prims import conv, window
 from braze.ir.prims.checks import fmt_shape
 from braze.ops.autocast import rounded
-from braze.ops.core import as_tensor, check_compatible, full
+from braze.ops.core import as_tensor, astype, check_compatible, full
 from braze.tensor import Tensor, user_error
 
 Padding = str | int | Sequence[int] | Sequence[Sequence[int]]
@@ -73,7 +73,8 @@ def conv2d(
     dilations = _pair("conv2d", "dilation", dilation)
     span = [(k - 1) * d + 1 for k, d in zip(w.shape[:2], dilations, strict=True)]
     pads = resolve_padding("conv2d", padding, x.shape[1:3], span, strides)
-    return rounded(conv.conv.bind(rounded(x), rounded(w), strides=strides, padding=pads, dilation=dilations))
+    out = conv.conv.bind(rounded(x), rounded(w), strides=strides, padding=pads, dilation=dilations)
+    return rounded(astype(out, x.dtype))  # bfloat16 operands accumulate in float32, then round once
 
 
 def _pool(op: str, kind: str, x: Any, size, stride, padding) -> tuple[Tensor, tuple, tuple, tuple]:

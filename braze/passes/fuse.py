@@ -114,17 +114,21 @@ def plan_fusion(graph: Graph, policy: FusionPolicy = TARGET_INDEPENDENT) -> Plan
             def independent(other: Node, group: Group = group) -> bool:
                 return not _reaches(other, group, users, position)
 
+            summed = None  # a second result of the kernel, summed as it stores
             while True:
-                user, decision = policy.epilogue(
-                    current, users[id(current)], id(current) in outputs, independent, kernel_of
-                )
+                readers = users[id(current)]
+                if summed is None:
+                    summed = policy.epilogue_sum(node, current, readers)
+                # Past the sum the epilogue goes on (an autocast step rounds the bias
+                # gradient's operand to bfloat16 for the filter gradient).
+                rest = [u for u in readers if u is not summed]
+                user, decision = policy.epilogue(current, rest, id(current) in outputs, independent, kernel_of)
                 if user is None:
                     refusals.append(decision.reason)
                     break
                 join(group, user)
                 current = user
-            summed = policy.epilogue_sum(node, current, users[id(current)])
-            if summed is not None:  # a second result of the kernel, summed as it stores
+            if summed is not None:
                 join(group, summed)
 
     for node in reversed(nodes):

@@ -12,6 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from braze.backends.cpu import loops
+from braze.backends.cpu.bf16_conv import (
+    multiplies_pairs,
+    pack_cotangent_row,
+    pack_filter_pairs,
+    pair_input_row,
+    widened,
+)
+from braze.backends.cpu.bf16_dot import declare_helpers, paired_tile
 from braze.backends.cpu.elemental import Emitter
 from braze.backends.cpu.gemm import emit_dot
 from braze.backends.cpu.interleaved import emit_interleaved_conv, emit_interleaved_filter_grad, interleaves
@@ -28,6 +36,7 @@ from braze.backends.cpu.loops import (
 )
 from braze.backends.cpu.tiles import each_tile, operand, register_tile, vector_tile
 from braze.backends.cstyle import Index, c_type
+from braze.ir.dtypes import bfloat16
 from braze.ir.graph import Graph, Node
 from braze.ir.prims.conv import conv, conv_grad_filter, conv_grad_input
 from braze.ir.prims.linalg import dot_general
@@ -86,7 +95,9 @@ class _Conv:
     """A convolution kernel to emit. ``x``: the (padded) input, (n, rows, cols, c), or
     (n, rows, c, cols) for the narrow kernel; ``other``: the HWIO filter of a forward
     convolution, or the cotangent (n, oh, ow, o) of a filter gradient; (n, oh, ow): the
-    output pixels; ``o``: output channels; strides and dilation of the filter's taps."""
+    output pixels; ``o``: output channels; strides and dilation of the filter's taps.
+    ``pairs``: the operands are bfloat16, multiplied in pairs with vdpbf16ps (bf16_conv.py);
+    ``t`` is the accumulators' type."""
 
     em: Emitter
     computation: Graph
@@ -108,6 +119,11 @@ class _Conv:
     sw: int
     dh: int
     dw: int
+    pairs: bool = False
+
+    @property
+    def operand_type(self) -> str:
+        return "uint16_t" if self.pairs else self.t
 
     def store(self, names: tuple[str, str, str, str], value: str) -> None:
         store_results(self.em, self.computation, self.outputs, self.root, Index(self.root.shape, names), value)
@@ -131,6 +147,9 @@ def _direct_conv(p: _Conv, w_hwoi: str | None = None, live_rows: tuple[int, int]
     lanes = em.target.lanes(root.dtype.itemsize)
     wide = o >= 8
     vectors = o // lanes if wide and o % lanes == 0 else 0  # vectors of output channels, when whole
+    assert vectors and dw == 1 or not p.pairs, "bfloat16 pairs need whole vectors of channels, undilated columns"
+    if p.pairs:
+        w = pack_filter_pairs(em, w, kh, kw * c, o)
     if vectors:
         tile, chunk = register_tile(em, ow, vectors, root.aval.size * kh * kw * c)
     else:
@@ -159,7 +178,11 @@ def _direct_conv(p: _Conv, w_hwoi: str | None = None, live_rows: tuple[int, int]
         """The loops over the filter's taps; ``xr`` and ``wt`` point at a tap's input and weights."""
         open_loop(em, "a", taps, start=first_tap)
         pixel = f"(bn * {x_rows} + y * {sh} + a * {dh}) * {x_cols} + x0 * {sw}"
-        if vectors and dw == 1:
+        if p.pairs:  # a filter row's taps in pairs
+            em.emit(f"const uint16_t* xr = {x} + ({pixel}) * {c};")
+            em.emit(f"const uint16_t* wt = {w} + a * {-(-kw * c // 2) * o * 2};")
+            open_loop(em, "ci", kw * c // 2)
+        elif vectors and dw == 1:
             # With undilated columns a filter row's (column, channel) taps are one
             # contiguous run in both the input row and the filter: one flat loop.
             em.emit(f"const {t}* xr = {x} + ({pixel}) * {c};")
@@ -194,8 +217,18 @@ def _direct_conv(p: _Conv, w_hwoi: str | None = None, live_rows: tuple[int, int]
         em.emit(f"braze_v{root.dtype.short} acc[{width}][{count}];")
         em.emit("memset(acc, 0, sizeof(acc));")
         open_taps(width)
-        vector_tile(em, t, width, count, f"wt + ci * {o} + q0 * {lanes}", lambda j: f"xr[{j * sw * c} + ci]")
-        close_loops(em, 2 if dw == 1 else 3)
+        if p.pairs:
+            weights = f"wt + (ci * {o} + q0 * {lanes}) * 2"
+            paired_tile(em, width, count, weights, lambda j: f"braze_pair(xr + {j * sw * c} + 2 * ci)")
+            close_loops(em, 1)
+            if kw * c % 2:  # the last tap alone: its pair's upper half (and the filter's) is zero
+                em.emit(f"{{ const int64_t ci = {kw * c // 2};")
+                paired_tile(em, width, count, weights, lambda j: f"(uint32_t)xr[{j * sw * c} + 2 * ci]")
+                em.emit("}")
+            close_loops(em, 1)
+        else:
+            vector_tile(em, t, width, count, f"wt + ci * {o} + q0 * {lanes}", lambda j: f"xr[{j * sw * c} + ci]")
+            close_loops(em, 2 if dw == 1 else 3)
         store(width, count * lanes, f"q0 * {lanes}", f"((const {t}*)acc)[j * {count * lanes} + cc]")
         em.pop()
         em.emit("}")
@@ -322,9 +355,21 @@ def _narrow_conv(p: _Conv, live_rows: tuple[int, int] | None = None) -> None:
     close_loops(em, 3)
 
 
+def _operands(em: Emitter, root: Node) -> tuple[str, str, bool]:
+    """The buffers of ``root``'s two operands, and whether the kernel multiplies them as
+    bfloat16 pairs; bfloat16 operands the target cannot multiply are widened to float32."""
+    names = [operand(em, node) for node in root.inputs]
+    pairs = multiplies_pairs(em, root)
+    if pairs:
+        declare_helpers(em)
+    elif root.inputs[0].dtype is bfloat16:
+        names = [widened(em, f"wide{i}", names[i], node) for i, node in enumerate(root.inputs)]
+    return names[0], names[1], pairs
+
+
 def emit_conv(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
     x_node, w_node = root.inputs
-    x, w = operand(em, x_node), operand(em, w_node)
+    x, w, pairs = _operands(em, root)
     if interleaves(em, root):
         emit_interleaved_conv(em, computation, outputs, root, x, w)
         return
@@ -334,10 +379,11 @@ def emit_conv(em: Emitter, computation: Graph, outputs: list[str], root: Node) -
     t = c_type(root.dtype)
     source, rows, cols = x, h + pt + pb, wd + pl + pr
     if pt or pb or pl or pr:
-        _padded_copy(em, t, "xpad", x, x_node.shape, rows, cols, pt, pl)
+        _padded_copy(em, "uint16_t" if pairs else t, "xpad", x, x_node.shape, rows, cols, pt, pl)
         source = "xpad"
     (sh, sw), (dh, dw), (_, oh, ow, _) = root.attr("strides"), root.attr("dilation"), root.shape
-    conv = _Conv(em, computation, outputs, root, t, source, w, rows, cols, n, oh, ow, o, kh, kw, c, sh, sw, dh, dw)
+    geometry = (rows, cols, n, oh, ow, o, kh, kw, c, sh, sw, dh, dw)
+    conv = _Conv(em, computation, outputs, root, t, source, w, *geometry, pairs=pairs)
     _direct_conv(conv, live_rows=(pt, pt + h) if pt or pb else None)
 
 
@@ -345,25 +391,27 @@ def emit_conv_grad_input(em: Emitter, computation: Graph, outputs: list[str], ro
     """dx is a VALID, stride-1 convolution of the stride-dilated, padded cotangent with the
     spatially flipped, transposed filter."""
     g_node, w_node = root.inputs
-    g, w = operand(em, g_node), operand(em, w_node)
+    g, w, pairs = _operands(em, root)
     _, h, wd, c = root.shape
     kh, kw, _, o = w_node.shape
     sh, sw, pt, pl, dh, dw = _conv_geometry(root)
     t = c_type(root.dtype)
+    source_t = "uint16_t" if pairs else t
     rows, cols = h + (kh - 1) * dh, wd + (kw - 1) * dw
     top, left = (kh - 1) * dh - pt, (kw - 1) * dw - pl
-    narrow = c < 8 and o >= 8 and root.dtype.itemsize == 4
+    narrow = c < 8 and o >= 8 and root.dtype.itemsize == 4 and not pairs
     n = root.shape[0]
-    _padded_copy(em, t, "gpad", g, g_node.shape, rows, cols, top, left, sh, sw, channel_major=narrow)
-    em.scratch_buffer(t, "wflip", kh * kw * c * o)
-    em.scratch_buffer(t, "wflip_oi", kh * kw * c * o)
+    _padded_copy(em, source_t, "gpad", g, g_node.shape, rows, cols, top, left, sh, sw, channel_major=narrow)
+    em.scratch_buffer(source_t, "wflip", kh * kw * c * o)
+    em.scratch_buffer(source_t, "wflip_oi", kh * kw * c * o)
     open_loops(em, [("a", kh), ("b", kw), ("ci", c), ("co", o)])
-    em.emit(f"const {t} v = {w}[((({kh - 1} - a) * {kw} + ({kw - 1} - b)) * {c} + ci) * {o} + co];")
+    em.emit(f"const {source_t} v = {w}[((({kh - 1} - a) * {kw} + ({kw - 1} - b)) * {c} + ci) * {o} + co];")
     em.emit(f"wflip[((a * {kw} + b) * {o} + co) * {c} + ci] = v;")
     em.emit(f"wflip_oi[((a * {kw} + b) * {c} + ci) * {o} + co] = v;")
     close_loops(em, 4)
     # dx's output channels are the forward input's (c), its input channels the cotangent's (o).
-    conv = _Conv(em, computation, outputs, root, t, "gpad", "wflip", rows, cols, n, h, wd, c, kh, kw, o, 1, 1, dh, dw)
+    geometry = (rows, cols, n, h, wd, c, kh, kw, o, 1, 1, dh, dw)
+    conv = _Conv(em, computation, outputs, root, t, "gpad", "wflip", *geometry, pairs=pairs)
     live_rows = (max(0, top), min(rows, top + (g_node.shape[1] - 1) * sh + 1))
     if narrow:
         _narrow_conv(conv, live_rows)
@@ -374,7 +422,7 @@ def emit_conv_grad_input(em: Emitter, computation: Graph, outputs: list[str], ro
 def emit_conv_grad_filter(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
     """dw[a, b] = x_windows(a, b)^T @ g, by the kernel that suits the shapes."""
     x_node, g_node = root.inputs
-    x, g = operand(em, x_node), operand(em, g_node)
+    x, g, pairs = _operands(em, root)
     if interleaves(em, root):
         emit_interleaved_filter_grad(em, computation, outputs, root, x, g)
         return
@@ -386,10 +434,13 @@ def emit_conv_grad_filter(em: Emitter, computation: Graph, outputs: list[str], r
     t = c_type(root.dtype)
     source, rows, cols = x, h + pt + pb, wd + pl + pr
     if pt or pb or pl or pr:
-        _padded_copy(em, t, "xpad", x, x_node.shape, rows, cols, pt, pl)
+        _padded_copy(em, "uint16_t" if pairs else t, "xpad", x, x_node.shape, rows, cols, pt, pl)
         source = "xpad"
-    p = _Conv(em, computation, outputs, root, t, source, g, rows, cols, n, oh, ow, o, kh, kw, c, sh, sw, dh, dw)
-    if c == 1 and sw == 1 and kh * kw <= 25 and o < 8 and root.dtype.itemsize == 4:
+    geometry = (rows, cols, n, oh, ow, o, kh, kw, c, sh, sw, dh, dw)
+    p = _Conv(em, computation, outputs, root, t, source, g, *geometry, pairs=pairs)
+    if pairs:
+        _split_filter_grad(p)
+    elif c == 1 and sw == 1 and kh * kw <= 25 and o < 8 and root.dtype.itemsize == 4:
         _row_filter_grad(p)
     elif o % em.target.lanes(root.dtype.itemsize) == 0 and o * root.dtype.itemsize <= 512 and dw == 1:
         _split_filter_grad(p)  # up to 128 float32 output channels: private copies stay small
@@ -461,15 +512,35 @@ def _split_filter_grad(p: _Conv) -> None:
     # once per two rows. An odd last row pairs with itself, its second pass empty.
     rows = n * oh
     open_loop(em, "rp", (rows + 1) // 2)
+    source_t = p.operand_type
     for r in range(2):
         em.emit(f"const int64_t rr{r} = rp * 2 + {r} < {rows} ? rp * 2 + {r} : rp * 2;")
         em.emit(f"const int64_t bn{r} = rr{r} / {oh}, y{r} = rr{r} % {oh};")
-        em.emit(f"const {t}* gr{r} = {p.other} + rr{r} * {ow * o};")
+        em.emit(f"const {source_t}* gr{r} = {p.other} + rr{r} * {ow * o};")
+        if p.pairs:
+            pack_cotangent_row(em, f"gq{r}", f"gr{r}", ow, o)
     em.emit(f"const int64_t columns1 = rp * 2 + 1 < {rows} ? {ow} : 0;")
+    # bfloat16: the output pixels in pairs, an odd last one alone (see bf16_conv.py)
+    paired_length = (ow // 2 * 2 - 2) * p.sw * c + kw * c if ow > 1 else 0
     open_loop(em, "a", kh)
     for r in range(2):
-        em.emit(f"const {t}* xr{r} = {p.x} + (bn{r} * {p.rows} + y{r} * {p.sh} + a * {p.dh}) * {p.cols * c};")
+        row = f"(bn{r} * {p.rows} + y{r} * {p.sh} + a * {p.dh}) * {p.cols * c}"
+        em.emit(f"const {source_t}* xr{r} = {p.x} + {row};")
+        if p.pairs:
+            pair_input_row(em, f"xq{r}", f"xr{r}", paired_length, p.sw * c)
     em.emit(f"{t}* dst = mine + a * {kw * c * o};")
+
+    def paired_pixels(width: int, count: int, r: int) -> None:
+        """The register tile's products over row r's output pixels, two at a time."""
+        weights = f"gq{r} + (xp * {o} + q0 * {lanes}) * 2"
+        open_loop(em, "xp", ow // 2 if r == 0 else "columns1 / 2")
+        paired_tile(em, width, count, weights, lambda j: f"xq{r}[xp * {2 * p.sw * c} + r0 + {j}]")
+        close_loops(em, 1)
+        if ow % 2:  # the last pixel alone: its pair's upper half (and the cotangent's) is zero
+            em.emit(f"if ({'1' if r == 0 else 'columns1'}) {{ const int64_t xp = {ow // 2};")
+            at = f"{(ow - 1) * p.sw * c} + r0"
+            paired_tile(em, width, count, weights, lambda j: f"(uint32_t)xr{r}[{at} + {j}]")
+            em.emit("}")
 
     def taps(width: int, start: str, count: int, first: str) -> None:
         em.emit("{")
@@ -480,6 +551,9 @@ def _split_filter_grad(p: _Conv) -> None:
         em.emit(f"memcpy(acc[j], dst + (r0 + j) * {o} + q0 * {lanes}, sizeof(acc[j]));")
         close_loops(em, 1)
         for r, columns in ((0, ow), (1, "columns1")):
+            if p.pairs:
+                paired_pixels(width, count, r)
+                continue
             open_loop(em, "xo", columns)
             vector_tile(
                 em,

@@ -3,10 +3,12 @@ target-independent policy would fuse (XLA's ``CpuInstructionFusion::ShouldFuse``
 
 from __future__ import annotations
 
+from braze.backends.cpu.bf16_conv import conv_reads_bfloat16
 from braze.backends.cpu.bf16_dot import reads_bfloat16
 from braze.ir.graph import Node
 from braze.ir.prims.reductions import reduce_max, reduce_prod, reduce_sum
 from braze.ir.prims.structural import rev
+from braze.ir.prims.window import nhwc_pool_windows, reduce_window
 from braze.passes.fusion_policy import Decision, FusionPolicy, no
 
 MAX_SUMMED_CHANNELS = 4096  # a pooling-gradient kernel's per-thread sums live on each thread's stack
@@ -26,8 +28,14 @@ class CpuFusionPolicy(FusionPolicy):
             )
         return super().should_fuse(producer, members, kind, readers_in_group)
 
+    def takes_epilogue(self, node: Node) -> bool:
+        # Unrolled NHWC pooling stores each window's result once, through the epilogue: under
+        # autocast the pooled activation is written once, already rounded to bfloat16 for
+        # the next convolution, not in float32 and then converted by a kernel of its own.
+        return super().takes_epilogue(node) or (node.op is reduce_window and nhwc_pool_windows(node))
+
     def contracts_bfloat16(self, node: Node) -> bool:
-        return reads_bfloat16(node)
+        return reads_bfloat16(node) or conv_reads_bfloat16(node)
 
     def epilogue_sum(self, root: Node, last: Node, users: list[Node]) -> Node | None:
         if last.shape[-1] > MAX_SUMMED_CHANNELS:

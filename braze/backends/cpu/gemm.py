@@ -80,13 +80,7 @@ def gemm_layout(root: Node) -> Gemm | None:
 
 def emit_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
     layout = gemm_layout(root) if root.dtype.is_float else None
-    if (
-        layout is not None
-        and layout.n >= 8
-        and not layout.batch
-        and em.target.bfloat16_dot
-        and root.inputs[0].dtype is bfloat16
-    ):
+    if layout is not None and layout.n >= 8 and em.target.bfloat16_dot and root.inputs[0].dtype is bfloat16:
         from braze.backends.cpu.bf16_dot import emit_bfloat16_dot  # it builds on this module
 
         emit_bfloat16_dot(em, computation, outputs, root, layout)
@@ -96,7 +90,7 @@ def emit_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node) ->
         _loop_dot(em, computation, outputs, root)
 
 
-def _batch_offset(batch: tuple[tuple[int, int, int], ...], flat: str, operand_index: int) -> str:
+def batch_offset(batch: tuple[tuple[int, int, int], ...], flat: str, operand_index: int) -> str:
     """The C offset of batch ``flat`` (a flat index over ``batch``) in operand 0 (A) or 1 (B)."""
     terms, inner = [], 1
     for size, *operand_steps in reversed(batch):
@@ -118,6 +112,16 @@ def row_blocks(em: Emitter, g: Gemm, tile_rows: int, itemsize: int) -> int:
         blocks = max(blocks, -(-em.target.cores // g.batches))
     rows_per_block = -(-g.m // blocks)
     return -(-rows_per_block // tile_rows) * tile_rows
+
+
+def result_index(root: Node, g: Gemm) -> Index:
+    """Element (batch ``bi``, row ``m``, column ``col``) of ``root``'s result, laid out as
+    its batch, lhs-free and rhs-free dimensions."""
+    lb = len(root.attr("lhs_batch"))
+    rb = len(root.inputs[0].shape) - len(root.attr("lhs_contracting"))
+    shape = root.shape
+    dims = (*_unflatten("bi", shape[:lb]), *_unflatten("m", shape[lb:rb]), *_unflatten("col", shape[rb:]))
+    return Index(shape, dims, f"(bi * {g.m} + m) * {g.n} + col")
 
 
 def _unflatten(flat: str, sizes: tuple[int, ...]) -> list[str]:
@@ -155,7 +159,7 @@ def _tiled_gemm(em: Emitter, computation: Graph, outputs: list[str], root: Node,
             em.emit(pragma)
         open_loop(em, "pb", batches * g.k)
         em.emit(f"const int64_t bi = pb / {g.k}, kk = pb % {g.k};")
-        em.emit(f"const {c_type(y.dtype)}* from = {b} + {_batch_offset(g.batch, 'bi', 1)} + kk * {g.b_k};")
+        em.emit(f"const {c_type(y.dtype)}* from = {b} + {batch_offset(g.batch, 'bi', 1)} + kk * {g.b_k};")
         open_loop(em, "j", g.n)
         em.emit(f"bpack[pb * {width} + j] = {widen}(from[j * {g.b_col}]);")
         close_loops(em, 2)
@@ -170,14 +174,9 @@ def _tiled_gemm(em: Emitter, computation: Graph, outputs: list[str], root: Node,
     open_loop(em, "task", batches * blocks)
     em.emit(f"const int64_t bi = task / {blocks}, r0 = task % {blocks} * {block};")
     em.emit(f"const int64_t r1 = r0 + {block} < {g.m} ? r0 + {block} : {g.m};")
-    em.emit(f"const {c_type(x.dtype)}* am = {a} + {_batch_offset(g.batch, 'bi', 0)};")
-    b_base = f"bi * {panel_batch}" if panel_batch is not None else _batch_offset(g.batch, "bi", 1)
+    em.emit(f"const {c_type(x.dtype)}* am = {a} + {batch_offset(g.batch, 'bi', 0)};")
+    b_base = f"bi * {panel_batch}" if panel_batch is not None else batch_offset(g.batch, "bi", 1)
     em.emit(f"const {t}* bm = {panel} + {b_base};")
-
-    x_free = len(x.shape) - len(root.attr("lhs_batch")) - len(root.attr("lhs_contracting"))
-    lb = len(root.attr("lhs_batch"))
-    rb = lb + x_free
-    batch_dims = _unflatten("bi", root.shape[:lb])
     full_chunks_fit = (vectors - vectors % tile_vectors) * lanes <= g.n
 
     def row_tile(rows: int, chunk: int, first: str) -> None:
@@ -204,9 +203,8 @@ def _tiled_gemm(em: Emitter, computation: Graph, outputs: list[str], root: Node,
         em.emit("const int64_t m = m0 + i;")
         open_loop(em, "jj", columns)
         em.emit(f"const int64_t col = q0 * {lanes} + jj;")
-        dims = (*batch_dims, *_unflatten("m", root.shape[lb:rb]), *_unflatten("col", root.shape[rb:]))
-        index = Index(root.shape, dims, f"(bi * {g.m} + m) * {g.n} + col")
-        store_results(em, computation, outputs, root, index, f"((const {t}*)acc)[i * {chunk * lanes} + jj]")
+        value = f"((const {t}*)acc)[i * {chunk * lanes} + jj]"
+        store_results(em, computation, outputs, root, result_index(root, g), value)
         close_loops(em, 2)
 
     def column_panel(chunk: int, first: str) -> None:

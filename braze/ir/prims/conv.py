@@ -9,15 +9,20 @@ needs (the input image's) is never computed.
 Attributes: ``strides`` (sh, sw), ``padding`` ((top, bottom), (left, right)) and
 ``dilation`` (dh, dw) of the filter. The NumPy twins use im2col over batch chunks so that
 memory stays bounded on large images.
+
+On bfloat16 operands each accumulates in float32 and returns float32, as dot_general does
+(a bfloat16 product is exact in float32, so only the accumulation rounds); a gradient
+rounds its cotangent to bfloat16 first and its result back to the operand's bfloat16.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from braze.ir.dtypes import DType, bfloat16, float32
 from braze.ir.errors import ShapeError
 from braze.ir.primitive import Aval, Category, Primitive, register
-from braze.ir.prims import checks, derived
+from braze.ir.prims import checks, derived, elementwise
 from braze.ir.prims.checks import fmt_shape
 
 ATTRS = ("strides", "padding", "dilation")
@@ -60,9 +65,14 @@ def _check_pair(op: str, x: Aval, w: Aval, strides, padding, dilation) -> tuple[
     return oh, ow
 
 
+def _accumulated(dtype: DType) -> DType:
+    """The result type of a convolution of ``dtype`` operands."""
+    return float32 if dtype is bfloat16 else dtype
+
+
 def _conv_rule(x: Aval, w: Aval, *, strides, padding, dilation) -> Aval:
     oh, ow = _check_pair("conv", x, w, strides, padding, dilation)
-    return Aval((x.shape[0], oh, ow, w.shape[3]), x.dtype)
+    return Aval((x.shape[0], oh, ow, w.shape[3]), _accumulated(x.dtype))
 
 
 def _grad_input_rule(g: Aval, w: Aval, *, input_hw, strides, padding, dilation) -> Aval:
@@ -73,7 +83,7 @@ def _grad_input_rule(g: Aval, w: Aval, *, input_hw, strides, padding, dilation) 
             f"conv_grad_input: cotangent {fmt_shape(g.shape)} does not match the conv output "
             f"{fmt_shape(expected.shape)} of an input {fmt_shape(x.shape)}"
         )
-    return x
+    return Aval(x.shape, _accumulated(x.dtype))
 
 
 def _grad_filter_rule(x: Aval, g: Aval, *, filter_hw, strides, padding, dilation) -> Aval:
@@ -84,7 +94,7 @@ def _grad_filter_rule(x: Aval, g: Aval, *, filter_hw, strides, padding, dilation
             f"conv_grad_filter: cotangent {fmt_shape(g.shape)} does not match the conv output "
             f"{fmt_shape(expected.shape)} of an input {fmt_shape(x.shape)}"
         )
-    return w
+    return Aval(w.shape, _accumulated(w.dtype))
 
 
 def _windows(xp: np.ndarray, filter_hw, out_hw, strides, dilation):
@@ -150,27 +160,38 @@ def _grad_filter_impl(x, g, *, filter_hw, strides, padding, dilation):
     return dw.reshape(kh, kw, c, o)
 
 
+def _narrowed(cotangent, operand):
+    """The (float32) cotangent as an operand beside ``operand``: rounded to bfloat16 when
+    that is bfloat16."""
+    return elementwise.convert.bind(cotangent, dtype=bfloat16) if operand.dtype is bfloat16 else cotangent
+
+
+def _like(result, operand):
+    """A (float32) gradient in the type of the ``operand`` it is for."""
+    return elementwise.convert.bind(result, dtype=bfloat16) if operand.dtype is bfloat16 else result
+
+
 def _conv_vjp(g, x, w, out, *, strides, padding, dilation):
     attrs = {"strides": strides, "padding": padding, "dilation": dilation}
     return (
-        lambda: conv_grad_input.bind(g, w, input_hw=tuple(x.shape[1:3]), **attrs),
-        lambda: conv_grad_filter.bind(x, g, filter_hw=tuple(w.shape[:2]), **attrs),
+        lambda: _like(conv_grad_input.bind(_narrowed(g, w), w, input_hw=tuple(x.shape[1:3]), **attrs), x),
+        lambda: _like(conv_grad_filter.bind(x, _narrowed(g, x), filter_hw=tuple(w.shape[:2]), **attrs), w),
     )
 
 
 def _grad_input_vjp(ct, g, w, out, *, input_hw, strides, padding, dilation):
     attrs = {"strides": strides, "padding": padding, "dilation": dilation}
     return (
-        lambda: conv.bind(ct, w, **attrs),
-        lambda: conv_grad_filter.bind(ct, g, filter_hw=tuple(w.shape[:2]), **attrs),
+        lambda: _like(conv.bind(_narrowed(ct, w), w, **attrs), g),
+        lambda: _like(conv_grad_filter.bind(_narrowed(ct, g), g, filter_hw=tuple(w.shape[:2]), **attrs), w),
     )
 
 
 def _grad_filter_vjp(ct, x, g, out, *, filter_hw, strides, padding, dilation):
     attrs = {"strides": strides, "padding": padding, "dilation": dilation}
     return (
-        lambda: conv_grad_input.bind(g, ct, input_hw=tuple(x.shape[1:3]), **attrs),
-        lambda: conv.bind(x, ct, **attrs),
+        lambda: _like(conv_grad_input.bind(g, _narrowed(ct, g), input_hw=tuple(x.shape[1:3]), **attrs), x),
+        lambda: _like(conv.bind(x, _narrowed(ct, x), **attrs), g),
     )
 
 
