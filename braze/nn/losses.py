@@ -15,7 +15,7 @@ from typing import Any
 from braze import ops
 from braze.ir.dtypes import int32
 from braze.ir.errors import ShapeError
-from braze.ops.indexing import checked
+from braze.ops.indexing import checked, rows
 from braze.tensor import Tensor, user_error
 
 _EPSILON = 1e-7  # Keras's clipping of probabilities
@@ -91,11 +91,15 @@ def _label_cross_entropy(name: str, logits: Tensor, labels: Tensor) -> Tensor:
     """``logsumexp(logits) - logits[label]`` per example: the label's logit gathered (its
     gradient a scatter-add), never a one-hot the size of the classes, and the softmax
     computed once, in the gradient of the logsumexp. Labels outside ``[0, classes)`` raise
-    an IndexError when eager, as a one-hot would silently drop them."""
+    an IndexError when eager (a one-hot would silently drop them); compiled, they clamp to
+    that range. The logits are gathered as rows of one element at ``example * classes +
+    label``: an index of one component, computed in each kernel that reads it, where a
+    (example, label) pair would be a kernel of its own."""
     classes = logits.shape[-1]
-    labels = checked(name, labels, classes, labels.ndim, negative=False)
-    picked = ops.take_along_axis(logits, labels.reshape((*labels.shape, 1)), axis=-1)
-    return ops.logsumexp(logits, axis=-1) - picked.reshape(labels.shape)
+    labels = ops.clip(checked(name, labels, classes, labels.ndim, negative=False), 0, classes - 1)
+    examples = ops.arange(0, labels.size * classes, classes, dtype=labels.dtype, device=logits.device)
+    flat = rows(logits.reshape((logits.size, 1)), examples.reshape(labels.shape) + labels, name)
+    return ops.logsumexp(logits, axis=-1) - flat.reshape(labels.shape)
 
 
 def binary_cross_entropy_elements(x: Tensor, y: Tensor, from_logits: bool) -> Tensor:
