@@ -8,6 +8,7 @@ all cores (OpenMP) when the kernel is big enough to repay the fork.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 
@@ -130,9 +131,17 @@ def contraction_pragma(macs: int, outer: int) -> str | None:
 
 
 def loop_nest(
-    em: Emitter, shape: tuple[int, ...], flat: bool, body: Callable[[Index], None], work: int = 0, parallel: bool = True
+    em: Emitter,
+    shape: tuple[int, ...],
+    flat: bool,
+    body: Callable[[Index], None],
+    work: int = 0,
+    parallel: bool = True,
+    splits: tuple[int, ...] = (),
 ) -> None:
-    """Emit loops over every element of ``shape`` around ``body`` (``work``: operations in all)."""
+    """Emit loops over every element of ``shape`` around ``body`` (``work``: operations in
+    all); the innermost loop (of a nest of two or more) split into one loop per range
+    between the positions ``splits``, each with a body of its own."""
     total = math.prod(shape)
     work = max(work, total) if parallel else 0
     if not shape:
@@ -142,7 +151,7 @@ def loop_nest(
         em.pop()
         em.emit("}")
         return
-    if flat or len(shape) == 1:
+    if flat or len(shape) == 1:  # a pad of a vector keeps its one loop
         pragma = parallel_pragma(work, total)
         if pragma:
             em.emit(pragma)
@@ -156,13 +165,15 @@ def loop_nest(
     pragma = parallel_pragma(work, shape[0])
     if pragma:
         em.emit(pragma)
-    for name, size in zip(names, shape, strict=True):
+    for name, size in zip(names[:-1], shape[:-1], strict=True):
         em.emit(f"for (int64_t {name} = 0; {name} < {size}; {name}++) {{")
         em.push()
-    body(Index(shape, names))
-    for _ in shape:
-        em.pop()
-        em.emit("}")
+    bounds = [0, *(b for b in sorted(set(splits)) if 0 < b < shape[-1]), shape[-1]]
+    for start, end in itertools.pairwise(bounds):
+        open_loop(em, names[-1], end, start)
+        body(Index(shape, names))
+        close_loops(em, 1)
+    close_loops(em, len(shape) - 1)
 
 
 def compute_scalars(em: Emitter, computation: Graph) -> None:
@@ -186,7 +197,30 @@ def emit_loop_kernel(em: Emitter, computation: Graph, outputs: list[str]) -> Non
                 value = em.value(computation.outputs[k], index)
                 em.emit(f"{outputs[k]}[{em.linear(index)}] = {value};")
 
-        loop_nest(em, shape, flat, body)
+        loop_nest(em, shape, flat, body, splits=_operand_boundaries(computation, shape))
+
+
+# A loop split at more places than this would repeat its body more than it gains.
+_MAX_SPLITS = 8
+
+
+def _operand_boundaries(computation: Graph, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Where the pads and concatenates of ``shape`` in a loop kernel change from one operand
+    (or the padding) to the next along the last axis. Split there, each loop has a range in
+    which every such choice is the same, which the C compiler sees from the loop's bounds:
+    the branches fold away and the loop vectorizes (the gradient of the GPT's query, key
+    and value split, three pads added, ran at 5 ns an element with them)."""
+    found: set[int] = set()
+    for node in computation.nodes() if len(shape) >= 2 else ():
+        if node.shape != shape:
+            continue
+        if node.op is pad and node.attr("interior")[-1] == 0:
+            low = node.attr("low")[-1]
+            found |= {low, low + node.inputs[0].shape[-1]}
+        elif node.op is concatenate and node.attr("dimension") == len(shape) - 1:
+            found |= set(itertools.accumulate(part.shape[-1] for part in node.inputs))
+    inside = tuple(sorted(b for b in found if 0 < b < shape[-1]))
+    return inside if len(inside) <= _MAX_SPLITS else ()
 
 
 def _combine(kind: Primitive, acc: str, value: str, dtype) -> str:
