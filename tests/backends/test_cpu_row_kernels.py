@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
-from random_graphs import assert_matches_reference
+from random_graphs import assert_matches_reference, compiled_batches
 from row_graphs import row_graphs
 
 import braze
@@ -25,13 +25,7 @@ def _kinds(graph) -> list[str]:
     return [n.attr("kind") for n in graph.nodes() if n.op is fusion]
 
 
-@settings(
-    max_examples=2,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=list(HealthCheck),
-    phases=[Phase.explicit, Phase.generate],
-)
+@compiled_batches(2)
 @given(batch=st.lists(row_graphs(), min_size=40, max_size=40))
 def test_random_row_graphs_compiled_match_reference(batch, tmp_path_factory):
     optimized = [cpu.optimize(g, verify=True) for g in batch]
