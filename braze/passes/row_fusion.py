@@ -113,12 +113,15 @@ def merge_rows(
     for group in sorted(groups, key=kernels.rank.__getitem__):
         if group in removed or (row := row_shape(group, policy)) is None:
             continue
+        other_kinds: set[Group] = set()  # readers that never join, asked once
         while True:
             reasons = []
-            for reader in sorted(kernels.readers[group], key=kernels.rank.__getitem__):
+            for reader in sorted(kernels.readers[group] - other_kinds, key=kernels.rank.__getitem__):
                 reason = _refusal(group, reader, row, kernels, context, policy)
                 if reason is None:
                     break
+                if not reason:
+                    other_kinds.add(reader)
                 reasons.append(reason)
             else:
                 refusals.extend(r for r in reasons if r)
