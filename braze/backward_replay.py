@@ -22,14 +22,13 @@ its rules: only they record gradient edges and tangents.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from braze.ir import primitive as prim_layer
+from braze.replay import record, replay
 from braze.runtime import metrics
 from braze.runtime.cache import BoundedCache
-from braze.tensor import GradNode, Tensor, executor_for
+from braze.tensor import GradNode, Tensor
 
 if TYPE_CHECKING:
     from braze.autodiff import Targets
@@ -52,7 +51,6 @@ class Program:
 
 _UNRECORDABLE = Program([], [], [])
 _PROGRAMS: BoundedCache[tuple, Program] = BoundedCache(64)
-_RECORDING = threading.Lock()
 
 
 def _structure(order: list[GradNode], seed: Tensor, targets: Targets | None) -> tuple[tuple, list, list[Tensor]] | None:
@@ -118,13 +116,10 @@ def cotangents(
     except TypeError:  # an unhashable attribute value: never recorded
         return walk(None)
     if program is None:
-        # Recording swaps the process-wide binder: one thread at a time (another runs the rules).
-        if not _RECORDING.acquire(blocking=False):
+        recorded = _record(slots, order, leaves, walk)
+        if recorded is None:  # another thread is recording
             return walk(None)
-        try:
-            program, result = _record(slots, order, leaves, walk)
-        finally:
-            _RECORDING.release()
+        program, result = recorded
         _PROGRAMS.put(key, program)
         return result
     if program is _UNRECORDABLE:
@@ -134,10 +129,7 @@ def cotangents(
         for i in program.reached:  # as the rules would: activations are freed, old parameters lose a holder
             order[i].in_values = order[i].out_value = None
     device = seed.device
-    apply = executor_for(device).apply
-    values = slots
-    for primitive, attrs, inputs, aval, signature in program.ops:
-        values.append(apply(primitive, [values[k] for k in inputs], attrs, aval, device, signature))
+    values = replay(program.ops, slots)
     owners = [order[k] if k >= 0 else leaves[-1 - k] for k, _, _ in program.results]
     return {
         id(owner): (owner, Tensor._make(values[s], aval, device))
@@ -147,32 +139,16 @@ def cotangents(
 
 def _record(
     slots: list, order: list[GradNode], leaves: list[Tensor], walk: Callable[[list[int] | None], Cotangents]
-) -> tuple[Program, Cotangents]:
-    """Run ``walk`` while noting every bind this thread makes; turn the binds into a program."""
-    log: list[tuple] = []
-    thread = threading.get_ident()
-    binder = prim_layer.current_binder()
-
-    def recording(primitive: Any, args: tuple, attrs: dict, like: Any) -> Any:
-        out = binder(primitive, args, attrs, like)
-        if threading.get_ident() == thread:
-            log.append((primitive, attrs, [a._value for a in args], out))
-        return out
-
+) -> tuple[Program, Cotangents] | None:
+    """Run ``walk`` while noting its binds; turn them into a program (None: another thread
+    is recording, and nothing ran)."""
     reached: list[int] = []
-    prim_layer.set_binder(recording)
-    try:
-        result = walk(reached)
-    finally:
-        prim_layer.set_binder(binder)
-    slot_of = {value: k for k, value in enumerate(slots)}
-    ops = []
-    for primitive, attrs, inputs, out in log:
-        codes = [slot_of.get(value) for value in inputs]
-        if None in codes:
-            return _UNRECORDABLE, result
-        slot_of.setdefault(out._value, len(slots) + len(ops))
-        ops.append((primitive, attrs, tuple(codes), out._aval, out._value.signature))
+    recorded = record(slots, lambda: walk(reached))
+    if recorded is None:
+        return None
+    ops, slot_of, result = recorded
+    if ops is None:
+        return _UNRECORDABLE, result
     owner_code = {id(leaf): -1 - k for k, leaf in enumerate(leaves)}
     owner_code.update((id(node), i) for i, node in enumerate(order))
     results = []

@@ -121,9 +121,13 @@ class Trace:
     Device data and liftable scalars are the graph's parameters, numbered in the order the
     trace first reads them: ``leaves`` holds their expressions and ``args`` their values;
     ``uses`` counts how many times the trace's expressions read each device-data leaf (by
-    id). ``key`` describes the trace as plain data (each op by its primitive, attributes
-    and its inputs' positions, each parameter by its type, and which positions are the
-    roots): traces with equal keys have the same graph, since shape rules are pure, so a
+    id). ``key`` describes the trace as plain data, in two flat tuples (one per trace, not
+    one per op: hashed and compared at every barrier): each op's signature (which names its
+    primitive, attributes and input types, so its arity too; an op whose attributes have
+    no signature, by its primitive, attributes and arity), then each input as the
+    position of an earlier op or parameter, or as its type where the input is a parameter
+    read for the first time (it takes the next position); then the roots the same way.
+    Traces with equal keys have the same graph, since shape rules are pure, so a
     repeated step finds its graph by the key without building or hashing IR nodes.
     ``graph`` builds the IR graph when asked.
     """
@@ -134,46 +138,55 @@ class Trace:
         self.uses: dict[int, int] = {}
         self._ops: list[Expr | int] = []  # each position's op, or its parameter index (never a leaf)
         self._graph: Graph | None = None
-        self._entries: list[Any] = []
         position: dict[Expr, int] = {}
-        uses, entries, ops = self.uses, self._entries, self._ops
+        uses, ops, leaves, args = self.uses, self._ops, self.leaves, self.args
+        key: list[Any] = []
+        entry = key.append
+
+        def read(i: Expr) -> None:
+            k = position.get(i)
+            if k is not None:
+                entry(k)
+                return
+            position[i] = len(ops)  # a parameter: ops come before their users
+            ops.append(len(leaves))
+            leaves.append(i)
+            args.append(i.attrs["value"].array if i.data is None else i.data)
+            entry(i.aval)
+
         for expr in _recorded_ops(roots):
-            inputs = []
+            signature = expr.signature
+            entry(signature if signature is not None else (expr.primitive, tuple(expr.attrs.items()), len(expr.inputs)))
             for i in expr.inputs:
                 k = position.get(i)
-                inputs.append(self._parameter(i, position) if k is None else k)  # ops come before their users
+                if k is None:
+                    read(i)
+                else:
+                    entry(k)
                 if i.data is not None:
                     uses[id(i)] = uses.get(id(i), 0) + 1
-            position[expr] = len(entries)
-            signature = expr.signature
-            entries.append(
-                (signature, tuple(inputs))
-                if signature is not None
-                else (expr.primitive, tuple(expr.attrs.items()), tuple(inputs))
-            )
+            position[expr] = len(ops)
             ops.append(expr)
-        self._outputs = tuple([position[r] if r in position else self._parameter(r, position) for r in roots])
-        self.key = (tuple(self._entries), self._outputs)
-
-    def _parameter(self, leaf: Expr, position: dict[Expr, int]) -> int:
-        k = position[leaf] = len(self._entries)
-        self._entries.append(leaf.aval)
-        self._ops.append(len(self.leaves))
-        self.leaves.append(leaf)
-        self.args.append(leaf.attrs["value"].array if leaf.data is None else leaf.data)
-        return k
+        ops_key = tuple(key)
+        key.clear()
+        for r in roots:
+            read(r)
+        self._outputs = tuple([position[r] for r in roots])
+        self.key = (ops_key, tuple(key))
 
     @property
     def graph(self) -> Graph:
         if self._graph is None:
             params = [parameter(i, leaf.aval) for i, leaf in enumerate(self.leaves)]
             nodes: list[Node] = []
-            for op, entry in zip(self._ops, self._entries, strict=True):
+            node_of: dict[int, Node] = {}
+            for op in self._ops:
                 if isinstance(op, int):
-                    nodes.append(params[op])
+                    node = node_of[id(self.leaves[op])] = params[op]
                 else:
-                    inputs = tuple([nodes[k] for k in entry[-1]])
-                    nodes.append(Node.make(op.primitive, inputs, op.attrs, op.aval))
+                    inputs = tuple([node_of[id(i)] for i in op.inputs])
+                    node = node_of[id(op)] = Node.make(op.primitive, inputs, op.attrs, op.aval)
+                nodes.append(node)
             self._graph = Graph(tuple(params), tuple([nodes[k] for k in self._outputs]))
         return self._graph
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import braze
-from braze import backward_replay
+from braze import backward_replay, replay
 from braze.models import LeNet
 from braze.nn import softmax_cross_entropy
 from braze.runtime import metrics
@@ -118,7 +118,7 @@ def test_while_another_thread_records_a_backward_runs_the_rules():
     from braze.ir import primitive
     from braze.tensor import bind
 
-    with backward_replay._RECORDING:  # as if another thread were recording
+    with replay._RECORDING:  # as if another thread were recording
         x = _lazy(np.array([1.0, 2.0], np.float32))
         (x * x).sum().backward()
         np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0])

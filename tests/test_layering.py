@@ -23,6 +23,7 @@ LAYERS = (
         "autodiff",
         "autograd",
         "backward_replay",
+        "replay",
         "transforms",
         "trees",
         "lazy",

@@ -332,6 +332,32 @@ def test_parameters_are_numbered_by_first_use_so_swapped_operands_share_a_graph(
     assert metrics.counter("TraceCacheHit") == 1 and metrics.counter("Compile") == 1
 
 
+def test_an_input_read_twice_and_two_inputs_of_its_type_are_different_traces(empty_caches):
+    a, b = np.array([5.0, 1.0], dtype=np.float32), np.array([2.0, 3.0], dtype=np.float32)
+    np.testing.assert_array_equal(run_lazily(lambda x: x * x, a)[0], a * a)
+    np.testing.assert_array_equal(run_lazily(lambda x, y: x * y, a, b)[0], a * b)
+    np.testing.assert_array_equal(run_lazily(lambda x, y: y * (x * x), a, b)[0], b * (a * a))
+    np.testing.assert_array_equal(run_lazily(lambda x, y: (x * y) * y, a, b)[0], a * b * b)
+    assert metrics.counter("TraceCacheMiss") == 4 and metrics.counter("Compile") == 4
+
+
+def test_which_values_are_results_is_part_of_the_trace(empty_caches):
+    """The same ops with another set of live results (an intermediate kept) are another
+    graph: each result is computed."""
+    x = np.array([1.0, 2.0], dtype=np.float32)
+    for keep in ("last", "both", "last"):
+        t = braze.tensor(x, device=LAZY)
+        u = t * 3.0
+        v = u + 2.0
+        kept = {"last": [v], "both": [u, v]}[keep]
+        del u, v
+        braze.barrier()
+        expected = {"last": [x * 3 + 2], "both": [x * 3, x * 3 + 2]}[keep]
+        for found, value in zip(kept, expected, strict=True):
+            np.testing.assert_array_equal(found.numpy(), value)
+    assert metrics.counter("TraceCacheMiss") == 2 and metrics.counter("TraceCacheHit") == 1
+
+
 def test_an_unhashable_attribute_is_traced_without_the_cache(empty_caches):
     from braze.ir.prims import structural
 

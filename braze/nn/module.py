@@ -65,22 +65,30 @@ class Module(KerasMethods):
 
     def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
         seen: set[int] = set()
-        for name, module in self._named_modules(prefix):
+        for name, module, _ in self._module_items(prefix):
             if id(module) not in seen:
                 seen.add(id(module))
                 yield name, module
 
-    def _named_modules(self, prefix: str) -> Iterator[tuple[str, Module]]:
-        yield prefix, self
-        for name, value in self._items():
+    def _module_items(self, prefix: str) -> Iterator[tuple[str, Module, list[tuple[str, Any]]]]:
+        """(prefix, module, its items) for this module and every module inside it, a module
+        met again included: each module's attributes are walked once per meeting, for its
+        submodules and its tensors alike."""
+        items = list(self._items())
+        yield prefix, self, items
+        for name, value in items:
             if isinstance(value, Module):
-                yield from value._named_modules(f"{prefix}{name}.")
+                yield from value._module_items(f"{prefix}{name}.")
 
     def _named_tensors(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
         """Every tensor of this module and the modules inside it, each once."""
+        modules: set[int] = set()
         seen: set[int] = set()
-        for module_prefix, module in self.named_modules(prefix):
-            for name, value in module._items():
+        for module_prefix, module, items in self._module_items(prefix):
+            if id(module) in modules:
+                continue
+            modules.add(id(module))
+            for name, value in items:
                 if isinstance(value, Tensor) and id(value) not in seen:
                     seen.add(id(value))
                     yield f"{module_prefix}{name}", value

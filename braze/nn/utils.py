@@ -7,16 +7,20 @@ device or under ``braze.jit``, clips in the same compiled step.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from braze import ops
 from braze.autodiff import no_grad
 from braze.ir.errors import TraceError
+from braze.replay import replayable, replayed
+from braze.runtime.cache import BoundedCache
 from braze.tensor import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_"]
 
 Parameters = Tensor | Iterable[Tensor]
+# The recorded clipping of each list of gradient types, norm and order (braze.replay).
+_PROGRAMS: BoundedCache[tuple, tuple | None] = BoundedCache(64)
 
 
 def _with_grads(parameters: Parameters) -> list[Tensor]:
@@ -41,22 +45,39 @@ def clip_grad_norm_(
     norm_type = float(norm_type)
     grads = [p.grad for p in params]
     with no_grad():
-        norms = ops.stack([ops.astype(_norm(g, norm_type), grads[0].dtype) for g in grads])
-        total = _norm(norms, norm_type)
         if error_if_nonfinite:
-            if total.device.is_lazy:
-                raise TraceError(
-                    "clip_grad_norm_(error_if_nonfinite=True) reads the norm's value, which a lazy or compiled step "
-                    "cannot do before it runs: check the returned norm after the step instead"
-                )
-            if not math.isfinite(total.item()):
-                raise RuntimeError(
-                    f"clip_grad_norm_: the total norm of order {norm_type} of the gradients is {total.item()}"
-                )
-        scale = ops.minimum(max_norm / (total + 1e-6), 1.0)
-        for p in params:
-            p.grad = p.grad * ops.astype(scale, p.grad.dtype)
-    return total
+            results = _clipped(grads, max_norm, norm_type, _check_finite)
+        elif isinstance(max_norm, (int, float)) and replayable(grads[0].device):  # a lazy step: the same ops each time
+            key = (tuple([g._aval for g in grads]), float(max_norm), norm_type, grads[0].device)
+            results = replayed(_PROGRAMS, key, grads, lambda: _clipped(grads, max_norm, norm_type), "ClipReplay")
+        else:
+            results = _clipped(grads, max_norm, norm_type)
+    for p, grad in zip(params, results, strict=False):
+        p.grad = grad
+    return results[-1]
+
+
+def _clipped(
+    grads: list[Tensor], max_norm: float, norm_type: float, check: Callable[[Tensor, float], None] | None = None
+) -> list[Tensor]:
+    """The gradients scaled to a total norm of at most ``max_norm``, then their total norm
+    before (which ``check`` is shown first)."""
+    norms = ops.stack([ops.astype(_norm(g, norm_type), grads[0].dtype) for g in grads])
+    total = _norm(norms, norm_type)
+    if check is not None:
+        check(total, norm_type)
+    scale = ops.minimum(max_norm / (total + 1e-6), 1.0)
+    return [*(g * ops.astype(scale, g.dtype) for g in grads), total]
+
+
+def _check_finite(total: Tensor, norm_type: float) -> None:
+    if total.device.is_lazy:
+        raise TraceError(
+            "clip_grad_norm_(error_if_nonfinite=True) reads the norm's value, which a lazy or compiled step "
+            "cannot do before it runs: check the returned norm after the step instead"
+        )
+    if not math.isfinite(total.item()):
+        raise RuntimeError(f"clip_grad_norm_: the total norm of order {norm_type} of the gradients is {total.item()}")
 
 
 def _norm(x: Tensor, order: float) -> Tensor:

@@ -45,26 +45,29 @@ class Adam(Optimizer):
     def init_slots(self, param: Tensor) -> Slots:
         return {"m": zeros_data(param), "v": zeros_data(param), "step": zeros_data(param, ())}
 
-    def update(self, param: Tensor, grad: Tensor, slots: Slots) -> tuple[Tensor, Slots]:
+    def rule_inputs(self) -> dict[str, Hyperparameter]:
         b1, b2 = (real(b) for b in self.betas)
+        found = {"b1": b1, "1-b1": 1 - b1, "b2": b2, "1-b2": 1 - b2, "lr": self.lr, "eps": self.eps}
+        if active(self.weight_decay):
+            decoupled = 1 - real(self.current(self.lr)) * real(self.weight_decay)
+            found["decay"] = decoupled if self.decoupled else self.weight_decay
+        return found
 
+    def rule(self, param: Tensor, grad: Tensor, slots: Slots, h: dict[str, Tensor]) -> tuple[Tensor, Slots]:
         def c(value: float) -> Tensor:
             return self.constant(value, param)
 
-        def h(value: Hyperparameter) -> Tensor:
-            return self.hyperparameter(value, param)
-
-        if active(self.weight_decay) and not self.decoupled:
-            grad = grad + param * h(self.weight_decay)
-        m = slots["m"] * h(b1) + grad * h(1 - b1)
-        v = slots["v"] * h(b2) + grad * grad * h(1 - b2)
+        if "decay" in h and not self.decoupled:
+            grad = grad + param * h["decay"]
+        m = slots["m"] * h["b1"] + grad * h["1-b1"]
+        v = slots["v"] * h["b2"] + grad * grad * h["1-b2"]
         # The step count is a tensor slot, so the bias corrections are computed in the graph:
         # a traced or jitted step is the same computation every time.
         step = slots["step"] + c(1.0)
-        step_size = h(self.lr) / (c(1.0) - power(h(b1), step))
-        denominator = sqrt(v) / sqrt(c(1.0) - power(h(b2), step)) + h(self.eps)
-        if active(self.weight_decay) and self.decoupled:
-            param = param * h(1 - real(self.current(self.lr)) * real(self.weight_decay))
+        step_size = h["lr"] / (c(1.0) - power(h["b1"], step))
+        denominator = sqrt(v) / sqrt(c(1.0) - power(h["b2"], step)) + h["eps"]
+        if "decay" in h and self.decoupled:
+            param = param * h["decay"]
         return param - m / denominator * step_size, {"m": m, "v": v, "step": step}
 
 

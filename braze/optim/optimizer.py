@@ -36,6 +36,8 @@ from braze.ops import astype, clip, full, maximum, sqrt
 from braze.ops import sum as reduce_sum
 from braze.ops.core import scalar_input
 from braze.optim.groups import ParamGroup, group_class, requested_groups
+from braze.replay import replayable, replayed
+from braze.runtime.cache import BoundedCache
 from braze.runtime.device import Device, as_device
 from braze.tensor import Tensor
 
@@ -108,6 +110,9 @@ class Optimizer:
         self._constants: dict[tuple, Any] = {}  # this step's, by (value or id, dtype, device)
         self._held: list[Any] = []  # the values named by id in _constants
         self._index: dict[int, int] = {}  # a parameter's position, by id
+        # rule()'s recorded programs, by the names and types of its inputs (None: not recordable)
+        self._programs: BoundedCache[tuple, tuple | None] = BoundedCache(256)
+        self._slot_names: dict[tuple, tuple[str, ...]] = {}  # the slots each rule returns, by the same keys
         if params is not None:
             self.bind(params)
 
@@ -220,7 +225,58 @@ class Optimizer:
         return {}
 
     def update(self, param: Tensor, grad: Tensor, slots: Slots) -> tuple[Tensor, Slots]:
+        """The new parameter and slots: an optimizer defines this, or ``rule_inputs`` and
+        ``rule``, whose lazy steps are replayed."""
+        if type(self).rule is Optimizer.rule:
+            raise NotImplementedError(f"{type(self).__name__} defines neither update() nor rule()")
+        return self.rule(param, grad, slots, self._rule_tensors(param))
+
+    def rule_inputs(self) -> dict[str, Hyperparameter]:
+        """The numbers ``rule`` reads this step (the group's being updated), by name; which
+        names there are may depend on the values (a zero weight decay leaves its term out)."""
+        return {}
+
+    def rule(self, param: Tensor, grad: Tensor, slots: Slots, h: dict[str, Tensor]) -> tuple[Tensor, Slots]:
+        """The update as a function of tensors only: the parameter, its gradient and slots,
+        and ``h``, ``rule_inputs()`` as 0-d tensors; numbers written in the rule come from
+        ``constant()``. Its ops depend on nothing else (no number read from the optimizer),
+        so on a lazy device its first run for each type of parameter is recorded and later
+        steps replay it (``braze.replay``): the same trace, without the op library's Python."""
         raise NotImplementedError
+
+    def _rule_tensors(self, like: Tensor) -> dict[str, Tensor]:
+        """``rule_inputs()`` as tensors, made once per step for each group, dtype and device."""
+        key = ("rule inputs", id(self._group), like.dtype, like.device)
+        found = self._constants.get(key)
+        if found is None:
+            self._held.append(self._group)  # alive until the step ends, so that its id names nothing else meanwhile
+            inputs = self.rule_inputs().items()
+            found = self._constants[key] = {name: self.hyperparameter(value, like) for name, value in inputs}
+        return found
+
+    def _replays(self, device: Device) -> bool:
+        """Whether this step's updates replay recorded rules (``braze.replay``)."""
+        rules = type(self).update is Optimizer.update and type(self).rule is not Optimizer.rule
+        return rules and replayable(device)
+
+    def _replayed(self, param: Tensor, grad: Tensor, slots: Slots) -> tuple[Tensor, Slots]:
+        """``rule`` on this parameter: its recorded program replayed, or recorded now."""
+        h = self._rule_tensors(param)
+        inputs = [param, grad, *slots.values(), *h.values()]
+        key = (tuple(slots), tuple(h), tuple([t._aval for t in inputs]), param.device)
+
+        def run() -> list[Tensor]:
+            # The rule's constants are ops of its program, not this step's shared tensors.
+            shared, self._constants = self._constants, {}
+            try:
+                new_param, new_slots = self.rule(param, grad, slots, h)
+            finally:
+                self._constants = shared
+            self._slot_names[key] = tuple(new_slots)
+            return [new_param, *new_slots.values()]
+
+        results = replayed(self._programs, key, inputs, run, "OptimizerReplay")
+        return results[0], dict(zip(self._slot_names[key], results[1:], strict=True))
 
     def constant(self, value: float, like: Tensor) -> Tensor:
         """``value``, a number written in the update rule (``1.0``), as a 0-d constant of
@@ -348,6 +404,7 @@ class Optimizer:
         if self.iterations.device != device:  # the model moved after the optimizer was made
             self.to(device)
         with no_grad(), self._step_constants():
+            replays = self._replays(device)
             grads = self._clipped([grad for _, _, grad in updates])
             for (i, p, _), grad in zip(updates, grads, strict=True):
                 if grad.device != p.device:
@@ -356,7 +413,7 @@ class Optimizer:
                     raise ValueError(f"gradient of shape {grad.shape} for a parameter of shape {p.shape}")
                 slots = self.state[i]
                 with self._using(self._group_of[i]):
-                    new_p, new_slots = self.update(p, grad, slots)
+                    new_p, new_slots = self._replayed(p, grad, slots) if replays else self.update(p, grad, slots)
                 p._assign(new_p)
                 for name, value in new_slots.items():
                     if name in slots:

@@ -43,14 +43,21 @@ class SGD(Optimizer):
     def init_slots(self, param: Tensor) -> Slots:
         return {"momentum": zeros_data(param)} if active(self.momentum) else {}
 
-    def update(self, param: Tensor, grad: Tensor, slots: Slots) -> tuple[Tensor, Slots]:
-        lr = self.hyperparameter(self.lr, param)
+    def rule_inputs(self) -> dict[str, Hyperparameter]:
+        found = {"lr": self.lr}
         if active(self.weight_decay):
-            grad = grad + param * self.hyperparameter(self.weight_decay, param)
-        if not active(self.momentum):
-            return param - grad * lr, {}
-        momentum = self.hyperparameter(self.momentum, param)
+            found["decay"] = self.weight_decay
+        if active(self.momentum):
+            found["nesterov momentum" if self.nesterov else "momentum"] = self.momentum
+        return found
+
+    def rule(self, param: Tensor, grad: Tensor, slots: Slots, h: dict[str, Tensor]) -> tuple[Tensor, Slots]:
+        if "decay" in h:
+            grad = grad + param * h["decay"]
+        momentum = h.get("momentum", h.get("nesterov momentum"))
+        if momentum is None:
+            return param - grad * h["lr"], {}
         previous = slots.get("momentum")  # none yet when momentum was turned on after the optimizer was made
         velocity = grad if previous is None else previous * momentum + grad
-        direction = grad + velocity * momentum if self.nesterov else velocity
-        return param - direction * lr, {"momentum": velocity}
+        direction = grad + velocity * momentum if "nesterov momentum" in h else velocity
+        return param - direction * h["lr"], {"momentum": velocity}

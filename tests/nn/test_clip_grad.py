@@ -89,3 +89,23 @@ def test_clip_grad_value_clips_each_element():
         np.testing.assert_array_equal(p.grad.numpy(), np.clip(g, -0.5, 0.5))
     with pytest.raises(ValueError, match="clip_value must be more than 0"):
         clip_grad_value_(params, -1.0)
+
+
+def test_lazy_clipping_replays_its_recorded_ops_for_each_bound_and_order(monkeypatch):
+    """A lazy step's clipping is recorded once per (gradient types, max_norm, norm_type) and
+    replayed: the values follow each step's gradients, and another bound is another program."""
+    from braze.runtime import metrics
+
+    monkeypatch.setenv("BRAZE_BACKEND", "reference")
+    metrics.reset()
+    for seed, max_norm, norm_type in [(0, 1.0, 2.0), (1, 1.0, 2.0), (2, 0.5, 2.0), (3, 1.0, 1.0), (4, 1.0, 2.0)]:
+        _, grads = parameters_with_grads(10.0, seed)
+        params = [braze.tensor(np.zeros(g.shape), device=braze.LAZY_CPU, requires_grad=True) for g in grads]
+        for p, g in zip(params, grads, strict=True):
+            p.grad = braze.tensor(g, device=braze.LAZY_CPU)
+        total = clip_grad_norm_(params, max_norm, norm_type)
+        expected = np.linalg.norm([np.linalg.norm(g.reshape(-1), norm_type) for g in grads], norm_type)
+        np.testing.assert_allclose(total.item(), expected, rtol=1e-12)
+        for p, g in zip(params, grads, strict=True):
+            np.testing.assert_allclose(p.grad.numpy(), g * min(1.0, max_norm / (expected + 1e-6)), rtol=1e-12)
+    assert metrics.counter("ClipReplay") == 2  # the second and the last

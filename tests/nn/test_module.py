@@ -130,3 +130,25 @@ def test_interrupted_save_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
         LeNet(seed=2).save(path)
     assert path.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["model.npz"]
+
+
+def test_a_module_held_twice_is_named_once_with_its_parameters():
+    """Discovery walks each module's attributes once per meeting: a submodule held by two
+    parents (and in a list) is one module, its parameters one each, named where first met."""
+    from braze.nn import Linear, Module
+
+    class Pair(Module):
+        def __init__(self, shared: Module) -> None:
+            self.first = shared
+            self.own = Linear(2, 3)
+            self.layers = [shared, Linear(3, 1)]
+
+    shared = Linear(3, 2)
+    model = Pair(shared)
+    model.again = shared
+    model.outer = Linear(1, 1)
+    named = [("first", shared), ("own", model.own), ("layers.1", model.layers[1]), ("outer", model.outer)]
+    assert [name for name, _ in model.named_modules()] == ["", *(f"{where}." for where, _ in named)]
+    expected = [(f"{where}.{w}", id(getattr(layer, w))) for where, layer in named for w in ("kernel", "bias")]
+    assert [(name, id(p)) for name, p in model.named_parameters()] == expected
+    assert [id(p) for p in model.parameters()] == [k for _, k in expected]
