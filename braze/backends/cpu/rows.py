@@ -84,7 +84,9 @@ def emit_row_kernel(em: Emitter, computation: Graph, outputs: list[str]) -> None
             stored = []  # the first loop of the pass wrote them
             for r, slot in zip(reductions, slots, strict=True):
                 em.overrides[id(r)] = lambda _index, slot=slot: slot
-        for k in (k for k, at in early.items() if at == number):
+        # Read back only what reads reductions: row fusion lets those be read in their own
+        # row alone, which is written by now; anything else may be read at a later row.
+        for k in (k for k, at in early.items() if at == number and at > 0):
             em.overrides[id(computation.outputs[k])] = lambda index, name=outputs[k]: f"{name}[{em.linear(index)}]"
     for k in rows:
         result = computation.outputs[k]
