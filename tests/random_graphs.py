@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 
 from braze.ir.dtypes import bfloat16, bool_, float32, float64, from_bfloat16, int32, storage_array
@@ -43,6 +44,18 @@ KINDS = [
     "scatter",
     "scan",
 ]
+
+
+def compiled_batches(examples: int) -> settings:
+    """Hypothesis settings for tests whose every example compiles a library of graphs: a
+    fixed sequence, and no shrinking (the failing graph is printed instead)."""
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+        phases=[Phase.explicit, Phase.generate],
+    )
 
 
 def make(op: str, inputs: tuple[Node, ...], **attrs) -> Node:

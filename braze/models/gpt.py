@@ -117,8 +117,7 @@ class GPT(Module):
         follows ``position``, and ``position`` is a tensor, so one compiled graph serves every
         position."""
         x = self.transformer(idx)
-        chosen = ops.one_hot(position, idx.shape[1], dtype=x.dtype).reshape(1, -1, 1)
-        return self.head((x * chosen).sum(axis=1))
+        return self.head(ops.take(x, position, axis=1))
 
     def num_params(self, non_embedding: bool = True) -> int:
         """The parameter count; nanoGPT leaves the position embedding out by default."""

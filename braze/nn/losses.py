@@ -15,6 +15,7 @@ from typing import Any
 from braze import ops
 from braze.ir.dtypes import int32
 from braze.ir.errors import ShapeError
+from braze.ops.indexing import checked, rows
 from braze.tensor import Tensor, user_error
 
 _EPSILON = 1e-7  # Keras's clipping of probabilities
@@ -41,23 +42,31 @@ def one_per_example(name: str, predictions: Tensor, targets: Any) -> tuple[Tenso
     return x, y
 
 
-def class_targets(name: str, scores: Tensor, targets: Any) -> Tensor:
-    """Targets as a distribution over the last axis of ``scores`` (``(N, C)``, or
-    ``(N, T, C)`` for a sequence): one-hot (or soft) targets as they are, integer labels of
-    the scores' shape without the classes (or with a trailing 1) turned one-hot."""
+def integer_labels(name: str, scores: Tensor, targets: Any) -> Tensor | None:
+    """Integer labels of the scores' shape without the classes, from labels of that shape
+    (or with a trailing 1); None for one-hot (or soft) targets of the scores' shape."""
     y = ops.as_tensor(targets, device=scores.device)
     if scores.ndim < 2:
         raise user_error(ShapeError, f"{name}: scores must have shape (batch, classes), got {scores.shape}")
-    outer, classes = scores.shape[:-1], scores.shape[-1]
+    outer = scores.shape[:-1]
     if y.shape == scores.shape:
-        return y.astype(scores.dtype)
+        return None
     if y.shape in (outer, (*outer, 1)):
-        labels = y.reshape(outer) if y.dtype.kind == "i" else y.reshape(outer).astype(int32)
-        return ops.one_hot(labels, classes, dtype=scores.dtype)
+        return y.reshape(outer) if y.dtype.kind == "i" else y.reshape(outer).astype(int32)
     expected = f"integer labels of shape {outer} or {(*outer, 1)}, or one-hot targets of shape {scores.shape}"
     raise user_error(
         ShapeError, f"{name}: scores {scores.shape} and targets {y.shape} do not match: expected {expected}"
     )
+
+
+def class_targets(name: str, scores: Tensor, targets: Any) -> Tensor:
+    """Targets as a distribution over the last axis of ``scores`` (``(N, C)``, or
+    ``(N, T, C)`` for a sequence): one-hot (or soft) targets as they are, integer labels of
+    the scores' shape without the classes (or with a trailing 1) turned one-hot."""
+    labels = integer_labels(name, scores, targets)
+    if labels is None:
+        return ops.as_tensor(targets, device=scores.device).astype(scores.dtype)
+    return ops.one_hot(labels, scores.shape[-1], dtype=scores.dtype)
 
 
 def cross_entropy(
@@ -65,6 +74,10 @@ def cross_entropy(
 ) -> Tensor:
     """The mean cross-entropy over the batch, or with ``per_example`` one value per example
     (summed over the classes); ``smoothing`` is Keras's ``label_smoothing``."""
+    labels = integer_labels(name, scores, targets)
+    if labels is not None and from_logits and not smoothing:
+        losses = _label_cross_entropy(name, scores, labels)
+        return losses if per_example else ops.sum(losses) / scores.shape[0]
     distribution = class_targets(name, scores, targets)
     if smoothing:
         distribution = distribution * (1.0 - smoothing) + smoothing / scores.shape[-1]
@@ -72,6 +85,21 @@ def cross_entropy(
     if per_example:
         return -ops.sum(distribution * log_probabilities, axis=-1)
     return -ops.sum(distribution * log_probabilities) / scores.shape[0]
+
+
+def _label_cross_entropy(name: str, logits: Tensor, labels: Tensor) -> Tensor:
+    """``logsumexp(logits) - logits[label]`` per example: the label's logit gathered (its
+    gradient a scatter-add), never a one-hot the size of the classes, and the softmax
+    computed once, in the gradient of the logsumexp. Labels outside ``[0, classes)`` raise
+    an IndexError when eager (a one-hot would silently drop them); compiled, they clamp to
+    that range. The logits are gathered as rows of one element at ``example * classes +
+    label``: an index of one component, computed in each kernel that reads it, where a
+    (example, label) pair would be a kernel of its own."""
+    classes = logits.shape[-1]
+    labels = ops.clip(checked(name, labels, classes, labels.ndim, negative=False), 0, classes - 1)
+    examples = ops.arange(0, labels.size * classes, classes, dtype=labels.dtype, device=logits.device)
+    flat = rows(logits.reshape((logits.size, 1)), examples.reshape(labels.shape) + labels, name)
+    return ops.logsumexp(logits, axis=-1) - flat.reshape(labels.shape)
 
 
 def binary_cross_entropy_elements(x: Tensor, y: Tensor, from_logits: bool) -> Tensor:

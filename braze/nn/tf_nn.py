@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from braze import ops
-from braze.nn.losses import binary_cross_entropy_elements, class_targets
+from braze.nn.losses import binary_cross_entropy_elements, cross_entropy
 from braze.tensor import Tensor
 
 
@@ -70,9 +70,7 @@ def conv2d(
 def sparse_softmax_cross_entropy_with_logits(labels: Any = None, logits: Any = None) -> Tensor:
     """``-log softmax(logits)[label]`` for each example; labels are integers."""
     logits = ops.as_tensor(logits)
-    return -ops.sum(
-        class_targets("sparse_softmax_cross_entropy_with_logits", logits, labels) * ops.log_softmax(logits), -1
-    )
+    return cross_entropy("sparse_softmax_cross_entropy_with_logits", logits, labels, True, per_example=True)
 
 
 def softmax_cross_entropy_with_logits(labels: Any = None, logits: Any = None, axis: int = -1) -> Tensor:

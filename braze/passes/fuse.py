@@ -1,9 +1,10 @@
 """Fusion mechanics: turn the groups the policy chose into ``fusion`` nodes.
 
-Three phases, each driven by ``fusion_policy``: output fusion (bias, activation and scaling
+Four phases, each driven by ``fusion_policy``: output fusion (bias, activation and scaling
 join the dot or conv that produces them), producer fusion in reverse topological order
 (elementwise and movement producers join the loop or reduction kernel that alone reads
-them), and multi-output fusion of sibling loop kernels that read the same input. Each
+them), multi-output fusion of sibling loop kernels that read the same input, and, where the
+backend writes them, row kernels (``row_fusion``: a layer norm or a softmax, one kernel). Each
 group becomes one ``fusion`` node whose computation is the group's subgraph; results read
 outside the group become its outputs.
 """
@@ -19,6 +20,7 @@ from braze.ir.prims.fusion import fusion, get_element
 from braze.ir.prims.sources import constant
 from braze.passes.fusion_policy import TARGET_INDEPENDENT, FusionPolicy
 from braze.passes.kernel_graph import Group, KernelGraph, external_inputs
+from braze.passes.row_fusion import RowContext, merge_rows
 from braze.passes.sibling_fusion import merge_siblings
 
 
@@ -165,8 +167,13 @@ def plan_fusion(graph: Graph, policy: FusionPolicy = TARGET_INDEPENDENT) -> Plan
         for element in _take_results(group, node, users[id(node)], position):
             owner[id(element)] = group
 
-    groups, sibling_refusals = merge_siblings(groups, owner, KernelGraph(groups, owner), policy)
-    return Plan(groups, shared, refusals + sibling_refusals)
+    kernels = KernelGraph(groups, owner)
+    groups, sibling_refusals = merge_siblings(groups, owner, kernels, policy)
+    refusals += sibling_refusals
+    if policy.row_kernels:
+        groups, row_refusals = merge_rows(groups, owner, kernels, RowContext(users, outputs, set(shared)), policy)
+        refusals += row_refusals
+    return Plan(groups, shared, refusals)
 
 
 def _reaches(node: Node, group: Group, users: dict[int, list[Node]], position: dict[int, int]) -> bool:

@@ -36,6 +36,7 @@ from braze.ir.prims.elementwise import (
     sub,
 )
 from braze.ir.prims.fusion import get_element
+from braze.ir.prims.indexing import gather
 from braze.ir.prims.reductions import reduce_sum
 from braze.ir.prims.sources import constant, iota
 from braze.ir.prims.structural import broadcast_in_dim, reshape, transpose
@@ -80,6 +81,9 @@ class FusionPolicy:
     # Reductions a backend's reduction kernel computes several of in one loop over their
     # input (a batch norm's gradient sums its cotangent and two products of it): none here.
     sibling_reductions: frozenset[Primitive] = frozenset()
+    # Whether the backend writes row kernels (row_fusion.py): reductions over the last axis
+    # and their per-row readers in one loop over each row.
+    row_kernels = False
 
     def takes_epilogue(self, node: Node) -> bool:
         """Kernels that apply elementwise readers of their result as they store it."""
@@ -120,10 +124,14 @@ class FusionPolicy:
         elements than it has (a small value broadcast to a large reader would be recomputed
         per element of it). With one operand of its own size, each reader reads that operand
         instead of the result, no more memory traffic, so it may be recomputed for up to
-        ``max_recomputations`` kernels; with more, each reader would read them all, so for
-        two at most. A batch norm's centred input, read by its variance, its normalisation
-        and the reductions of its gradient, is then never written out."""
-        if node.op in _CHEAP_MOVES:
+        ``max_recomputations`` kernels (a movement or a gather for as many); with more, each
+        reader would read them all, so for two at most. A batch norm's centred input, read
+        by its variance, its normalisation and the reductions of its gradient, is then never
+        written out."""
+        if node.op in _CHEAP_MOVES or node.op is gather:
+            # A gather too: each reader reads the table's element (and its index) instead of
+            # the gathered one, so an embedding lookup is computed where it is added to the
+            # position embedding, in every kernel that reads the sum.
             return kernels <= self.max_recomputations
         if node.op not in _CHEAP_ARITHMETIC or any(u.multi_output or u.aval.size > node.aval.size for u in users):
             return False

@@ -310,12 +310,23 @@ def loop(d: Drawer) -> bool:
     return d.add(f"B.lax.fori_loop(0, 3, lambda i, v: B.sin(v) * {c!r} + 0.5, {{0}})", (x,))
 
 
+# Functions of each row that compile to one row kernel on the CPU when they normalize the
+# last axis (passes/row_fusion.py): reductions, then elementwise work reading their results.
+ROW_FUNCTIONS = (
+    "B.softmax({x}, axis={axis})",
+    "B.log_softmax({x}, axis={axis})",
+    "B.nn.functional.layer_norm(B.swapaxes({x}, {axis}, -1), {size})",
+)
+
+
 def softmax(d: Drawer) -> bool:
+    """A softmax, log-softmax or layer norm (of the axis moved last) along a random axis."""
     x = d.pick(lambda i: len(d.shape(i)) >= 1)
     if x is None:
         return False
     axis = int(d.rng.integers(-len(d.shape(x)), len(d.shape(x))))
-    return d.add(f"{d.choice(('B.softmax', 'B.log_softmax'))}({{0}}, axis={axis})", (x,))
+    template = d.choice(ROW_FUNCTIONS).format(x="{0}", axis=axis, size=d.shape(x)[axis])
+    return d.add(template, (x,))
 
 
 def reshape(d: Drawer) -> bool:

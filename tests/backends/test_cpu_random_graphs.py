@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from cpu_targets import runnable_targets
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
-from random_graphs import assert_matches_reference, graphs
+from random_graphs import assert_matches_reference, compiled_batches, graphs
 
 from braze.backends import cpu
 from braze.ir.text import parse_graph
@@ -19,14 +19,7 @@ TOLERANCE = {"float32": 1e-5, "float64": 1e-12, "bfloat16": 2**-7}  # bfloat16: 
 
 @pytest.mark.parametrize("target", runnable_targets())
 @pytest.mark.parametrize("fusion", [True, False], ids=["fused", "unfused"])
-# No shrinking: every example compiles a library, and the failing graph is printed instead.
-@settings(
-    max_examples=4,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=list(HealthCheck),
-    phases=[Phase.explicit, Phase.generate],
-)
+@compiled_batches(4)
 @given(batch=st.lists(graphs(), min_size=60, max_size=60))
 def test_random_graphs_compiled_match_reference(batch, fusion, target, tmp_path_factory):
     optimized = [cpu.optimize(g, verify=True, fusion=fusion) for g in batch]

@@ -7,6 +7,7 @@ import pytest
 from gradcheck import assert_gradients_match
 
 import braze
+from braze import lazy
 from braze.nn import (
     binary_cross_entropy,
     categorical_crossentropy,
@@ -112,3 +113,32 @@ def test_categorical_crossentropy_from_logits_and_soft_targets():
     expected = -(soft * numpy_log_softmax(logits)).sum(1).mean()
     got = categorical_crossentropy(braze.tensor(logits), braze.tensor(soft), from_logits=True).item()
     assert got == pytest.approx(expected, rel=1e-10)
+
+
+def test_cross_entropy_of_sequence_labels_gathers_and_its_gradient_matches():
+    """Integer labels of a sequence, (N, T, C) scores, with repeated labels: the loss is the
+    label's logit gathered (its gradient a scatter-add), checked against float64 finite
+    differences and NumPy; the graph holds no one-hot comparison of the class axis."""
+    rng = np.random.default_rng(2)
+    logits = rng.normal(size=(2, 3, 5))
+    labels = np.array([[1, 1, 4], [0, 4, 4]], dtype=np.int32)
+    shifted = logits - logits.max(-1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+    expected = -np.take_along_axis(log_probs, labels[..., None], -1).sum() / 2
+    got = softmax_cross_entropy(braze.tensor(logits), braze.tensor(labels)).item()
+    assert got == pytest.approx(expected, rel=1e-12)
+    assert_gradients_match(lambda z: softmax_cross_entropy(z, braze.tensor(labels)), [logits], [0])
+    x = braze.tensor(logits.astype(np.float32), device=braze.LAZY_CPU)
+    loss = softmax_cross_entropy(x, labels)
+    gradient = braze.grad(lambda z: softmax_cross_entropy(z, labels))(x)
+    for value, op in ((loss, "gather"), (gradient, "scatter_add")):
+        ops = {n.op.name for n in lazy.build_graph([value._value]).graph.nodes()}
+        assert op in ops and "eq" not in ops, ops
+    lazy.EXECUTOR._live.clear()
+
+
+def test_cross_entropy_label_out_of_range_raises_eagerly():
+    with pytest.raises(IndexError, match="softmax_cross_entropy: index 4 is out of bounds for axis 1 of size 4"):
+        softmax_cross_entropy(braze.tensor(np.zeros((2, 4), np.float32)), braze.tensor([1, 4]))
+    with pytest.raises(IndexError, match="index -1"):
+        sparse_categorical_crossentropy(braze.tensor(np.zeros((2, 4), np.float32)), [1, -1], from_logits=True)

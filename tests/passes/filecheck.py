@@ -37,7 +37,8 @@ def check(output: str, directives: list[tuple[str, str]]) -> None:
 
 
 def split_case(text: str) -> tuple[list[str], list[tuple[str, str]], str]:
-    """(passes to run, directives, input graph text) of a case file."""
+    """(passes to run, directives, input graph text) of a case file; its other lines that
+    start with ``# `` are comments."""
     passes: list[str] = []
     directives: list[tuple[str, str]] = []
     body = []
@@ -46,6 +47,6 @@ def split_case(text: str) -> tuple[list[str], list[tuple[str, str]], str]:
             passes = line.split(":", 1)[1].split()
         elif match := re.match(r"# (CHECK(?:-NEXT|-NOT)?): (.*)$", line):
             directives.append((match.group(1), match.group(2)))
-        else:
+        elif not line.startswith("# "):  # other comment lines say what the case shows
             body.append(line)
     return passes, directives, "\n".join(body)

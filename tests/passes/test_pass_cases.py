@@ -3,6 +3,7 @@ fusion; each case also checks that the reference interpreter agrees before and a
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 from filecheck import check, split_case
 from random_graphs import random_args
 
+from braze.backends.cpu.fusion import CPU_FUSION
 from braze.backends.reference.interpreter import evaluate
 from braze.ir.text import parse_graph, print_graph
 from braze.ir.verify import verify
@@ -27,6 +29,7 @@ PASSES = {
     "dce": dce,
     "fold": fold,
     "fuse": fuse,
+    "fuse_cpu": functools.partial(fuse, policy=CPU_FUSION),  # with the CPU's row kernels
 }
 CASES = sorted((Path(__file__).parent / "cases").glob("*.txt"))
 

@@ -19,6 +19,7 @@ from braze.backends.cpu.elemental import Emitter
 from braze.backends.cpu.fusion import CPU_FUSION
 from braze.backends.cpu.loops import emit_loop_kernel
 from braze.backends.cpu.lowering import LOWERINGS
+from braze.backends.cpu.rows import emit_row_kernel
 from braze.backends.cpu.target import CpuTarget
 from braze.backends.cpu.vmath import VECTOR_MATH
 from braze.backends.cstyle import BFLOAT16_HELPERS, CLanguage, c_literal, c_type
@@ -228,7 +229,9 @@ def emit_kernel(
     em = Emitter(LOWERINGS, {k: f"in{k}" for k in range(len(computation.params))}, pool, target, tuning=tuning)
     outputs = [f"out{k}" for k in range(len(computation.outputs))]
     roots = [n for n in computation.nodes() if n.op.category in ROOTS]
-    if roots:  # a reduction, contraction or window op: the kernel its lowering writes
+    if node.attr("kind") == "row":
+        emit_row_kernel(em, computation, outputs)
+    elif roots:  # a reduction, contraction or window op: the kernel its lowering writes
         LOWERINGS[roots[0].op](em, computation, outputs, roots[0])
     else:
         emit_loop_kernel(em, computation, outputs)

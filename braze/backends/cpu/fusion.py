@@ -17,6 +17,7 @@ MAX_SUMMED_CHANNELS = 4096  # a pooling-gradient kernel's per-thread sums live o
 class CpuFusionPolicy(FusionPolicy):
     # The reductions loops.emit_reduction_kernel accumulates several of in one loop nest.
     sibling_reductions = frozenset({reduce_sum, reduce_prod, reduce_max})
+    row_kernels = True  # rows.emit_row_kernel
 
     def should_fuse(self, producer: Node, members: list[Node], kind: str, readers_in_group: list[Node]) -> Decision:
         if producer.op is rev and kind == "input":

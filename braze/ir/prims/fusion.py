@@ -12,7 +12,7 @@ from typing import Any
 from braze.ir.errors import ShapeError
 from braze.ir.primitive import Aval, Category, Primitive, register
 
-KINDS = ("loop", "input", "output", "collective", "control")
+KINDS = ("loop", "input", "row", "output", "collective", "control")
 
 
 def _fusion_rule(*inputs: Aval, kind: str, computation: Any) -> Aval | tuple[Aval, ...]:

@@ -1,0 +1,102 @@
+"""Row kernels (``passes/row_fusion.py``): a layer norm, a softmax or a layer norm's
+gradient, one loop over the rows.
+
+For each row (the last axis of the reductions' input), the reductions run in passes over
+the row, a pass for each level of reductions that read earlier ones (a layer norm's mean,
+then its variance), each kept in a local scalar that later passes and the results read;
+then one pass writes the row's results. The row (a few hundred bytes to a few KiB) stays in
+the first-level cache from the first pass to the last, so the input is read from memory
+once and nothing per-row is written but the results themselves.
+"""
+
+from __future__ import annotations
+
+import math
+
+from braze.backends.cpu.elemental import Emitter
+from braze.backends.cpu.loops import (
+    close_loops,
+    compute_scalars,
+    open_loop,
+    open_loops,
+    parallel_pragma,
+    reduce_row,
+    reduction_init,
+)
+from braze.backends.cstyle import Index, c_type
+from braze.ir.graph import Graph, Node
+from braze.ir.primitive import Category
+
+
+def reduction_levels(computation: Graph) -> tuple[list[list[Node]], dict[int, int]]:
+    """The computation's reductions in passes, each after the reductions it reads, and for
+    every node the number of passes it waits for (0: it reads no reduction)."""
+    level: dict[int, int] = {}
+    reductions: list[Node] = []
+    for node in computation.nodes():
+        below = max((level[id(i)] for i in node.inputs), default=0)
+        is_reduction = node.op.category is Category.REDUCTION
+        level[id(node)] = below + 1 if is_reduction else below
+        if is_reduction:
+            reductions.append(node)
+    passes: list[list[Node]] = [[] for _ in range(max((level[id(r)] for r in reductions), default=0))]
+    for r in reductions:
+        passes[level[id(r)] - 1].append(r)
+    return passes, level
+
+
+def emit_row_kernel(em: Emitter, computation: Graph, outputs: list[str]) -> None:
+    """Each row's reductions pass by pass, then its results. A result of the row's shape
+    that a pass can compute (a softmax's exponentials, read by its sum) is written in
+    that pass and read back after, not computed again (an exp costs more than a load)."""
+    levels, level = reduction_levels(computation)
+    shape = levels[0][0].inputs[0].shape
+    for r in (r for passed in levels for r in passed):
+        if r.inputs[0].shape != shape or tuple(r.attr("axes")) != (len(shape) - 1,):
+            raise NotImplementedError(f"a row kernel reduces the last axis of {shape}, not {r.op} {r.aval}")
+    compute_scalars(em, computation)
+    names = tuple(f"i{d}" for d in range(len(shape)))
+    outer = shape[:-1]
+    rows = [k for k, o in enumerate(computation.outputs) if o.shape != shape]
+    whole = [k for k in range(len(outputs)) if k not in rows]
+    early = {k: level[id(computation.outputs[k])] for k in whole if level[id(computation.outputs[k])] < len(levels)}
+    # As a reduction kernel: the passes over a row in the cache cost less than a first read.
+    pragma = parallel_pragma(math.prod(shape), outer[0])
+    if pragma:
+        em.emit(pragma)
+    open_loops(em, list(zip(names[:-1], outer, strict=True)))
+    for number, passed in enumerate(levels):
+        by_kind: dict[tuple, list[Node]] = {}
+        for r in passed:
+            by_kind.setdefault((r.op, r.dtype), []).append(r)
+        stored = [k for k, at in early.items() if at == number]
+        for reductions in by_kind.values():
+            slots = [em.fresh("row") for _ in reductions]
+            for r, slot in zip(reductions, slots, strict=True):
+                em.emit(f"{c_type(r.dtype)} {slot} = {reduction_init(r.op, r.dtype)};")
+
+            def element(index: Index, reductions: list[Node] = reductions, stored: list[int] = stored) -> list[str]:
+                for k in stored:
+                    em.emit(f"{outputs[k]}[{em.linear(index)}] = {em.value(computation.outputs[k], index)};")
+                return [em.value(r.inputs[0], index) for r in reductions]
+
+            reduce_row(em, reductions[0], slots, names, element)
+            stored = []  # the first loop of the pass wrote them
+            for r, slot in zip(reductions, slots, strict=True):
+                em.overrides[id(r)] = lambda _index, slot=slot: slot
+        # Read back only what reads reductions: row fusion lets those be read in their own
+        # row alone, which is written by now; anything else may be read at a later row.
+        for k in (k for k, at in early.items() if at == number and at > 0):
+            em.overrides[id(computation.outputs[k])] = lambda index, name=outputs[k]: f"{name}[{em.linear(index)}]"
+    for k in rows:
+        result = computation.outputs[k]
+        kept_one = len(result.shape) == len(shape)  # one value per row, with a trailing 1
+        index = Index(result.shape, (*names[:-1], "0") if kept_one else names[:-1])
+        em.emit(f"{outputs[k]}[{em.linear(index)}] = {em.value(result, index)};")
+    if any(k not in early for k in whole):
+        open_loop(em, names[-1], shape[-1])
+        index = Index(shape, names)
+        for k in (k for k in whole if k not in early):
+            em.emit(f"{outputs[k]}[{em.linear(index)}] = {em.value(computation.outputs[k], index)};")
+        close_loops(em, 1)
+    close_loops(em, len(outer))
