@@ -427,3 +427,15 @@ def test_a_number_operand_records_what_its_binds_record(dtype):
     literals = {(x * v)._value.inputs[1].inputs[0].attrs["value"] for v in (0.0, -0.0, 1.0, 2.5)}
     assert len(shapes) == 2 and len(literals) == 4
     assert {lit.array.dtype for lit in literals} == {np.dtype(dtype)}
+
+
+def test_a_number_kept_pending_is_a_graph_input_at_the_barrier():
+    x = braze.tensor(np.arange(3, dtype=np.float32), device=LAZY)
+    half = braze.full((), 0.5, device=LAZY)  # a pending constant that is itself a root
+    y = x * half
+    roots = lazy.EXECUTOR.pending_roots(LAZY)
+    trace = lazy.Trace(roots)
+    assert [r.primitive.name for r in lazy._recorded_ops(roots)] == ["broadcast_in_dim", "mul"]
+    assert len(trace.leaves) == 2 and any(leaf is half._value for leaf in trace.leaves)
+    braze.barrier()
+    assert half.item() == 0.5 and y.tolist() == [0.0, 0.5, 1.0]
