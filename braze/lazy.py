@@ -98,21 +98,25 @@ def _liftable(expr: Expr) -> bool:
 
 def _recorded_ops(roots: Sequence[Expr]) -> list[Expr]:
     """The pending ops that ``roots`` depend on, in recording order (inputs before users);
-    device data and liftable scalars are the trace's leaves."""
+    device data and liftable scalars are the trace's leaves (never pushed, so never popped)."""
     seen = set(roots)
-    stack = list(roots)
+    stack = [r for r in roots if _is_op(r)]
     ops = []
     visit, push = seen.add, stack.append
     while stack:
         expr = stack.pop()
-        if expr.data is None and (expr.primitive is not constant or not _liftable(expr)):
-            ops.append(expr)
-            for i in expr.inputs:
-                if i not in seen:
-                    visit(i)
+        ops.append(expr)
+        for i in expr.inputs:
+            if i not in seen:
+                visit(i)
+                if i.data is None and (i.primitive is not constant or not _liftable(i)):  # _is_op, inlined
                     push(i)
     ops.sort(key=_RECORDED)
     return ops
+
+
+def _is_op(expr: Expr) -> bool:
+    return expr.data is None and (expr.primitive is not constant or not _liftable(expr))
 
 
 class Trace:
@@ -154,17 +158,20 @@ class Trace:
             args.append(i.attrs["value"].array if i.data is None else i.data)
             entry(i.aval)
 
+        where = position.get
         for expr in _recorded_ops(roots):
             signature = expr.signature
             entry(signature if signature is not None else (expr.primitive, tuple(expr.attrs.items()), len(expr.inputs)))
             for i in expr.inputs:
-                k = position.get(i)
+                k = where(i)
                 if k is None:
                     read(i)
+                    if i.data is not None:
+                        uses[id(i)] = 1
                 else:
                     entry(k)
-                if i.data is not None:
-                    uses[id(i)] = uses.get(id(i), 0) + 1
+                    if i.data is not None:  # a leaf read before, by an op (which counted it)
+                        uses[id(i)] += 1
             position[expr] = len(ops)
             ops.append(expr)
         ops_key = tuple(key)

@@ -399,3 +399,43 @@ def test_tensors_that_died_pending_do_not_accumulate():
     assert len(lazy.EXECUTOR._live[LAZY]) < 2100
     braze.barrier()
     assert not kept._value.pending and kept.tolist() == [2.0, 2.0]
+
+
+def _recorded(expr):
+    """``expr``, its second operand and that operand's input (a broadcast number's
+    constant), each as (primitive, attributes, type, signature)."""
+    chain = [expr, expr.inputs[1], expr.inputs[1].inputs[0]]
+    return [(e.primitive, e.attrs, e.aval, e.signature) for e in chain]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_number_operand_records_what_its_binds_record(dtype):
+    """A number combined with a lazy tensor is recorded from a note of its first
+    broadcast: the same expressions (so the same trace key) as the op library's binds, and a
+    number differing in value, dtype or shape gets its own."""
+    from braze.ops.core import broadcast_to, scalar
+
+    x = braze.tensor(np.arange(6, dtype=dtype).reshape(2, 3), device=LAZY)
+    for value in (0.0, 1.0, 2.5, -0.0, 2.5):  # 2.5 again: from the note of the first
+        by_binds = x * broadcast_to(scalar(value, x.dtype, LAZY), x.shape)
+        noted = x * value
+        assert _recorded(noted._value) == _recorded(by_binds._value)
+        assert lazy.Trace([noted._value]).key == lazy.Trace([by_binds._value]).key
+        np.testing.assert_array_equal(noted.numpy(), np.arange(6, dtype=dtype).reshape(2, 3) * value)
+    column = braze.tensor(np.ones((2, 1), dtype=dtype), device=LAZY)
+    shapes = {(x * 2.5)._value.inputs[1].aval, (column * 2.5)._value.inputs[1].aval}
+    literals = {(x * v)._value.inputs[1].inputs[0].attrs["value"] for v in (0.0, -0.0, 1.0, 2.5)}
+    assert len(shapes) == 2 and len(literals) == 4
+    assert {lit.array.dtype for lit in literals} == {np.dtype(dtype)}
+
+
+def test_a_number_kept_pending_is_a_graph_input_at_the_barrier():
+    x = braze.tensor(np.arange(3, dtype=np.float32), device=LAZY)
+    half = braze.full((), 0.5, device=LAZY)  # a pending constant that is itself a root
+    y = x * half
+    roots = lazy.EXECUTOR.pending_roots(LAZY)
+    trace = lazy.Trace(roots)
+    assert [r.primitive.name for r in lazy._recorded_ops(roots)] == ["broadcast_in_dim", "mul"]
+    assert len(trace.leaves) == 2 and any(leaf is half._value for leaf in trace.leaves)
+    braze.barrier()
+    assert half.item() == 0.5 and y.tolist() == [0.0, 0.5, 1.0]

@@ -10,11 +10,12 @@ import numpy as np
 
 from braze.ir.dtypes import DType, as_dtype, default_dtype_for, storage_array, weak_result_dtype
 from braze.ir.errors import DeviceError, DTypeError, ShapeError
-from braze.ir.primitive import InputLiteral, Literal
+from braze.ir.primitive import InputLiteral, Literal, current_binder
 from braze.ir.prims import elementwise, sources, structural
 from braze.ir.prims.checks import fmt_shape
 from braze.runtime.device import Device, as_device, default_device
-from braze.tensor import Tensor, user_error
+from braze.tangents import LEVELS
+from braze.tensor import Tensor, bind, executor_for, user_error
 
 Number = bool | int | float
 
@@ -85,6 +86,35 @@ def _literal(value: Number, dtype: DType) -> Literal:
 
 def full(shape: Sequence[int], value: Number, dtype: DType, device: Device) -> Tensor:
     return broadcast_to(scalar(value, dtype, device), tuple(shape))
+
+
+# What a lazy device records for a number broadcast to a shape, by (the literal's id, shape,
+# device): the constant's and the broadcast's attributes, types and signatures.
+_SCALAR_BROADCASTS: dict[tuple, tuple] = {}
+
+
+def scalar_operand(value: Number, dtype: DType, device: Device, shape: tuple[int, ...], op: str) -> Tensor:
+    """``value`` as a tensor of ``shape`` (a binary op's other operand). On a lazy device
+    (outside a replay recording and forward-mode derivatives) it records the same two
+    expressions the binds would, with the same signatures, so the same trace key, from
+    what the first such call noted: a GPT forward pass makes ~50 of them every step."""
+    if not device.is_lazy or current_binder() is not bind or LEVELS.open:
+        return broadcast_to(scalar(value, dtype, device), shape, op)
+    literal = _literal(value, dtype)
+    key = (id(literal), shape, device)
+    found = _SCALAR_BROADCASTS.get(key)
+    if found is None or found[0] is not literal:  # the id of a literal no longer interned
+        if len(_SCALAR_BROADCASTS) >= 1024:
+            _SCALAR_BROADCASTS.clear()
+        result = broadcast_to(scalar(value, dtype, device), shape, op)
+        noted = [result._value] if result._value.inputs == () else [result._value.inputs[0], result._value]
+        _SCALAR_BROADCASTS[key] = (literal, [(e.primitive, e.attrs, e.aval, e.signature) for e in noted])
+        return result
+    executor = executor_for(device)
+    values: list = []
+    for primitive, attrs, aval, signature in found[1]:
+        values = [executor.apply(primitive, values, attrs, aval, device, signature)]
+    return Tensor._make(values[0], aval, device)
 
 
 def astype(x: Tensor, dtype: Any) -> Tensor:
@@ -167,9 +197,9 @@ def operands(op: str, *values: Any) -> list[Tensor]:
                 check_compatible(op, values)
                 return _broadcast_all(op, [x, y])
             if is_number(y) and weak_result_dtype(x.dtype, y) is x.dtype:
-                return [x, broadcast_to(scalar(y, x.dtype, x.device), x.shape, op)]
+                return [x, scalar_operand(y, x.dtype, x.device, x._aval.shape, op)]
         elif isinstance(y, Tensor) and is_number(x) and weak_result_dtype(y.dtype, x) is y.dtype:
-            return [broadcast_to(scalar(x, y.dtype, y.device), y.shape, op), y]
+            return [scalar_operand(x, y.dtype, y.device, y._aval.shape, op), y]
     anchor = next((v for v in values if isinstance(v, Tensor)), None)
     device = anchor.device if anchor is not None else None
     items = [v if isinstance(v, Tensor) or is_number(v) else as_tensor(v, device=device) for v in values]
