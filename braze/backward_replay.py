@@ -116,10 +116,7 @@ def cotangents(
     except TypeError:  # an unhashable attribute value: never recorded
         return walk(None)
     if program is None:
-        recorded = _record(slots, order, leaves, walk)
-        if recorded is None:  # another thread is recording
-            return walk(None)
-        program, result = recorded
+        program, result = _record(slots, order, leaves, walk)
         _PROGRAMS.put(key, program)
         return result
     if program is _UNRECORDABLE:
@@ -139,14 +136,10 @@ def cotangents(
 
 def _record(
     slots: list, order: list[GradNode], leaves: list[Tensor], walk: Callable[[list[int] | None], Cotangents]
-) -> tuple[Program, Cotangents] | None:
-    """Run ``walk`` while noting its binds; turn them into a program (None: another thread
-    is recording, and nothing ran)."""
+) -> tuple[Program, Cotangents]:
+    """Run ``walk`` while noting its binds; turn them into a program."""
     reached: list[int] = []
-    recorded = record(slots, lambda: walk(reached))
-    if recorded is None:
-        return None
-    ops, slot_of, result = recorded
+    ops, slot_of, result = record(slots, lambda: walk(reached))
     if ops is None:
         return _UNRECORDABLE, result
     owner_code = {id(leaf): -1 - k for k, leaf in enumerate(leaves)}

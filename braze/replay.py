@@ -12,7 +12,6 @@ executable, for a fraction of the Python.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -27,34 +26,27 @@ from braze.tensor import GRAD_MODE, Tensor
 R = TypeVar("R")
 Op = tuple  # (primitive, attrs, input slots, aval, signature): each appends one slot
 
-# Recording swaps the process-wide binder: one thread at a time (another runs the code).
-_RECORDING = threading.Lock()
 _UNSEEN = object()  # a key never recorded
 
 
-def record(slots: list, fn: Callable[[], R]) -> tuple[list[Op] | None, dict[Any, int], R] | None:
+def record(slots: list, fn: Callable[[], R]) -> tuple[list[Op] | None, dict[Any, int], R]:
     """Run ``fn`` while noting every bind this thread makes, over ``slots`` (values that
     ``fn``'s ops may read; the list grows by each op's result). Returns (the ops, or None
-    when an op read a value outside the slots; each value's slot; ``fn``'s result), or
-    None without running ``fn`` when another thread is recording."""
-    if not _RECORDING.acquire(blocking=False):
-        return None
+    when an op read a value outside the slots; each value's slot; ``fn``'s result). A
+    recording within another notes its binds for both."""
     log: list[tuple] = []
-    thread = threading.get_ident()
     binder = prim_layer.current_binder()
 
     def recording(primitive: Any, args: tuple, attrs: dict, like: Any) -> Any:
         out = binder(primitive, args, attrs, like)
-        if threading.get_ident() == thread:
-            log.append((primitive, attrs, [a._value for a in args], out))
+        log.append((primitive, attrs, [a._value for a in args], out))
         return out
 
-    prim_layer.set_binder(recording)
+    previous = prim_layer.set_thread_binder(recording)
     try:
         result = fn()
     finally:
-        prim_layer.set_binder(binder)
-        _RECORDING.release()
+        prim_layer.set_thread_binder(previous)
     slot_of = {value: k for k, value in enumerate(slots)}
     ops: list[Op] = []
     for primitive, attrs, inputs, out in log:
@@ -88,18 +80,19 @@ def replayed(
     depend on nothing outside ``key`` and the inputs' types): the first call for ``key``
     runs ``fn`` and records its program in ``programs``, later calls replay it (counted as
     ``counter``). A function whose ops read another tensor runs every time. Whether
-    ``braze.autocast`` is on is part of the key: it changes the op library's products."""
+    ``braze.autocast`` is on is part of the key: it changes the op library's products; so is
+    which inputs are one value (two hyperparameters equal this step are one tensor): a
+    program records one slot for both, which later steps must not bind to two values."""
     from braze.ops.autocast import is_autocast_enabled
 
-    key = (key, is_autocast_enabled())
+    first: dict[int, int] = {}
+    aliases = tuple([first.setdefault(id(t._value), k) for k, t in enumerate(inputs)])
+    key = (key, is_autocast_enabled(), aliases)
     program = programs.get(key, _UNSEEN)
     if program is None:
         return fn()
     if program is _UNSEEN:
-        recorded = record([t._value for t in inputs], fn)
-        if recorded is None:  # another thread is recording: run now, record later
-            return fn()
-        ops, slot_of, results = recorded
+        ops, slot_of, results = record([t._value for t in inputs], fn)
         codes = [(slot_of.get(t._value), t._aval) for t in results]
         programs.put(key, None if ops is None or any(k is None for k, _ in codes) else (ops, codes))
         return results

@@ -4,6 +4,8 @@ trace cache hits), and the same release of saved values."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -114,15 +116,29 @@ def test_retain_graph_keeps_values_for_a_second_replayed_backward():
     assert metrics.counter("BackwardReplay") == 3
 
 
-def test_while_another_thread_records_a_backward_runs_the_rules():
+def test_while_another_thread_records_a_backward_is_recorded_as_its_own():
+    """Recorders send only their own thread's binds to themselves: a backward in this thread
+    while another thread records is recorded (and replayed) as if alone."""
     from braze.ir import primitive
     from braze.tensor import bind
 
-    with replay._RECORDING:  # as if another thread were recording
-        x = _lazy(np.array([1.0, 2.0], np.float32))
-        (x * x).sum().backward()
-        np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0])
-        assert primitive.current_binder() is bind and not backward_replay._PROGRAMS
-    x = _lazy(np.array([3.0], np.float32))
-    (x * x).sum().backward()
-    assert len(backward_replay._PROGRAMS) == 1 and primitive.current_binder() is bind
+    recording, release = threading.Event(), threading.Event()
+
+    def other() -> list:
+        recording.set()
+        assert release.wait(10)
+        return []
+
+    thread = threading.Thread(target=lambda: replay.record([], other))
+    thread.start()
+    try:
+        assert recording.wait(10)
+        for value in ([1.0, 2.0], [3.0, -1.0]):
+            x = _lazy(np.array(value, np.float32))
+            (x * x).sum().backward()
+            np.testing.assert_allclose(x.grad.numpy(), 2 * np.array(value))
+        assert len(backward_replay._PROGRAMS) == 1 and primitive.current_binder() is bind
+        assert metrics.counter("BackwardReplay") == 1
+    finally:
+        release.set()
+        thread.join(10)

@@ -100,7 +100,11 @@ def configure_optimizer(model, lr: float = LR):
     return torch.optim.AdamW(groups, lr=lr, betas=BETAS, eps=ADAMW_EPS)
 
 
-def make_gpt_step(name: str, mode: str, threads: int, device: str = "cpu") -> tuple[Callable[[], float], str]:
+def make_gpt_step(
+    name: str, mode: str, threads: int, device: str = "cpu", autocast: bool = False
+) -> tuple[Callable[[], float], str]:
+    """One nanoGPT training step per call; with ``autocast``, its forward under
+    ``torch.autocast(dtype=torch.bfloat16)`` as nanoGPT's train.py runs it."""
     import torch
 
     torch.set_num_threads(threads)
@@ -112,7 +116,8 @@ def make_gpt_step(name: str, mode: str, threads: int, device: str = "cpu") -> tu
 
     def train_step():
         optimizer.zero_grad(set_to_none=True)
-        loss = model(x, y)
+        with torch.autocast(on.type, dtype=torch.bfloat16, enabled=autocast):
+            loss = model(x, y)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), GRAD_CLIP)
         optimizer.step()

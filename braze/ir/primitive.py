@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import enum
 import math
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -182,7 +183,7 @@ class Primitive:
 
     def bind(self, *args: Any, like: Any = None, **attrs: Any) -> Any:
         """Apply this primitive to values of the layer above (``like`` gives nullary ops a device)."""
-        return _BINDER[0](self, args, attrs, like)
+        return (getattr(_THREAD, "binder", None) or _BINDER[0])(self, args, attrs, like)
 
     def __repr__(self) -> str:
         return f"<primitive {self.name}>"
@@ -213,6 +214,7 @@ def _no_binder(primitive: Primitive, args: tuple, attrs: dict, like: Any) -> Any
 
 
 _BINDER: list[Callable[[Primitive, tuple, dict, Any], Any]] = [_no_binder]
+_THREAD = threading.local()  # a recorder's binder, for the thread it records
 
 
 def set_binder(binder: Callable[[Primitive, tuple, dict, Any], Any]) -> None:
@@ -221,5 +223,15 @@ def set_binder(binder: Callable[[Primitive, tuple, dict, Any], Any]) -> None:
 
 
 def current_binder() -> Callable[[Primitive, tuple, dict, Any], Any]:
-    """The installed binder (a recorder wraps it for a while, then puts it back)."""
-    return _BINDER[0]
+    """The binder this thread's binds go to: a recorder's (``set_thread_binder``), or the
+    installed one."""
+    return getattr(_THREAD, "binder", None) or _BINDER[0]
+
+
+def set_thread_binder(binder: Callable[[Primitive, tuple, dict, Any], Any] | None) -> Any:
+    """Send this thread's binds to ``binder`` (None: back to the installed one), as a
+    recorder does for a while; returns the thread's previous one, to put back. Per thread,
+    so that one thread's recording never sees, or loses, another's binds."""
+    previous = getattr(_THREAD, "binder", None)
+    _THREAD.binder = binder
+    return previous

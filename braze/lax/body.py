@@ -11,7 +11,6 @@ number that changes between steps (a learning rate): those are captured too.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -64,7 +63,6 @@ def trace(
     keep: list[Any] = []  # the values recorded, alive while their ids key `nodes`
     captured: list[Tensor] = []
     stand_ins: dict[int, Tensor] = {}
-    thread = threading.get_ident()
     outer = prim_layer.current_binder()
 
     def capture(t: Tensor) -> Tensor:
@@ -90,7 +88,7 @@ def trace(
 
     def recording(primitive: Any, args: tuple, attrs: dict, like: Any) -> Any:
         inside = [node_of(a._value) is not None for a in args]
-        if threading.get_ident() != thread or (not any(inside) and (args or _changes_between_steps(attrs))):
+        if not any(inside) and (args or _changes_between_steps(attrs)):
             return outer(primitive, args, attrs, like)
         args = tuple(a if known else capture(a) for a, known in zip(args, inside, strict=True))
         out = bind(primitive, args, attrs, device)
@@ -101,11 +99,11 @@ def trace(
             keep.append(out._value)
         return out
 
-    prim_layer.set_binder(recording)
+    previous = prim_layer.set_thread_binder(recording)
     try:
         results = fn(inputs)
     finally:
-        prim_layer.set_binder(outer)
+        prim_layer.set_thread_binder(previous)
     for k, r in enumerate(results):
         if not isinstance(r, Tensor):
             raise TypeError(f"{what}: the body returned a {type(r).__name__} where a tensor was expected (value {k})")

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from braze import ops
-from braze.ir.dtypes import int32
+from braze.ir.dtypes import int32, int64
 from braze.ir.errors import ShapeError
 from braze.ops.indexing import checked, rows
 from braze.tensor import Tensor, user_error
@@ -97,6 +97,8 @@ def _label_cross_entropy(name: str, logits: Tensor, labels: Tensor) -> Tensor:
     (example, label) pair would be a kernel of its own."""
     classes = logits.shape[-1]
     labels = ops.clip(checked(name, labels, classes, labels.ndim, negative=False), 0, classes - 1)
+    if logits.size > 2**31 - 1:  # the flat index would overflow 32 bits
+        labels = labels.astype(int64)
     examples = ops.arange(0, labels.size * classes, classes, dtype=labels.dtype, device=logits.device)
     flat = rows(logits.reshape((logits.size, 1)), examples.reshape(labels.shape) + labels, name)
     return ops.logsumexp(logits, axis=-1) - flat.reshape(labels.shape)

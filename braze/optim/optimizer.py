@@ -245,13 +245,16 @@ class Optimizer:
         raise NotImplementedError
 
     def _rule_tensors(self, like: Tensor) -> dict[str, Tensor]:
-        """``rule_inputs()`` as tensors, made once per step for each group, dtype and device."""
+        """``rule_inputs()`` as tensors, made once per step for each group, dtype and device
+        (every call, for ``update()`` called outside ``step()``: values may change between)."""
         key = ("rule inputs", id(self._group), like.dtype, like.device)
-        found = self._constants.get(key)
+        found = self._constants.get(key) if self._group is not None else None
         if found is None:
-            self._held.append(self._group)  # alive until the step ends, so that its id names nothing else meanwhile
             inputs = self.rule_inputs().items()
-            found = self._constants[key] = {name: self.hyperparameter(value, like) for name, value in inputs}
+            found = {name: self.hyperparameter(value, like) for name, value in inputs}
+            if self._group is not None:
+                self._held.append(self._group)  # alive until the step ends, so that its id names nothing else meanwhile
+                self._constants[key] = found
         return found
 
     def _replays(self, device: Device) -> bool:

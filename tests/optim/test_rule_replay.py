@@ -55,6 +55,14 @@ def test_replayed_steps_follow_changing_hyperparameters():
     assert metrics.counter("Compile") == 1
 
 
+def test_hyperparameters_equal_when_recorded_are_two_inputs_later():
+    """At the first step the learning rate equals the weight decay, so both are one tensor:
+    the recorded program must not read that one value for both once they differ."""
+    lrs, decays = [0.1, 0.01, 0.02, 0.05], [0.1, 0.1, 0.1, 0.1]
+    (p,) = run_adamw([np.array([1.0, -2.0, 3.0])], lrs, decays)
+    np.testing.assert_allclose(p, adamw_ref(np.array([1.0, -2.0, 3.0]), lrs, decays), rtol=1e-12)
+
+
 def test_a_term_turned_on_is_another_rule():
     """A weight decay of 0 leaves its term out of the rule: turning it on mid-run records a
     second rule rather than replaying the first one (whose trace has no decay)."""
@@ -146,3 +154,14 @@ def test_autocast_is_part_of_a_rule():
         np.testing.assert_allclose(lazy_value, eager_value, rtol=1e-6, atol=1e-7)
     assert not np.allclose(found[braze.CPU][2] - found[braze.CPU][1], -0.1 * grads[2] @ grads[2], rtol=1e-6)
     assert metrics.counter("OptimizerReplay") == 2
+
+
+def test_update_outside_a_step_reads_the_hyperparameters_of_each_call():
+    p = braze.tensor(np.array([1.0, 2.0]), requires_grad=True)
+    g = braze.tensor(np.array([0.5, -1.0]))
+    optimizer = SGD([p], lr=0.1)
+    first, _ = optimizer.update(p, g, optimizer.init_slots(p))
+    optimizer.lr = 0.01
+    second, _ = optimizer.update(p, g, optimizer.init_slots(p))
+    np.testing.assert_allclose(first.numpy(), [1 - 0.05, 2 + 0.1], rtol=1e-12)
+    np.testing.assert_allclose(second.numpy(), [1 - 0.005, 2 + 0.01], rtol=1e-12)
