@@ -4,7 +4,8 @@
 it is a job of one). A rank whose program raises prints its error, naming itself, and
 aborts the whole job through MPI, so the other ranks never wait in a collective for a rank
 that is gone; a rank killed outright is named by its watcher (``supervisor.py``), and the
-job ended by ``mpiexec``.
+job ended by ``mpiexec`` or, failing that, by the ranks on its host, which notice while
+they wait for it (``runtime/peers.py``).
 """
 
 from __future__ import annotations

@@ -5,7 +5,9 @@
 interpreter and from compiled steps alike). Before every reduction the ranks compare what
 they are about to reduce, in one 16-byte all-reduce, so ranks that disagree in shape,
 dtype or op get an error naming each rank's operand instead of MPI's undefined behaviour
-(a hang or a truncated buffer). Ranks exchange fixed-size numeric buffers only, never
+(a hang or a truncated buffer). A rank waiting in a collective watches the other ranks on
+its host, so one killed outright ends the job even where the launcher would leave the
+others waiting (``peers.py``). Ranks exchange fixed-size numeric buffers only, never
 Python objects: an object another rank sends would be unpickled, and could run its code.
 """
 
@@ -20,6 +22,7 @@ import numpy as np
 from braze.ir.errors import BrazeError
 from braze.ir.prims.checks import fmt_shape
 from braze.ir.prims.collectives import set_transport
+from braze.runtime.peers import LocalPeers
 
 
 class ReplicaMismatchError(BrazeError):
@@ -49,6 +52,7 @@ class MpiTransport:
         self.size = comm.Get_size()
         local = comm.Split_type(MPI.COMM_TYPE_SHARED)  # the ranks on this host
         self.local_rank, self.local_size = local.Get_rank(), local.Get_size()
+        self.neighbours = LocalPeers(comm, local)
         local.Free()
         self._ops = {"sum": MPI.SUM, "mean": MPI.SUM, "max": MPI.MAX}
 
@@ -58,14 +62,14 @@ class MpiTransport:
 
         mine = _fingerprint(what)
         bounds = np.array([mine, -mine], dtype=np.int64)
-        self.comm.Allreduce(MPI.IN_PLACE, bounds, op=MPI.MAX)
+        self.neighbours.wait(self.comm.Iallreduce(MPI.IN_PLACE, bounds, op=MPI.MAX), collective)
         if bounds[0] == mine and -bounds[1] == mine:
             return
         mine_text = np.zeros(_DESCRIPTION_BYTES, np.uint8)
         encoded = what.encode()[:_DESCRIPTION_BYTES]
         mine_text[: len(encoded)] = np.frombuffer(encoded, np.uint8)
         seen = np.empty((self.size, _DESCRIPTION_BYTES), np.uint8)
-        self.comm.Allgather(mine_text, seen)
+        self.neighbours.wait(self.comm.Iallgather(mine_text, seen), collective)
         texts = [bytes(row).rstrip(b"\0").decode(errors="replace") for row in seen]
         ranks = "; ".join(f"rank {r} has {text}" for r, text in enumerate(texts))
         raise ReplicaMismatchError(f"{collective}: the ranks' operands disagree: {ranks}")
@@ -76,7 +80,7 @@ class MpiTransport:
         # operand's empty_like (Fortran order) would take its elements transposed.
         array = np.require(array, requirements="C")
         result = np.empty_like(array)
-        self.comm.Allreduce(array, result, op=self._ops[op])
+        self.neighbours.wait(self.comm.Iallreduce(array, result, op=self._ops[op]), "all_reduce")
         if op == "mean":
             np.divide(result, self.size, out=result)
         return result
@@ -85,11 +89,11 @@ class MpiTransport:
         """``root``'s array on every rank (each passes one of the same shape and dtype)."""
         self.agree("broadcast", describe(array, f"root {root}"))
         result = np.array(array, order="C")  # a copy of the same shape, 0-d included
-        self.comm.Bcast(result, root=root)
+        self.neighbours.wait(self.comm.Ibcast(result, root=root), "broadcast")
         return result
 
     def barrier(self) -> None:
-        self.comm.Barrier()
+        self.neighbours.wait(self.comm.Ibarrier(), "barrier")
 
 
 _JOINED: list[MpiTransport] = []
