@@ -76,3 +76,12 @@ def test_take_from_an_empty_axis_is_empty_as_in_numpy(device):
     assert got.shape == np.take(source, index, axis=1).shape
     along = braze.take_along_axis(braze.tensor(source, device=device), braze.tensor(np.zeros((3, 0, 2), np.int64)), 1)
     assert along.numpy().shape == np.take_along_axis(source, np.zeros((3, 0, 2), np.int64), 1).shape
+
+
+@pytest.mark.parametrize("device", ["cpu", "lazy"])
+def test_take_at_a_scalar_index_is_the_element_as_in_numpy(device):
+    """A 0-d index gathers one element of no batch axes (its NumPy twin once failed to shape it)."""
+    source = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for axis in (None, 0, 1):
+        got = braze.take(braze.tensor(source, device=device), braze.tensor(np.array(2), device=device), axis=axis)
+        np.testing.assert_array_equal(got.numpy(), np.take(source, np.array(2), axis=axis))

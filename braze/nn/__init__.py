@@ -98,6 +98,7 @@ from braze.nn.tf_nn import (
     sparse_softmax_cross_entropy_with_logits,
     tanh,
 )
+from braze.nn.torch_losses import CrossEntropyLoss
 from braze.nn.training import Statistics, count_correct
 from braze.nn.transformer import GELU, Embedding, LayerNorm
 
@@ -157,6 +158,7 @@ __all__ = [
     "ReduceLROnPlateau",
     "Rescaling",
     "Reshape",
+    "CrossEntropyLoss",
     "Sequential",
     "Sigmoid",
     "Softmax",

@@ -1,5 +1,6 @@
 """PyTorch's ``torch.nn.functional`` names for the transformer's pieces: ``gelu``,
-``layer_norm``, ``embedding`` and ``scaled_dot_product_attention``. The layers of
+``layer_norm``, ``embedding``, ``scaled_dot_product_attention`` and ``cross_entropy``
+(``torch_losses.py``). The layers of
 ``braze.nn`` (``GELU``, ``LayerNorm``, ``Embedding``, ``MultiHeadAttention``) call these,
 so each computation is written once."""
 
@@ -13,11 +14,20 @@ import numpy as np
 
 from braze import ops
 from braze.ir.errors import DTypeError, ShapeError
+from braze.nn.torch_losses import cross_entropy
 from braze.ops.indexing import rows
 from braze.ops.random import Generator
 from braze.tensor import Tensor, user_error
 
-__all__ = ["causal_mask", "embedding", "gelu", "layer_norm", "normalize", "scaled_dot_product_attention"]
+__all__ = [
+    "causal_mask",
+    "cross_entropy",
+    "embedding",
+    "gelu",
+    "layer_norm",
+    "normalize",
+    "scaled_dot_product_attention",
+]
 
 _SQRT_HALF = math.sqrt(0.5)
 _TANH_SCALE = math.sqrt(2.0 / math.pi)

@@ -114,7 +114,7 @@ def _positions(shape: tuple[int, ...], indices: np.ndarray, index_map, windows: 
         if d in index_map:
             component = indices[..., list(index_map).index(d)].astype(np.int64)
             start = np.clip(component, 0, bound - windows.get(d, 1))
-        start = start.reshape(*batch, *(1,) * len(axes))
+        start = start.reshape((*batch, *(1,) * len(axes)))
         if d in windows:
             offset = np.arange(windows[d]).reshape([windows[d] if a == d else 1 for a in axes])
             start = start + offset.reshape((1,) * len(batch) + offset.shape)
