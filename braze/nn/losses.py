@@ -76,7 +76,7 @@ def cross_entropy(
     (summed over the classes); ``smoothing`` is Keras's ``label_smoothing``."""
     labels = integer_labels(name, scores, targets)
     if labels is not None and from_logits and not smoothing:
-        losses = _label_cross_entropy(name, scores, labels)
+        losses = label_cross_entropy(name, scores, labels)
         return losses if per_example else ops.sum(losses) / scores.shape[0]
     distribution = class_targets(name, scores, targets)
     if smoothing:
@@ -87,7 +87,7 @@ def cross_entropy(
     return -ops.sum(distribution * log_probabilities) / scores.shape[0]
 
 
-def _label_cross_entropy(name: str, logits: Tensor, labels: Tensor) -> Tensor:
+def label_cross_entropy(name: str, logits: Tensor, labels: Tensor) -> Tensor:
     """``logsumexp(logits) - logits[label]`` per example: the label's logit gathered (its
     gradient a scatter-add), never a one-hot the size of the classes, and the softmax
     computed once, in the gradient of the logsumexp. Labels outside ``[0, classes)`` raise

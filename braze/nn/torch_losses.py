@@ -16,7 +16,7 @@ from typing import Any
 
 from braze import ops
 from braze.ir.errors import DTypeError, ShapeError
-from braze.nn.losses import _label_cross_entropy
+from braze.nn.losses import label_cross_entropy
 from braze.nn.module import Module
 from braze.tensor import Tensor, user_error
 
@@ -69,7 +69,7 @@ def _class_targets(
 ) -> Tensor:
     kept = ops.not_equal(targets, ignore_index)
     labels = ops.where(kept, targets, 0)
-    losses = _label_cross_entropy(_NAME, logits, labels)
+    losses = label_cross_entropy(_NAME, logits, labels)
     label_weights = None if weight is None else ops.take(weight, labels)
     if label_weights is not None:
         losses = losses * label_weights
@@ -81,10 +81,9 @@ def _class_targets(
         else:
             uniform = (spread * ops.sum(weight) - ops.matmul(logits, weight)) / logits.shape[-1]
         losses = losses * (1.0 - smoothing) + uniform * smoothing
-    counted = kept.astype(logits.dtype)
-    if label_weights is not None:
-        counted = counted * label_weights
-    return _reduce(losses * kept.astype(logits.dtype), reduction, ops.sum(counted) if reduction == "mean" else 1)
+    kept_share = kept.astype(logits.dtype)
+    counted = kept_share if label_weights is None else kept_share * label_weights
+    return _reduce(losses * kept_share, reduction, ops.sum(counted) if reduction == "mean" else 1)
 
 
 def cross_entropy(

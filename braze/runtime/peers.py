@@ -48,7 +48,7 @@ def _running(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:  # another user's process: it exists
-        return True
+        pass
     return True
 
 
