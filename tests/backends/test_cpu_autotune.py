@@ -16,6 +16,7 @@ from braze.backends import cpu
 from braze.backends.cpu import autotune
 from braze.backends.cpu.compiler import find_compiler
 from braze.backends.reference.interpreter import evaluate
+from braze.ir.prims.linalg import dot_general
 from braze.lazy import EXECUTOR, build_graph
 from braze.runtime import metrics
 from braze.runtime.diskcache import CacheWarning
@@ -31,7 +32,8 @@ def autotuning_on(monkeypatch):
 
 def _training_graph(seed: int = 0):
     """A convolution with bias and ReLU, its filter and input gradients, and a dense layer
-    with its gradients: each big enough (a few million multiply-adds) to offer choices."""
+    with its gradients: each big enough (a few million multiply-adds) to offer choices, but
+    the dense products, which take their predicted tile."""
     rng = np.random.default_rng(seed)
     device = braze.LAZY_CPU
     x = braze.tensor(rng.standard_normal((8, 14, 14, 16)).astype(np.float32), device=device)
@@ -54,7 +56,9 @@ def test_every_option_agrees_with_the_reference(target, tmp_path, monkeypatch):
     monkeypatch.setenv("BRAZE_CPU_TARGET", target)
     graph, args = _training_graph()
     found = autotune.menus(graph, find_compiler(target))
-    assert len(found) >= 3, "the convolution, its gradients and the dense products should offer tilings"
+    assert len(found) >= 2, "the convolution and its gradients should offer tilings"
+    products = [k for _, k, _, _, _ in found if any(n.op is dot_general for n in k.attr("computation").nodes())]
+    assert not products, "a matrix product takes its predicted tile, untimed"
     wants = evaluate(graph, args)
     sources, results = set(), []
     for option in range(autotune._MAX_VARIANTS):
@@ -82,7 +86,7 @@ def test_picks_are_remembered_per_kernel_and_target(tmp_path, monkeypatch):
     metrics.reset()
     cpu.compile_graph(graph, cpu.DiskCache(tmp_path))
     timed = metrics.counter("AutotuneMiss")
-    assert timed >= 3 and metrics.counter("AutotuneHit") == 0
+    assert timed >= 2 and metrics.counter("AutotuneHit") == 0
     record = json.loads(autotune.store_path(tmp_path).read_text())
     assert len(record) == timed + metrics.counter("AutotuneUntimed")
     assert all(set(pick) <= {"register tile 0"} for pick in record.values())
@@ -95,7 +99,7 @@ def test_picks_are_remembered_per_kernel_and_target(tmp_path, monkeypatch):
         monkeypatch.setenv("BRAZE_CPU_TARGET", other)
         metrics.reset()
         cpu.compile_graph(graph, cpu.DiskCache(tmp_path))
-        assert metrics.counter("AutotuneHit") == 0 and metrics.counter("AutotuneMiss") >= 3
+        assert metrics.counter("AutotuneHit") == 0 and metrics.counter("AutotuneMiss") >= 2
 
 
 def test_a_broken_record_is_timed_again(tmp_path):
@@ -104,7 +108,7 @@ def test_a_broken_record_is_timed_again(tmp_path):
     metrics.reset()
     with pytest.warns(CacheWarning, match="ignoring the cache record .*autotune.json"):
         cpu.compile_graph(graph, cpu.DiskCache(tmp_path))
-    assert metrics.counter("AutotuneMiss") >= 3
+    assert metrics.counter("AutotuneMiss") >= 2
     assert json.loads(autotune.store_path(tmp_path).read_text())
 
 

@@ -1,7 +1,7 @@
 """Matrix products as batched GEMMs (braze/backends/cpu/gemm.py): dense, batched and
 transposed-operand layouts, edge sizes (1, odd, not a multiple of the vector width),
 with a fused epilogue, against the reference interpreter on every CPU target the host
-runs, through each register tile the autotuner may pick and through the parallel code."""
+runs, through the predicted register tile and another and through the parallel code."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from cpu_targets import use_target, with_parallel
 
 import braze
 from braze.backends import cpu
-from braze.backends.cpu import autotune, loops
+from braze.backends.cpu import gemm, loops
 from braze.backends.cpu.compiler import find_compiler
 from braze.backends.cpu.gemm import Gemm, gemm_layout, row_blocks
 from braze.backends.reference.interpreter import evaluate
@@ -61,17 +61,17 @@ def test_products_agree_with_the_reference_for_every_register_tile(name, target,
     target = use_target(target, monkeypatch)
     graph, args, depth, unit = _graph(CASES[name], seed=len(name))
     (want,) = evaluate(graph, args)
-    monkeypatch.setattr("braze.backends.cpu.elemental.AUTOTUNE_MIN_WORK", 0)
-    found = autotune.menus(graph, find_compiler(target))
-    for option in range(2):
-        tunings = {t: {choice: min(option, count - 1) for choice, count in menu.items()} for t, _, _, menu, _ in found}
-        monkeypatch.setattr(autotune, "tune", lambda *_, tunings=tunings: tunings)
+    predicted = gemm.register_tiles
+    # The predicted tile, and one of odd rows and vectors (other panel widths and packed
+    # row tiles of A, a remainder tile in both directions).
+    for tile in (None, (3, 3)):
+        monkeypatch.setattr(gemm, "register_tiles", (lambda *_, tile=tile: [tile]) if tile else predicted)
         (got,) = cpu.compile_graph(graph, cpu.DiskCache(tmp_path))(args)
         # Both sum the same products in some order: each result is within
         # depth roundings (unit: half an ulp of 1) of the largest partial sum (standard-normal
         # operands: a few sqrt(depth)).
         bound = 4 * depth * unit * (float(np.abs(want).max()) + 4 * np.sqrt(depth))
-        np.testing.assert_allclose(got, want, rtol=0, atol=bound, err_msg=f"option {option}")
+        np.testing.assert_allclose(got, want, rtol=0, atol=bound, err_msg=f"tile {tile}")
 
 
 _SIZES = (1, 2, 3, 5, 7, 8, 13, 16, 17, 33)

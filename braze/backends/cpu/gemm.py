@@ -4,14 +4,16 @@ Every product whose batch, free and contracting dimensions each collapse to one 
 of a transformer's: ``x @ W`` over (batch, time, channels), the weight gradient contracting
 batch and time together, the 4-D attention products, the transposed operands of the
 backward pass) runs as register-tiled micro-kernels in the GotoBLAS arrangement: B is
-packed once into contiguous rows padded to whole vectors; each task, a block of rows of one
-batch sized so that its rows of A stay in the L2 cache, sweeps the packed columns of B in
-panels of one register tile's width (a panel is reused by every row tile of the block from
-L1/L2), and in each panel a register tile of rows times vectors of columns accumulates the
-whole depth in registers. Tile, block and panel sizes come from the CPU target (vector
-width, vector registers, L2 size), never from this host. The epilogue (bias, activation,
-scaling, residual add) is computed as results are stored. Other products (integers, a
-layout whose dimensions do not collapse) run as plain loops.
+packed on every call into panels one register tile wide, each panel's rows contiguous and
+padded to whole vectors; each task, a block of rows of one batch sized so that its rows of
+A stay in the L2 cache, copies those rows into depth-major row tiles where A is read
+across its rows (a weight gradient's transposed activations), then sweeps the panels (a
+panel is reused by every row tile of the block from L1/L2), and in each panel a register
+tile of rows times vectors of columns accumulates the whole depth in registers. Tile,
+block and panel sizes come from the CPU target (vector width, vector registers, L2 size),
+never from this host. The epilogue (bias, activation, scaling, residual add) is computed
+as results are stored. Other products (integers, a layout whose dimensions do not
+collapse) run as plain loops.
 """
 
 from __future__ import annotations
@@ -21,8 +23,16 @@ import math
 from dataclasses import dataclass
 
 from braze.backends.cpu.elemental import Emitter
-from braze.backends.cpu.loops import close_loops, contraction_pragma, open_loop, parallel_pragma, store_results
-from braze.backends.cpu.tiles import each_tile, operand, register_tile, strides, vector_tile
+from braze.backends.cpu.loops import (
+    close_loops,
+    contraction_pragma,
+    open_loop,
+    open_loops,
+    open_thread_block,
+    parallel_pragma,
+    store_results,
+)
+from braze.backends.cpu.tiles import each_tile, operand, register_tiles, strides, vector_tile
 from braze.backends.cstyle import Index, c_type
 from braze.ir.dtypes import bfloat16
 from braze.ir.graph import Graph, Node
@@ -105,13 +115,17 @@ def batch_offset(batch: tuple[tuple[int, int, int], ...], flat: str, operand_ind
 def row_blocks(em: Emitter, g: Gemm, tile_rows: int, itemsize: int) -> int:
     """Rows of A per task: as many whole row tiles as keep the block's rows of A within half
     the target's L2 cache (the other half holds a panel of B and the results), in blocks
-    of equal size, at least one per core where there are fewer batches than cores."""
+    of equal size, at least one per core where there are fewer batches than cores, and as
+    many tasks in all as make whole rounds of the cores where the tiles allow (7 tasks on
+    2 cores leave one core idle for an eighth of the kernel)."""
     fitting = max(1, em.target.l2_bytes // 2 // max(1, g.k * itemsize))
-    blocks = -(-g.m // max(tile_rows, fitting - fitting % tile_rows))
+    tiles = -(-g.m // tile_rows)
+    blocks = -(-tiles // max(1, fitting // tile_rows))
     if g.batches < em.target.cores:
         blocks = max(blocks, -(-em.target.cores // g.batches))
-    rows_per_block = -(-g.m // blocks)
-    return -(-rows_per_block // tile_rows) * tile_rows
+    while (g.batches * blocks) % em.target.cores and blocks < tiles:
+        blocks += 1
+    return -(-tiles // min(blocks, tiles)) * tile_rows
 
 
 def result_index(root: Node, g: Gemm) -> Index:
@@ -138,59 +152,116 @@ def _unflatten(flat: str, sizes: tuple[int, ...]) -> list[str]:
     return dims[::-1]
 
 
+def _pack_panels(em: Emitter, y: Node, b: str, g: Gemm, t: str, width: int, panel_width: int, widen: str) -> None:
+    """Copy B into ``bpack``: per batch, its columns in panels of ``panel_width`` (one
+    register tile's), each panel's rows contiguous (the last panel as wide as the padded
+    columns left), so a tile sweeping the depth reads one stream from L1/L2 instead of a
+    cache line per row. Panel by panel, so the copy writes one stream too (row by row it
+    wrote a line of each panel in turn, 48 KiB apart, and took longer than the product's
+    arithmetic). The scratch is kept between calls, so the padding stays zero."""
+    full = g.n // panel_width  # panels of real columns only
+    rest = width - full * panel_width
+    source_type = c_type(y.dtype)
+
+    def copy(first: str, columns: int, panel: int) -> None:
+        em.emit(f"const {source_type}* from = {b} + {batch_offset(g.batch, 'bi', 1)} + {first} * {g.b_col};")
+        em.emit(f"{t}* to = bpack + bi * {g.k * width} + {first} * {g.k};")
+        open_loops(em, [("kk", g.k), ("c", columns)])
+        em.emit(f"to[kk * {panel} + c] = {widen}(from[kk * {g.b_k} + c * {g.b_col}]);")
+        close_loops(em, 2)
+
+    if full:
+        pragma = parallel_pragma(g.batches * g.k * full * panel_width, g.batches * full)
+        if pragma:
+            em.emit(pragma)
+        open_loop(em, "pp", g.batches * full)
+        em.emit(f"const int64_t bi = pp / {full}, p0 = pp % {full} * {panel_width};")
+        copy("p0", panel_width, panel_width)
+        close_loops(em, 1)
+    if rest:
+        pragma = parallel_pragma(g.batches * g.k * rest, g.batches)
+        if pragma:
+            em.emit(pragma)
+        open_loop(em, "bi", g.batches)
+        copy(str(full * panel_width), g.n - full * panel_width, rest)
+        close_loops(em, 1)
+
+
+def _pack_rows(em: Emitter, g: Gemm, t: str, tile_rows: int, widen: str) -> None:
+    """Copy this task's rows r0..r1 of A into ``at``, one register tile of rows at a time,
+    depth-major (a tile's rows of one k side by side), so the tile's broadcasts read one
+    contiguous stream whatever A's layout; tile by tile, so the copy writes one stream."""
+
+    def tiles(rows: int, start: str, bound: str) -> None:
+        open_loop(em, "m0", bound, start=start, step=tile_rows)
+        em.emit(f"{t}* to = at + (m0 - r0) * {g.k};")
+        open_loops(em, [("k", g.k), ("ii", rows)])
+        em.emit(f"to[k * {rows} + ii] = {widen}(am[(m0 + ii) * {g.a_row} + k * {g.a_k}]);")
+        close_loops(em, 3)
+
+    tiles(tile_rows, "r0", f"r1 - {tile_rows - 1}")
+    if g.m % tile_rows:
+        tiles(g.m % tile_rows, str(g.m - g.m % tile_rows), "r1")
+
+
 def _tiled_gemm(em: Emitter, computation: Graph, outputs: list[str], root: Node, g: Gemm) -> None:
     x, y = root.inputs
     a, b = operand(em, x), operand(em, y)
     t = c_type(root.dtype)
-    # bfloat16 operands (without vdpbf16ps) are widened to float32 as they are read
+    # bfloat16 operands (without vdpbf16ps) are widened to float32 as they are packed or read
     widen = "braze_from_bf16" if x.dtype is bfloat16 else ""
     lanes = em.target.lanes(root.dtype.itemsize)
     width = -(-g.n // lanes) * lanes
-    batches = g.batches
-    if g.b_col == 1 and width == g.n and not widen:
-        panel, panel_k, panel_batch = b, g.b_k, None
-    else:
-        # Rows of B made contiguous and padded to whole vectors (the scratch is kept
-        # between calls, so the padding stays zero), whatever B's layout.
-        panel, panel_k, panel_batch = "bpack", width, g.k * width
-        em.scratch_buffer(t, "bpack", batches * g.k * width)
-        pragma = parallel_pragma(batches * g.k * g.n, batches * g.k)
-        if pragma:
-            em.emit(pragma)
-        open_loop(em, "pb", batches * g.k)
-        em.emit(f"const int64_t bi = pb / {g.k}, kk = pb % {g.k};")
-        em.emit(f"const {c_type(y.dtype)}* from = {b} + {batch_offset(g.batch, 'bi', 1)} + kk * {g.b_k};")
-        open_loop(em, "j", g.n)
-        em.emit(f"bpack[pb * {width} + j] = {widen}(from[j * {g.b_col}]);")
-        close_loops(em, 2)
     vectors = width // lanes
+    batches = g.batches
     work = root.aval.size * g.k
-    tile_rows, tile_vectors = register_tile(em, g.m, vectors, work)
+    # The predicted tile, untimed: three quarters of the registers, 6 x 2 vectors on AVX2
+    # (BLIS's Haswell tile), as packed operands leave nothing for timing to find; the
+    # runner-up (12 x 1, a broadcast per multiply-add) was up to twice as slow, and on a
+    # busy host the autotuner picked it for half the step's products.
+    tile_rows, tile_vectors = register_tiles(em.target, g.m, vectors, 3 / 4)[0]
+    panel_width = tile_vectors * lanes
+    packed = not (g.b_col == 1 and g.n == width <= panel_width and not widen)
+    if packed:
+        em.scratch_buffer(t, "bpack", batches * g.k * width)
+        _pack_panels(em, y, b, g, t, width, panel_width, widen)
+    # A's rows are copied into depth-major tiles where A is read across its rows: there a
+    # tile's values of one depth lie a row of A from the last depth's (2 KiB on a weight
+    # gradient), strides that fall in a few L1 sets (on a Zen 3 core the weight gradient
+    # went from 45 to 76 GFLOP/s). Rows read along their depth run faster in place.
+    rows_packed = g.a_k != 1 or bool(widen)
     block = row_blocks(em, g, tile_rows, root.dtype.itemsize)
     blocks = -(-g.m // block)
     pragma = contraction_pragma(work, batches * blocks)
-    if pragma:
+    if rows_packed:
+        em.scratch_buffer(t, "apack", block * g.k, per_thread=True)
+        open_thread_block(em, pragma, t, [("apack", block * g.k, "at")])
+    elif pragma:
         em.emit(pragma)
     open_loop(em, "task", batches * blocks)
     em.emit(f"const int64_t bi = task / {blocks}, r0 = task % {blocks} * {block};")
     em.emit(f"const int64_t r1 = r0 + {block} < {g.m} ? r0 + {block} : {g.m};")
     em.emit(f"const {c_type(x.dtype)}* am = {a} + {batch_offset(g.batch, 'bi', 0)};")
-    b_base = f"bi * {panel_batch}" if panel_batch is not None else batch_offset(g.batch, "bi", 1)
-    em.emit(f"const {t}* bm = {panel} + {b_base};")
+    b_base = f"bi * {g.k * width}" if packed else batch_offset(g.batch, "bi", 1)
+    em.emit(f"const {t}* bm = {'bpack' if packed else b} + {b_base};")
+    if rows_packed:
+        _pack_rows(em, g, t, tile_rows, widen)
     full_chunks_fit = (vectors - vectors % tile_vectors) * lanes <= g.n
 
     def row_tile(rows: int, chunk: int, first: str) -> None:
         em.emit(f"braze_v{root.dtype.short} acc[{rows}][{chunk}];")
         em.emit("memset(acc, 0, sizeof(acc));")
+        if rows_packed:
+            em.emit(f"const {t}* as = at + (m0 - r0) * {g.k};")
         open_loop(em, "k", g.k)
-        vector_tile(
-            em,
-            t,
-            rows,
-            chunk,
-            f"bm + k * {panel_k} + q0 * {lanes}",
-            lambda i: f"{widen}(am[(m0 + {i}) * {g.a_row} + k * {g.a_k}])",
+        # A panel's rows are chunk vectors wide (the last panel, narrower, is packed so).
+        panel = f"bm + q0 * {lanes * g.k} + k * {chunk * lanes}" if packed else f"bm + k * {g.b_k}"
+        scalar = (
+            (lambda i: f"as[k * {rows} + {i}]")
+            if rows_packed
+            else (lambda i: f"am[(m0 + {i}) * {g.a_row} + k * {g.a_k}]")
         )
+        vector_tile(em, t, rows, chunk, panel, scalar)
         close_loops(em, 1)
         # A compile-time count of columns wherever it is known, so the stores vectorize.
         if first.isdigit():
@@ -225,7 +296,7 @@ def _tiled_gemm(em: Emitter, computation: Graph, outputs: list[str], root: Node,
         em.emit("}")
 
     each_tile(em, "qb", vectors, tile_vectors, column_panel)
-    close_loops(em, 1)
+    close_loops(em, 2 if rows_packed else 1)
 
 
 def _offset(names: list[str], steps: list[int]) -> str:
