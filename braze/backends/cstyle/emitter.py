@@ -188,7 +188,58 @@ def _moved(where: Callable[[CEmitter, Node, Index], Index]) -> ElementRule:
 
 
 def _reshaped(em: CEmitter, node: Node, index: Index) -> Index:
-    return Index(node.inputs[0].shape, None, em.linear(index))
+    """The operand's position: where the element's dimensions are known, group by group
+    (runs of dimensions with equal products on both sides), so splitting a dimension
+    (heads out of channels) maps to ``h * 32 + d`` and merging needs a division within
+    the group only; through the whole flat offset, each operand dimension a division and
+    a remainder of it, the copies of a transformer's heads did not vectorize."""
+    source = node.inputs[0].shape
+    groups = _reshape_groups(source, node.shape) if index.dims is not None else None
+    if groups is None:
+        return Index(source, None, em.linear(index))
+    dims = ["0"] * len(source)  # dimensions of size 1
+    for ins, outs in groups:
+        flat = em.linear(Index(tuple(node.shape[d] for d in outs), tuple(index.dims[d] for d in outs)))
+        for d, expression in zip(ins, _unflattened(flat, [source[d] for d in ins]), strict=True):
+            dims[d] = expression
+    return Index(source, tuple(dims))
+
+
+def _reshape_groups(source: tuple[int, ...], shape: tuple[int, ...]) -> list[tuple[list[int], list[int]]] | None:
+    """(operand dimensions, result dimensions) of equal products, in order, dimensions of
+    size 1 left out; None for an empty array."""
+    if 0 in source or 0 in shape:
+        return None
+    ins = [d for d, size in enumerate(source) if size != 1]
+    outs = [d for d, size in enumerate(shape) if size != 1]
+    groups, i, j = [], 0, 0
+    while i < len(ins):  # the products are equal, so outs run out with ins
+        group_in, group_out = [ins[i]], [outs[j]]
+        inner, outer = source[ins[i]], shape[outs[j]]
+        i, j = i + 1, j + 1
+        while inner != outer:
+            if inner < outer:
+                group_in.append(ins[i])
+                inner *= source[ins[i]]
+                i += 1
+            else:
+                group_out.append(outs[j])
+                outer *= shape[outs[j]]
+                j += 1
+        groups.append((group_in, group_out))
+    return groups
+
+
+def _unflattened(flat: str, sizes: list[int]) -> list[str]:
+    """The row-major indices into ``sizes`` (none of them 1) that the offset ``flat`` stands for."""
+    dims, inner, total = [], 1, 1
+    for size in sizes:
+        total *= size
+    for size in reversed(sizes):
+        quotient = f"({flat}) / {inner}" if inner > 1 else flat
+        dims.append(f"({quotient}) % {size}" if inner * size < total else f"({quotient})")
+        inner *= size
+    return dims[::-1]
 
 
 def _broadcast(em: CEmitter, node: Node, index: Index) -> Index:
