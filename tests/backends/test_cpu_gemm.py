@@ -34,6 +34,10 @@ CASES = {
     "size-one dims": ((1, 6, 1, 10), (10, 1, 12), (3,), (0,), (), ()),
     "free dims apart (plain loops)": ((4, 6, 5), (6, 10), (1,), (0,), (), ()),
     "few columns (plain loops)": ((9, 16), (16, 5), (1,), (0,), (), ()),
+    # Big enough to be packed on any host (a depth sweep over more than 32 KiB, half of
+    # the largest L1 cache): B into panels, a transposed A into row tiles.
+    "packed panels of B": ((9, 110), (110, 80), (1,), (0,), (), ()),
+    "packed rows of a transposed A": ((130, 70), (130, 24), (0,), (0,), (), ()),
     "dense float64": ((13, 40), (40, 19), (1,), (0,), (), (), "float64"),
     "q @ k^T float64": ((2, 3, 11, 8), (2, 3, 13, 8), (3,), (3,), (0, 1), (0, 1), "float64"),
 }

@@ -204,6 +204,10 @@ def _pack_rows(em: Emitter, g: Gemm, t: str, tile_rows: int, widen: str) -> None
         tiles(g.m % tile_rows, str(g.m - g.m % tile_rows), "r1")
 
 
+def _within_half_l1(em: Emitter, elements: int, itemsize: int) -> bool:
+    return elements * itemsize <= em.target.l1d_bytes // 2
+
+
 def _tiled_gemm(em: Emitter, computation: Graph, outputs: list[str], root: Node, g: Gemm) -> None:
     x, y = root.inputs
     a, b = operand(em, x), operand(em, y)
@@ -221,16 +225,22 @@ def _tiled_gemm(em: Emitter, computation: Graph, outputs: list[str], root: Node,
     # busy host the autotuner picked it for half the step's products.
     tile_rows, tile_vectors = register_tiles(em.target, g.m, vectors, 3 / 4)[0]
     panel_width = tile_vectors * lanes
-    packed = not (g.b_col == 1 and g.n == width <= panel_width and not widen)
+    # B is read in place where its rows are already one panel, or where a panel's sweep
+    # over the depth stays within half the L1 cache (an attention head's 64 x 64): packing
+    # those cost more than it saved (48 heads' 64 x 32 by 32 x 64 products: 72 -> 43 GFLOP/s).
+    itemsize = root.dtype.itemsize
+    in_place = g.b_col == 1 and g.n == width and not widen
+    packed = not (in_place and (g.n <= panel_width or _within_half_l1(em, g.k * g.b_k, itemsize)))
     if packed:
         em.scratch_buffer(t, "bpack", batches * g.k * width)
         _pack_panels(em, y, b, g, t, width, panel_width, widen)
-    # A's rows are copied into depth-major tiles where A is read across its rows: there a
-    # tile's values of one depth lie a row of A from the last depth's (2 KiB on a weight
-    # gradient), strides that fall in a few L1 sets (on a Zen 3 core the weight gradient
-    # went from 45 to 76 GFLOP/s). Rows read along their depth run faster in place.
-    rows_packed = g.a_k != 1 or bool(widen)
-    block = row_blocks(em, g, tile_rows, root.dtype.itemsize)
+    # A's rows are copied into depth-major tiles where A is read across its rows and a
+    # tile's sweep over the depth spans more than half the L1 cache: there a tile's values
+    # of one depth lie a row of A from the last depth's (2 KiB on a weight gradient),
+    # strides that fall in a few L1 sets (on a Zen 3 core the weight gradient went from 45
+    # to 76 GFLOP/s). Rows read along their depth run faster in place.
+    rows_packed = bool(widen) or (g.a_k != 1 and not _within_half_l1(em, g.k * g.a_k, itemsize))
+    block = row_blocks(em, g, tile_rows, itemsize)
     blocks = -(-g.m // block)
     pragma = contraction_pragma(work, batches * blocks)
     if rows_packed:
@@ -255,7 +265,7 @@ def _tiled_gemm(em: Emitter, computation: Graph, outputs: list[str], root: Node,
             em.emit(f"const {t}* as = at + (m0 - r0) * {g.k};")
         open_loop(em, "k", g.k)
         # A panel's rows are chunk vectors wide (the last panel, narrower, is packed so).
-        panel = f"bm + q0 * {lanes * g.k} + k * {chunk * lanes}" if packed else f"bm + k * {g.b_k}"
+        panel = f"bm + q0 * {lanes * g.k} + k * {chunk * lanes}" if packed else f"bm + k * {g.b_k} + q0 * {lanes}"
         scalar = (
             (lambda i: f"as[k * {rows} + {i}]")
             if rows_packed
