@@ -37,8 +37,9 @@ def register_tiles(target: CpuTarget, rows: int, vectors: int, share: float = 5 
     of the target's vector registers, such that the tile's operand vectors, a broadcast
     value and a spare register fit beside them; ties go to fewer loads per multiply-add.
     With 32 registers (AVX-512) the first is the tile measured best on the CNN's
-    convolutions (20 accumulators: 5 columns x 4 vectors, 10 x 2, 20 x 1) and LeNet's dense
-    products (5 rows x 4 vectors); with 16 (AVX2), at most 10 accumulators, e.g. 5 x 2.
+    convolutions (20 accumulators: 5 columns x 4 vectors, 10 x 2, 20 x 1); with 16 (AVX2),
+    at most 10 accumulators, e.g. 5 x 2. Matrix products, whose operands are packed, ask
+    for three quarters of the registers: 6 x 4 with AVX-512, 6 x 2 with AVX2.
     The second, the autotuner's alternative, is the runner-up, or where there is none (a
     single vector of columns) the best tile with half the accumulators (less register
     pressure, where the compiler spills)."""
