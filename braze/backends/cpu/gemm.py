@@ -33,7 +33,7 @@ from braze.backends.cpu.loops import (
     store_results,
 )
 from braze.backends.cpu.tiles import each_tile, operand, register_tiles, strides, vector_tile
-from braze.backends.cstyle import Index, c_type
+from braze.backends.cstyle import Index, c_type, unflatten
 from braze.ir.dtypes import bfloat16
 from braze.ir.graph import Graph, Node
 
@@ -134,22 +134,8 @@ def result_index(root: Node, g: Gemm) -> Index:
     lb = len(root.attr("lhs_batch"))
     rb = len(root.inputs[0].shape) - len(root.attr("lhs_contracting"))
     shape = root.shape
-    dims = (*_unflatten("bi", shape[:lb]), *_unflatten("m", shape[lb:rb]), *_unflatten("col", shape[rb:]))
+    dims = (*unflatten("bi", shape[:lb]), *unflatten("m", shape[lb:rb]), *unflatten("col", shape[rb:]))
     return Index(shape, dims, f"(bi * {g.m} + m) * {g.n} + col")
-
-
-def _unflatten(flat: str, sizes: tuple[int, ...]) -> list[str]:
-    """C expressions of the indices into dimensions of ``sizes`` (outermost first) that the
-    row-major flat index ``flat`` stands for."""
-    dims, inner, total = [], 1, math.prod(sizes)
-    for size in reversed(sizes):
-        if size == 1:
-            dims.append("0")
-            continue
-        quotient = f"{flat} / {inner}" if inner > 1 else flat
-        dims.append(f"({quotient}) % {size}" if inner * size < total else f"({quotient})")
-        inner *= size
-    return dims[::-1]
 
 
 def _pack_panels(em: Emitter, y: Node, b: str, g: Gemm, t: str, width: int, panel_width: int, widen: str) -> None:

@@ -5,7 +5,7 @@ index, with the rules of the movement and source primitives (``emitter.py``). A 
 specialises a few fields of ``CLanguage``; a backend builds its lowering table from the
 rules here and adds its own (loops, kernels)."""
 
-from braze.backends.cstyle.emitter import ELEMENT_RULES, CEmitter, ElementRule, Index, elementwise
+from braze.backends.cstyle.emitter import ELEMENT_RULES, CEmitter, ElementRule, Index, elementwise, unflatten
 from braze.backends.cstyle.language import BFLOAT16_HELPERS, CLanguage, c_literal, c_type, wrapping
 from braze.backends.cstyle.ops import OPS
 from braze.backends.cstyle.order import goes_before
@@ -22,5 +22,6 @@ __all__ = [
     "c_type",
     "elementwise",
     "goes_before",
+    "unflatten",
     "wrapping",
 ]

@@ -14,6 +14,7 @@ node read twice at one position is computed once.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -200,7 +201,7 @@ def _reshaped(em: CEmitter, node: Node, index: Index) -> Index:
     dims = ["0"] * len(source)  # dimensions of size 1
     for ins, outs in groups:
         flat = em.linear(Index(tuple(node.shape[d] for d in outs), tuple(index.dims[d] for d in outs)))
-        for d, expression in zip(ins, _unflattened(flat, [source[d] for d in ins]), strict=True):
+        for d, expression in zip(ins, unflatten(flat, [source[d] for d in ins]), strict=True):
             dims[d] = expression
     return Index(source, tuple(dims))
 
@@ -230,12 +231,15 @@ def _reshape_groups(source: tuple[int, ...], shape: tuple[int, ...]) -> list[tup
     return groups
 
 
-def _unflattened(flat: str, sizes: list[int]) -> list[str]:
-    """The row-major indices into ``sizes`` (none of them 1) that the offset ``flat`` stands for."""
-    dims, inner, total = [], 1, 1
-    for size in sizes:
-        total *= size
+def unflatten(flat: str, sizes: tuple[int, ...] | list[int]) -> list[str]:
+    """C expressions of the indices into dimensions of ``sizes`` (outermost first) that the
+    row-major flat index ``flat`` stands for: no remainder for the outermost, no division
+    for the innermost, "0" for a dimension of size 1."""
+    dims, inner, total = [], 1, math.prod(sizes)
     for size in reversed(sizes):
+        if size == 1:
+            dims.append("0")
+            continue
         quotient = f"({flat}) / {inner}" if inner > 1 else flat
         dims.append(f"({quotient}) % {size}" if inner * size < total else f"({quotient})")
         inner *= size
