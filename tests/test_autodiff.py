@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 import braze
+from braze import lazy
+from braze.backends.reference import evaluate
 
 
 def test_backward_accumulates_into_leaves():
@@ -14,6 +16,21 @@ def test_backward_accumulates_into_leaves():
     np.testing.assert_allclose(x.grad.numpy(), [2, 4, 6])
     (x * 3.0).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), [5, 7, 9])
+
+
+@pytest.mark.parametrize("batch", [(), (2,)])
+def test_a_kernel_gradient_is_one_product_in_the_kernels_layout(batch):
+    # x @ w with w stored (in, out): dw = x^T g comes out of the product as (in, out); the
+    # other operand order (g^T x) would need a transpose copied after it.
+    rng = np.random.default_rng(0)
+    x, w, g = rng.normal(size=(*batch, 5, 3)), rng.normal(size=(*batch, 3, 4)), rng.normal(size=(*batch, 5, 4))
+    graph = lazy.trace(
+        lambda x, w, g: braze.grad(lambda w: (x @ w * g).sum())(w), *(braze.tensor(a) for a in (x, w, g))
+    )
+    assert [n.op.name for n in graph.nodes() if n.op.name in ("transpose", "dot_general")] == ["dot_general"]
+    by_shape = {a.shape: a for a in (x, g)}  # linear in w: the gradient does not read it
+    (dw,) = evaluate(graph, [by_shape[p.shape] for p in graph.params])
+    np.testing.assert_allclose(dw, np.swapaxes(x, -1, -2) @ g, rtol=1e-12)
 
 
 def test_shared_subexpression_gets_both_contributions():

@@ -127,6 +127,20 @@ PRIMITIVE_CASES = [
         [r(3, 2, 4, 5), r(4, 6, 2, 3, seed=1)],
         [0, 1],
     ),
+    # A dense layer's and a batched product's kernel gradients: the rhs cotangent is x^T g
+    # with the operands swapped, in the kernel's layout without a transpose.
+    (
+        "dot_general",
+        {"lhs_contracting": (1,), "rhs_contracting": (0,), "lhs_batch": (), "rhs_batch": ()},
+        [r(5, 3), r(3, 4, seed=1)],
+        [0, 1],
+    ),
+    (
+        "dot_general",
+        {"lhs_contracting": (2,), "rhs_contracting": (1,), "lhs_batch": (0,), "rhs_batch": (0,)},
+        [r(2, 5, 3), r(2, 3, 4, seed=1)],
+        [0, 1],
+    ),
     ("conv", CONV, [r(2, 6, 7, 3), r(3, 2, 3, 2, seed=1)], [0, 1]),
     ("conv_grad_input", {"input_hw": (6, 7), **CONV}, [r(2, 4, 6, 2), r(3, 2, 3, 2, seed=1)], [0, 1]),
     ("conv_grad_filter", {"filter_hw": (3, 2), **CONV}, [r(2, 6, 7, 3), r(2, 4, 6, 2, seed=1)], [0, 1]),

@@ -1,9 +1,9 @@
 """dot_general: batched contraction with explicit batch and contracting dimensions (XLA's).
 
 The output's dimensions are the batch dimensions, then the lhs free dimensions, then the rhs
-free dimensions, each in operand order. Its transposes are again dot_generals followed by a
-transpose that puts the contracted result back in the operand's layout; being bilinear, its
-JVP is the product rule.
+free dimensions, each in operand order. Its transposes are again dot_generals, with the
+operands in whichever order gives the operand's layout, else followed by a transpose that
+puts the contracted result back in it; being bilinear, its JVP is the product rule.
 
 On bfloat16 operands it accumulates in float32 and returns float32 (``vdpbf16ps``'s
 contract, and XLA's dot with a float32 ``preferred_element_type``): a bfloat16 product is
@@ -78,16 +78,25 @@ def _transpose_lhs(g, x, y, *, lhs_contracting, rhs_contracting, lhs_batch, rhs_
         g_y_free = tuple(range(nb, nb + len(y_free)))
     if y.dtype is bfloat16:
         g = elementwise.convert.bind(g, dtype=bfloat16)
-    result = dot_general.bind(
-        g,
-        y,
-        lhs_contracting=g_y_free,
-        rhs_contracting=tuple(y_free),
-        lhs_batch=tuple(range(nb)),
-        rhs_batch=tuple(rhs_batch),
-    )
     order = _argsort(rhs_contracting)
-    layout = [*lhs_batch, *x_free, *(lhs_contracting[i] for i in order)]
+    contracted = [lhs_contracting[i] for i in order]
+    layout = [*lhs_batch, *x_free, *contracted]
+    swapped = [*lhs_batch, *contracted, *x_free]
+    g_side = (g, g_y_free, tuple(range(nb)))
+    y_side = (y, tuple(y_free), tuple(rhs_batch))
+    if _argsort(swapped) == tuple(range(len(swapped))) != _argsort(layout):
+        # y times g lands in x's layout where g times y would need a transpose: a weight
+        # gradient x^T g of a kernel stored (in, out), which would otherwise be copied
+        # column by column after its product.
+        g_side, y_side, layout = y_side, g_side, swapped
+    result = dot_general.bind(
+        g_side[0],
+        y_side[0],
+        lhs_contracting=g_side[1],
+        rhs_contracting=y_side[1],
+        lhs_batch=g_side[2],
+        rhs_batch=y_side[2],
+    )
     permutation = _argsort(layout)
     if x.dtype is bfloat16:
         result = elementwise.convert.bind(result, dtype=bfloat16)
