@@ -38,6 +38,10 @@ CASES = {
     # the largest L1 cache): B into panels, a transposed A into row tiles.
     "packed panels of B": ((9, 110), (110, 80), (1,), (0,), (), ()),
     "packed rows of a transposed A": ((130, 70), (130, 24), (0,), (0,), (), ()),
+    # Deep, several panels wide, the last one partly padding: each task packs the panels
+    # it reads.
+    "deep panels": ((9, 1100), (1100, 70), (1,), (0,), (), ()),
+    "deep panels of a transposed A": ((1100, 20), (1100, 70), (0,), (0,), (), ()),
     "dense float64": ((13, 40), (40, 19), (1,), (0,), (), (), "float64"),
     "q @ k^T float64": ((2, 3, 11, 8), (2, 3, 13, 8), (3,), (3,), (0, 1), (0, 1), "float64"),
 }

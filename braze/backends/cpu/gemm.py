@@ -3,13 +3,14 @@
 Every product whose batch, free and contracting dimensions each collapse to one stride (all
 of a transformer's: ``x @ W`` over (batch, time, channels), the weight gradient contracting
 batch and time together, the 4-D attention products, the transposed operands of the
-backward pass) runs as register-tiled micro-kernels in the GotoBLAS arrangement: B is
-packed on every call into panels one register tile wide, each panel's rows contiguous and
-padded to whole vectors; each task, a block of rows of one batch sized so that its rows of
-A stay in the L2 cache, copies those rows into depth-major row tiles where A is read
-across its rows (a weight gradient's transposed activations), then sweeps the panels (a
-panel is reused by every row tile of the block from L1/L2), and in each panel a register
-tile of rows times vectors of columns accumulates the whole depth in registers. Tile,
+backward pass) runs as register-tiled micro-kernels in the GotoBLAS arrangement: each
+task, a block of rows of one batch sized so that its rows of A stay in the L2 cache,
+copies those rows into depth-major row tiles where A is read across its rows (a weight
+gradient's transposed activations), then sweeps B's column panels, each one register tile
+wide: it copies the panel into its own thread's buffer, rows contiguous and padded to
+whole vectors (the panel is then reused by every row tile of the block from its own core's
+L1/L2), and in each panel a register tile of rows times vectors of columns accumulates the
+whole depth in registers. Tile,
 block and panel sizes come from the CPU target (vector width, vector registers, L2 size),
 never from this host. The epilogue (bias, activation, scaling, residual add) is computed
 as results are stored. Other products (integers, a layout whose dimensions do not
@@ -29,7 +30,6 @@ from braze.backends.cpu.loops import (
     open_loop,
     open_loops,
     open_thread_block,
-    parallel_pragma,
     store_results,
 )
 from braze.backends.cpu.tiles import each_tile, operand, register_tiles, strides, vector_tile
@@ -138,39 +138,23 @@ def result_index(root: Node, g: Gemm) -> Index:
     return Index(shape, dims, f"(bi * {g.m} + m) * {g.n} + col")
 
 
-def _pack_panels(em: Emitter, y: Node, b: str, g: Gemm, t: str, width: int, panel_width: int, widen: str) -> None:
-    """Copy B into ``bpack``: per batch, its columns in panels of ``panel_width`` (one
-    register tile's), each panel's rows contiguous (the last panel as wide as the padded
-    columns left), so a tile sweeping the depth reads one stream from L1/L2 instead of a
-    cache line per row. Panel by panel, so the copy writes one stream too (row by row it
-    wrote a line of each panel in turn, 48 KiB apart, and took longer than the product's
-    arithmetic). The scratch is kept between calls, so the padding stays zero."""
-    full = g.n // panel_width  # panels of real columns only
-    rest = width - full * panel_width
-    source_type = c_type(y.dtype)
-
-    def copy(first: str, columns: int, panel: int) -> None:
-        em.emit(f"const {source_type}* from = {b} + {batch_offset(g.batch, 'bi', 1)} + {first} * {g.b_col};")
-        em.emit(f"{t}* to = bpack + bi * {g.k * width} + {first} * {g.k};")
-        open_loops(em, [("kk", g.k), ("c", columns)])
-        em.emit(f"to[kk * {panel} + c] = {widen}(from[kk * {g.b_k} + c * {g.b_col}]);")
-        close_loops(em, 2)
-
-    if full:
-        pragma = parallel_pragma(g.batches * g.k * full * panel_width, g.batches * full)
-        if pragma:
-            em.emit(pragma)
-        open_loop(em, "pp", g.batches * full)
-        em.emit(f"const int64_t bi = pp / {full}, p0 = pp % {full} * {panel_width};")
-        copy("p0", panel_width, panel_width)
-        close_loops(em, 1)
-    if rest:
-        pragma = parallel_pragma(g.batches * g.k * rest, g.batches)
-        if pragma:
-            em.emit(pragma)
-        open_loop(em, "bi", g.batches)
-        copy(str(full * panel_width), g.n - full * panel_width, rest)
-        close_loops(em, 1)
+def _pack_panel(em: Emitter, y: Node, b: str, g: Gemm, t: str, chunk: int, lanes: int, widen: str) -> None:
+    """Copy the column panel at vector ``q0`` of this task's batch of B into the thread's
+    ``bp``, its rows contiguous and ``chunk`` vectors wide (the last panel's columns past B's
+    zeroed), so a tile sweeping the depth reads one stream instead of a cache line per row
+    of B. Each task packs the panels it reads itself: packed by all threads into one shared
+    copy, half of every task's panel came from the other core's cache, which on a Xeon cost
+    more than the product's arithmetic."""
+    width = chunk * lanes
+    em.emit(f"const {c_type(y.dtype)}* from = {b} + {batch_offset(g.batch, 'bi', 1)} + q0 * {lanes * g.b_col};")
+    em.emit(f"const int64_t columns = {g.n} - q0 * {lanes} < {width} ? {g.n} - q0 * {lanes} : {width};")
+    open_loop(em, "kk", g.k)
+    open_loop(em, "c", "columns")
+    em.emit(f"bp[kk * {width} + c] = {widen}(from[kk * {g.b_k} + c * {g.b_col}]);")
+    close_loops(em, 1)
+    open_loop(em, "c", width, start="columns")
+    em.emit(f"bp[kk * {width} + c] = 0;")
+    close_loops(em, 2)
 
 
 def _pack_rows(em: Emitter, g: Gemm, t: str, tile_rows: int, widen: str) -> None:
@@ -217,9 +201,6 @@ def _tiled_gemm(em: Emitter, computation: Graph, outputs: list[str], root: Node,
     itemsize = root.dtype.itemsize
     in_place = g.b_col == 1 and g.n == width and not widen
     packed = not (in_place and (g.n <= panel_width or _within_half_l1(em, g.k * g.b_k, itemsize)))
-    if packed:
-        em.scratch_buffer(t, "bpack", batches * g.k * width)
-        _pack_panels(em, y, b, g, t, width, panel_width, widen)
     # A's rows are copied into depth-major tiles where A is read across its rows and a
     # tile's sweep over the depth spans more than half the L1 cache: there a tile's values
     # of one depth lie a row of A from the last depth's (2 KiB on a weight gradient),
@@ -229,17 +210,23 @@ def _tiled_gemm(em: Emitter, computation: Graph, outputs: list[str], root: Node,
     block = row_blocks(em, g, tile_rows, itemsize)
     blocks = -(-g.m // block)
     pragma = contraction_pragma(work, batches * blocks)
+    slices = []
+    if packed:
+        slices.append(("bpack", g.k * panel_width, "bp"))
     if rows_packed:
-        em.scratch_buffer(t, "apack", block * g.k, per_thread=True)
-        open_thread_block(em, pragma, t, [("apack", block * g.k, "at")])
+        slices.append(("apack", block * g.k, "at"))
+    for buffer, size, _ in slices:
+        em.scratch_buffer(t, buffer, size, per_thread=True)
+    if slices:
+        open_thread_block(em, pragma, t, slices)
     elif pragma:
         em.emit(pragma)
     open_loop(em, "task", batches * blocks)
     em.emit(f"const int64_t bi = task / {blocks}, r0 = task % {blocks} * {block};")
     em.emit(f"const int64_t r1 = r0 + {block} < {g.m} ? r0 + {block} : {g.m};")
     em.emit(f"const {c_type(x.dtype)}* am = {a} + {batch_offset(g.batch, 'bi', 0)};")
-    b_base = f"bi * {g.k * width}" if packed else batch_offset(g.batch, "bi", 1)
-    em.emit(f"const {t}* bm = {'bpack' if packed else b} + {b_base};")
+    if not packed:
+        em.emit(f"const {t}* bm = {b} + {batch_offset(g.batch, 'bi', 1)};")
     if rows_packed:
         _pack_rows(em, g, t, tile_rows, widen)
     full_chunks_fit = (vectors - vectors % tile_vectors) * lanes <= g.n
@@ -251,7 +238,7 @@ def _tiled_gemm(em: Emitter, computation: Graph, outputs: list[str], root: Node,
             em.emit(f"const {t}* as = at + (m0 - r0) * {g.k};")
         open_loop(em, "k", g.k)
         # A panel's rows are chunk vectors wide (the last panel, narrower, is packed so).
-        panel = f"bm + q0 * {lanes * g.k} + k * {chunk * lanes}" if packed else f"bm + k * {g.b_k} + q0 * {lanes}"
+        panel = f"bp + k * {chunk * lanes}" if packed else f"bm + k * {g.b_k} + q0 * {lanes}"
         scalar = (
             (lambda i: f"as[k * {rows} + {i}]")
             if rows_packed
@@ -278,6 +265,8 @@ def _tiled_gemm(em: Emitter, computation: Graph, outputs: list[str], root: Node,
         em.emit("{")
         em.push()
         em.emit(f"const int64_t q0 = {first};")
+        if packed:
+            _pack_panel(em, y, b, g, t, chunk, lanes, widen)
         em.emit(f"for (int64_t m0 = r0; m0 + {tile_rows} <= r1; m0 += {tile_rows}) {{")
         em.push()
         row_tile(tile_rows, chunk, first)
@@ -292,7 +281,7 @@ def _tiled_gemm(em: Emitter, computation: Graph, outputs: list[str], root: Node,
         em.emit("}")
 
     each_tile(em, "qb", vectors, tile_vectors, column_panel)
-    close_loops(em, 2 if rows_packed else 1)
+    close_loops(em, 2 if slices else 1)
 
 
 def _offset(names: list[str], steps: list[int]) -> str:
