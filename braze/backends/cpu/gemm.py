@@ -138,6 +138,9 @@ def result_index(root: Node, g: Gemm) -> Index:
     return Index(shape, dims, f"(bi * {g.m} + m) * {g.n} + col")
 
 
+_TRANSPOSE_BLOCK = 16  # depths per block of a transposing copy: a cache line of float32
+
+
 def _pack_panel(em: Emitter, y: Node, b: str, g: Gemm, t: str, chunk: int, lanes: int, widen: str) -> None:
     """Copy the column panel at vector ``q0`` of this task's batch of B into the thread's
     ``bp``, its rows contiguous and ``chunk`` vectors wide (the last panel's columns past B's
@@ -148,10 +151,23 @@ def _pack_panel(em: Emitter, y: Node, b: str, g: Gemm, t: str, chunk: int, lanes
     width = chunk * lanes
     em.emit(f"const {c_type(y.dtype)}* from = {b} + {batch_offset(g.batch, 'bi', 1)} + q0 * {lanes * g.b_col};")
     em.emit(f"const int64_t columns = {g.n} - q0 * {lanes} < {width} ? {g.n} - q0 * {lanes} : {width};")
-    open_loop(em, "kk", g.k)
-    open_loop(em, "c", "columns")
-    em.emit(f"bp[kk * {width} + c] = {widen}(from[kk * {g.b_k} + c * {g.b_col}]);")
-    close_loops(em, 1)
+    copy = f"bp[kk * {width} + c] = {widen}(from[kk * {g.b_k} + c * {g.b_col}]);"
+    if g.b_col == 1:
+        open_loops(em, [("kk", g.k)])
+        open_loop(em, "c", "columns")
+        em.emit(copy)
+        close_loops(em, 2)
+    else:
+        # B's columns run along the depth (g @ W^T): the copy transposes, sixteen depths of
+        # every column at a time, so it reads whole cache lines (a column at a time, one
+        # read per line: five times slower).
+        open_loop(em, "k0", g.k, step=_TRANSPOSE_BLOCK)
+        em.emit(f"const int64_t k1 = k0 + {_TRANSPOSE_BLOCK} < {g.k} ? k0 + {_TRANSPOSE_BLOCK} : {g.k};")
+        open_loop(em, "c", "columns")
+        open_loop(em, "kk", "k1", start="k0")
+        em.emit(copy)
+        close_loops(em, 3)
+    open_loops(em, [("kk", g.k)])
     open_loop(em, "c", width, start="columns")
     em.emit(f"bp[kk * {width} + c] = 0;")
     close_loops(em, 2)
