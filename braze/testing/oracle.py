@@ -129,7 +129,9 @@ def mismatch(want: np.ndarray, got: np.ndarray, slack: float, rtol: float) -> st
     scale = float(np.abs(want[finite]).max(initial=0.0))
     error = np.where(finite, np.abs(got.astype(np.float64) - want), 0.0)
     allowed = rtol * scale + slack + rtol * np.abs(want.astype(np.float64))
-    excess = error - allowed
+    # Only finite values have a tolerance: where both are NaN (checked above), the relative
+    # part of ``allowed`` is NaN itself, and a NaN excess would read as a mismatch.
+    excess = np.where(finite, error - allowed, 0.0)
     if excess.max(initial=0.0) <= 0:
         return None
     at = np.unravel_index(int(np.argmax(excess)), want.shape)

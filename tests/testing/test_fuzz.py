@@ -70,6 +70,15 @@ def test_tolerance_follows_dtype_magnitude_and_rounding():
     assert "got float64" in mismatch(want, want.astype(np.float64), slack=0.0, rtol=2e-5)
 
 
+def test_nans_both_runs_agree_on_are_no_mismatch():
+    # Fuzz program 1110 (a layer norm over one element, 0 / 0): a NaN in both runs, scalar
+    # or beside finite values, has no tolerance of its own to exceed.
+    assert mismatch(np.array(np.nan, np.float32), np.array(np.nan, np.float32), slack=0.0, rtol=2e-5) is None
+    both = np.array([np.nan, 2.0], np.float32)
+    assert mismatch(both, both.copy(), slack=0.0, rtol=2e-5) is None
+    assert "instead of" in mismatch(both, np.array([np.nan, 2.5], np.float32), slack=0.0, rtol=2e-5)
+
+
 def test_command_line_runs_and_reports(tmp_path, capsys):
     assert main(["fuzz", "--programs", "5", "--seed", "3", "--backends", "reference", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr()
