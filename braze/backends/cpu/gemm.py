@@ -10,11 +10,10 @@ gradient's transposed activations), then sweeps B's column panels, each one regi
 wide: it copies the panel into its own thread's buffer, rows contiguous and padded to
 whole vectors (the panel is then reused by every row tile of the block from its own core's
 L1/L2), and in each panel a register tile of rows times vectors of columns accumulates the
-whole depth in registers. Tile,
-block and panel sizes come from the CPU target (vector width, vector registers, L2 size),
-never from this host. The epilogue (bias, activation, scaling, residual add) is computed
-as results are stored. Other products (integers, a layout whose dimensions do not
-collapse) run as plain loops.
+whole depth in registers. Tile, block and panel sizes come from the CPU target (vector
+width, vector registers, L2 size), never from this host. The epilogue (bias, activation,
+scaling, residual add) is computed as results are stored. Other products (integers, a
+layout whose dimensions do not collapse) run as plain loops.
 """
 
 from __future__ import annotations
@@ -153,7 +152,7 @@ def _pack_panel(em: Emitter, y: Node, b: str, g: Gemm, t: str, chunk: int, lanes
     em.emit(f"const int64_t columns = {g.n} - q0 * {lanes} < {width} ? {g.n} - q0 * {lanes} : {width};")
     copy = f"bp[kk * {width} + c] = {widen}(from[kk * {g.b_k} + c * {g.b_col}]);"
     if g.b_col == 1:
-        open_loops(em, [("kk", g.k)])
+        open_loop(em, "kk", g.k)
         open_loop(em, "c", "columns")
         em.emit(copy)
         close_loops(em, 2)
@@ -167,7 +166,7 @@ def _pack_panel(em: Emitter, y: Node, b: str, g: Gemm, t: str, chunk: int, lanes
         open_loop(em, "kk", "k1", start="k0")
         em.emit(copy)
         close_loops(em, 3)
-    open_loops(em, [("kk", g.k)])
+    open_loop(em, "kk", g.k)
     open_loop(em, "c", width, start="columns")
     em.emit(f"bp[kk * {width} + c] = 0;")
     close_loops(em, 2)
