@@ -62,6 +62,17 @@ FINDINGS = {
         weights=(0.57,),
         returned=(),
     ),
+    # program 203: the input gradient of a stride-2, SAME-padded 1x1 convolution of four
+    # channels into two. Once its padded copy had no branch, GCC 12 at -O3 if-converted and
+    # vectorized the gradient's loops over plain arrays of accumulators and got them wrong;
+    # convolutions over plain arrays keep if-conversion off.
+    "a strided convolution's input gradient over plain arrays": Program(
+        seed=203,
+        inputs=(Input((1, 6, 1, 4), "float32", 0), Input((1, 1, 4, 2), "float32", 1)),
+        steps=(Step('B.conv2d({0}, {1}, stride=(2, 1), padding="SAME", dilation=1)', (0, 1)),),
+        weights=(0.61,),
+        returned=(),
+    ),
     # program 34: a max-pool gradient of a flipped broadcast, summed. GCC 12.2 at -O3 got the
     # sum wrong when it read the reversed axis inside the reduction's loop nest (the kernel
     # was right at -O2 and with -fno-tree-loop-vectorize); reductions no longer fuse a rev.

@@ -38,6 +38,7 @@ class Emitter(CEmitter):
         self.menu_work = 0  # the multiply-adds of the biggest choice offered
         self.scratch: list[tuple[str, str, int, bool]] = []  # (C type, name, bytes, per thread)
         self.preamble: list[str] = []  # top-level C the kernel's function needs before it (guarded)
+        self.keep_branches = False  # compile the kernel without if-conversion (emit.py says why)
 
     def scratch_buffer(self, ctype: str, name: str, count: int, per_thread: bool = False) -> None:
         """``name``: a scratch array of ``count`` elements (that many per thread when

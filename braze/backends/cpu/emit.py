@@ -239,8 +239,9 @@ def emit_kernel(
     body = "\n".join(em.lines)
     # GCC 12 at -O3 -march=native miscompiles loops whose branches load memory once it
     # if-converts them (NaN lanes of a branchy copy become 0; found by the random-graph
-    # test), so kernels with such branches keep their branches.
-    branchy = any(line.lstrip().startswith(("if (", "} else")) for line in em.lines)
+    # test), so kernels with such branches keep their branches, and so do the kernels
+    # whose lowering asks (a convolution's loops over plain arrays, contractions.py).
+    branchy = em.keep_branches or any(line.lstrip().startswith(("if (", "} else")) for line in em.lines)
     attribute = '__attribute__((optimize("no-tree-loop-if-convert"))) ' if branchy else ""
     head = f"{C.kernel} void {name}({', '.join(params) or 'void'})"
     definition = "".join(em.preamble) + f"{attribute}{head} {{\n{body}\n}}\n"
