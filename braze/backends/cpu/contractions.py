@@ -166,7 +166,8 @@ def _direct_conv(p: _Conv, w_hwoi: str | None = None, live_rows: tuple[int, int]
         # Named vectors leave the loop vectorizer only the epilogue, which if-conversion
         # lets it vectorize (its NaN-aware sign and selects): 0.8 of the 1.9 ms of a
         # ResNet input gradient ran as scalar branches without it.
-        em.keep_branches = p.pairs  # bfloat16 pairs (bf16_conv.py) keep the protection
+        if not p.pairs:  # bfloat16 pairs (bf16_conv.py) keep whatever protection they had
+            em.keep_branches = False
     else:
         # plain arrays of accumulators, where GCC keeps fewer of them in registers
         tile = min(ow, max(1, int(em.target.vector_registers * 3 / 8) // -(-o // lanes))) if wide else min(ow, 16)

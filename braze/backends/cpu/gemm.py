@@ -147,10 +147,10 @@ def _pack_panel(em: Emitter, y: Node, b: str, g: Gemm, t: str, chunk: int, lanes
     of B. Each task packs the panels it reads itself: packed by all threads into one shared
     copy, half of every task's panel came from the other core's cache, which on a Xeon cost
     more than the product's arithmetic."""
-    width = chunk * lanes
+    row = chunk * lanes  # a packed row: the panel's vectors
     em.emit(f"const {c_type(y.dtype)}* from = {b} + {batch_offset(g.batch, 'bi', 1)} + q0 * {lanes * g.b_col};")
-    em.emit(f"const int64_t columns = {g.n} - q0 * {lanes} < {width} ? {g.n} - q0 * {lanes} : {width};")
-    copy = f"bp[kk * {width} + c] = {widen}(from[kk * {g.b_k} + c * {g.b_col}]);"
+    em.emit(f"const int64_t columns = {g.n} - q0 * {lanes} < {row} ? {g.n} - q0 * {lanes} : {row};")
+    copy = f"bp[kk * {row} + c] = {widen}(from[kk * {g.b_k} + c * {g.b_col}]);"
     if g.b_col == 1:
         open_loop(em, "kk", g.k)
         open_loop(em, "c", "columns")
@@ -167,8 +167,8 @@ def _pack_panel(em: Emitter, y: Node, b: str, g: Gemm, t: str, chunk: int, lanes
         em.emit(copy)
         close_loops(em, 3)
     open_loop(em, "kk", g.k)
-    open_loop(em, "c", width, start="columns")
-    em.emit(f"bp[kk * {width} + c] = 0;")
+    open_loop(em, "c", row, start="columns")
+    em.emit(f"bp[kk * {row} + c] = 0;")
     close_loops(em, 2)
 
 
