@@ -18,6 +18,7 @@ from braze.backends import cpu
 from braze.backends.cpu import compiler as cc
 from braze.backends.cpu import target
 from braze.backends.cpu.emit import emit_module, prelude, translation_units
+from braze.backends.cpu.executable import SPIN_BEFORE_SLEEP
 from braze.ir.text import parse_graph
 from braze.passes.buffers import assign
 from braze.runtime.diskcache import CacheWarning
@@ -148,19 +149,25 @@ _THREADS = (
     "import ctypes, os, numpy as np, braze\n"
     "x = braze.tensor(np.ones(4, np.float32), device=braze.LAZY_CPU)\n"
     "assert (x * 2.0).tolist() == [2.0] * 4\n"
-    "print(ctypes.CDLL('libgomp.so.1').omp_get_max_threads(), os.environ['OMP_WAIT_POLICY'])\n"
+    "print(ctypes.CDLL('libgomp.so.1').omp_get_max_threads(), os.environ['OMP_WAIT_POLICY'],\n"
+    "      os.environ.get('GOMP_SPINCOUNT', 'unset'))\n"
 )
 
 
 @pytest.mark.parametrize(
     ("environment", "expected"),
-    [({}, f"{target.available_cores()} passive"), ({"OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "active"}, "1 active")],
-    ids=["defaults", "user-settings-kept"],
+    [
+        ({}, f"{target.available_cores()} passive {SPIN_BEFORE_SLEEP}"),
+        ({"OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "active"}, "1 active unset"),
+        ({"OMP_WAIT_POLICY": "passive"}, f"{target.available_cores()} passive unset"),
+        ({"GOMP_SPINCOUNT": "0"}, f"{target.available_cores()} passive 0"),
+    ],
+    ids=["defaults", "user-settings-kept", "user-asks-for-sleeping-waits", "user-spin-count-kept"],
 )
-def test_kernels_run_on_the_usable_cores_with_sleeping_waits_unless_told_otherwise(environment, expected, tmp_path):
+def test_kernels_run_on_the_usable_cores_with_short_spins_unless_told_otherwise(environment, expected, tmp_path):
     if "-fopenmp" not in cc.find_compiler().flags:
         pytest.skip("the compiler has no OpenMP")
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("OMP_")}
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "GOMP_"))}
     env = {**clean, "BRAZE_CACHE": str(tmp_path), **environment}
     result = subprocess.run([sys.executable, "-c", _THREADS], env=env, capture_output=True, text=True, check=True)
     assert result.stdout.split("\n")[-2] == expected

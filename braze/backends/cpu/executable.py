@@ -46,14 +46,27 @@ def _check(guards: list[tuple[int, np.ndarray]], arena_guard: np.ndarray, entry:
         raise RuntimeError(f"{entry}: a kernel wrote past the end of the temporary arena")
 
 
+# Pause loops a thread spins through for new work before it sleeps (libgomp's
+# GOMP_SPINCOUNT): tens of microseconds, enough to span the gap between one parallel kernel
+# of a step and the next. Waking a sleeping thread took about 40 us on a 2-core virtual
+# Xeon, as long as a 48-head attention product. nanoGPT's jitted step there: 36.5 ms
+# sleeping at once, 32 ms with 3,000 spins, 31.3 ms with 10,000; beside a process spinning
+# on one of the two cores 51, 58 and 76 ms (libgomp's own 300,000 made LeNet's step 4-80x
+# slower beside busy processes).
+SPIN_BEFORE_SLEEP = 3000
+
+
 def openmp_defaults(cores: int) -> None:
     """Thread settings for the OpenMP runtime, which reads them once, when the first kernel
-    library loads it; a user's own OMP_WAIT_POLICY and OMP_NUM_THREADS are kept. Threads
-    waiting for work sleep instead of spinning: beside busy processes on two cores, a
-    spinning thread held the core its partner needed for a time slice, and the jitted LeNet
-    step went from about 4 ms to 15-320 ms (3.7-8.5 ms with passive waiting). As many
-    threads as the cores this process may use (affinity and cgroup quota)."""
-    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+    library loads it; a user's own OMP_WAIT_POLICY, GOMP_SPINCOUNT and OMP_NUM_THREADS are
+    kept. Threads waiting for work spin briefly, then sleep (``SPIN_BEFORE_SLEEP``): beside
+    busy processes on two cores, a thread spinning for milliseconds held the core its
+    partner needed for a time slice, and the jitted LeNet step went from about 4 ms to
+    15-320 ms (3.7-8.5 ms with passive waiting). As many threads as the cores this process
+    may use (affinity and cgroup quota)."""
+    if "OMP_WAIT_POLICY" not in os.environ:
+        os.environ["OMP_WAIT_POLICY"] = "passive"
+        os.environ.setdefault("GOMP_SPINCOUNT", str(SPIN_BEFORE_SLEEP))
     os.environ.setdefault("OMP_NUM_THREADS", str(cores))
 
 

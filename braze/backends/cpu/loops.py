@@ -20,8 +20,9 @@ from braze.ir.prims.reductions import reduce_prod, reduce_sum
 from braze.ir.prims.sources import iota
 from braze.ir.prims.structural import broadcast_in_dim, concatenate, pad, rev, slice_, transpose
 
-# A parallel region pays for waking the other threads, which sleep between regions (see
-# executable.openmp_defaults): tens of microseconds on a virtual machine. So only kernels
+# A parallel region pays for waking the other threads where they have slept past their
+# short spin (see executable.openmp_defaults): tens of microseconds on a virtual machine,
+# and for moving its data between the cores' caches. So only kernels
 # that do about as much run in parallel: 2^18 elements of an elementwise kernel, 2^22
 # multiply-adds of a contraction (the jitted LeNet step: 3.2 ms with 2^15 for both, 2.65 ms
 # with these; 2^24 multiply-adds made it 3.0 ms).
