@@ -73,6 +73,23 @@ FINDINGS = {
         weights=(0.61,),
         returned=(),
     ),
+    # program 9673: the second derivative of a sort's values along the leading axis, summed
+    # and cumulatively summed. The sort's gradient scatters through a one-hot comparison, in
+    # a kernel of two sibling sums of selects; GCC 12 at -O3 if-converted and vectorized
+    # their accumulation and lost terms (a loss of 39.885 instead of 39.6, on AVX2 and
+    # AVX-512). Sibling reductions keep if-conversion off.
+    "two sums of a sort's one-hot gradient": Program(
+        seed=9673,
+        inputs=(Input((2, 5, 3), "float32", 0),),
+        steps=(
+            Step("B.sort({0}, axis=-3, descending=False)", (0,)),
+            Step("B.sort({0}, axis=-3, descending=False)", (0,)),
+            Step("B.cumsum({0}, axis=-2)", (1,)),
+        ),
+        weights=(0.0, 0.93, 0.57),
+        returned=(),
+        order=2,
+    ),
     # program 34: a max-pool gradient of a flipped broadcast, summed. GCC 12.2 at -O3 got the
     # sum wrong when it read the reversed axis inside the reduction's loop nest (the kernel
     # was right at -O2 and with -fno-tree-loop-vectorize); reductions no longer fuse a rev.

@@ -267,6 +267,11 @@ def emit_reduction_kernel(em: Emitter, computation: Graph, outputs: list[str], r
     if any(computation.outputs[k].shape != shape for k in extras):
         raise NotImplementedError("a reduction kernel writes extra results only of its input's shape")
     init = reduction_init(root.op, dtype)
+    # GCC 12 at -O3 if-converted and vectorized two sums of selects accumulated into their
+    # results together (a sort's gradient, one-hot scattered, and the count beside it) and
+    # lost some of the terms, with AVX2 and with AVX-512 (fuzz program 9673); one sum alone
+    # was right. Sibling reductions keep their branches.
+    em.keep_branches = em.keep_branches or len(targets) > 1
     em.emit(f"for (int64_t k = 0; k < {root.aval.size}; k++) {{ {' '.join(f'{t}[k] = {init};' for t in targets)} }}")
 
     def element(index: Index) -> list[str]:
