@@ -140,16 +140,7 @@ def plan_fusion(graph: Graph, policy: FusionPolicy = TARGET_INDEPENDENT) -> Plan
         for u in users[id(node)]:
             for group in shared.get(id(u)) or [owner.get(id(u))]:
                 reader_groups[id(group)] = group
-        if id(node) in outputs and users[id(node)] and None not in reader_groups.values():
-            group = _loop_writing(node, reader_groups)
-            if group is not None:
-                readers = [u for u in users[id(node)] if owner.get(id(u)) is group]
-                decision = policy.should_fuse(node, group.members, group.kind, readers)
-                if decision.ok:
-                    join(group, node)  # the loop computes the result and also writes it out
-                    continue
-                refusals.append(decision.reason)
-        elif users[id(node)] and None not in reader_groups.values():
+        if id(node) not in outputs and users[id(node)] and None not in reader_groups.values():
             if len(reader_groups) == 1:
                 (group,) = reader_groups.values()
                 readers = [u for u in users[id(node)] if owner.get(id(u)) is group]
@@ -183,21 +174,6 @@ def plan_fusion(graph: Graph, policy: FusionPolicy = TARGET_INDEPENDENT) -> Plan
         groups, row_refusals = merge_rows(groups, owner, kernels, RowContext(users, outputs, set(shared)), policy)
         refusals += row_refusals
     return Plan(groups, shared, refusals)
-
-
-def _loop_writing(node: Node, reader_groups: dict[int, Group | None]) -> Group | None:
-    """The elementwise loop kernel, its only reader, that may compute ``node``, a result of
-    the graph, and write it out at each element it visits: the same shape as the loop, so
-    that each element is written once. An optimizer's step is such a chain of results (the
-    clipped gradient, the moments, the parameter): each kernel of its own, they read and
-    wrote each moment twice."""
-    if len(reader_groups) != 1 or not node.op.elementwise:
-        return None
-    (group,) = reader_groups.values()
-    root = group.members[0]
-    if group.kind != "loop" or root.multi_output or root.aval.shape != node.aval.shape:
-        return None
-    return group
 
 
 def _reaches(node: Node, group: Group, users: dict[int, list[Node]], position: dict[int, int]) -> bool:
