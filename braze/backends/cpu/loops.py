@@ -25,9 +25,9 @@ from braze.ir.prims.structural import broadcast_in_dim, concatenate, pad, rev, s
 # and for moving its data between the cores' caches. So only kernels that do about as much
 # run in parallel: 2^16 elements of an elementwise kernel, 2^20 multiply-adds of a
 # contraction. With threads that slept at once, 2^18 and 2^22 were best (the jitted LeNet
-# step: 3.2 ms with 2^15 for both, 2.65 ms with those); with the short spin,
-# on a 2-core Xeon, these took LeNet's step from 4.35 to 3.2-3.7 ms and nanoGPT's from 32.3
-# to 27.3-30.5 ms (2^14 and 2^18: no better).
+# step: 3.2 ms with 2^15 for both, 2.65 ms with those); with the short spin, on a 2-core
+# Xeon, these took LeNet's step from 4.35 to 3.2-3.7 ms and nanoGPT's from 32.3 to
+# 27.3-30.5 ms (2^14 and 2^18: no better).
 PARALLEL_MIN_ELEMENTS = 1 << 16
 PARALLEL_MIN_MACS = 1 << 20
 _NEEDS_DIMS = frozenset({transpose, rev, slice_, pad, concatenate, iota})
