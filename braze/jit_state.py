@@ -17,9 +17,10 @@ leading underscore), at most ``MAX_DEPTH`` deep, and sorts what it meets:
   with;
 - **everything else** is a guard, part of the key under which the executable is cached:
   every other number, bool, string and None (a module's ``training`` flag, a dropout rate,
-  a closed-over float), a NumPy array's shape, dtype and identity (and the values of a
-  small one), and the identity of functions, classes, modules and random generators
-  (whose keys are drawn as inputs, see :mod:`braze.ops.random`).
+  a closed-over float), a NumPy array's shape, dtype and values (a big one's by a digest
+  of its bytes, so that writing into it between calls is seen), and the identity of
+  functions, classes, modules and random generators (whose keys are drawn as inputs, see
+  :mod:`braze.ops.random`).
 
 A tensor's guard is its shape, dtype and device. The key holds each entry with the path
 it was reached by (``args[1].lr``, ``scale``, ``args[0].layers[2].training``), so that a
@@ -31,6 +32,7 @@ from __future__ import annotations
 import dis
 import enum
 import functools
+import hashlib
 import os
 import sysconfig
 import types
@@ -46,7 +48,7 @@ from braze.runtime.device import Device
 from braze.tensor import Tensor
 
 MAX_DEPTH = 32  # containers and objects nested deeper are guarded by their path alone
-SMALL_ARRAY = 64  # elements: up to this size a NumPy array is guarded by its values
+SMALL_ARRAY = 64  # elements: up to this size a NumPy array is guarded by its bytes, past it by their digest
 
 # Compared by value: a change is a change of the key.
 _VALUES = (bool, int, float, complex, str, bytes, type(None), np.generic, np.dtype, DType, Device, enum.Enum)
@@ -203,8 +205,7 @@ def read(roots: list[tuple[str, Any]]) -> Reads:
             for name, item in value.items():
                 visit(item, f"{path}[{name!r}]", depth + 1)
         elif category == _ARRAY:
-            contents = value.tobytes() if value.size <= SMALL_ARRAY else id(value)
-            entries.append((path, value.shape, value.dtype, contents))
+            entries.append((path, value.shape, value.dtype, _contents(value)))
         elif category == _FUNCTION:
             seen.add(id(value))
             entries.append((path, value))
@@ -218,6 +219,17 @@ def read(roots: list[tuple[str, Any]]) -> Reads:
     for path, value in roots:
         visit(value, path, 0)
     return reads
+
+
+def _contents(array: np.ndarray) -> Any:
+    """What a NumPy array's guard compares: its bytes, a SHA-256 digest of them past
+    ``SMALL_ARRAY`` elements (the array is a constant of the graph, and an array written
+    into in place keeps its identity), or its identity for an array of Python objects."""
+    if array.dtype.hasobject:
+        return id(array)
+    if array.size <= SMALL_ARRAY:
+        return array.tobytes()
+    return hashlib.sha256(np.ascontiguousarray(array).data).digest()
 
 
 def _identity(value: Any) -> Any:

@@ -233,6 +233,23 @@ def test_a_global_number_is_a_guard():
     assert jitted.compiles == 2
 
 
+@pytest.mark.parametrize("size", [8, 4096], ids=["small", "big"])
+def test_a_numpy_array_written_into_between_calls_is_read_again(size):
+    table = np.arange(size, dtype=np.float32)
+    strided = np.zeros((size, 2), np.float32)[:, 0]  # not contiguous: its digest is of its elements
+
+    def shifted(x):
+        return x + braze.tensor(table) + braze.tensor(strided)
+
+    jitted = braze.jit(shifted)
+    x = braze.tensor(np.ones(size, np.float32))
+    for fill in (None, 7.0, 7.0, None):
+        table[:] = np.arange(size) if fill is None else fill
+        strided[: size // 2] = 0.0 if fill is None else 1.0
+        np.testing.assert_array_equal(jitted(x).numpy(), shifted(x).numpy())
+    assert jitted.compiles == 2  # once per distinct contents: the first executable is found again
+
+
 def test_a_learning_rate_set_between_lazy_steps_is_a_graph_input_whatever_its_value():
     model = network().to(braze.LAZY_CPU)
     optimizer = SGD(model, lr=1.0)
