@@ -5,7 +5,7 @@ callable object itself, the cells a function closes over and the globals its cod
 and the same of every user function met on the way (functions of braze, the standard
 library and installed packages are only compared by identity). From the roots the walk
 follows lists, tuples, dicts and the public attributes of objects (names without a
-leading underscore), at most ``MAX_DEPTH`` deep, and sorts what it meets:
+leading underscore, in its ``__dict__`` or its ``__slots__``), at most ``MAX_DEPTH`` deep, and sorts what it meets:
 
 - **tensors** are state: their values are the executable's inputs, read on every call;
 - **numbers held in an attribute that the object's class lists in** ``jit_inputs`` (an
@@ -133,6 +133,7 @@ def _is_library(code: types.CodeType) -> bool:
 
 # How the walk treats a value, by its type (found once per type, see _category).
 _SCALAR, _TENSOR, _SEQUENCE, _DICT, _ARRAY, _FUNCTION, _OPAQUE, _OBJECT, _IGNORED = range(9)
+_SLOTS: dict[type, tuple[str, ...]] = {}
 _CATEGORIES: dict[type, int] = {bool: _SCALAR, int: _SCALAR, float: _SCALAR, str: _SCALAR, type(None): _SCALAR}
 
 
@@ -154,7 +155,7 @@ def _category(kind: type) -> int:
     elif issubclass(kind, (Generator, type, types.ModuleType, types.BuiltinFunctionType)):
         found = _OPAQUE
     else:
-        found = _OBJECT  # an object without a __dict__ is compared by identity (see visit)
+        found = _OBJECT  # walked by its public attributes and slots; without either, compared by identity
     _CATEGORIES[kind] = found
     return found
 
@@ -183,13 +184,13 @@ def read(roots: list[tuple[str, Any]]) -> Reads:
             return
         elif depth > MAX_DEPTH:
             entries.append((path, "beyond the walk's depth"))
-        elif category == _OBJECT and hasattr(value, "__dict__"):
+        elif category == _OBJECT and (hasattr(value, "__dict__") or _public_slots(kind)):
             seen.add(id(value))
             lifted = getattr(kind, "jit_inputs", ())
-            entries.append((path, kind))
-            for name, item in vars(value).items():
-                if name[0] == "_":
-                    continue
+            # An object without a __dict__ is also its identity, or its value where it hashes
+            # by value: its private slots (a Fraction's) are not walked.
+            entries.append((path, kind) if hasattr(value, "__dict__") else (path, _identity(value)))
+            for name, item in _attributes(value, kind):
                 child = f"{path}.{name}"
                 if name in lifted and _lift(reads, value, name, item, child):
                     continue
@@ -230,6 +231,31 @@ def _contents(array: np.ndarray) -> Any:
     if array.size <= SMALL_ARRAY:
         return array.tobytes()
     return hashlib.sha256(np.ascontiguousarray(array).data).digest()
+
+
+def _public_slots(kind: type) -> tuple[str, ...]:
+    """The public ``__slots__`` names of ``kind`` and its bases (a slotted object has no
+    __dict__, so ``vars`` would miss what it holds)."""
+    found = _SLOTS.get(kind)
+    if found is None:
+        names: list[str] = []
+        for base in kind.__mro__:
+            declared = base.__dict__.get("__slots__", ())
+            names += [declared] if isinstance(declared, str) else list(declared)
+        found = _SLOTS[kind] = tuple(dict.fromkeys(n for n in names if not n.startswith("_")))
+    return found
+
+
+def _attributes(value: Any, kind: type) -> Iterator[tuple[str, Any]]:
+    """An object's public attributes: those of its __dict__, then its set public slots."""
+    for name, item in getattr(value, "__dict__", {}).items():
+        if name[0] != "_":
+            yield name, item
+    for name in _public_slots(kind):
+        try:
+            yield name, getattr(value, name)
+        except AttributeError:  # a slot never assigned
+            continue
 
 
 def _identity(value: Any) -> Any:

@@ -233,6 +233,29 @@ def test_a_global_number_is_a_guard():
     assert jitted.compiles == 2
 
 
+class Scaling:
+    """A settings object with slots, which have no __dict__."""
+
+    __slots__ = ("factor", "_calls")
+
+    def __init__(self, factor: float) -> None:
+        self.factor = factor
+
+
+def test_a_number_in_a_slot_is_a_guard():
+    settings = Scaling(2.0)
+
+    def scaled(x):
+        return x * settings.factor
+
+    jitted = braze.jit(scaled)
+    x = braze.tensor([1.0, 2.0])
+    for value in (2.0, 5.0, 5.0, 2.0):
+        settings.factor = value
+        np.testing.assert_array_equal(jitted(x).numpy(), scaled(x).numpy())
+    assert jitted.compiles == 2
+
+
 @pytest.mark.parametrize("size", [8, 4096], ids=["small", "big"])
 def test_a_numpy_array_written_into_between_calls_is_read_again(size):
     table = np.arange(size, dtype=np.float32)

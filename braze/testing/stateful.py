@@ -1,8 +1,9 @@
 """Stateful programs for the fuzzer: a small model trained and evaluated over several calls
 of ``@braze.jit`` functions while its Python state changes between the calls, as training
 scripts change it (the learning rate and the other hyperparameters, a weight decay turned
-off and on, the train/eval mode with dropout, the default generator's seed, a closed-over
-loss scale).
+off and on, the train/eval mode with dropout, the default generator's seed, a loss scale
+that the functions close over as a number, hold in a slotted settings object, or read from
+a NumPy array written into in place).
 
 Each program runs eagerly and jitted from the same start. After every call the loss and
 every parameter must agree, to float64 rounding (a value frozen at trace time is off by
@@ -21,6 +22,8 @@ import numpy as np
 import braze as B
 
 OPTIMIZERS = ("sgd", "momentum", "nesterov", "adam", "adamw")
+HOLDERS = ("closure", "slot", "array")  # where the loss scale lives
+ARRAY_SIZE = 96  # past jit_state.SMALL_ARRAY: the array's guard is a digest of its bytes
 RTOL = 1e-9  # float64: the two runs differ by the order of a few sums, over a few steps
 
 
@@ -31,7 +34,7 @@ class Call:
     train: bool  # the training step (else the evaluation)
     training: bool  # the model's mode
     hyper: tuple[tuple[str, Any], ...]  # optimizer attributes set before the call
-    scale: float  # the loss scale the functions close over
+    scale: float  # the loss scale, held where the program's ``holder`` says
     reseed: int | None  # braze.manual_seed before the call
 
 
@@ -44,11 +47,12 @@ class StatefulProgram:
     optimizer: str
     start: tuple[tuple[str, Any], ...]  # the optimizer's hyperparameters when it is made
     calls: tuple[Call, ...]
+    holder: str = "closure"  # one of HOLDERS
 
     def describe(self) -> str:
         lines = [
             f"stateful program {self.seed}: widths {list(self.widths)}, dropout {self.dropout} "
-            f"(seed {self.dropout_seed}), {self.optimizer} {dict(self.start)}"
+            f"(seed {self.dropout_seed}), {self.optimizer} {dict(self.start)}, loss scale in a {self.holder}"
         ]
         lines += [f"  call {k}: {call}" for k, call in enumerate(self.calls)]
         return "\n".join(lines)
@@ -90,7 +94,8 @@ def draw_stateful(seed: int, calls: int = 7) -> StatefulProgram:
     widths = tuple(int(w) for w in rng.integers(3, 9, int(rng.integers(1, 3))))
     dropout = 0.0 if rng.random() < 0.25 else round(float(rng.uniform(0.1, 0.6)), 2)
     dropout_seed = None if rng.random() < 0.5 else int(rng.integers(1000))
-    return StatefulProgram(seed, widths, dropout, dropout_seed, optimizer, tuple(start.items()), tuple(made))
+    holder = HOLDERS[int(rng.integers(len(HOLDERS)))]  # drawn last: the earlier draws are as they were
+    return StatefulProgram(seed, widths, dropout, dropout_seed, optimizer, tuple(start.items()), tuple(made), holder)
 
 
 def _model(program: StatefulProgram) -> B.nn.Sequential:
@@ -125,6 +130,15 @@ def _data(program: StatefulProgram) -> tuple[B.Tensor, B.Tensor]:
     return B.tensor(rng.standard_normal((6, 4))), B.tensor(rng.integers(0, 3, 6).astype(np.int32))
 
 
+class Settings:
+    """A settings object as scripts write one with ``__slots__`` (it has no __dict__)."""
+
+    __slots__ = ("scale",)
+
+    def __init__(self, scale: float) -> None:
+        self.scale = scale
+
+
 @dataclass
 class Run:
     """What one run gave after each call: the loss, then (after a training step) every parameter."""
@@ -138,16 +152,25 @@ def run_stateful(program: StatefulProgram, jitted: bool) -> Run:
     optimizer = _optimizer(program, model)
     x, y = _data(program)
     scale = 1.0
+    settings = Settings(1.0)
+    scales = np.ones(ARRAY_SIZE)
+
+    def loss_scale() -> Any:
+        if program.holder == "slot":
+            return settings.scale
+        if program.holder == "array":
+            return B.tensor(scales).mean()  # exact: the mean of equal binary fractions
+        return scale
 
     def train_step(model: Any, optimizer: Any, x: B.Tensor, y: B.Tensor) -> B.Tensor:
         optimizer.zero_grad()
-        loss = B.nn.softmax_cross_entropy(model(x), y) * scale
+        loss = B.nn.softmax_cross_entropy(model(x), y) * loss_scale()
         loss.backward()
         optimizer.step()
         return loss
 
     def evaluate(model: Any, x: B.Tensor, y: B.Tensor) -> B.Tensor:
-        return B.nn.softmax_cross_entropy(model(x), y) * scale
+        return B.nn.softmax_cross_entropy(model(x), y) * loss_scale()
 
     train = B.jit(train_step) if jitted else train_step
     test = B.jit(evaluate) if jitted else evaluate
@@ -155,7 +178,13 @@ def run_stateful(program: StatefulProgram, jitted: bool) -> Run:
     for call in program.calls:
         for name, value in call.hyper:
             setattr(optimizer, name, value)
-        scale = call.scale
+        # Only the program's holder changes: another one changing alike would be a guard of its own.
+        if program.holder == "slot":
+            settings.scale = call.scale
+        elif program.holder == "array":
+            scales[:] = call.scale
+        else:
+            scale = call.scale
         if call.reseed is not None:
             B.manual_seed(call.reseed)
         model.train(call.training)

@@ -16,7 +16,7 @@ from braze.cli import main
 from braze.ir.dtypes import int64
 from braze.ops import as_tensor, random
 from braze.testing.fuzz import fuzz
-from braze.testing.stateful import check_stateful, draw_stateful, expected_compiles
+from braze.testing.stateful import HOLDERS, check_stateful, draw_stateful, expected_compiles
 
 pytestmark = pytest.mark.skipif(not cpu.available(), reason="no C compiler")
 
@@ -34,6 +34,7 @@ def test_the_programs_change_what_a_training_script_changes():
     assert any(dict(call.hyper).get("weight_decay") == 0.0 for call in calls)
     assert any(not call.train for call in calls) and any(call.reseed is not None for call in calls)
     assert any(expected_compiles(p)["train"] > 1 for p in programs)  # some guarded state changes
+    assert {p.holder for p in programs} == set(HOLDERS)
 
 
 def first_seed(wanted) -> int:
@@ -54,6 +55,20 @@ def test_the_check_fails_when_a_hyperparameter_is_a_guard(monkeypatch):
     monkeypatch.setattr(jit_state, "_lift", lambda *args: False)
     seed = first_seed(lambda p: any("lr" in dict(call.hyper) for call in p.calls if call.train))
     assert "compiled" in check_stateful(draw_stateful(seed))
+
+
+def changes_its_scale(holder: str):
+    return lambda p: p.holder == holder and len({call.scale for call in p.calls}) > 1
+
+
+def test_the_check_fails_when_a_slot_is_not_read(monkeypatch):
+    monkeypatch.setattr(jit_state, "_public_slots", lambda kind: ())
+    assert "differs" in check_stateful(draw_stateful(first_seed(changes_its_scale("slot"))))
+
+
+def test_the_check_fails_when_an_array_is_guarded_by_its_identity(monkeypatch):
+    monkeypatch.setattr(jit_state, "_contents", id)
+    assert "differs" in check_stateful(draw_stateful(first_seed(changes_its_scale("array"))))
 
 
 def test_a_failure_is_written_with_a_script_that_checks_it_again(tmp_path, monkeypatch, capsys):
