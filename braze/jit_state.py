@@ -5,7 +5,8 @@ callable object itself, the cells a function closes over and the globals its cod
 and the same of every user function met on the way (functions of braze, the standard
 library and installed packages are only compared by identity). From the roots the walk
 follows lists, tuples, dicts and the public attributes of objects (names without a
-leading underscore, in its ``__dict__`` or its ``__slots__``), at most ``MAX_DEPTH`` deep, and sorts what it meets:
+leading underscore, in their ``__dict__`` or ``__slots__``), at most ``MAX_DEPTH`` deep,
+and sorts what it meets:
 
 - **tensors** are state: their values are the executable's inputs, read on every call;
 - **numbers held in an attribute that the object's class lists in** ``jit_inputs`` (an
