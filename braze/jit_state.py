@@ -1,9 +1,9 @@
 """What a jitted function reads from Python, found on every call by walking what it can reach.
 
 The roots are the arguments and the function's own state: the object of a bound method, a
-callable object itself, the cells a function closes over and the globals its code names,
-and the same of every user function met on the way (functions of braze, the standard
-library and installed packages are only compared by identity). From the roots the walk
+callable object itself, a function's default values, the cells it closes over and the
+globals its code names, and the same of every user function met on the way (functions of
+braze, the standard library and installed packages are only compared by identity). From the roots the walk
 follows lists, tuples, dicts and the public attributes of objects (names without a
 leading underscore, in their ``__dict__`` or ``__slots__``), at most ``MAX_DEPTH`` deep,
 and sorts what it meets:
@@ -105,7 +105,8 @@ def function_roots(fn: Callable[..., Any]) -> list[tuple[str, Any]]:
         return [("fn", fn)]
     if _is_library(fn.__code__):
         return []
-    roots = []
+    # Default values are read on every call that omits them: a list default changed in place is state.
+    roots = [("__defaults__", fn.__defaults__), ("__kwdefaults__", fn.__kwdefaults__)]
     for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True):
         try:
             roots.append((name, cell.cell_contents))

@@ -256,6 +256,19 @@ def test_a_number_in_a_slot_is_a_guard():
     assert jitted.compiles == 2
 
 
+def test_default_values_changed_in_place_are_read_again():
+    def shifted(x, scales=[2.0], *, offset={"by": 1.0}):  # noqa: B006 (the mutable defaults are the point)
+        return x * scales[0] + offset["by"]
+
+    jitted = braze.jit(shifted)
+    x = braze.tensor([1.0, 2.0])
+    for scale, by in ((2.0, 1.0), (5.0, 1.0), (5.0, 3.0), (2.0, 1.0)):
+        shifted.__defaults__[0][0] = scale
+        shifted.__kwdefaults__["offset"]["by"] = by
+        np.testing.assert_array_equal(jitted(x).numpy(), shifted(x).numpy())
+    assert jitted.compiles == 3
+
+
 @pytest.mark.parametrize("size", [8, 4096], ids=["small", "big"])
 def test_a_numpy_array_written_into_between_calls_is_read_again(size):
     table = np.arange(size, dtype=np.float32)

@@ -2,8 +2,8 @@
 of ``@braze.jit`` functions while its Python state changes between the calls, as training
 scripts change it (the learning rate and the other hyperparameters, a weight decay turned
 off and on, the train/eval mode with dropout, the default generator's seed, a loss scale
-that the functions close over as a number, hold in a slotted settings object, or read from
-a NumPy array written into in place).
+that the functions close over as a number, hold in a slotted settings object, read from a
+NumPy array written into in place, or from a list default value changed in place).
 
 Each program runs eagerly and jitted from the same start. After every call the loss and
 every parameter must agree, to float64 rounding (a value frozen at trace time is off by
@@ -22,7 +22,7 @@ import numpy as np
 import braze as B
 
 OPTIMIZERS = ("sgd", "momentum", "nesterov", "adam", "adamw")
-HOLDERS = ("closure", "slot", "array")  # where the loss scale lives
+HOLDERS = ("closure", "slot", "array", "default")  # where the loss scale lives
 ARRAY_SIZE = 96  # past jit_state.SMALL_ARRAY: the array's guard is a digest of its bytes
 RTOL = 1e-9  # float64: the two runs differ by the order of a few sums, over a few steps
 
@@ -155,7 +155,9 @@ def run_stateful(program: StatefulProgram, jitted: bool) -> Run:
     settings = Settings(1.0)
     scales = np.ones(ARRAY_SIZE)
 
-    def loss_scale() -> Any:
+    def loss_scale(default: list[float] = [1.0]) -> Any:  # noqa: B006 (a default changed in place)
+        if program.holder == "default":
+            return default[0]
         if program.holder == "slot":
             return settings.scale
         if program.holder == "array":
@@ -183,6 +185,8 @@ def run_stateful(program: StatefulProgram, jitted: bool) -> Run:
             settings.scale = call.scale
         elif program.holder == "array":
             scales[:] = call.scale
+        elif program.holder == "default":
+            loss_scale.__defaults__[0][0] = call.scale
         else:
             scale = call.scale
         if call.reseed is not None:

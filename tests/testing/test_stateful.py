@@ -58,7 +58,15 @@ def test_the_check_fails_when_a_hyperparameter_is_a_guard(monkeypatch):
 
 
 def changes_its_scale(holder: str):
-    return lambda p: p.holder == holder and len({call.scale for call in p.calls}) > 1
+    """A program whose scale, in ``holder``, changes between two calls of one function in one mode."""
+
+    def changes(p) -> bool:
+        pairs = zip(p.calls, p.calls[1:], strict=False)
+        return p.holder == holder and any(
+            (a.train, a.training) == (b.train, b.training) and a.scale != b.scale for a, b in pairs
+        )
+
+    return changes
 
 
 def test_the_check_fails_when_a_slot_is_not_read(monkeypatch):
@@ -69,6 +77,12 @@ def test_the_check_fails_when_a_slot_is_not_read(monkeypatch):
 def test_the_check_fails_when_an_array_is_guarded_by_its_identity(monkeypatch):
     monkeypatch.setattr(jit_state, "_contents", id)
     assert "differs" in check_stateful(draw_stateful(first_seed(changes_its_scale("array"))))
+
+
+def test_the_check_fails_when_default_values_are_not_read(monkeypatch):
+    roots = jit_state.function_roots
+    monkeypatch.setattr(jit_state, "function_roots", lambda fn: [r for r in roots(fn) if "defaults" not in r[0]])
+    assert "differs" in check_stateful(draw_stateful(first_seed(changes_its_scale("default"))))
 
 
 def test_a_failure_is_written_with_a_script_that_checks_it_again(tmp_path, monkeypatch, capsys):
