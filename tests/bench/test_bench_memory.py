@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import mmap
 
 import pytest
 
@@ -38,10 +39,13 @@ def test_peak_rss_is_reset_per_mode():
     if not memory.reset_peak_rss():
         pytest.skip("this system cannot reset the resident high-water mark")
     low = memory.peak_rss_bytes()
-    block = bytearray(64 * MIB)
-    block[::4096] = b"x" * len(block[::4096])  # touch every page
+    # Fresh pages of its own: a bytearray could reuse heap memory the process freed but
+    # still holds resident, which raises no high-water mark.
+    block = mmap.mmap(-1, 64 * MIB)
+    for page in range(0, 64 * MIB, mmap.PAGESIZE):
+        block[page] = 1  # touch every page
     assert memory.peak_rss_bytes() >= low + 60 * MIB
-    del block
+    block.close()
     memory.reset_peak_rss()
     assert memory.peak_rss_bytes() < low + 60 * MIB
 
