@@ -1,7 +1,8 @@
 """A hypothesis strategy for graphs that row fusion makes one kernel of: reductions over the
 last axis, elementwise work on the per-row results (with and without a trailing 1), and
 those results broadcast back along the rows into elementwise work of the rows' shape, as a
-softmax, a layer norm and their gradients are built."""
+softmax, a layer norm and their gradients are built; scalars (a layer norm's epsilon)
+broadcast to the rows too."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from braze.ir.primitive import Aval
 
 # Rows shorter than a vector, of whole vectors, and with a remainder past them.
 ROW_SHAPES = [(3, 5), (4, 40), (2, 3, 17), (2, 2, 33)]
-STEPS = ["reduce", "unary", "binary", "spread", "keep_axis", "row_unary", "row_binary"]
+STEPS = ["reduce", "unary", "binary", "spread", "keep_axis", "row_unary", "row_binary", "scalar"]
 
 
 @st.composite
@@ -23,6 +24,7 @@ def row_graphs(draw) -> Graph:
     shape = draw(st.sampled_from(ROW_SHAPES))
     n = len(shape)
     x, w = parameter(0, Aval(shape, dtype)), parameter(1, Aval(shape[-1:], dtype))
+    eps = parameter(2, Aval((), dtype))
     full: list[Node] = [x, make("broadcast_in_dim", (w,), shape=shape, broadcast_dimensions=(n - 1,))]
     rows: list[Node] = []
     steps = ["reduce", *draw(st.lists(st.sampled_from(STEPS), min_size=1, max_size=6)), "spread", "binary"]
@@ -35,6 +37,8 @@ def row_graphs(draw) -> Graph:
         elif step == "binary":
             a, b = draw(st.sampled_from(full)), full[-1]
             full.append(make(draw(st.sampled_from(["add", "sub", "mul"])), (a, b)))
+        elif step == "scalar":
+            full.append(make("broadcast_in_dim", (eps,), shape=shape, broadcast_dimensions=()))
         elif step == "spread" and rows:
             r = draw(st.sampled_from(rows))
             full.append(make("broadcast_in_dim", (r,), shape=shape, broadcast_dimensions=tuple(range(len(r.shape)))))
@@ -48,4 +52,4 @@ def row_graphs(draw) -> Graph:
             b = draw(st.sampled_from([r for r in rows if r.shape == a.shape]))
             rows.append(make(draw(st.sampled_from(["add", "mul", "max"])), (a, b)))
     outputs = [full[-1], *draw(st.lists(st.sampled_from(rows), max_size=2, unique_by=id))]
-    return Graph((x, w), tuple(outputs))
+    return Graph((x, w, eps), tuple(outputs))

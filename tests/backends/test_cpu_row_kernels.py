@@ -49,3 +49,18 @@ def test_layer_norm_and_its_gradient_are_one_kernel_each():
         graph = cpu.optimize(lazy.build_graph([value._value]).graph)
         assert _kinds(graph) == ["row"], _kinds(graph)
     lazy.EXECUTOR._live.clear()
+
+
+def test_a_layer_norms_row_constants_are_computed_before_its_last_loop():
+    """1 / sqrt(var + eps) is the same all along a row: computed in the last loop, GCC
+    evaluated it at every element (the loop's scalars might have changed under its stores,
+    to its knowledge) and left the loop unvectorized."""
+    rng = np.random.default_rng(0)
+    x = braze.tensor(rng.standard_normal((6, 32)).astype(np.float32), device=braze.LAZY_CPU)
+    w = braze.tensor(rng.standard_normal(32).astype(np.float32), device=braze.LAZY_CPU)
+    normed = braze.nn.functional.layer_norm(x, 32, w)
+    graph = cpu.optimize(lazy.build_graph([normed._value]).graph)
+    (kernel,) = cpu.compile_graph(graph).plan.kernel_sources
+    before, last_loop = kernel.rsplit("#pragma omp simd", 1)
+    assert "sqrt" in before and "sqrt" not in last_loop, kernel
+    lazy.EXECUTOR._live.clear()

@@ -123,6 +123,16 @@ def close_loops(em: Emitter, count: int) -> None:
 
 
 def parallel_pragma(work: int, outer: int, minimum: int | None = None) -> str | None:
+    """The OpenMP pragma of a loop nest doing ``work`` over ``outer`` iterations of its
+    outer loop, or None where one thread does it faster.
+
+    Inside the parallel region the kernel's pointers lose ``restrict`` (GCC outlines the
+    region into a function of a struct of them), so its loops that read many inputs and
+    write several results (AdamW's update of four parameters: sixteen arrays) were not
+    vectorized: GCC could not prove the stores leave the inputs alone, and has too few
+    run-time alias checks to try. Every result is written at its own element and never read
+    by the kernel, so loop nests mark their innermost loops ``simd`` (the vectorizer's cost
+    model still decides)."""
     if work < (PARALLEL_MIN_ELEMENTS if minimum is None else minimum) or outer < 2:
         return None
     return "#pragma omp parallel for schedule(static)"
@@ -157,7 +167,7 @@ def loop_nest(
     if flat or len(shape) == 1:  # a pad of a vector keeps its one loop
         pragma = parallel_pragma(work, total)
         if pragma:
-            em.emit(pragma)
+            em.emit(pragma.replace("parallel for", "parallel for simd"))
         em.emit(f"for (int64_t i = 0; i < {total}; i++) {{")
         em.push()
         body(Index(shape, ("i",) if len(shape) == 1 else None, "i"))
@@ -173,6 +183,8 @@ def loop_nest(
         em.push()
     bounds = [0, *(b for b in sorted(set(splits)) if 0 < b < shape[-1]), shape[-1]]
     for start, end in itertools.pairwise(bounds):
+        if pragma:
+            em.emit("#pragma omp simd")
         open_loop(em, names[-1], end, start)
         body(Index(shape, names))
         close_loops(em, 1)
