@@ -35,12 +35,18 @@ def test_random_row_graphs_compiled_match_reference(batch, tmp_path_factory):
         assert_matches_reference(graph, native, TOLERANCE)
 
 
-def test_layer_norm_and_its_gradient_are_one_kernel_each():
-    """Forward: mean, variance and normalization; backward: the input gradient's two row
-    sums and its elementwise tail (the weight and bias gradients sum over the other axis)."""
+def _layer_norm_operands() -> tuple[braze.Tensor, braze.Tensor]:
+    """Six rows of 32 values and a weight, on the lazy CPU."""
     rng = np.random.default_rng(0)
     x = braze.tensor(rng.standard_normal((6, 32)).astype(np.float32), device=braze.LAZY_CPU)
     w = braze.tensor(rng.standard_normal(32).astype(np.float32), device=braze.LAZY_CPU)
+    return x, w
+
+
+def test_layer_norm_and_its_gradient_are_one_kernel_each():
+    """Forward: mean, variance and normalization; backward: the input gradient's two row
+    sums and its elementwise tail (the weight and bias gradients sum over the other axis)."""
+    x, w = _layer_norm_operands()
 
     def loss(x):
         return (braze.nn.functional.layer_norm(x, 32, w) * w).sum()
@@ -55,9 +61,7 @@ def test_a_layer_norms_row_constants_are_computed_before_its_last_loop():
     """1 / sqrt(var + eps) is the same all along a row: computed in the last loop, GCC
     evaluated it at every element (the loop's scalars might have changed under its stores,
     to its knowledge) and left the loop unvectorized."""
-    rng = np.random.default_rng(0)
-    x = braze.tensor(rng.standard_normal((6, 32)).astype(np.float32), device=braze.LAZY_CPU)
-    w = braze.tensor(rng.standard_normal(32).astype(np.float32), device=braze.LAZY_CPU)
+    x, w = _layer_norm_operands()
     normed = braze.nn.functional.layer_norm(x, 32, w)
     graph = cpu.optimize(lazy.build_graph([normed._value]).graph)
     (kernel,) = cpu.compile_graph(graph).plan.kernel_sources

@@ -122,20 +122,13 @@ def close_loops(em: Emitter, count: int) -> None:
         em.emit("}")
 
 
-def parallel_pragma(work: int, outer: int, minimum: int | None = None) -> str | None:
+def parallel_pragma(work: int, outer: int, minimum: int | None = None, simd: bool = False) -> str | None:
     """The OpenMP pragma of a loop nest doing ``work`` over ``outer`` iterations of its
-    outer loop, or None where one thread does it faster.
-
-    Inside the parallel region the kernel's pointers lose ``restrict`` (GCC outlines the
-    region into a function of a struct of them), so its loops that read many inputs and
-    write several results (AdamW's update of four parameters: sixteen arrays) were not
-    vectorized: GCC could not prove the stores leave the inputs alone, and has too few
-    run-time alias checks to try. Every result is written at its own element and never read
-    by the kernel, so loop nests mark their innermost loops ``simd`` (the vectorizer's cost
-    model still decides)."""
+    outer loop (``simd``: that loop is the nest's only one), or None where one thread does
+    it faster."""
     if work < (PARALLEL_MIN_ELEMENTS if minimum is None else minimum) or outer < 2:
         return None
-    return "#pragma omp parallel for schedule(static)"
+    return f"#pragma omp parallel for{' simd' if simd else ''} schedule(static)"
 
 
 def contraction_pragma(macs: int, outer: int) -> str | None:
@@ -154,7 +147,15 @@ def loop_nest(
 ) -> None:
     """Emit loops over every element of ``shape`` around ``body`` (``work``: operations in
     all); the innermost loop (of a nest of two or more) split into one loop per range
-    between the positions ``splits``, each with a body of its own."""
+    between the positions ``splits``, each with a body of its own.
+
+    Inside a parallel region the kernel's pointers lose ``restrict`` (GCC outlines the
+    region into a function reading them from a struct), so loops that read many inputs and
+    write several results (AdamW's update of four parameters: sixteen arrays) were not
+    vectorized: GCC could not prove the stores leave the inputs alone, and has too few
+    run-time alias checks to try. Every result is written at its own element and never read
+    by the kernel, so the innermost loops of a parallel nest are marked ``simd`` (the
+    vectorizer's cost model still decides)."""
     total = math.prod(shape)
     work = max(work, total) if parallel else 0
     if not shape:
@@ -165,9 +166,9 @@ def loop_nest(
         em.emit("}")
         return
     if flat or len(shape) == 1:  # a pad of a vector keeps its one loop
-        pragma = parallel_pragma(work, total)
+        pragma = parallel_pragma(work, total, simd=True)
         if pragma:
-            em.emit(pragma.replace("parallel for", "parallel for simd"))
+            em.emit(pragma)
         em.emit(f"for (int64_t i = 0; i < {total}; i++) {{")
         em.push()
         body(Index(shape, ("i",) if len(shape) == 1 else None, "i"))

@@ -95,7 +95,7 @@ def emit_row_kernel(em: Emitter, computation: Graph, outputs: list[str]) -> None
         index = Index(result.shape, (*names[:-1], "0") if kept_one else names[:-1])
         em.emit(f"{outputs[k]}[{em.linear(index)}] = {em.value(result, index)};")
     if any(k not in early for k in whole):
-        _hoist_row_constants(em, computation, [computation.outputs[k] for k in whole if k not in early], names)
+        _hoist_row_constants(em, computation, [computation.outputs[k] for k in whole if k not in early], shape, names)
         em.emit("#pragma omp simd")
         open_loop(em, names[-1], shape[-1])
         index = Index(shape, names)
@@ -109,8 +109,9 @@ def _row_constants(computation: Graph, results: list[Node], shape: tuple[int, ..
     """The nodes that ``results`` read, of the row's shape, whose value is the same all
     along a row: broadcasts of a row's reductions or of scalars, and arithmetic on them."""
     last = len(shape) - 1
+    nodes = computation.nodes()
     constant: set[int] = set()
-    for node in computation.nodes():
+    for node in nodes:
         if node.shape != shape:
             continue
         if node.op is broadcast_in_dim:
@@ -119,24 +120,24 @@ def _row_constants(computation: Graph, results: list[Node], shape: tuple[int, ..
                 constant.add(id(node))
         elif node.op.elementwise and node.inputs and all(id(i) in constant or i.shape == () for i in node.inputs):
             constant.add(id(node))  # an op without operands (iota, random bits) varies
-    needed: dict[int, Node] = {}
+    needed: set[int] = set()
     stack = list(results)
     while stack:
         node = stack.pop()
-        if id(node) in needed:
-            continue
-        needed[id(node)] = node
-        if id(node) not in constant:
-            stack.extend(node.inputs)
-    return [n for n in computation.nodes() if id(n) in constant and id(n) in needed]
+        if id(node) not in needed:
+            needed.add(id(node))
+            if id(node) not in constant:
+                stack.extend(node.inputs)
+    return [n for n in nodes if id(n) in constant and id(n) in needed]
 
 
-def _hoist_row_constants(em: Emitter, computation: Graph, results: list[Node], names: tuple[str, ...]) -> None:
+def _hoist_row_constants(
+    em: Emitter, computation: Graph, results: list[Node], shape: tuple[int, ...], names: tuple[str, ...]
+) -> None:
     """Compute once per row, before its last loop, what ``results`` read that does not vary
-    along the row (a layer norm's 1 / sqrt(var + eps)). Inside an OpenMP region the
-    kernel's pointers lose ``restrict``, so GCC computed it again at every element, for fear
-    that a store had changed the scalars it reads, and left the loop scalar (8x slower)."""
-    shape = computation.outputs[0].shape if not results else results[0].shape
+    along the row (a layer norm's 1 / sqrt(var + eps)): in a parallel kernel GCC computed
+    it again at every element, for fear that a store had changed the scalars it reads (see
+    ``loops.loop_nest``), and left the loop scalar (8x slower)."""
     start = Index(shape, (*names[:-1], "0"))
     for node in _row_constants(computation, results, shape):
         name = em.value(node, start)
