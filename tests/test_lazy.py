@@ -3,6 +3,7 @@ reads that leave the trace intact, trace-time errors, and the executable cache."
 
 from __future__ import annotations
 
+import importlib
 import re
 
 import numpy as np
@@ -19,7 +20,7 @@ from braze.models import LeNet
 from braze.nn import Statistics, softmax_cross_entropy
 from braze.optim import SGD
 from braze.runtime import metrics
-from braze.runtime.cache import ExecutableCache
+from braze.runtime.cache import BoundedCache, ExecutableCache
 
 LAZY = braze.LAZY_CPU
 
@@ -287,6 +288,20 @@ def test_a_repeated_step_finds_its_graph_by_the_recorded_ops(empty_caches):
         np.testing.assert_allclose(got, expected, rtol=1e-6)
     assert metrics.counter("TraceCacheMiss") == 1 and metrics.counter("TraceCacheHit") == 2
     assert metrics.counter("Compile") == 1 and metrics.counter("CacheHit") == 2
+
+
+def test_a_repeated_step_keeps_its_trace_key_while_other_work_fills_the_shape_rule_cache(empty_caches, monkeypatch):
+    """A trace's key is made of the shape-rule cache's signatures: entries a step reads every
+    time must stay while eager work of ever new shapes fills the cache between steps."""
+    tensor_module = importlib.import_module("braze.tensor")
+    monkeypatch.setattr(tensor_module, "_AVALS", BoundedCache(64, recency=False))
+    w, x = np.random.default_rng(0).random((2, 4, 4))
+    for step in range(6):
+        got, expected = run_lazily(lambda a, b: ((a @ b).tanh() * 0.3 - a.sum(axis=1)).exp(), w, x)
+        np.testing.assert_allclose(got, expected, rtol=1e-6)
+        for n in range(30):
+            braze.tensor(np.ones(1 + n + 30 * step, np.float32)).exp()
+    assert metrics.counter("TraceCacheMiss") == 1 and metrics.counter("TraceCacheHit") == 5
 
 
 def test_another_shape_another_trace(empty_caches):
