@@ -142,6 +142,25 @@ def conv_ref(x, w, stride=(1, 1), padding=((0, 0), (0, 0)), dilation=(1, 1)):
     return out.astype(x.dtype)
 
 
+def conv_transpose_ref(x, w, out_hw, stride=(1, 1), padding="VALID", dilation=(1, 1)):
+    """Transposed convolution as a scatter: each input pixel adds its channels times every
+    kernel tap at the output pixel that tap reaches, then the padding is cut away."""
+    span = [(k - 1) * d + 1 for k, d in zip(w.shape[:2], dilation, strict=True)]
+    pads = [(0, 0), (0, 0)]
+    if padding == "SAME":
+        pads = [_same_padding(out_hw[i], span[i], stride[i]) for i in range(2)]
+    kh, kw, o, _ = w.shape
+    full = np.zeros((x.shape[0], out_hw[0] + sum(pads[0]) + span[0], out_hw[1] + sum(pads[1]) + span[1], o))
+    for i in range(x.shape[1]):
+        for j in range(x.shape[2]):
+            for a in range(kh):
+                for b in range(kw):
+                    row, col = i * stride[0] + a * dilation[0], j * stride[1] + b * dilation[1]
+                    full[:, row, col, :] += x[:, i, j, :].astype(np.float64) @ w[a, b].astype(np.float64).T
+    top, left = pads[0][0], pads[1][0]
+    return full[:, top : top + out_hw[0], left : left + out_hw[1], :].astype(x.dtype)
+
+
 def pool_ref(x, size, stride, kind, same=False):
     padding = [(0, 0), (0, 0)]
     if same:
@@ -670,6 +689,18 @@ CASES: list[OpCase] = [
         lambda x, w: braze.conv2d(x, w, stride=(1, 2), padding=((1, 0), (2, 1))),
         lambda x, w: conv_ref(x, w, stride=(1, 2), padding=((1, 0), (2, 1))),
         (F(2, 5, 6, 1), F(3, 3, 1, 2)),
+    ),
+    OpCase(
+        "conv2d_transpose_stride2_valid",  # an output a stride-2 convolution of the filter maps to 3x4
+        lambda x, w: braze.conv2d_transpose(x, w, (8, 9), stride=2),
+        lambda x, w: conv_transpose_ref(x, w, (8, 9), stride=(2, 2)),
+        (F(2, 3, 4, 5), F(3, 2, 4, 5)),
+    ),
+    OpCase(
+        "conv2d_transpose_same_dilated",
+        lambda x, w: braze.conv2d_transpose(x, w, (10, 5), stride=(2, 1), padding="SAME", dilation=(1, 2)),
+        lambda x, w: conv_transpose_ref(x, w, (10, 5), stride=(2, 1), padding="SAME", dilation=(1, 2)),
+        (F(2, 5, 5, 3), F(3, 3, 2, 3)),
     ),
     OpCase("max_pool2d", lambda x: braze.max_pool2d(x, 2), lambda x: pool_ref(x, 2, 2, "max"), (F(2, 6, 6, 3),)),
     OpCase(  # the pool's gradient and the relu's mask that reads the pool's input: one kernel

@@ -34,6 +34,8 @@ RESULTS = {
     "small_resnet": ("history", "predictions"),
     "conv1d_regression": ("history", "test_mae"),
     "structured_binary": ("history", "probabilities"),
+    "denoising_autoencoder": ("history", "predictions"),
+    "regression_normalization": ("horsepower_history", "history", "test_results", "rnn_history"),
 }
 ACCURACY = ("accuracy", "acc", "precision", "recall")
 

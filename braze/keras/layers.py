@@ -28,7 +28,7 @@ from braze.nn.functional_api import (
     Input,
     InputLayer,
 )
-from braze.nn.keras_recurrent import GRU, LSTM
+from braze.nn.keras_recurrent import GRU, LSTM, SimpleRNN
 from braze.nn.keras_spellings import Embedding, LayerNormalization
 from braze.nn.layers import (
     ELU,
@@ -64,7 +64,9 @@ from braze.nn.merging import (
 )
 from braze.nn.normalization import (
     BatchNormalization,
+    Normalization,
 )
+from braze.nn.upsampling import Conv1DTranspose, Conv2DTranspose, UpSampling1D, UpSampling2D
 
 __all__ = [
     "GRU",
@@ -79,7 +81,9 @@ __all__ = [
     "BatchNormalization",
     "Concatenate",
     "Conv1D",
+    "Conv1DTranspose",
     "Conv2D",
+    "Conv2DTranspose",
     "Convolution1D",
     "Convolution2D",
     "Dense",
@@ -110,13 +114,17 @@ __all__ = [
     "Minimum",
     "MultiHeadAttention",
     "Multiply",
+    "Normalization",
     "ReLU",
     "Rescaling",
     "Reshape",
     "Sigmoid",
+    "SimpleRNN",
     "Softmax",
     "Subtract",
     "Tanh",
+    "UpSampling1D",
+    "UpSampling2D",
     "add",
     "average",
     "concatenate",
@@ -128,18 +136,11 @@ __all__ = [
 
 # Keras layers braze does not have, with what comes nearest in braze.
 _MISSING = {
-    "Conv2DTranspose": "no transposed convolution yet",
-    "Conv1DTranspose": "no transposed convolution yet",
     "SeparableConv2D": "Conv2D computes the same kind of map with a full kernel",
     "DepthwiseConv2D": "Conv2D computes the same kind of map with a full kernel",
-    "UpSampling2D": "no upsampling yet",
-    "LSTM": "no recurrent layers yet; Conv1D and GlobalAveragePooling1D model sequences",
-    "GRU": "no recurrent layers yet; Conv1D and GlobalAveragePooling1D model sequences",
-    "SimpleRNN": "no recurrent layers yet; Conv1D and GlobalAveragePooling1D model sequences",
     "RandomFlip": "braze.keras.preprocessing.image.ImageDataGenerator(horizontal_flip=True) augments images",
     "RandomRotation": "ImageDataGenerator augments images (shear, zoom, flip)",
     "RandomZoom": "ImageDataGenerator(zoom_range=...) augments images",
-    "Normalization": "normalize the arrays with NumPy, or Rescaling(scale, offset)",
     "StringLookup": "braze tensors hold numbers: encode strings to integers with NumPy",
     "IntegerLookup": "map the integers with NumPy",
     "TextVectorization": "braze tensors hold numbers: tokenize with Python and keras.utils.pad_sequences",

@@ -84,10 +84,11 @@ from braze.nn.merging import (
 from braze.nn.model import Model, Sequential
 from braze.nn.module import CheckpointError, IncompatibleKeys, Module
 from braze.nn.normalization import BatchNormalization
-from braze.nn.recurrent import GRU, LSTM
+from braze.nn.recurrent import GRU, LSTM, RNN
 from braze.nn.symbolic import KerasTensor
 from braze.nn.tf_nn import (
     conv2d,
+    conv2d_transpose,
     log_softmax,
     moments,
     relu,
@@ -156,6 +157,7 @@ __all__ = [
     "Module",
     "Multiply",
     "ReLU",
+    "RNN",
     "ReduceLROnPlateau",
     "Rescaling",
     "Reshape",
@@ -174,6 +176,7 @@ __all__ = [
     "categorical_crossentropy",
     "concatenate",
     "conv2d",
+    "conv2d_transpose",
     "count_correct",
     "glorot_uniform",
     "initializers",

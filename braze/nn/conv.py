@@ -42,12 +42,12 @@ __all__ = [
 ]
 
 
-def _channels_last(layer: str, data_format: str | None) -> None:
+def channels_last(layer: str, data_format: str | None) -> None:
     if data_format not in (None, "channels_last"):
         raise NotImplementedError(f"{layer}: data_format={data_format!r}: braze's layers are channels_last")
 
 
-def _ints(value: int | Sequence[int], n: int) -> tuple[int, ...]:
+def int_tuple(value: int | Sequence[int], n: int) -> tuple[int, ...]:
     return (int(value),) * n if isinstance(value, int) else tuple(int(v) for v in value)
 
 
@@ -77,13 +77,13 @@ class _Conv(KernelAndBias):
     ) -> None:
         kind = type(self).__name__
         reject_constraints(kind, kwargs)
-        _channels_last(kind, data_format)
+        channels_last(kind, data_format)
         if groups != 1:
             raise NotImplementedError(f"{kind}: groups={groups} is not supported (grouped convolutions)")
         super().__init__(**kwargs)
         self.filters = int(filters)
-        self.kernel_size = _ints(kernel_size, self.rank)
-        self.strides, self.dilation_rate = _ints(strides, self.rank), _ints(dilation_rate, self.rank)
+        self.kernel_size = int_tuple(kernel_size, self.rank)
+        self.strides, self.dilation_rate = int_tuple(strides, self.rank), int_tuple(dilation_rate, self.rank)
         self.padding = padding.lower() if isinstance(padding, str) else padding
         self._weights_options(
             activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer, generator
@@ -152,10 +152,10 @@ class _Pooling(Layer):
         data_format: str | None = None,
         **kwargs: Any,
     ) -> None:
-        _channels_last(type(self).__name__, data_format)
+        channels_last(type(self).__name__, data_format)
         super().__init__(**kwargs)
-        self.pool_size = _ints(pool_size, self.rank)
-        self.strides = self.pool_size if strides is None else _ints(strides, self.rank)
+        self.pool_size = int_tuple(pool_size, self.rank)
+        self.strides = self.pool_size if strides is None else int_tuple(strides, self.rank)
         self.padding = padding
 
     def call(self, x: Tensor) -> Tensor:
@@ -206,7 +206,7 @@ class _GlobalPooling(Layer):
     take_max = False
 
     def __init__(self, data_format: str | None = None, keepdims: bool = False, **kwargs: Any) -> None:
-        _channels_last(type(self).__name__, data_format)
+        channels_last(type(self).__name__, data_format)
         super().__init__(**kwargs)
         self.keepdims = keepdims
 

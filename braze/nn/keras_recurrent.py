@@ -1,4 +1,4 @@
-"""Keras's recurrent layers, ``keras.layers.LSTM`` and ``keras.layers.GRU``, with Keras's
+"""Keras's recurrent layers, ``keras.layers.SimpleRNN``, ``LSTM`` and ``GRU``, with Keras's
 arguments, gate order and weight layout (``kernel``, ``recurrent_kernel``, ``bias``), on
 the loops of ``recurrent.py``: inputs (batch, steps, features); the last output, or every
 step's (``return_sequences``), and the final states after it (``return_state``)."""
@@ -11,11 +11,11 @@ from braze import ops
 from braze.ir.errors import ShapeError
 from braze.nn import activations, initializers
 from braze.nn.layer import Layer
-from braze.nn.recurrent import gru, lstm
+from braze.nn.recurrent import gru, lstm, rnn
 from braze.ops.random import Generator
 from braze.tensor import Tensor, user_error
 
-__all__ = ["GRU", "LSTM"]
+__all__ = ["GRU", "LSTM", "SimpleRNN"]
 
 # Keras's arguments these layers refuse when given (each raises, naming itself).
 _UNSUPPORTED = (
@@ -30,7 +30,7 @@ _UNSUPPORTED = (
 
 
 class _KerasRecurrent(Layer):
-    """What LSTM and GRU share: ``kernel`` (features, gates * units), ``recurrent_kernel``
+    """What SimpleRNN, LSTM and GRU share: ``kernel`` (features, gates * units), ``recurrent_kernel``
     (units, gates * units), ``bias``, Keras's arguments, the inputs and the results."""
 
     gates = 1
@@ -113,6 +113,41 @@ class _KerasRecurrent(Layer):
     def _results(self, hs: Tensor, states: list[Tensor]) -> Any:
         output = ops.transpose(hs, (1, 0, 2)) if self.return_sequences else states[0]
         return [output, *states] if self.return_state else output
+
+
+class SimpleRNN(_KerasRecurrent):
+    """``keras.layers.SimpleRNN(units)``: ``h = activation(x kernel + h recurrent_kernel +
+    bias)``, a recurrent layer without gates (so without ``recurrent_activation``)."""
+
+    def __init__(
+        self,
+        units: int,
+        activation: Any = "tanh",
+        use_bias: bool = True,
+        kernel_initializer: Any = "glorot_uniform",
+        recurrent_initializer: Any = "orthogonal",
+        bias_initializer: Any = "zeros",
+        **kwargs: Any,
+    ) -> None:
+        if "recurrent_activation" in kwargs:
+            raise TypeError("SimpleRNN: unexpected argument 'recurrent_activation' (a simple RNN has no gates)")
+        super().__init__(
+            units,
+            activation,
+            "linear",
+            use_bias,
+            kernel_initializer,
+            recurrent_initializer,
+            bias_initializer,
+            **kwargs,
+        )
+
+    def call(self, x: Tensor, initial_state: Any = None) -> Any:
+        seq = self._sequence(x)
+        (h,) = self._initial(initial_state, x, 1)
+        projected = seq @ self.kernel + self.bias if self.use_bias else seq @ self.kernel
+        hs, h = rnn(projected, h, self.recurrent_kernel, self.activation)
+        return self._results(hs, [h])
 
 
 class LSTM(_KerasRecurrent):

@@ -191,13 +191,27 @@ class Sequential(Model):
             self._output_shape = _shape_after(layer, self._output_shape)
 
     def _ensure_built(self, input_shape: Any) -> None:
-        if not self.built:
-            self.build(input_shape)
+        if not self.built:  # the declared input shape, where there is one, not the first batch's
+            self.build(None if self.input_shape is not None else input_shape)
 
     def call(self, x: Any, training: bool | None = None) -> Any:
+        x = _matching_rank(x, self.input_shape)
         for layer in self.layers:
             x = layer(x)
         return x
+
+
+def _matching_rank(x: Any, input_shape: tuple[int, ...] | None) -> Any:
+    """Keras 3's rank adjustment of a model's inputs: where the declared input ends in a
+    dimension of 1, inputs without it (one feature as a vector) gain it, and inputs with
+    one more such dimension lose it."""
+    if not isinstance(x, Tensor) or not input_shape:
+        return x
+    if x.ndim == len(input_shape) and input_shape[-1] == 1:
+        return ops.expand_dims(x, -1)
+    if x.ndim == len(input_shape) + 2 and x.shape[-1] == 1:
+        return ops.squeeze(x, -1)
+    return x
 
 
 def _shape_after(layer: Module, input_shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -1,4 +1,5 @@
-"""``BatchNormalization`` with Keras's training and inference behaviour.
+"""``BatchNormalization`` with Keras's training and inference behaviour, and Keras's
+``Normalization`` preprocessing layer (at the end).
 
 Training (``training=True``, as inside ``fit``): each feature (the ``axis``, by default the
 channels) is normalised by the batch's mean and biased variance over every other axis,
@@ -13,7 +14,11 @@ on a lazy device and under ``@jit``/``jit_compile`` alike.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from braze import ops
 from braze.autodiff import no_grad
@@ -108,3 +113,96 @@ class BatchNormalization(Layer):
         with no_grad():
             self.moving_mean._assign(self.moving_mean * momentum + mean.detach() * (1.0 - momentum))
             self.moving_variance._assign(self.moving_variance * momentum + variance.detach() * (1.0 - momentum))
+
+
+_EPSILON = 1e-7  # Keras's backend.epsilon(): the smallest standard deviation divided by
+
+
+class Normalization(Layer):
+    """Keras's ``Normalization`` preprocessing layer: ``(x - mean) / sqrt(variance)`` per
+    feature along ``axis`` (an int, a tuple of them, or None for one mean and variance), the
+    standard deviation at least 1e-7; ``invert=True`` undoes it. The statistics are given
+    (``mean=``, ``variance=``) or learned from data by ``adapt``, over every other axis, and
+    are then non-trainable weights (saved with the model, never changed by training)."""
+
+    def __init__(
+        self,
+        axis: int | Sequence[int] | None = -1,
+        mean: Any = None,
+        variance: Any = None,
+        invert: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        if (mean is None) != (variance is None):
+            raise ValueError("Normalization: give both mean and variance, or neither (and call adapt)")
+        super().__init__(**kwargs)
+        self.axis = () if axis is None else ((int(axis),) if isinstance(axis, int) else tuple(int(a) for a in axis))
+        self.invert = bool(invert)
+        self._given = None if mean is None else (np.asarray(mean, np.float64), np.asarray(variance, np.float64))
+        if self._given is not None:  # saved as numbers, as Keras saves them
+            self._config.update(mean=self._given[0].tolist(), variance=self._given[1].tolist())
+        self._build_if_known()
+
+    def _kept(self, rank: int) -> tuple[int, ...]:
+        kept = tuple(sorted(a % rank for a in self.axis))
+        if any(not -rank <= a < rank for a in self.axis) or 0 in kept:
+            raise ValueError(f"{self.name}: axis {self.axis} must name feature axes of inputs of rank {rank}")
+        return kept
+
+    def build(self, input_shape: tuple[int | None, ...]) -> None:
+        kept = self._kept(len(input_shape))
+        shape = tuple(input_shape[a] for a in kept)
+        if None in shape:
+            raise ValueError(f"{self.name}: axis {self.axis} of its inputs {input_shape} must have known sizes")
+        self._broadcast = tuple(input_shape[a] if a in kept else 1 for a in range(len(input_shape)))
+        self.adapt_mean = self.add_weight(shape=shape, initializer="zeros", trainable=False)
+        self.adapt_variance = self.add_weight(shape=shape, initializer="ones", trainable=False)
+        if self._given is not None:
+            self._store(*(np.broadcast_to(v, shape) for v in self._given))
+
+    @property
+    def mean(self) -> Tensor:
+        """The mean, shaped to broadcast against an input (Keras's ``mean``, ``(1, features)``)."""
+        return self.adapt_mean.reshape(self._broadcast)
+
+    @property
+    def variance(self) -> Tensor:
+        return self.adapt_variance.reshape(self._broadcast)
+
+    def _store(self, mean: np.ndarray, variance: np.ndarray) -> None:
+        with no_grad():
+            for weight, value in ((self.adapt_mean, mean), (self.adapt_variance, variance)):
+                weight._assign(ops.tensor(value, dtype=weight.dtype, device=weight.device))
+
+    def adapt(self, data: Any, batch_size: int | None = None, steps: int | None = None) -> None:
+        """Learn the mean and variance of ``data`` (an array, a tensor, or an iterable of
+        batches such as a ``tf.data.Dataset``; ``steps`` of them at most) over every axis
+        but ``axis``, in float64."""
+        if isinstance(data, (np.ndarray, Tensor, list)):
+            array = np.asarray(data.numpy() if isinstance(data, Tensor) else data, np.float64)
+        else:
+            batches = list(itertools.islice(data, steps))
+            if not batches:
+                raise ValueError(f"{self.name}.adapt: the data holds no batch")
+            array = np.concatenate([np.asarray(b.numpy() if isinstance(b, Tensor) else b, np.float64) for b in batches])
+        if not self.built:  # built by its data, whose shape a Sequential model then starts from
+            self.input_shape = self.input_shape or array.shape[1:]
+            self.build(array.shape)
+            self.built = True
+        kept = self._kept(array.ndim)
+        if tuple(array.shape[a] for a in kept) != tuple(self.adapt_mean.shape):
+            raise ValueError(
+                f"{self.name}.adapt: data of shape {array.shape} has features {tuple(array.shape[a] for a in kept)}, "
+                f"the layer {tuple(self.adapt_mean.shape)}"
+            )
+        reduced = tuple(a for a in range(array.ndim) if a not in kept)
+        mean = array.mean(axis=reduced)
+        self._store(mean, ((array - array.mean(axis=reduced, keepdims=True)) ** 2).mean(axis=reduced))
+
+    def call(self, x: Tensor) -> Tensor:
+        x = x if x.dtype.is_float else x.astype("float32")
+        kept = self._kept(x.ndim)
+        shape = tuple(x.shape[a] if a in kept else 1 for a in range(x.ndim))
+        mean = self.adapt_mean.astype(x.dtype).reshape(shape)
+        deviation = ops.maximum(ops.sqrt(self.adapt_variance.astype(x.dtype)), _EPSILON).reshape(shape)
+        return mean + x * deviation if self.invert else (x - mean) / deviation

@@ -1,5 +1,6 @@
-"""Recurrent layers built on ``braze.lax.scan``: PyTorch's ``nn.LSTM`` and ``nn.GRU`` (and
-the loops Keras's ``LSTM`` and ``GRU`` share, ``keras_recurrent.py``), with PyTorch's
+"""Recurrent layers built on ``braze.lax.scan``: PyTorch's ``nn.RNN``, ``nn.LSTM`` and
+``nn.GRU`` (and the loops Keras's ``SimpleRNN``, ``LSTM`` and ``GRU`` share,
+``keras_recurrent.py``), with PyTorch's
 arguments, gate order and weight layout (a PyTorch ``state_dict`` loads as it is).
 
 The input's projection through the input weights is one matrix product over every time
@@ -20,9 +21,22 @@ from braze.nn.module import Module
 from braze.ops.random import Generator
 from braze.tensor import Tensor, user_error
 
-__all__ = ["GRU", "LSTM", "gru", "lstm"]
+__all__ = ["GRU", "LSTM", "RNN", "gru", "lstm", "rnn"]
 
 Activation = Callable[[Tensor], Tensor]
+
+
+def rnn(projected: Tensor, h: Tensor, recurrent: Tensor, activation: Activation = ops.tanh) -> tuple[Tensor, Tensor]:
+    """An Elman network over time-major ``projected`` inputs (steps, batch, units: the
+    input's product with the input weights plus the biases), ``h = activation(x + h @
+    recurrent)``: the hidden state of every step, and the last."""
+
+    def step(h: Tensor, x: Tensor) -> tuple[Tensor, Tensor]:
+        h = activation(x + h @ recurrent)
+        return h, h
+
+    h, hs = lax.scan(step, h, projected)
+    return hs, h
 
 
 def lstm(
@@ -154,6 +168,46 @@ class _TorchRecurrent(Module):
                 ShapeError, f"{type(self).__name__}: an initial state of shape {given.shape}, expected {expected}"
             )
         return [given[k] for k in range(self.num_layers)]
+
+
+class RNN(_TorchRecurrent):
+    """``torch.nn.RNN``: ``output, h_n = rnn(input, h_0)``, each layer ``h = tanh(W_ih x +
+    b_ih + W_hh h + b_hh)`` (``nonlinearity="relu"`` for a ReLU)."""
+
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        nonlinearity: str = "tanh",
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        *,
+        generator: Generator | None = None,
+    ) -> None:
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"RNN: nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
+        super().__init__(
+            input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, generator=generator
+        )
+        self.nonlinearity = nonlinearity
+
+    def forward(self, x: Tensor, hx: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        seq, unbatched = self._time_major(x)
+        hs = self._initial(hx, seq.shape[1], seq, unbatched)
+        activation = ops.tanh if self.nonlinearity == "tanh" else ops.relu
+        last = []
+        for k in range(self.num_layers):
+            w_ih, w_hh, b_ih, b_hh = self._layer_weights(k)
+            projected = seq @ ops.transpose(w_ih)
+            if b_ih is not None:
+                projected = projected + (b_ih + b_hh)
+            seq, h = rnn(projected, hs[k], ops.transpose(w_hh), activation)
+            last.append(h)
+        h_n = ops.stack(last)
+        return self._outputs(seq, unbatched), ops.squeeze(h_n, 1) if unbatched else h_n
 
 
 class LSTM(_TorchRecurrent):

@@ -44,6 +44,19 @@ def moments(x: Any, axes: Any, keepdims: bool = False) -> tuple[Tensor, Tensor]:
     return (mean if keepdims else mean.reshape(variance.shape)), variance
 
 
+def _nhwc_pair(value: Any) -> Any:
+    """TensorFlow's strides or dilations (an int, a pair or NHWC's four values) as a pair."""
+    if value is None:
+        return 1
+    value = list(value) if isinstance(value, (list, tuple)) else value
+    return tuple(value[1:3]) if isinstance(value, list) and len(value) == 4 else value
+
+
+def _nhwc(op: str, data_format: str) -> None:
+    if data_format != "NHWC":
+        raise NotImplementedError(f"tf.nn.{op}: data_format={data_format!r}: braze is NHWC")
+
+
 def conv2d(
     input: Any,  # noqa: A002 - TensorFlow's name
     filters: Any,
@@ -55,16 +68,31 @@ def conv2d(
 ) -> Tensor:
     """``tf.nn.conv2d`` over NHWC inputs and HWIO filters; strides and dilations as an int,
     a pair or NHWC's four values."""
-    if data_format != "NHWC":
-        raise NotImplementedError(f"tf.nn.conv2d: data_format={data_format!r}: braze is NHWC")
+    _nhwc("conv2d", data_format)
+    return ops.conv2d(input, filters, stride=_nhwc_pair(strides), padding=padding, dilation=_nhwc_pair(dilations))
 
-    def pair(value: Any) -> Any:
-        if value is None:
-            return 1
-        value = list(value) if isinstance(value, (list, tuple)) else value
-        return tuple(value[1:3]) if isinstance(value, list) and len(value) == 4 else value
 
-    return ops.conv2d(input, filters, stride=pair(strides), padding=padding, dilation=pair(dilations))
+def conv2d_transpose(
+    input: Any,  # noqa: A002 - TensorFlow's name
+    filters: Any,
+    output_shape: Any,
+    strides: Any,
+    padding: Any = "SAME",
+    data_format: str = "NHWC",
+    dilations: Any = None,
+    name: str | None = None,
+) -> Tensor:
+    """``tf.nn.conv2d_transpose``: NHWC inputs through filters of shape (height, width,
+    output channels, input channels) into ``output_shape`` (batch, height, width, channels)."""
+    _nhwc("conv2d_transpose", data_format)
+    shape = [int(v) for v in (output_shape.tolist() if hasattr(output_shape, "tolist") else output_shape)]
+    x, w = ops.as_tensor(input), ops.as_tensor(filters)
+    if len(shape) != 4 or shape[0] != x.shape[0] or shape[3] != w.shape[2]:
+        raise ValueError(
+            f"tf.nn.conv2d_transpose: output_shape {shape} must be (batch {x.shape[0]}, height, width, "
+            f"the filters' {w.shape[2]} output channels)"
+        )
+    return ops.conv2d_transpose(x, w, shape[1:3], _nhwc_pair(strides), padding, _nhwc_pair(dilations))
 
 
 def sparse_softmax_cross_entropy_with_logits(labels: Any = None, logits: Any = None) -> Tensor:

@@ -1,5 +1,5 @@
-"""Neural-network ops on NHWC images and HWIO filters: conv2d and pooling, with TensorFlow's
-padding conventions ("VALID", "SAME", or explicit pairs)."""
+"""Neural-network ops on NHWC images and HWIO filters: conv2d, its transpose and pooling,
+with TensorFlow's padding conventions ("VALID", "SAME", or explicit pairs)."""
 
 from __future__ import annotations
 
@@ -50,19 +50,23 @@ def resolve_padding(
     raise user_error(ShapeError, f"{op}: cannot read padding {padding!r}")
 
 
+def _image_and_filter(op: str, x: Any, w: Any) -> tuple[Tensor, Tensor]:
+    x, w = as_tensor(x), as_tensor(w)
+    check_compatible(op, [x, w])
+    if x.ndim != 4 or w.ndim != 4:
+        raise user_error(
+            ShapeError,
+            f"{op}: expected a 4-D NHWC input and a 4-D HWIO filter, got {fmt_shape(x.shape)} and {fmt_shape(w.shape)}",
+        )
+    return x, w
+
+
 def conv2d(
     x: Any, w: Any, stride: int | Sequence[int] = 1, padding: Padding = "VALID", dilation: int | Sequence[int] = 1
 ) -> Tensor:
     """2-D convolution of NHWC ``x`` with HWIO filter ``w`` (cross-correlation, as in TF);
     in bfloat16 under ``braze.autocast``."""
-    x, w = as_tensor(x), as_tensor(w)
-    check_compatible("conv2d", [x, w])
-    if x.ndim != 4 or w.ndim != 4:
-        raise user_error(
-            ShapeError,
-            f"conv2d: expected a 4-D NHWC input and a 4-D HWIO filter, "
-            f"got {fmt_shape(x.shape)} and {fmt_shape(w.shape)}",
-        )
+    x, w = _image_and_filter("conv2d", x, w)
     if x.shape[3] != w.shape[2]:
         raise user_error(
             ShapeError,
@@ -75,6 +79,43 @@ def conv2d(
     pads = resolve_padding("conv2d", padding, x.shape[1:3], span, strides)
     out = conv.conv.bind(rounded(x), rounded(w), strides=strides, padding=pads, dilation=dilations)
     return rounded(astype(out, x.dtype))  # bfloat16 operands accumulate in float32, then round once
+
+
+def conv2d_transpose(
+    x: Any,
+    w: Any,
+    output_hw: Sequence[int],
+    stride: int | Sequence[int] = 1,
+    padding: Padding = "VALID",
+    dilation: int | Sequence[int] = 1,
+) -> Tensor:
+    """The transpose of :func:`conv2d` (its gradient with respect to its input, TensorFlow's
+    ``conv2d_transpose``): NHWC ``x`` of ``w.shape[3]`` channels through the HWIO filter
+    ``w`` of the convolution it transposes, into images of ``output_hw`` pixels and
+    ``w.shape[2]`` channels. ``padding`` is that convolution's, over ``output_hw``."""
+    x, w = _image_and_filter("conv2d_transpose", x, w)
+    if x.shape[3] != w.shape[3]:
+        raise user_error(
+            ShapeError,
+            f"conv2d_transpose: input {fmt_shape(x.shape)} has {x.shape[3]} channels but filter "
+            f"{fmt_shape(w.shape)} (height, width, out, in) takes {w.shape[3]}",
+        )
+    out_hw = _pair("conv2d_transpose", "output_hw", tuple(output_hw))
+    strides = _pair("conv2d_transpose", "stride", stride)
+    dilations = _pair("conv2d_transpose", "dilation", dilation)
+    span = [(k - 1) * d + 1 for k, d in zip(w.shape[:2], dilations, strict=True)]
+    pads = resolve_padding("conv2d_transpose", padding, out_hw, span, strides)
+    reached = conv.output_hw(out_hw, w.shape[:2], strides, pads, dilations)
+    if reached != tuple(x.shape[1:3]):
+        raise user_error(
+            ShapeError,
+            f"conv2d_transpose: an output of {out_hw[0]}x{out_hw[1]} pixels convolves (stride {strides}, "
+            f"padding {pads}) to {reached[0]}x{reached[1]}, not to the input's {x.shape[1]}x{x.shape[2]}",
+        )
+    out = conv.conv_grad_input.bind(
+        rounded(x), rounded(w), input_hw=out_hw, strides=strides, padding=pads, dilation=dilations
+    )
+    return rounded(astype(out, x.dtype))
 
 
 def _pool(op: str, kind: str, x: Any, size, stride, padding) -> tuple[Tensor, tuple, tuple, tuple]:

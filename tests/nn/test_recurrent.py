@@ -1,5 +1,5 @@
-"""The recurrent layers: PyTorch's nn.LSTM and nn.GRU and Keras's layers.LSTM and
-layers.GRU against NumPy loops written from each framework's equations (gate orders and
+"""The recurrent layers: PyTorch's nn.RNN, nn.LSTM and nn.GRU and Keras's layers.SimpleRNN,
+layers.LSTM and layers.GRU against NumPy loops written from each framework's equations (gate orders and
 weight layouts included), on every device mode; their gradients against float64 finite
 differences; and training through them lazily to eager's losses."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from default_device import made_on
 from gradcheck import assert_gradients_match
 
 import braze
@@ -52,6 +53,32 @@ def torch_gru_ref(x, weights):
         h = (1 - z) * n + z * h
         out.append(h)
     return np.stack(out), h[None]
+
+
+def torch_rnn_ref(x, weights, layers, activation):
+    """PyTorch's equations, time major: h = act(W_ih x + b_ih + W_hh h + b_hh), layer by layer."""
+    last = []
+    for k in range(layers):
+        w_ih, w_hh, b_ih, b_hh = (weights[f"{n}_l{k}"] for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
+        h = np.zeros((x.shape[1], w_hh.shape[1]))
+        out = []
+        for x_t in x:
+            h = activation(x_t @ w_ih.T + b_ih + h @ w_hh.T + b_hh)
+            out.append(h)
+        x = np.stack(out)
+        last.append(h)
+    return x, np.stack(last)
+
+
+def keras_simple_rnn_ref(x, kernel, recurrent, bias, go_backwards=False):
+    """Keras's equations, batch major: h = tanh(x K + h R + b)."""
+    h = np.zeros((x.shape[0], recurrent.shape[0]))
+    steps = range(x.shape[1])[::-1] if go_backwards else range(x.shape[1])
+    out = []
+    for t in steps:
+        h = np.tanh(x[:, t] @ kernel + h @ recurrent + bias)
+        out.append(h)
+    return np.stack(out, axis=1), h
 
 
 def keras_lstm_ref(x, kernel, recurrent, bias, go_backwards=False):
@@ -105,6 +132,50 @@ def test_torch_lstm_layout_and_values(device):
 
 
 @pytest.mark.parametrize("device", DEVICES, ids=["eager", "lazy"])
+@pytest.mark.parametrize("nonlinearity", ["tanh", "relu"])
+def test_torch_rnn_layout_and_values(device, nonlinearity):
+    rnn = braze.nn.RNN(4, 6, 2, nonlinearity, batch_first=True).to(device)  # PyTorch's positional order
+    shapes = {name: tuple(t.shape) for name, t in rnn.named_parameters()}
+    assert shapes == {
+        **{f"weight_ih_l{k}": (6, 4 if k == 0 else 6) for k in range(2)},
+        **{f"weight_hh_l{k}": (6, 6) for k in range(2)},
+        **{f"{b}_l{k}": (6,) for b in ("bias_ih", "bias_hh") for k in range(2)},
+    }
+    out, h = rnn(braze.tensor(X, device=device))
+    activation = np.tanh if nonlinearity == "tanh" else (lambda v: np.maximum(v, 0.0))
+    want_out, want_h = torch_rnn_ref(X.transpose(1, 0, 2), _state(rnn), 2, activation)
+    np.testing.assert_allclose(out.numpy(), want_out.transpose(1, 0, 2), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(h.numpy(), want_h, rtol=1e-5, atol=1e-6)
+
+
+def test_torch_rnn_refuses_an_unknown_nonlinearity():
+    with pytest.raises(ValueError, match="nonlinearity must be 'tanh' or 'relu', got 'sigmoid'"):
+        braze.nn.RNN(4, 6, nonlinearity="sigmoid")
+
+
+@pytest.mark.parametrize("device", DEVICES, ids=["eager", "lazy"])
+def test_keras_simple_rnn_values(device):
+    x = braze.tensor(X, device=device)
+    with made_on(device):
+        rnn = keras.layers.SimpleRNN(6, return_sequences=True, return_state=True, go_backwards=True)
+        out, h = rnn(x)
+    kernel, recurrent = (np.asarray(w.numpy(), np.float64) for w in (rnn.kernel, rnn.recurrent_kernel))
+    assert kernel.shape == (4, 6) and recurrent.shape == (6, 6) and tuple(rnn.bias.shape) == (6,)
+    np.testing.assert_allclose(recurrent @ recurrent.T, np.eye(6), atol=1e-5)  # orthogonal
+    bias = RNG.standard_normal(6).astype(np.float32)
+    rnn.bias = braze.tensor(bias, device=device)
+    out, h = rnn(x)
+    want_out, want_h = keras_simple_rnn_ref(X, kernel, recurrent, bias, go_backwards=True)
+    np.testing.assert_allclose(out.numpy(), want_out, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(h.numpy(), want_h, rtol=1e-5, atol=1e-6)
+
+
+def test_keras_simple_rnn_has_no_recurrent_activation():
+    with pytest.raises(TypeError, match="SimpleRNN: unexpected argument 'recurrent_activation'"):
+        keras.layers.SimpleRNN(4, recurrent_activation="sigmoid")
+
+
+@pytest.mark.parametrize("device", DEVICES, ids=["eager", "lazy"])
 def test_torch_gru_values_time_major(device):
     gru = braze.nn.GRU(4, 5).to(device)
     assert tuple(gru.weight_ih_l0.shape) == (15, 4) and tuple(gru.weight_hh_l0.shape) == (15, 5)
@@ -117,7 +188,7 @@ def test_torch_gru_values_time_major(device):
 @pytest.mark.parametrize("device", DEVICES, ids=["eager", "lazy"])
 def test_keras_lstm_and_gru_values(device):
     x = braze.tensor(X, device=device)
-    with _on(device):
+    with made_on(device):
         lstm = keras.layers.LSTM(6, return_sequences=True, return_state=True, go_backwards=True)
         out, h, c = lstm(x)
         gru = keras.layers.GRU(5, return_state=True)
@@ -140,21 +211,7 @@ def test_keras_lstm_and_gru_values(device):
     np.testing.assert_allclose(g.numpy(), want_seq[:, -1], rtol=1e-5, atol=1e-6)
 
 
-class _on:
-    """Layers made in the block get their weights on ``device``."""
-
-    def __init__(self, device):
-        self.device = device
-
-    def __enter__(self):
-        self.before = braze.default_device()
-        braze.set_default_device(self.device)
-
-    def __exit__(self, *exc):
-        braze.set_default_device(self.before)
-
-
-@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+@pytest.mark.parametrize("kind", ["RNN", "LSTM", "GRU"])
 def test_torch_recurrent_gradients_match_finite_differences(kind):
     layer = getattr(braze.nn, kind)(2, 3)
     names = [n for n, _ in layer.named_parameters()]
@@ -170,8 +227,9 @@ def test_torch_recurrent_gradients_match_finite_differences(kind):
     assert_gradients_match(fn, arrays, list(range(len(arrays))), rtol=1e-5, atol=1e-7)
 
 
-def test_keras_lstm_gradients_match_finite_differences():
-    layer = keras.layers.LSTM(3, return_sequences=True, dtype="float64")
+@pytest.mark.parametrize("kind", ["SimpleRNN", "LSTM"])
+def test_keras_recurrent_gradients_match_finite_differences(kind):
+    layer = getattr(keras.layers, kind)(3, return_sequences=True, dtype="float64")
     layer(braze.tensor(np.zeros((1, 2, 2))))
 
     def fn(x, kernel, recurrent, bias):
@@ -184,13 +242,13 @@ def test_keras_lstm_gradients_match_finite_differences():
     assert_gradients_match(fn, arrays, [0, 1, 2, 3], rtol=1e-5, atol=1e-7)
 
 
-def _train(device, steps=4, jit=False):
+def _train(device, kind, steps=4, jit=False):
     braze.manual_seed(0)
-    with _on(device):
-        lstm = braze.nn.LSTM(4, 8, batch_first=True)
+    with made_on(device):
+        lstm = getattr(braze.nn, kind)(4, 8, batch_first=True)
         head = braze.nn.Linear(8, 1)
     params = [*lstm.parameters(), *head.parameters()]
-    optimizer = braze.optim.SGD(params, lr=0.5)
+    optimizer = braze.optim.SGD(params, lr={"RNN": 0.05, "LSTM": 0.5}[kind])  # a tanh RNN diverges at 0.5 here
     x = braze.tensor(X, device=device)
     y = braze.tensor(X.sum(axis=(1, 2))[:, None] * 0.1, device=device)
 
@@ -206,21 +264,23 @@ def _train(device, steps=4, jit=False):
     return [run(lstm, head, optimizer, x, y).item() for _ in range(steps)]
 
 
+@pytest.mark.parametrize("kind", ["RNN", "LSTM"])
 @pytest.mark.parametrize("mode", ["lazy", "jit"])
-def test_an_lstm_trains_lazily_and_jitted_to_eagers_losses(mode):
-    eager = _train(braze.CPU)
-    other = _train(braze.LAZY_CPU) if mode == "lazy" else _train(braze.CPU, jit=True)
+def test_a_recurrent_network_trains_lazily_and_jitted_to_eagers_losses(mode, kind):
+    eager = _train(braze.CPU, kind)
+    other = _train(braze.LAZY_CPU, kind) if mode == "lazy" else _train(braze.CPU, kind, jit=True)
     np.testing.assert_allclose(other, eager, rtol=1e-4)
     assert eager[-1] < eager[0]
 
 
-def test_a_keras_model_with_an_lstm_fits_saves_and_loads(tmp_path):
+@pytest.mark.parametrize(("kind", "gates"), [("SimpleRNN", 1), ("LSTM", 4)])
+def test_a_keras_model_with_a_recurrent_layer_fits_saves_and_loads(tmp_path, kind, gates):
     y = X.sum(axis=(1, 2))[:, None]
-    model = keras.Sequential([keras.Input((5, 4)), keras.layers.LSTM(6), keras.layers.Dense(1)])
+    model = keras.Sequential([keras.Input((5, 4)), getattr(keras.layers, kind)(6), keras.layers.Dense(1)])
     model.compile(optimizer="adam", loss="mse")
     history = model.fit(X, y, epochs=3, verbose=0)
     assert history.history["loss"][-1] < history.history["loss"][0]
-    assert model.count_params() == 4 * 6 * (4 + 6) + 4 * 6 + 6 + 1  # Keras's count for these layers
-    model.save(tmp_path / "lstm.keras")
-    loaded = keras.models.load_model(tmp_path / "lstm.keras")
+    assert model.count_params() == gates * 6 * (4 + 6) + gates * 6 + 6 + 1  # Keras's count for these layers
+    model.save(tmp_path / "recurrent.keras")
+    loaded = keras.models.load_model(tmp_path / "recurrent.keras")
     np.testing.assert_array_equal(loaded.predict(X, verbose=0), model.predict(X, verbose=0))
