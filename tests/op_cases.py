@@ -161,6 +161,19 @@ def conv_transpose_ref(x, w, out_hw, stride=(1, 1), padding="VALID", dilation=(1
     return full[:, top : top + out_hw[0], left : left + out_hw[1], :].astype(x.dtype)
 
 
+def depthwise_ref(x, w, stride=(1, 1), padding="VALID", dilation=(1, 1)):
+    """Each channel's own direct convolution with its ``multiplier`` filters, output channel
+    ``c * multiplier + k`` (TensorFlow's order)."""
+    channels, multiplier = w.shape[2], w.shape[3]
+    per_channel = [
+        conv_ref(
+            x[..., c : c + 1], w[:, :, c : c + 1, :], stride, padding if padding == "SAME" else ((0, 0),) * 2, dilation
+        )
+        for c in range(channels)
+    ]
+    return np.concatenate(per_channel, axis=-1).reshape(*per_channel[0].shape[:3], channels * multiplier)
+
+
 def pool_ref(x, size, stride, kind, same=False):
     padding = [(0, 0), (0, 0)]
     if same:
@@ -691,7 +704,7 @@ CASES: list[OpCase] = [
         (F(2, 5, 6, 1), F(3, 3, 1, 2)),
     ),
     OpCase(
-        "conv2d_transpose_stride2_valid",  # an output a stride-2 convolution of the filter maps to 3x4
+        "conv2d_transpose",  # stride 2, valid: an output a stride-2 convolution of the filter maps to 3x4
         lambda x, w: braze.conv2d_transpose(x, w, (8, 9), stride=2),
         lambda x, w: conv_transpose_ref(x, w, (8, 9), stride=(2, 2)),
         (F(2, 3, 4, 5), F(3, 2, 4, 5)),
@@ -701,6 +714,18 @@ CASES: list[OpCase] = [
         lambda x, w: braze.conv2d_transpose(x, w, (10, 5), stride=(2, 1), padding="SAME", dilation=(1, 2)),
         lambda x, w: conv_transpose_ref(x, w, (10, 5), stride=(2, 1), padding="SAME", dilation=(1, 2)),
         (F(2, 5, 5, 3), F(3, 3, 2, 3)),
+    ),
+    OpCase(
+        "depthwise_conv2d",  # same padding, two filters per channel
+        lambda x, w: braze.depthwise_conv2d(x, w, padding="SAME"),
+        lambda x, w: depthwise_ref(x, w, padding="SAME"),
+        (F(2, 5, 6, 3), F(3, 3, 3, 2)),
+    ),
+    OpCase(
+        "depthwise_conv2d_strided_dilated",
+        lambda x, w: braze.depthwise_conv2d(x, w, stride=(2, 1), dilation=(1, 2)),
+        lambda x, w: depthwise_ref(x, w, stride=(2, 1), dilation=(1, 2)),
+        (F(2, 7, 8, 4), F(2, 3, 4, 1)),
     ),
     OpCase("max_pool2d", lambda x: braze.max_pool2d(x, 2), lambda x: pool_ref(x, 2, 2, "max"), (F(2, 6, 6, 3),)),
     OpCase(  # the pool's gradient and the relu's mask that reads the pool's input: one kernel

@@ -35,6 +35,7 @@ RESULTS = {
     "conv1d_regression": ("history", "test_mae"),
     "structured_binary": ("history", "probabilities"),
     "denoising_autoencoder": ("history", "predictions"),
+    "augmented_separable": ("history",),
     "regression_normalization": ("horsepower_history", "history", "test_results", "rnn_history"),
 }
 ACCURACY = ("accuracy", "acc", "precision", "recall")

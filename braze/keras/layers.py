@@ -1,6 +1,7 @@
 """``keras.layers``: braze's layers, which carry Keras's names and signatures."""
 
 from braze.nn.attention import MultiHeadAttention
+from braze.nn.augmentation import RandomContrast, RandomFlip, RandomRotation, RandomTranslation, RandomZoom
 from braze.nn.conv import (
     AveragePooling1D,
     AveragePooling2D,
@@ -24,6 +25,7 @@ from braze.nn.conv import (
     MaxPooling1D,
     MaxPooling2D,
 )
+from braze.nn.depthwise import DepthwiseConv2D, SeparableConv2D
 from braze.nn.functional_api import (
     Input,
     InputLayer,
@@ -87,6 +89,7 @@ __all__ = [
     "Convolution1D",
     "Convolution2D",
     "Dense",
+    "DepthwiseConv2D",
     "Dropout",
     "ELU",
     "Embedding",
@@ -115,8 +118,14 @@ __all__ = [
     "MultiHeadAttention",
     "Multiply",
     "Normalization",
+    "RandomContrast",
+    "RandomFlip",
+    "RandomRotation",
+    "RandomTranslation",
+    "RandomZoom",
     "ReLU",
     "Rescaling",
+    "SeparableConv2D",
     "Reshape",
     "Sigmoid",
     "SimpleRNN",
@@ -136,11 +145,10 @@ __all__ = [
 
 # Keras layers braze does not have, with what comes nearest in braze.
 _MISSING = {
-    "SeparableConv2D": "Conv2D computes the same kind of map with a full kernel",
-    "DepthwiseConv2D": "Conv2D computes the same kind of map with a full kernel",
-    "RandomFlip": "braze.keras.preprocessing.image.ImageDataGenerator(horizontal_flip=True) augments images",
-    "RandomRotation": "ImageDataGenerator augments images (shear, zoom, flip)",
-    "RandomZoom": "ImageDataGenerator(zoom_range=...) augments images",
+    "SeparableConv1D": "SeparableConv2D on a height of 1, or Conv1D with a full kernel",
+    "DepthwiseConv1D": "DepthwiseConv2D on a height of 1",
+    "RandomCrop": "RandomTranslation shifts images; crop the arrays with NumPy",
+    "RandomBrightness": "no random brightness yet; RandomContrast changes images' contrast",
     "StringLookup": "braze tensors hold numbers: encode strings to integers with NumPy",
     "IntegerLookup": "map the integers with NumPy",
     "TextVectorization": "braze tensors hold numbers: tokenize with Python and keras.utils.pad_sequences",

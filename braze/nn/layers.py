@@ -36,7 +36,14 @@ __all__ = [
     "Tanh",
 ]
 
-_CONSTRAINTS = ("kernel_constraint", "bias_constraint", "beta_constraint", "gamma_constraint")
+_CONSTRAINTS = (
+    "kernel_constraint",
+    "bias_constraint",
+    "beta_constraint",
+    "gamma_constraint",
+    "depthwise_constraint",
+    "pointwise_constraint",
+)
 
 
 def reject_constraints(layer: str, kwargs: dict) -> None:

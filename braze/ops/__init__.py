@@ -68,7 +68,7 @@ from braze.ops.math import (
     trunc,
     where,
 )
-from braze.ops.nn import avg_pool2d, conv2d, conv2d_transpose, max_pool2d
+from braze.ops.nn import avg_pool2d, conv2d, conv2d_transpose, depthwise_conv2d, max_pool2d
 from braze.ops.random import Generator, manual_seed, multinomial, normal_quantile, rand, randn, uniform
 from braze.ops.reduction import argmax, argmin, log_softmax, logsumexp, max, mean, min, prod, softmax, sum, var
 from braze.ops.selection import masked_fill, topk, tril, triu
@@ -146,6 +146,7 @@ __all__ = [
     "concatenate",
     "conv2d",
     "conv2d_transpose",
+    "depthwise_conv2d",
     "copysign",
     "cos",
     "cosh",

@@ -1,5 +1,6 @@
-"""Neural-network ops on NHWC images and HWIO filters: conv2d, its transpose and pooling,
-with TensorFlow's padding conventions ("VALID", "SAME", or explicit pairs)."""
+"""Neural-network ops on NHWC images and HWIO filters: conv2d, its transpose, the depthwise
+convolution and pooling, with TensorFlow's padding conventions ("VALID", "SAME", or
+explicit pairs)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from braze.ir.prims import conv, window
 from braze.ir.prims.checks import fmt_shape
 from braze.ops.autocast import rounded
 from braze.ops.core import as_tensor, astype, check_compatible, full
+from braze.ops.shape import expand_dims, pad
 from braze.tensor import Tensor, user_error
 
 Padding = str | int | Sequence[int] | Sequence[Sequence[int]]
@@ -116,6 +118,42 @@ def conv2d_transpose(
         rounded(x), rounded(w), input_hw=out_hw, strides=strides, padding=pads, dilation=dilations
     )
     return rounded(astype(out, x.dtype))
+
+
+def depthwise_conv2d(
+    x: Any, w: Any, stride: int | Sequence[int] = 1, padding: Padding = "VALID", dilation: int | Sequence[int] = 1
+) -> Tensor:
+    """Each channel of NHWC ``x`` convolved with its own filters (TensorFlow's
+    ``depthwise_conv2d``): ``w`` of shape (height, width, channels, multiplier) gives
+    ``channels * multiplier`` outputs, channel ``c``'s ``k``-th at ``c * multiplier + k``.
+    Computed as a sum over the filter's taps of strided windows times per-channel weights,
+    which the compiler fuses into one elementwise loop."""
+    x, w = _image_and_filter("depthwise_conv2d", x, w)
+    if x.shape[3] != w.shape[2]:
+        raise user_error(
+            ShapeError,
+            f"depthwise_conv2d: input {fmt_shape(x.shape)} has {x.shape[3]} channels but filter "
+            f"{fmt_shape(w.shape)} (height, width, channels, multiplier) has {w.shape[2]}",
+        )
+    (sh, sw), (dh, dw) = _pair("depthwise_conv2d", "stride", stride), _pair("depthwise_conv2d", "dilation", dilation)
+    span = [(k - 1) * d + 1 for k, d in zip(w.shape[:2], (dh, dw), strict=True)]
+    pads = resolve_padding("depthwise_conv2d", padding, x.shape[1:3], span, (sh, sw))
+    oh, ow = conv.output_hw(x.shape[1:3], w.shape[:2], (sh, sw), pads, (dh, dw))
+    if oh < 1 or ow < 1:
+        raise user_error(
+            ShapeError, f"depthwise_conv2d: filter {fmt_shape(w.shape)} does not fit input {fmt_shape(x.shape)}"
+        )
+    padded = pad(x, ((0, 0), pads[0], pads[1], (0, 0))) if any(map(any, pads)) else x
+    multiplier = w.shape[3]
+    spread = expand_dims(padded, -1) if multiplier > 1 else padded
+    total: Tensor | None = None
+    for a in range(w.shape[0]):
+        for b in range(w.shape[1]):
+            rows = slice(a * dh, a * dh + (oh - 1) * sh + 1, sh)
+            cols = slice(b * dw, b * dw + (ow - 1) * sw + 1, sw)
+            term = spread[:, rows, cols] * (w[a, b] if multiplier > 1 else w[a, b, :, 0])
+            total = term if total is None else total + term
+    return total.reshape(x.shape[0], oh, ow, x.shape[3] * multiplier)
 
 
 def _pool(op: str, kind: str, x: Any, size, stride, padding) -> tuple[Tensor, tuple, tuple, tuple]:

@@ -1,0 +1,127 @@
+"""Keras's image augmentation layers against independent references: a quarter turn is
+NumPy's rot90, a whole-pixel shift is NumPy's pad in the matching mode (symmetric, wrap,
+edge, constant), a zoom is SciPy's map_coordinates at the points Keras's definition names;
+flips and contrast per image; inference passes inputs through; a compiled step draws anew
+every call and agrees with the eager draws."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import ndimage
+
+import braze
+from braze import keras
+
+RNG = np.random.default_rng(9)
+IMAGES = RNG.standard_normal((4, 8, 4, 2)).astype(np.float32)
+DEVICES = [braze.CPU, braze.LAZY_CPU]
+
+
+@pytest.mark.parametrize("device", DEVICES, ids=["eager", "lazy"])
+@pytest.mark.parametrize("fill_mode", ["reflect", "wrap", "nearest", "constant"])
+def test_a_quarter_turn_is_rot90(device, fill_mode):
+    square = RNG.standard_normal((3, 6, 6, 2)).astype(np.float32)
+    layer = keras.layers.RandomRotation((0.25, 0.25), fill_mode=fill_mode)
+    got = layer(braze.tensor(square, device=device), training=True).numpy()
+    # cos(pi / 2) rounds to -4e-8 in float32: the points miss whole pixels by that much
+    np.testing.assert_allclose(got, np.rot90(square, axes=(1, 2)), atol=1e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES, ids=["eager", "lazy"])
+@pytest.mark.parametrize(("fill_mode", "numpy_mode"), [("reflect", "symmetric"), ("wrap", "wrap"), ("nearest", "edge")])
+@pytest.mark.parametrize("interpolation", ["bilinear", "nearest"])
+def test_a_whole_pixel_shift_is_numpys_pad(device, fill_mode, numpy_mode, interpolation):
+    layer = keras.layers.RandomTranslation((0.25, 0.25), (-0.25, -0.25), fill_mode, interpolation=interpolation)
+    got = layer(braze.tensor(IMAGES, device=device), training=True).numpy()  # 2 rows down, 1 column left
+    np.testing.assert_array_equal(got, np.pad(IMAGES, ((0, 0), (2, 0), (0, 1), (0, 0)), numpy_mode)[:, :8, 1:])
+
+
+def test_constant_fill_uses_the_fill_value():
+    layer = keras.layers.RandomTranslation(0.0, (0.5, 0.5), fill_mode="constant", fill_value=-7.0)
+    got = layer(braze.tensor(IMAGES), training=True).numpy()
+    np.testing.assert_array_equal(got, np.pad(IMAGES, ((0, 0), (0, 0), (2, 0), (0, 0)), constant_values=-7.0)[:, :, :4])
+
+
+@pytest.mark.parametrize("device", DEVICES, ids=["eager", "lazy"])
+def test_a_zoom_reads_bilinearly_at_keras_points(device):
+    layer = keras.layers.RandomZoom((-0.4, -0.4), (0.3, 0.3))  # 40% in vertically, 30% out horizontally
+    got = layer(braze.tensor(IMAGES, device=device), training=True).numpy()
+    rows, cols = np.meshgrid(np.arange(8.0), np.arange(4.0), indexing="ij")
+    points = [(rows - 3.5) * 0.6 + 3.5, (cols - 1.5) * 1.3 + 1.5]
+    want = np.stack(
+        [
+            np.stack([ndimage.map_coordinates(image[..., c], points, order=1, mode="reflect") for c in range(2)], -1)
+            for image in IMAGES.astype(np.float64)
+        ]
+    )
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_flips_are_drawn_per_image():
+    images = RNG.standard_normal((64, 3, 5, 1)).astype(np.float32)
+    got = keras.layers.RandomFlip(seed=3)(braze.tensor(images), training=True).numpy()
+    seen = set()
+    for image, out in zip(images, got, strict=True):
+        variants = [image, image[:, ::-1], image[::-1], image[::-1, ::-1]]
+        matches = [k for k, v in enumerate(variants) if np.array_equal(out, v)]
+        assert len(matches) == 1
+        seen.add(matches[0])
+    assert seen == {0, 1, 2, 3}
+    horizontal = keras.layers.RandomFlip("horizontal", seed=3)(braze.tensor(images), training=True).numpy()
+    assert all(np.array_equal(o, i) or np.array_equal(o, i[:, ::-1]) for i, o in zip(images, horizontal, strict=True))
+
+
+def test_contrast_scales_each_image_about_its_mean_and_clips():
+    images = RNG.uniform(100.0, 150.0, (16, 4, 4, 3)).astype(np.float32)
+    got = keras.layers.RandomContrast((0.5, 0.25))(braze.tensor(images), training=True).numpy()
+    mean = images.astype(np.float64).mean(axis=(1, 2), keepdims=True)
+    centred = images - mean
+    scale = np.einsum("nhwc,nhwc->n", got - mean, centred) / (np.einsum("nhwc,nhwc->n", centred, centred))
+    np.testing.assert_allclose(got, mean + scale[:, None, None, None] * centred, atol=1e-3)  # one factor per image
+    assert scale.min() >= 0.5 and scale.max() <= 1.25
+    clipped = keras.layers.RandomContrast(0.0, value_range=(0, 120))(braze.tensor(images), training=True).numpy()
+    np.testing.assert_allclose(clipped, np.minimum(images, 120.0), rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "layer",
+    [
+        keras.layers.RandomFlip(),
+        keras.layers.RandomRotation(0.2),
+        keras.layers.RandomZoom(0.2),
+        keras.layers.RandomTranslation(0.1, 0.1),
+        keras.layers.RandomContrast(0.2),
+    ],
+    ids=lambda layer: type(layer).__name__,
+)
+def test_inference_passes_inputs_through_and_one_image_works(layer):
+    x = braze.tensor(IMAGES)
+    assert layer(x, training=False) is x
+    assert layer(x[0], training=True).shape == IMAGES.shape[1:]
+
+
+def test_a_compiled_step_draws_anew_every_call_and_as_eager_draws():
+    def augment(layer, x):
+        return layer(x, training=True)
+
+    images = RNG.standard_normal((16, 6, 6, 1)).astype(np.float32)
+    eager_layer, jit_layer = keras.layers.RandomRotation(0.2, seed=4), keras.layers.RandomRotation(0.2, seed=4)
+    step = braze.jit(augment)
+    for _ in range(2):
+        compiled = step(jit_layer, braze.tensor(images)).numpy()
+        np.testing.assert_allclose(compiled, augment(eager_layer, braze.tensor(images)).numpy(), rtol=1e-4, atol=1e-4)
+    assert not np.allclose(compiled, step(jit_layer, braze.tensor(images)).numpy())
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="RandomFlip: mode must be one of"):
+        keras.layers.RandomFlip("diagonal")
+    with pytest.raises(NotImplementedError, match="fill_mode='mirror'"):
+        keras.layers.RandomRotation(0.1, fill_mode="mirror")
+    with pytest.raises(NotImplementedError, match="interpolation='bicubic'"):
+        keras.layers.RandomZoom(0.1, interpolation="bicubic")
+    with pytest.raises(ValueError, match="height_factor must be a number or a pair lower <= upper, above -1.0"):
+        keras.layers.RandomZoom((-1.5, 0.0))
+    with pytest.raises(ValueError, match="RandomContrast: factor must be in"):
+        keras.layers.RandomContrast(1.5)
