@@ -1,7 +1,17 @@
 """``keras.layers``: braze's layers, which carry Keras's names and signatures."""
 
 from braze.nn.attention import MultiHeadAttention
-from braze.nn.augmentation import RandomContrast, RandomFlip, RandomRotation, RandomTranslation, RandomZoom
+from braze.nn.augmentation import (
+    CenterCrop,
+    RandomBrightness,
+    RandomContrast,
+    RandomCrop,
+    RandomFlip,
+    RandomRotation,
+    RandomTranslation,
+    RandomZoom,
+    Resizing,
+)
 from braze.nn.conv import (
     AveragePooling1D,
     AveragePooling2D,
@@ -81,6 +91,7 @@ __all__ = [
     "AvgPool1D",
     "AvgPool2D",
     "BatchNormalization",
+    "CenterCrop",
     "Concatenate",
     "Conv1D",
     "Conv1DTranspose",
@@ -118,13 +129,16 @@ __all__ = [
     "MultiHeadAttention",
     "Multiply",
     "Normalization",
+    "RandomBrightness",
     "RandomContrast",
+    "RandomCrop",
     "RandomFlip",
     "RandomRotation",
     "RandomTranslation",
     "RandomZoom",
     "ReLU",
     "Rescaling",
+    "Resizing",
     "SeparableConv2D",
     "Reshape",
     "Sigmoid",
@@ -147,8 +161,6 @@ __all__ = [
 _MISSING = {
     "SeparableConv1D": "SeparableConv2D on a height of 1, or Conv1D with a full kernel",
     "DepthwiseConv1D": "DepthwiseConv2D on a height of 1",
-    "RandomCrop": "RandomTranslation shifts images; crop the arrays with NumPy",
-    "RandomBrightness": "no random brightness yet; RandomContrast changes images' contrast",
     "StringLookup": "braze tensors hold numbers: encode strings to integers with NumPy",
     "IntegerLookup": "map the integers with NumPy",
     "TextVectorization": "braze tensors hold numbers: tokenize with Python and keras.utils.pad_sequences",

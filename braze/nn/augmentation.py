@@ -1,5 +1,7 @@
-"""Keras's image augmentation layers: ``RandomFlip``, ``RandomRotation``, ``RandomZoom``,
-``RandomTranslation`` and ``RandomContrast``. While training each draws its change for
+"""Keras's image preprocessing layers: ``Resizing`` and ``CenterCrop``, and the augmentation
+layers ``RandomFlip``, ``RandomRotation``, ``RandomZoom``, ``RandomTranslation``,
+``RandomCrop``, ``RandomContrast`` and ``RandomBrightness``. While training each of the
+latter draws its change for
 every image of the batch (on a lazy device and under ``@jit`` a new draw every step, as
 ``Dropout``'s masks); in inference they pass their inputs through.
 
@@ -24,7 +26,17 @@ from braze.nn.layer import Layer, new_generator
 from braze.ops.random import Generator
 from braze.tensor import Tensor, user_error
 
-__all__ = ["RandomContrast", "RandomFlip", "RandomRotation", "RandomTranslation", "RandomZoom"]
+__all__ = [
+    "CenterCrop",
+    "RandomBrightness",
+    "RandomContrast",
+    "RandomCrop",
+    "RandomFlip",
+    "RandomRotation",
+    "RandomTranslation",
+    "RandomZoom",
+    "Resizing",
+]
 
 FILL_MODES = ("reflect", "wrap", "constant", "nearest")
 
@@ -89,6 +101,29 @@ class RandomFlip(_Augmentation):
         return images
 
 
+class RandomBrightness(_Augmentation):
+    """Each image shifted by a fraction of ``value_range`` drawn from ``factor`` (a number
+    f is [-f, f]), then clipped to ``value_range``."""
+
+    def __init__(
+        self,
+        factor: float | Sequence[float],
+        value_range: Sequence[float] = (0, 255),
+        seed: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        low, high = _bounds("RandomBrightness", "factor", factor, least=-1.0)
+        if high > 1.0:
+            raise ValueError(f"RandomBrightness: factor must lie in [-1, 1], got {factor!r}")
+        super().__init__(seed, **kwargs)
+        self.factor, self.value_range = factor, (float(value_range[0]), float(value_range[1]))
+        span = self.value_range[1] - self.value_range[0]
+        self._range = (low * span, high * span)
+
+    def _augment(self, images: Tensor) -> Tensor:
+        return ops.clip(images + self._uniform(images, *self._range)[..., None], *self.value_range)
+
+
 class RandomContrast(_Augmentation):
     """Each image's distance from its mean (per channel) scaled by a factor drawn from
     [1 - lower, 1 + upper], then clipped to ``value_range``, as Keras 3 does."""
@@ -137,40 +172,47 @@ class _Transform(_Augmentation):
         raise NotImplementedError
 
     def _augment(self, images: Tensor) -> Tensor:
-        n, height, width, channels = images.shape
-        rows = ops.arange(height, dtype=images.dtype, device=images.device).reshape(1, height, 1)
-        cols = ops.arange(width, dtype=images.dtype, device=images.device).reshape(1, 1, width)
+        n, height, width, _ = images.shape
+        rows, cols = grid(images, height, width)
         y, x = (ops.broadcast_to(p, (n, height, width)) for p in self._points(images, rows, cols))
-        y, x = self._fill(y, height), self._fill(x, width)
-        flat = images.reshape(n, height * width, channels)
-        if self.interpolation == "nearest":
-            return self._read(flat, ops.floor(y + 0.5), ops.floor(x + 0.5), height, width).reshape(images.shape)
-        y0, x0 = ops.floor(y), ops.floor(x)
-        dy, dx = (y - y0)[..., None], (x - x0)[..., None]
-        top = self._read(flat, y0, x0, height, width) * (1 - dx) + self._read(flat, y0, x0 + 1, height, width) * dx
-        low = (
-            self._read(flat, y0 + 1, x0, height, width) * (1 - dx)
-            + self._read(flat, y0 + 1, x0 + 1, height, width) * dx
-        )
-        return (top * (1 - dy) + low * dy).reshape(images.shape)
+        return sample(images, y, x, self.fill_mode, self.interpolation, self.fill_value)
 
-    def _fill(self, point: Tensor, size: int) -> Tensor:
-        """``point`` brought into [0, size - 1] by the fill mode (``"constant"`` keeps it)."""
-        if self.fill_mode == "reflect":  # about the outer edges of the first and last pixels
-            folded = ops.remainder(point + 0.5, 2.0 * size)
-            point = ops.where(folded >= size, 2.0 * size - folded, folded) - 0.5
-        elif self.fill_mode == "wrap":
-            point = ops.remainder(point, float(size))
-        return point if self.fill_mode == "constant" else ops.clip(point, 0.0, size - 1.0)
 
-    def _read(self, flat: Tensor, y: Tensor, x: Tensor, height: int, width: int) -> Tensor:
-        """The pixels at integral points (N, H, W) of ``flat`` (N, H * W, C): one gather;
-        outside the image ``fill_value``."""
-        inside = (y >= 0) & (y <= height - 1) & (x >= 0) & (x <= width - 1)
-        index = ops.clip(y, 0, height - 1) * width + ops.clip(x, 0, width - 1)
-        index = index.astype(int32).reshape(flat.shape[0], -1, 1)
-        pixels = ops.take_along_axis(flat, index, axis=1).reshape(*y.shape, flat.shape[-1])
-        return ops.where(inside[..., None], pixels, self.fill_value)
+def grid(images: Tensor, height: int, width: int) -> tuple[Tensor, Tensor]:
+    """The row and column numbers of a height x width image, shaped (1, H, 1) and (1, 1, W)."""
+    rows = ops.arange(height, dtype=images.dtype, device=images.device).reshape(1, height, 1)
+    return rows, ops.arange(width, dtype=images.dtype, device=images.device).reshape(1, 1, width)
+
+
+def sample(images: Tensor, y: Tensor, x: Tensor, fill_mode: str, interpolation: str, fill_value: float) -> Tensor:
+    """``images`` (N, H, W, C) read at the points ``y``, ``x`` (N, Ho, Wo): (N, Ho, Wo, C)."""
+    n, height, width, channels = images.shape
+    y, x = _fill(y, height, fill_mode), _fill(x, width, fill_mode)
+    flat = images.reshape(n, height * width, channels)
+
+    def read(rows: Tensor, cols: Tensor) -> Tensor:
+        """The pixels at integral points: one gather; outside the image ``fill_value``."""
+        inside = (rows >= 0) & (rows <= height - 1) & (cols >= 0) & (cols <= width - 1)
+        index = ops.clip(rows, 0, height - 1) * width + ops.clip(cols, 0, width - 1)
+        pixels = ops.take_along_axis(flat, index.astype(int32).reshape(n, -1, 1), axis=1)
+        return ops.where(inside[..., None], pixels.reshape(*rows.shape, channels), fill_value)
+
+    if interpolation == "nearest":
+        return read(ops.floor(y + 0.5), ops.floor(x + 0.5))
+    y0, x0 = ops.floor(y), ops.floor(x)
+    dy, dx = (y - y0)[..., None], (x - x0)[..., None]
+    top = read(y0, x0) * (1 - dx) + read(y0, x0 + 1) * dx
+    return top * (1 - dy) + (read(y0 + 1, x0) * (1 - dx) + read(y0 + 1, x0 + 1) * dx) * dy
+
+
+def _fill(point: Tensor, size: int, fill_mode: str) -> Tensor:
+    """``point`` brought into [0, size - 1] by the fill mode (``"constant"`` keeps it)."""
+    if fill_mode == "reflect":  # about the outer edges of the first and last pixels
+        folded = ops.remainder(point + 0.5, 2.0 * size)
+        point = ops.where(folded >= size, 2.0 * size - folded, folded) - 0.5
+    elif fill_mode == "wrap":
+        point = ops.remainder(point, float(size))
+    return point if fill_mode == "constant" else ops.clip(point, 0.0, size - 1.0)
 
 
 class RandomRotation(_Transform):
@@ -233,3 +275,113 @@ class RandomTranslation(_Transform):
         shift_y = self._uniform(images, *self._heights) * images.shape[1]
         shift_x = self._uniform(images, *self._widths) * images.shape[2]
         return rows - shift_y, cols - shift_x
+
+
+def resize(images: Tensor, height: int, width: int, interpolation: str, crop_to_aspect_ratio: bool) -> Tensor:
+    """NHWC ``images`` resized to height x width as TensorFlow's ``image.resize`` does (pixel
+    centres at half steps, the edges clamped); with ``crop_to_aspect_ratio``, the largest
+    centred window of the target's aspect ratio is what is resized."""
+    n, rows_in, cols_in, _ = images.shape
+    if crop_to_aspect_ratio:
+        crop_rows = max(min(rows_in, int(cols_in * height / width)), 1)
+        crop_cols = max(min(cols_in, int(rows_in * width / height)), 1)
+        top, left = (rows_in - crop_rows) // 2, (cols_in - crop_cols) // 2
+        images = images[:, top : top + crop_rows, left : left + crop_cols]
+        n, rows_in, cols_in, _ = images.shape
+    if (rows_in, cols_in) == (height, width):
+        return images
+    rows, cols = grid(images, height, width)
+    y = ops.broadcast_to((rows + 0.5) * (rows_in / height) - 0.5, (n, height, width))
+    x = ops.broadcast_to((cols + 0.5) * (cols_in / width) - 0.5, (n, height, width))
+    return sample(images, y, x, "nearest", interpolation, 0.0)
+
+
+def _size(layer: str, height: int, width: int) -> tuple[int, int]:
+    if int(height) < 1 or int(width) < 1:
+        raise ValueError(f"{layer}: height and width must be positive, got {height} and {width}")
+    return int(height), int(width)
+
+
+def _images(layer: Layer, x: Tensor) -> Tensor:
+    if x.ndim not in (3, 4):
+        raise user_error(ShapeError, f"{layer.name}: expected NHWC images or one HWC image, got shape {x.shape}")
+    x = x if x.dtype.is_float else x.astype("float32")
+    return x if x.ndim == 4 else ops.expand_dims(x, 0)
+
+
+class Resizing(Layer):
+    """Images resized to ``height`` x ``width`` (bilinear or nearest), in training and
+    inference alike; ``crop_to_aspect_ratio`` resizes the largest centred window of that
+    aspect ratio instead of stretching."""
+
+    def __init__(
+        self,
+        height: int,
+        width: int,
+        interpolation: str = "bilinear",
+        crop_to_aspect_ratio: bool = False,
+        pad_to_aspect_ratio: bool = False,
+        data_format: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        channels_last("Resizing", data_format)
+        if interpolation not in ("bilinear", "nearest"):
+            raise NotImplementedError(f"Resizing: interpolation={interpolation!r} (only 'bilinear' and 'nearest')")
+        if pad_to_aspect_ratio:
+            raise NotImplementedError("Resizing: pad_to_aspect_ratio=True is not supported (crop_to_aspect_ratio is)")
+        super().__init__(**kwargs)
+        self.height, self.width = _size("Resizing", height, width)
+        self.interpolation, self.crop_to_aspect_ratio = interpolation, bool(crop_to_aspect_ratio)
+
+    def call(self, x: Tensor) -> Tensor:
+        out = resize(_images(self, x), self.height, self.width, self.interpolation, self.crop_to_aspect_ratio)
+        return out if x.ndim == 4 else out[0]
+
+
+class CenterCrop(Layer):
+    """The centred ``height`` x ``width`` window of each image; an image smaller than that
+    is resized (its largest window of that aspect ratio), as Keras 3 does."""
+
+    def __init__(self, height: int, width: int, data_format: str | None = None, **kwargs: Any) -> None:
+        channels_last("CenterCrop", data_format)
+        super().__init__(**kwargs)
+        self.height, self.width = _size("CenterCrop", height, width)
+
+    def call(self, x: Tensor) -> Tensor:
+        images = _images(self, x)
+        rows, cols = images.shape[1:3]
+        if rows >= self.height and cols >= self.width:
+            top, left = (rows - self.height) // 2, (cols - self.width) // 2
+            out = images[:, top : top + self.height, left : left + self.width]
+        else:
+            out = resize(images, self.height, self.width, "bilinear", crop_to_aspect_ratio=True)
+        return out if x.ndim == 4 else out[0]
+
+
+class RandomCrop(_Augmentation):
+    """While training, a ``height`` x ``width`` window of each image at a random place; in
+    inference (and for an image smaller than the window) the largest centred window of that
+    aspect ratio, resized, as Keras does."""
+
+    def __init__(self, height: int, width: int, seed: int | None = None, **kwargs: Any) -> None:
+        super().__init__(seed, **kwargs)
+        self.height, self.width = _size("RandomCrop", height, width)
+
+    def call(self, x: Tensor, training: bool = False) -> Tensor:
+        images = _images(self, x)
+        rows, cols = images.shape[1:3]
+        if training and rows >= self.height and cols >= self.width:
+            out = self._augment(images)
+        else:
+            out = resize(images, self.height, self.width, "bilinear", crop_to_aspect_ratio=True)
+        return out if x.ndim == 4 else out[0]
+
+    def _augment(self, images: Tensor) -> Tensor:
+        n, rows, cols, _ = images.shape
+        top = ops.floor(self._uniform(images, 0.0, rows - self.height + 1.0))
+        left = ops.floor(self._uniform(images, 0.0, cols - self.width + 1.0))
+        y, x = grid(images, self.height, self.width)
+        shape = (n, self.height, self.width)
+        return sample(
+            images, ops.broadcast_to(y + top, shape), ops.broadcast_to(x + left, shape), "nearest", "nearest", 0.0
+        )

@@ -1,13 +1,15 @@
-"""Keras's image augmentation layers against independent references: a quarter turn is
-NumPy's rot90, a whole-pixel shift is NumPy's pad in the matching mode (symmetric, wrap,
-edge, constant), a zoom is SciPy's map_coordinates at the points Keras's definition names;
-flips and contrast per image; inference passes inputs through; a compiled step draws anew
-every call and agrees with the eager draws."""
+"""Keras's image preprocessing and augmentation layers against independent references: a
+quarter turn is NumPy's rot90, a whole-pixel shift is NumPy's pad in the matching mode
+(symmetric, wrap, edge, constant), a zoom is SciPy's map_coordinates at the points Keras's
+definition names, resizing up is PIL's bilinear resize; crops are windows of their images;
+flips, contrast and brightness per image; inference passes inputs through; a compiled step
+draws anew every call and agrees with the eager draws."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from PIL import Image
 from scipy import ndimage
 
 import braze
@@ -92,6 +94,7 @@ def test_contrast_scales_each_image_about_its_mean_and_clips():
         keras.layers.RandomZoom(0.2),
         keras.layers.RandomTranslation(0.1, 0.1),
         keras.layers.RandomContrast(0.2),
+        keras.layers.RandomBrightness(0.2),
     ],
     ids=lambda layer: type(layer).__name__,
 )
@@ -125,3 +128,50 @@ def test_bad_arguments_are_named():
         keras.layers.RandomZoom((-1.5, 0.0))
     with pytest.raises(ValueError, match="RandomContrast: factor must be in"):
         keras.layers.RandomContrast(1.5)
+
+
+def test_resizing_up_is_pils_bilinear_and_nearest_reads_the_pixel_under_each_centre():
+    image = RNG.standard_normal((5, 4)).astype(np.float32)
+    got = keras.layers.Resizing(11, 7)(braze.tensor(image[None, :, :, None])).numpy()[0, :, :, 0]
+    want = np.asarray(Image.fromarray(image).resize((7, 11), Image.BILINEAR))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    nearest = keras.layers.Resizing(3, 6, interpolation="nearest")(braze.tensor(IMAGES)).numpy()
+    rows, cols = ((np.arange(3) + 0.5) * 8 / 3).astype(int), ((np.arange(6) + 0.5) * 4 / 6).astype(int)
+    np.testing.assert_array_equal(nearest, IMAGES[:, rows][:, :, cols])
+
+
+def test_crops_take_the_centre_or_a_window_of_the_target_aspect_ratio():
+    np.testing.assert_array_equal(keras.layers.CenterCrop(4, 2)(braze.tensor(IMAGES)).numpy(), IMAGES[:, 2:6, 1:3])
+    square = keras.layers.Resizing(3, 3, crop_to_aspect_ratio=True)(braze.tensor(IMAGES)).numpy()
+    np.testing.assert_allclose(
+        square, keras.layers.Resizing(3, 3)(braze.tensor(IMAGES[:, 2:6])).numpy(), rtol=1e-6, atol=1e-6
+    )
+    grown = keras.layers.CenterCrop(10, 10)(braze.tensor(IMAGES)).numpy()  # smaller images are resized
+    np.testing.assert_allclose(grown, keras.layers.Resizing(10, 10)(braze.tensor(IMAGES[:, 2:6])).numpy(), atol=1e-6)
+
+
+def test_random_crops_are_windows_drawn_per_image_and_centred_in_inference():
+    images = RNG.standard_normal((16, 8, 7, 1)).astype(np.float32)
+    layer = keras.layers.RandomCrop(5, 3, seed=2)
+    got = layer(braze.tensor(images), training=True).numpy()
+    places = set()
+    for image, out in zip(images, got, strict=True):
+        found = [
+            (t, left) for t in range(4) for left in range(5) if np.array_equal(image[t : t + 5, left : left + 3], out)
+        ]
+        assert found, "a crop that is no window of its image"
+        places.add(found[0])
+    assert len(places) > 4
+    inference = layer(braze.tensor(images), training=False).numpy()
+    want = keras.layers.Resizing(5, 3, crop_to_aspect_ratio=True)(braze.tensor(images)).numpy()
+    np.testing.assert_array_equal(inference, want)
+
+
+def test_brightness_shifts_each_image_by_one_amount_and_clips():
+    images = RNG.uniform(50.0, 200.0, (16, 4, 4, 3)).astype(np.float32)
+    got = keras.layers.RandomBrightness((-0.1, 0.1))(braze.tensor(images), training=True).numpy()
+    shift = (got - images).reshape(16, -1)
+    np.testing.assert_allclose(shift, np.repeat(shift[:, :1], 48, axis=1), atol=1e-4)
+    assert np.abs(shift).max() <= 25.5 + 1e-4 and np.ptp(shift[:, 0]) > 0
+    clipped = keras.layers.RandomBrightness((1.0, 1.0))(braze.tensor(images), training=True).numpy()
+    np.testing.assert_array_equal(clipped, np.full_like(images, 255.0))
