@@ -1,15 +1,11 @@
 """Keras's image preprocessing layers: ``Resizing`` and ``CenterCrop``, and the augmentation
 layers ``RandomFlip``, ``RandomRotation``, ``RandomZoom``, ``RandomTranslation``,
 ``RandomCrop``, ``RandomContrast`` and ``RandomBrightness``. While training each of the
-latter draws its change for
-every image of the batch (on a lazy device and under ``@jit`` a new draw every step, as
-``Dropout``'s masks); in inference they pass their inputs through.
-
-Rotation, zoom and translation map each output pixel to a point of the input image, as
-TensorFlow's projective transform does: the point is brought back into the image by
-``fill_mode`` (``"reflect"``: d c b a | a b c d | d c b a, ``"wrap"``, ``"nearest"``, or
-``"constant"``: ``fill_value`` outside), then read by ``"bilinear"`` or ``"nearest"``
-interpolation, each of the four neighbours one gather from the flattened image.
+latter draws its change for every image of the batch (on a lazy device and under
+``@jit`` a new draw every step, as ``Dropout``'s masks); in inference they pass their
+inputs through. Rotation, zoom and translation map each output pixel to a point of the
+input image, as TensorFlow's projective transform does, and read it with
+``braze.ops.image.sample`` (``fill_mode``, ``fill_value`` and ``interpolation`` are its).
 """
 
 from __future__ import annotations
@@ -19,10 +15,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from braze import ops
-from braze.ir.dtypes import int32
 from braze.ir.errors import ShapeError
 from braze.nn.conv import channels_last
 from braze.nn.layer import Layer, new_generator
+from braze.ops.image import grid, resize_to, sample
 from braze.ops.random import Generator
 from braze.tensor import Tensor, user_error
 
@@ -178,43 +174,6 @@ class _Transform(_Augmentation):
         return sample(images, y, x, self.fill_mode, self.interpolation, self.fill_value)
 
 
-def grid(images: Tensor, height: int, width: int) -> tuple[Tensor, Tensor]:
-    """The row and column numbers of a height x width image, shaped (1, H, 1) and (1, 1, W)."""
-    rows = ops.arange(height, dtype=images.dtype, device=images.device).reshape(1, height, 1)
-    return rows, ops.arange(width, dtype=images.dtype, device=images.device).reshape(1, 1, width)
-
-
-def sample(images: Tensor, y: Tensor, x: Tensor, fill_mode: str, interpolation: str, fill_value: float) -> Tensor:
-    """``images`` (N, H, W, C) read at the points ``y``, ``x`` (N, Ho, Wo): (N, Ho, Wo, C)."""
-    n, height, width, channels = images.shape
-    y, x = _fill(y, height, fill_mode), _fill(x, width, fill_mode)
-    flat = images.reshape(n, height * width, channels)
-
-    def read(rows: Tensor, cols: Tensor) -> Tensor:
-        """The pixels at integral points: one gather; outside the image ``fill_value``."""
-        inside = (rows >= 0) & (rows <= height - 1) & (cols >= 0) & (cols <= width - 1)
-        index = ops.clip(rows, 0, height - 1) * width + ops.clip(cols, 0, width - 1)
-        pixels = ops.take_along_axis(flat, index.astype(int32).reshape(n, -1, 1), axis=1)
-        return ops.where(inside[..., None], pixels.reshape(*rows.shape, channels), fill_value)
-
-    if interpolation == "nearest":
-        return read(ops.floor(y + 0.5), ops.floor(x + 0.5))
-    y0, x0 = ops.floor(y), ops.floor(x)
-    dy, dx = (y - y0)[..., None], (x - x0)[..., None]
-    top = read(y0, x0) * (1 - dx) + read(y0, x0 + 1) * dx
-    return top * (1 - dy) + (read(y0 + 1, x0) * (1 - dx) + read(y0 + 1, x0 + 1) * dx) * dy
-
-
-def _fill(point: Tensor, size: int, fill_mode: str) -> Tensor:
-    """``point`` brought into [0, size - 1] by the fill mode (``"constant"`` keeps it)."""
-    if fill_mode == "reflect":  # about the outer edges of the first and last pixels
-        folded = ops.remainder(point + 0.5, 2.0 * size)
-        point = ops.where(folded >= size, 2.0 * size - folded, folded) - 0.5
-    elif fill_mode == "wrap":
-        point = ops.remainder(point, float(size))
-    return point if fill_mode == "constant" else ops.clip(point, 0.0, size - 1.0)
-
-
 class RandomRotation(_Transform):
     """Each image rotated about its centre by an angle drawn from ``factor`` (fractions of
     a full turn: 0.1 is up to 36 degrees either way; positive is counter-clockwise)."""
@@ -277,25 +236,6 @@ class RandomTranslation(_Transform):
         return rows - shift_y, cols - shift_x
 
 
-def resize(images: Tensor, height: int, width: int, interpolation: str, crop_to_aspect_ratio: bool) -> Tensor:
-    """NHWC ``images`` resized to height x width as TensorFlow's ``image.resize`` does (pixel
-    centres at half steps, the edges clamped); with ``crop_to_aspect_ratio``, the largest
-    centred window of the target's aspect ratio is what is resized."""
-    n, rows_in, cols_in, _ = images.shape
-    if crop_to_aspect_ratio:
-        crop_rows = max(min(rows_in, int(cols_in * height / width)), 1)
-        crop_cols = max(min(cols_in, int(rows_in * width / height)), 1)
-        top, left = (rows_in - crop_rows) // 2, (cols_in - crop_cols) // 2
-        images = images[:, top : top + crop_rows, left : left + crop_cols]
-        n, rows_in, cols_in, _ = images.shape
-    if (rows_in, cols_in) == (height, width):
-        return images
-    rows, cols = grid(images, height, width)
-    y = ops.broadcast_to((rows + 0.5) * (rows_in / height) - 0.5, (n, height, width))
-    x = ops.broadcast_to((cols + 0.5) * (cols_in / width) - 0.5, (n, height, width))
-    return sample(images, y, x, "nearest", interpolation, 0.0)
-
-
 def _size(layer: str, height: int, width: int) -> tuple[int, int]:
     if int(height) < 1 or int(width) < 1:
         raise ValueError(f"{layer}: height and width must be positive, got {height} and {width}")
@@ -334,7 +274,7 @@ class Resizing(Layer):
         self.interpolation, self.crop_to_aspect_ratio = interpolation, bool(crop_to_aspect_ratio)
 
     def call(self, x: Tensor) -> Tensor:
-        out = resize(_images(self, x), self.height, self.width, self.interpolation, self.crop_to_aspect_ratio)
+        out = resize_to(_images(self, x), self.height, self.width, self.interpolation, self.crop_to_aspect_ratio)
         return out if x.ndim == 4 else out[0]
 
 
@@ -354,7 +294,7 @@ class CenterCrop(Layer):
             top, left = (rows - self.height) // 2, (cols - self.width) // 2
             out = images[:, top : top + self.height, left : left + self.width]
         else:
-            out = resize(images, self.height, self.width, "bilinear", crop_to_aspect_ratio=True)
+            out = resize_to(images, self.height, self.width, "bilinear", crop_to_aspect_ratio=True)
         return out if x.ndim == 4 else out[0]
 
 
@@ -373,7 +313,7 @@ class RandomCrop(_Augmentation):
         if training and rows >= self.height and cols >= self.width:
             out = self._augment(images)
         else:
-            out = resize(images, self.height, self.width, "bilinear", crop_to_aspect_ratio=True)
+            out = resize_to(images, self.height, self.width, "bilinear", crop_to_aspect_ratio=True)
         return out if x.ndim == 4 else out[0]
 
     def _augment(self, images: Tensor) -> Tensor:

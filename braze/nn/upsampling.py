@@ -1,5 +1,6 @@
 """Layers that make images and sequences larger, as Keras's: ``UpSampling2D`` and
-``UpSampling1D`` repeat each pixel or step (nearest neighbour), ``Conv2DTranspose`` and
+``UpSampling1D`` repeat each pixel or step (nearest neighbour; ``UpSampling2D`` also
+resizes bilinearly), ``Conv2DTranspose`` and
 ``Conv1DTranspose`` are the transposes of the convolutions (their gradient with respect to
 their input, ``ops.conv2d_transpose``), with Keras's kernel layout (size, filters, input
 channels) and output sizes."""
@@ -14,6 +15,7 @@ from braze.ir.errors import ShapeError
 from braze.nn.conv import channels_last, int_tuple
 from braze.nn.layer import Layer
 from braze.nn.layers import KernelAndBias, reject_constraints
+from braze.ops.image import resize_to
 from braze.ops.random import Generator
 from braze.tensor import Tensor, user_error
 
@@ -32,7 +34,8 @@ def _repeat(x: Tensor, factors: Sequence[int]) -> Tensor:
 
 
 class UpSampling2D(Layer):
-    """Each pixel of NHWC images repeated ``size`` (rows, columns) times."""
+    """Each pixel of NHWC images repeated ``size`` (rows, columns) times, or the images
+    resized that many times larger with ``interpolation="bilinear"``."""
 
     def __init__(
         self,
@@ -42,14 +45,16 @@ class UpSampling2D(Layer):
         **kwargs: Any,
     ) -> None:
         channels_last("UpSampling2D", data_format)
-        if interpolation != "nearest":
-            raise NotImplementedError(f"UpSampling2D: interpolation={interpolation!r} (only 'nearest')")
+        if interpolation not in ("nearest", "bilinear"):
+            raise NotImplementedError(f"UpSampling2D: interpolation={interpolation!r} (only 'nearest' and 'bilinear')")
         super().__init__(**kwargs)
-        self.size = int_tuple(size, 2)
+        self.size, self.interpolation = int_tuple(size, 2), interpolation
 
     def call(self, x: Tensor) -> Tensor:
         if x.ndim != 4:
             raise user_error(ShapeError, f"{self.name}: expected NHWC images, got inputs of shape {x.shape}")
+        if self.interpolation == "bilinear":  # TensorFlow's image.resize, as Keras's
+            return resize_to(x, x.shape[1] * self.size[0], x.shape[2] * self.size[1])
         return _repeat(x, self.size)
 
 

@@ -1,0 +1,75 @@
+"""Reading images at arbitrary points, as TensorFlow's image ops do: ``sample`` brings each
+point into the image by a fill mode (``"reflect"``: d c b a | a b c d | d c b a,
+``"wrap"``, ``"nearest"``, or ``"constant"``: ``fill_value`` outside) and reads it by
+bilinear or nearest interpolation, each of the four neighbours one gather from the
+flattened image; ``resize_to`` reads a regular grid of points (``tf.image.resize``). The
+image layers of ``braze.nn`` and ``tf.image`` are built on them."""
+
+from __future__ import annotations
+
+from braze.ir.dtypes import int32
+from braze.ops.core import broadcast_to
+from braze.ops.creation import arange
+from braze.ops.indexing import take_along_axis
+from braze.ops.math import clip, floor, remainder, where
+from braze.tensor import Tensor
+
+__all__ = ["grid", "resize_to", "sample"]
+
+
+def grid(images: Tensor, height: int, width: int) -> tuple[Tensor, Tensor]:
+    """The row and column numbers of a height x width image, shaped (1, H, 1) and (1, 1, W)."""
+    rows = arange(height, dtype=images.dtype, device=images.device).reshape(1, height, 1)
+    return rows, arange(width, dtype=images.dtype, device=images.device).reshape(1, 1, width)
+
+
+def sample(images: Tensor, y: Tensor, x: Tensor, fill_mode: str, interpolation: str, fill_value: float) -> Tensor:
+    """``images`` (N, H, W, C) read at the points ``y``, ``x`` (N, Ho, Wo): (N, Ho, Wo, C)."""
+    n, height, width, channels = images.shape
+    y, x = _fill(y, height, fill_mode), _fill(x, width, fill_mode)
+    flat = images.reshape(n, height * width, channels)
+
+    def read(rows: Tensor, cols: Tensor) -> Tensor:
+        """The pixels at integral points: one gather; outside the image ``fill_value``."""
+        inside = (rows >= 0) & (rows <= height - 1) & (cols >= 0) & (cols <= width - 1)
+        index = clip(rows, 0, height - 1) * width + clip(cols, 0, width - 1)
+        pixels = take_along_axis(flat, index.astype(int32).reshape(n, -1, 1), axis=1)
+        return where(inside[..., None], pixels.reshape(*rows.shape, channels), fill_value)
+
+    if interpolation == "nearest":
+        return read(floor(y + 0.5), floor(x + 0.5))
+    y0, x0 = floor(y), floor(x)
+    dy, dx = (y - y0)[..., None], (x - x0)[..., None]
+    top = read(y0, x0) * (1 - dx) + read(y0, x0 + 1) * dx
+    return top * (1 - dy) + (read(y0 + 1, x0) * (1 - dx) + read(y0 + 1, x0 + 1) * dx) * dy
+
+
+def _fill(point: Tensor, size: int, fill_mode: str) -> Tensor:
+    """``point`` brought into [0, size - 1] by the fill mode (``"constant"`` keeps it)."""
+    if fill_mode == "reflect":  # about the outer edges of the first and last pixels
+        folded = remainder(point + 0.5, 2.0 * size)
+        point = where(folded >= size, 2.0 * size - folded, folded) - 0.5
+    elif fill_mode == "wrap":
+        point = remainder(point, float(size))
+    return point if fill_mode == "constant" else clip(point, 0.0, size - 1.0)
+
+
+def resize_to(
+    images: Tensor, height: int, width: int, interpolation: str = "bilinear", crop_to_aspect_ratio: bool = False
+) -> Tensor:
+    """NHWC ``images`` resized to height x width as TensorFlow's ``image.resize`` does (pixel
+    centres at half steps, the edges clamped); with ``crop_to_aspect_ratio``, the largest
+    centred window of the target's aspect ratio is what is resized."""
+    n, rows_in, cols_in, _ = images.shape
+    if crop_to_aspect_ratio:
+        crop_rows = max(min(rows_in, int(cols_in * height / width)), 1)
+        crop_cols = max(min(cols_in, int(rows_in * width / height)), 1)
+        top, left = (rows_in - crop_rows) // 2, (cols_in - crop_cols) // 2
+        images = images[:, top : top + crop_rows, left : left + crop_cols]
+        n, rows_in, cols_in, _ = images.shape
+    if (rows_in, cols_in) == (height, width):
+        return images
+    rows, cols = grid(images, height, width)
+    y = broadcast_to((rows + 0.5) * (rows_in / height) - 0.5, (n, height, width))
+    x = broadcast_to((cols + 0.5) * (cols_in / width) - 0.5, (n, height, width))
+    return sample(images, y, x, "nearest", interpolation, 0.0)

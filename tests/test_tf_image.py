@@ -1,0 +1,62 @@
+"""``tf.image`` under ``import braze as tf``: resizing against PIL's bilinear resize and
+NumPy's nearest pixels, flips and quarter turns against NumPy, standardization, contrast
+and brightness against their formulas, random flips per image, in a tf.data pipeline."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import braze as tf
+from braze import keras
+
+RNG = np.random.default_rng(13)
+IMAGES = RNG.standard_normal((3, 5, 4, 2)).astype(np.float32)
+
+
+def test_resize_up_is_pils_bilinear_and_nearest_reads_the_pixel_under_each_centre():
+    got = tf.image.resize(IMAGES, (11, 7)).numpy()
+    for n in range(3):
+        for c in range(2):
+            want = np.asarray(Image.fromarray(IMAGES[n, :, :, c]).resize((7, 11), Image.BILINEAR))
+            np.testing.assert_allclose(got[n, :, :, c], want, rtol=1e-5, atol=1e-5)
+    nearest = tf.image.resize(IMAGES[0], (2, 6), method="nearest").numpy()
+    rows, cols = ((np.arange(2) + 0.5) * 5 / 2).astype(int), ((np.arange(6) + 0.5) * 4 / 6).astype(int)
+    np.testing.assert_array_equal(nearest, IMAGES[0][rows][:, cols])
+    with pytest.raises(NotImplementedError, match="method='bicubic'"):
+        tf.image.resize(IMAGES, (2, 2), method="bicubic")
+
+
+def test_upsampling_bilinearly_is_the_same_resize():
+    got = keras.layers.UpSampling2D((2, 3), interpolation="bilinear")(tf.constant(IMAGES)).numpy()
+    np.testing.assert_allclose(got, tf.image.resize(IMAGES, (10, 12)).numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4])
+def test_flips_and_quarter_turns_are_numpys(k):
+    np.testing.assert_array_equal(tf.image.rot90(IMAGES, k).numpy(), np.rot90(IMAGES, k, axes=(1, 2)))
+    np.testing.assert_array_equal(tf.image.rot90(IMAGES[0], k).numpy(), np.rot90(IMAGES[0], k))
+    np.testing.assert_array_equal(tf.image.flip_left_right(IMAGES).numpy(), IMAGES[:, :, ::-1])
+    np.testing.assert_array_equal(tf.image.flip_up_down(IMAGES[0]).numpy(), IMAGES[0, ::-1])
+
+
+def test_standardization_contrast_and_brightness():
+    x = IMAGES.astype(np.float64)
+    centred = x - x.mean(axis=(1, 2, 3), keepdims=True)
+    want = centred / np.maximum(centred.std(axis=(1, 2, 3), keepdims=True), 1 / np.sqrt(40))
+    np.testing.assert_allclose(tf.image.per_image_standardization(IMAGES).numpy(), want, rtol=1e-5, atol=1e-6)
+    mean = x.mean(axis=(1, 2), keepdims=True)
+    np.testing.assert_allclose(tf.image.adjust_contrast(IMAGES, 2.0).numpy(), (x - mean) * 2 + mean, atol=1e-5)
+    np.testing.assert_allclose(tf.image.adjust_brightness(IMAGES, 0.5).numpy(), IMAGES + 0.5)
+
+
+def test_random_flips_are_drawn_per_image_in_a_data_pipeline():
+    images = RNG.standard_normal((32, 3, 4, 1)).astype(np.float32)
+    dataset = tf.data.Dataset.from_tensor_slices(images).batch(32).map(lambda x: tf.image.random_flip_left_right(x, 5))
+    (flipped,) = [np.asarray(b) for b in dataset]
+    kinds = [
+        0 if np.array_equal(o, i) else 1 if np.array_equal(o, i[:, ::-1]) else None
+        for i, o in zip(images, flipped, strict=True)
+    ]
+    assert None not in kinds and set(kinds) == {0, 1}
