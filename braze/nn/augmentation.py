@@ -3,7 +3,10 @@ layers ``RandomFlip``, ``RandomRotation``, ``RandomZoom``, ``RandomTranslation``
 ``RandomCrop``, ``RandomContrast`` and ``RandomBrightness``. While training each of the
 latter draws its change for every image of the batch (on a lazy device and under
 ``@jit`` a new draw every step, as ``Dropout``'s masks); in inference they pass their
-inputs through. Rotation, zoom and translation map each output pixel to a point of the
+inputs through. As in Keras their ``call`` defaults to ``training=True``: called where no
+caller said ``training`` (``data_augmentation(images)``, or a model called directly, or
+in a ``tf.data`` map), they augment; ``fit`` trains them, ``predict`` and ``evaluate``
+do not. Rotation, zoom and translation map each output pixel to a point of the
 input image, as TensorFlow's projective transform does, and read it with
 ``braze.ops.image.sample`` (``fill_mode``, ``fill_value`` and ``interpolation`` are its).
 """
@@ -60,7 +63,7 @@ class _Augmentation(Layer):
         super().__init__(**kwargs)
         self._generator = new_generator(seed, generator)
 
-    def call(self, x: Tensor, training: bool = False) -> Tensor:
+    def call(self, x: Tensor, training: bool = True) -> Tensor:
         if not training:
             return x
         if x.ndim not in (3, 4):
@@ -307,7 +310,7 @@ class RandomCrop(_Augmentation):
         super().__init__(seed, **kwargs)
         self.height, self.width = _size("RandomCrop", height, width)
 
-    def call(self, x: Tensor, training: bool = False) -> Tensor:
+    def call(self, x: Tensor, training: bool = True) -> Tensor:
         images = _images(self, x)
         rows, cols = images.shape[1:3]
         if training and rows >= self.height and cols >= self.width:

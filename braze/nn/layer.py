@@ -9,7 +9,8 @@ input shape was given, with ``add_weight``, and computes in ``call`` (Keras) or 
 - on symbolic tensors (``keras.Input``) records a node of a functional model;
 - on tensors or NumPy arrays runs it, with ``training`` resolved as Keras does: the value
   passed, else the value of the call it is inside, else the layer's mode (``train()`` /
-  ``eval()``), and passed on to ``call`` when ``call`` takes it.
+  ``eval()``), and passed on to ``call`` when ``call`` takes it; where no caller stated it,
+  a ``call`` that defaults to ``training=True`` (the augmentation layers) trains.
 
 ``add_loss`` collects losses during a call (cleared at each outermost call), ``losses``
 adds the weight regularizers' penalties. Weights (``weights``, ``trainable_weights``,
@@ -39,30 +40,33 @@ from braze.tensor import Tensor
 
 
 class _CallContext(threading.local):
-    """The ``training`` value of the layer call in progress, how deep calls are nested, and
-    a count of outermost calls (``add_loss`` keeps only its own call's losses)."""
+    """The ``training`` value of the layer call in progress, whether a caller stated it, how
+    deep calls are nested, and a count of outermost calls (``add_loss`` keeps only its own
+    call's losses)."""
 
     depth = 0
     training = False
+    stated = False
     generation = 0
 
 
 CALL_CONTEXT = _CallContext()
-_TAKES_TRAINING: dict[type, bool] = {}
+# By layer class: whether its call takes ``training``, and whether its default is True.
+_TRAINING_PARAMETER: dict[type, tuple[bool, bool]] = {}
 
 
-def _call_takes_training(cls: type) -> bool:
-    found = _TAKES_TRAINING.get(cls)
+def _training_parameter(cls: type) -> tuple[bool, bool]:
+    found = _TRAINING_PARAMETER.get(cls)
     if found is None:
         # A PyTorch-style layer defines forward, which Layer.call passes everything to.
         method = cls.forward if cls.call is Layer.call else cls.call
         try:
-            parameters = inspect.signature(method).parameters.values()
+            parameters = list(inspect.signature(method).parameters.values())
         except (TypeError, ValueError):
-            parameters = ()
-        found = _TAKES_TRAINING[cls] = any(
-            p.name == "training" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters
-        )
+            parameters = []
+        takes = any(p.name == "training" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+        default = any(p.name == "training" and p.default is True for p in parameters)
+        found = _TRAINING_PARAMETER[cls] = (takes, default)
     return found
 
 
@@ -218,14 +222,19 @@ class Layer(Module):
                 raise NotImplementedError(f"{self.name}: masks are not supported; pad and slice explicitly")
             args = _inputs(args, self)
         context = CALL_CONTEXT
+        takes_training, trains_by_default = _training_parameter(type(self))
+        stated = training is not None or (context.depth > 0 and context.stated)
         if training is None:
             training = context.training if context.depth else self.training
+            # Keras's last rule: where no caller stated it, a call whose signature defaults
+            # to training=True (the augmentation layers') trains, even inside a model.
+            training = training or (trains_by_default and not stated)
         training = bool(training)
-        previous = context.training
+        previous = context.training, context.stated
         if not context.depth:
             context.generation += 1
         context.depth += 1
-        context.training = training
+        context.training, context.stated = training, stated
         try:
             if not self.built:
                 first = tree.leaves(args[0])[0] if args else None
@@ -233,7 +242,7 @@ class Layer(Module):
                 self._ensure_built(_shape_of(args[0]) if args else None)
                 if context.depth == 1:
                     context.generation += 1  # what building ran on examples adds no loss
-            if _call_takes_training(type(self)):
+            if takes_training:
                 kwargs["training"] = training
             outputs = self.call(*args, **kwargs)
             if self.activity_regularizer is not None:
@@ -241,7 +250,7 @@ class Layer(Module):
                     self.add_loss(self.activity_regularizer(output) / output.shape[0])
         finally:
             context.depth -= 1
-            context.training = previous
+            context.training, context.stated = previous
         return outputs
 
     def _call_symbolic(self, args: tuple, kwargs: dict) -> Any:

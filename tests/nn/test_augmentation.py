@@ -175,3 +175,18 @@ def test_brightness_shifts_each_image_by_one_amount_and_clips():
     assert np.abs(shift).max() <= 25.5 + 1e-4 and np.ptp(shift[:, 0]) > 0
     clipped = keras.layers.RandomBrightness((1.0, 1.0))(braze.tensor(images), training=True).numpy()
     np.testing.assert_array_equal(clipped, np.full_like(images, 255.0))
+
+
+def test_augmentation_trains_unless_a_caller_says_otherwise_as_in_keras():
+    """Keras's rule: training passed, else the enclosing call's stated value, else the
+    call's own default, which is True for augmentation layers and False for Dropout."""
+    images = RNG.standard_normal((16, 6, 6, 1)).astype(np.float32)
+    inputs = keras.Input((6, 6, 1))
+    outputs = keras.layers.Dropout(0.5)(keras.layers.RandomFlip("horizontal", seed=1)(inputs))
+    model = keras.Model(inputs, outputs)  # a functional model called directly runs in inference mode
+    flipped = model(braze.tensor(images)).numpy()
+    assert not np.array_equal(flipped, images)  # yet the flip, whose call defaults to training, flips
+    assert np.count_nonzero(flipped == 0) == 0  # and Dropout, whose call does not, keeps everything
+    np.testing.assert_array_equal(model(braze.tensor(images), training=False).numpy(), images)
+    model = keras.Sequential([keras.Input((6, 6, 1)), keras.layers.RandomFlip(seed=1), keras.layers.Flatten()])
+    np.testing.assert_array_equal(model.predict(images, verbose=0), images.reshape(16, -1))
