@@ -124,3 +124,10 @@ def test_nested_tapes_give_the_second_derivative():
     v = x.numpy()
     np.testing.assert_allclose(dy.numpy(), np.exp(v) * (v + 1), rtol=1e-12)
     np.testing.assert_allclose(d2.numpy(), np.exp(v) * (v + 2), rtol=1e-12)
+
+
+def test_compat_converts_between_text_and_bytes():
+    assert tf.compat.as_bytes("JFIF") in b"\xff\xd8\xff\xe0\x00\x10JFIF" and tf.compat.as_bytes(b"ab") == b"ab"
+    assert tf.compat.as_text(b"caf\xc3\xa9") == "café" == tf.compat.as_str("café")
+    with pytest.raises(TypeError, match="expected bytes or str, got int"):
+        tf.compat.as_bytes(3)

@@ -82,6 +82,27 @@ def _uniform(shape: Any, minval: float = 0.0, maxval: float = 1.0, dtype: Any = 
 random = SimpleNamespace(normal=_normal, uniform=_uniform, set_seed=random_ops.manual_seed)
 
 
+def _as_bytes(text: bytes | bytearray | str, encoding: str = "utf-8") -> bytes:
+    if isinstance(text, (bytes, bytearray)):
+        return bytes(text)
+    if isinstance(text, str):
+        return text.encode(encoding)
+    raise TypeError(f"tf.compat.as_bytes: expected bytes or str, got {type(text).__name__}")
+
+
+def _as_text(text: bytes | bytearray | str, encoding: str = "utf-8") -> str:
+    if isinstance(text, str):
+        return text
+    if isinstance(text, (bytes, bytearray)):
+        return bytes(text).decode(encoding)
+    raise TypeError(f"tf.compat.as_text: expected bytes or str, got {type(text).__name__}")
+
+
+compat = SimpleNamespace(as_bytes=_as_bytes, as_text=_as_text, as_str=_as_text)
+"""``tf.compat``: TensorFlow's conversions between text and bytes, ``as_bytes(text)``,
+``as_text(data)`` and ``as_str(data)`` (UTF-8 unless an ``encoding`` is given)."""
+
+
 def Variable(  # noqa: N802 - TensorFlow's spelling
     initial_value: Any, trainable: bool = True, name: str | None = None, dtype: Any = None
 ) -> Tensor:
