@@ -181,6 +181,18 @@ def test_convolution_under_autocast_rounds_operands():
     assert (np.abs(mixed - plain) <= U * np.abs(plain) + 2 * taps * F32 * scale).all()
 
 
+def test_depthwise_convolution_under_autocast_rounds_operands_as_conv2d():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 6, 6, 3)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 3, 2)).astype(np.float32)
+    plain = braze.depthwise_conv2d(braze.tensor(_rounded(x)), braze.tensor(_rounded(w)), padding="SAME").numpy()
+    with braze.autocast():
+        mixed = braze.depthwise_conv2d(braze.tensor(x), braze.tensor(w), padding="SAME").numpy()
+    scale = braze.depthwise_conv2d(braze.tensor(np.abs(x)), braze.tensor(np.abs(w)), padding="SAME").numpy()
+    assert (np.abs(mixed - plain) <= U * np.abs(plain) + 2 * 9 * F32 * scale).all()  # nine taps, one rounding
+    assert not np.allclose(mixed, braze.depthwise_conv2d(braze.tensor(x), braze.tensor(w), padding="SAME").numpy())
+
+
 @pytest.mark.parametrize("device", ["cpu", "lazy"])
 def test_autocast_gradients_match_float64_finite_differences(device):
     """The loss sum(c * (x @ w)) under autocast. Its derivative treats each rounding as the

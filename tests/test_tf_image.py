@@ -28,9 +28,19 @@ def test_resize_up_is_pils_bilinear_and_nearest_reads_the_pixel_under_each_centr
         tf.image.resize(IMAGES, (2, 2), method="bicubic")
 
 
-def test_upsampling_bilinearly_is_the_same_resize():
+def test_upsampling_bilinearly_is_pils_enlargement():
     got = keras.layers.UpSampling2D((2, 3), interpolation="bilinear")(tf.constant(IMAGES)).numpy()
-    np.testing.assert_allclose(got, tf.image.resize(IMAGES, (10, 12)).numpy(), rtol=1e-6)
+    want = np.asarray(Image.fromarray(IMAGES[1, :, :, 0]).resize((12, 10), Image.BILINEAR))
+    np.testing.assert_allclose(got[1, :, :, 0], want, rtol=1e-5, atol=1e-5)
+
+
+def test_integer_images_keep_their_type_through_nearest_and_are_refused_where_their_range_matters():
+    pixels = RNG.integers(0, 256, (5, 4, 3)).astype(np.uint8)
+    nearest = tf.image.resize(pixels, (10, 8), method="nearest")
+    assert nearest.dtype == tf.int32
+    np.testing.assert_array_equal(nearest.numpy(), pixels.repeat(2, axis=0).repeat(2, axis=1))
+    with pytest.raises(TypeError, match="adjust_brightness: images of int32 .* tf.cast\\(image, tf.float32\\) / 255"):
+        tf.image.adjust_brightness(pixels, 0.1)
 
 
 @pytest.mark.parametrize("k", [1, 2, 3, 4])
@@ -51,10 +61,12 @@ def test_standardization_contrast_and_brightness():
     np.testing.assert_allclose(tf.image.adjust_brightness(IMAGES, 0.5).numpy(), IMAGES + 0.5)
 
 
-def test_random_flips_are_drawn_per_image_in_a_data_pipeline():
+@pytest.mark.parametrize("batched", [True, False], ids=["batches", "images"])
+def test_seeded_random_flips_draw_anew_per_image_and_call_in_a_data_pipeline(batched):
     images = RNG.standard_normal((32, 3, 4, 1)).astype(np.float32)
-    dataset = tf.data.Dataset.from_tensor_slices(images).batch(32).map(lambda x: tf.image.random_flip_left_right(x, 5))
-    (flipped,) = [np.asarray(b) for b in dataset]
+    dataset = tf.data.Dataset.from_tensor_slices(images)
+    dataset = (dataset.batch(32) if batched else dataset).map(lambda x: tf.image.random_flip_left_right(x, 5))
+    flipped = np.concatenate([np.asarray(b).reshape(-1, 3, 4, 1) for b in dataset])
     kinds = [
         0 if np.array_equal(o, i) else 1 if np.array_equal(o, i[:, ::-1]) else None
         for i, o in zip(images, flipped, strict=True)

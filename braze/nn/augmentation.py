@@ -21,7 +21,7 @@ from braze import ops
 from braze.ir.errors import ShapeError
 from braze.nn.conv import channels_last
 from braze.nn.layer import Layer, new_generator
-from braze.ops.image import grid, resize_to, sample
+from braze.ops.image import coordinate_dtype, grid, resize_to, sample
 from braze.ops.random import Generator
 from braze.tensor import Tensor, user_error
 
@@ -40,11 +40,17 @@ __all__ = [
 FILL_MODES = ("reflect", "wrap", "constant", "nearest")
 
 
-def _bounds(layer: str, name: str, factor: float | Sequence[float], least: float = -math.inf) -> tuple[float, float]:
-    """Keras's factor: a number f is the range [-f, f], a pair (lower, upper) is itself."""
-    low, high = (-abs(float(factor)), abs(float(factor))) if isinstance(factor, (int, float)) else map(float, factor)
-    if not least <= low <= high:
-        raise ValueError(f"{layer}: {name} must be a number or a pair lower <= upper, above {least}, got {factor!r}")
+def _bounds(
+    layer: str, name: str, factor: float | Sequence[float], least: float = -math.inf, most: float = math.inf
+) -> tuple[float, float]:
+    """Keras's factor: a number f is the range [-f, f], a pair (lower, upper) is itself;
+    lower <= upper, both in [least, most]."""
+    low, high = (-float(factor), float(factor)) if isinstance(factor, (int, float)) else map(float, factor)
+    if not least <= low <= high <= most:
+        raise ValueError(
+            f"{layer}: {name} must be a number f >= 0 or a pair lower <= upper, within "
+            f"[{least}, {most}], got {factor!r}"
+        )
     return low, high
 
 
@@ -64,11 +70,11 @@ class _Augmentation(Layer):
         self._generator = new_generator(seed, generator)
 
     def call(self, x: Tensor, training: bool = True) -> Tensor:
+        x = x if x.dtype.is_float else x.astype("float32")  # integer pixels come out float, trained or not
         if not training:
             return x
         if x.ndim not in (3, 4):
             raise user_error(ShapeError, f"{self.name}: expected NHWC images or one HWC image, got shape {x.shape}")
-        x = x if x.dtype.is_float else x.astype("float32")
         images = x if x.ndim == 4 else ops.expand_dims(x, 0)
         changed = self._augment(images)
         return changed if x.ndim == 4 else changed[0]
@@ -76,15 +82,19 @@ class _Augmentation(Layer):
     def _augment(self, images: Tensor) -> Tensor:
         raise NotImplementedError
 
-    def _uniform(self, images: Tensor, low: float, high: float) -> Tensor:
-        """One draw in [low, high) per image, shaped (N, 1, 1)."""
-        draw = ops.rand((images.shape[0], 1, 1), images.dtype, generator=self._generator, device=images.device)
-        return draw * (high - low) + low
+    def _uniform(self, images: Tensor, low: float, high: float, dtype: Any = None) -> Tensor:
+        """One draw in [low, high) per image, shaped (N, 1, 1), in ``dtype`` (the images')."""
+        shape, dtype = (images.shape[0], 1, 1), dtype or images.dtype
+        return ops.rand(shape, dtype, generator=self._generator, device=images.device) * (high - low) + low
+
+    def _offset(self, images: Tensor, low: float, high: float) -> Tensor:
+        """A draw per image for a point's coordinates (:func:`coordinate_dtype`)."""
+        return self._uniform(images, low, high, coordinate_dtype(images))
 
 
 class RandomFlip(_Augmentation):
-    """Each image flipped left to right, top to bottom, or both (``mode``), each with
-    probability one half."""
+    """Each image flipped left to right, top to bottom, or both (``mode``) with probability
+    one half (with both, as Keras 3: unchanged or turned half a turn)."""
 
     def __init__(self, mode: str = "horizontal_and_vertical", seed: int | None = None, **kwargs: Any) -> None:
         axes = {"horizontal": (2,), "vertical": (1,), "horizontal_and_vertical": (2, 1)}
@@ -94,8 +104,8 @@ class RandomFlip(_Augmentation):
         self.mode, self._axes = mode, axes[mode]
 
     def _augment(self, images: Tensor) -> Tensor:
+        flipped = self._uniform(images, 0.0, 1.0)[..., None] < 0.5  # Keras 3: one draw for both axes
         for axis in self._axes:
-            flipped = self._uniform(images, 0.0, 1.0)[..., None] < 0.5
             images = ops.where(flipped, ops.flip(images, axis), images)
         return images
 
@@ -111,9 +121,7 @@ class RandomBrightness(_Augmentation):
         seed: int | None = None,
         **kwargs: Any,
     ) -> None:
-        low, high = _bounds("RandomBrightness", "factor", factor, least=-1.0)
-        if high > 1.0:
-            raise ValueError(f"RandomBrightness: factor must lie in [-1, 1], got {factor!r}")
+        low, high = _bounds("RandomBrightness", "factor", factor, -1.0, 1.0)
         super().__init__(seed, **kwargs)
         self.factor, self.value_range = factor, (float(value_range[0]), float(value_range[1]))
         span = self.value_range[1] - self.value_range[0]
@@ -130,8 +138,8 @@ class RandomContrast(_Augmentation):
     def __init__(
         self,
         factor: float | Sequence[float],
-        seed: int | None = None,
         value_range: Sequence[float] = (0, 255),
+        seed: int | None = None,
         **kwargs: Any,
     ) -> None:
         lower, upper = (float(factor), float(factor)) if isinstance(factor, (int, float)) else map(float, factor)
@@ -181,13 +189,21 @@ class RandomRotation(_Transform):
     """Each image rotated about its centre by an angle drawn from ``factor`` (fractions of
     a full turn: 0.1 is up to 36 degrees either way; positive is counter-clockwise)."""
 
-    def __init__(self, factor: float | Sequence[float], fill_mode: str = "reflect", **kwargs: Any) -> None:
-        super().__init__(fill_mode, **kwargs)
+    def __init__(
+        self,
+        factor: float | Sequence[float],
+        fill_mode: str = "reflect",
+        interpolation: str = "bilinear",
+        seed: int | None = None,
+        fill_value: float = 0.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(fill_mode, interpolation, seed, fill_value, **kwargs)
         self.factor = factor
         self._range = tuple(2 * math.pi * f for f in _bounds("RandomRotation", "factor", factor))
 
     def _points(self, images: Tensor, rows: Tensor, cols: Tensor) -> tuple[Tensor, Tensor]:
-        angle = self._uniform(images, *self._range)
+        angle = self._offset(images, *self._range)
         cos, sin = ops.cos(angle), ops.sin(angle)
         cy, cx = (images.shape[1] - 1) / 2, (images.shape[2] - 1) / 2
         y, x = rows - cy, cols - cx
@@ -203,16 +219,19 @@ class RandomZoom(_Transform):
         height_factor: float | Sequence[float],
         width_factor: float | Sequence[float] | None = None,
         fill_mode: str = "reflect",
+        interpolation: str = "bilinear",
+        seed: int | None = None,
+        fill_value: float = 0.0,
         **kwargs: Any,
     ) -> None:
-        super().__init__(fill_mode, **kwargs)
+        super().__init__(fill_mode, interpolation, seed, fill_value, **kwargs)
         self.height_factor, self.width_factor = height_factor, width_factor
         self._heights = _bounds("RandomZoom", "height_factor", height_factor, least=-1.0)
         self._widths = None if width_factor is None else _bounds("RandomZoom", "width_factor", width_factor, -1.0)
 
     def _points(self, images: Tensor, rows: Tensor, cols: Tensor) -> tuple[Tensor, Tensor]:
-        zoom_y = 1.0 + self._uniform(images, *self._heights)
-        zoom_x = zoom_y if self._widths is None else 1.0 + self._uniform(images, *self._widths)
+        zoom_y = 1.0 + self._offset(images, *self._heights)
+        zoom_x = zoom_y if self._widths is None else 1.0 + self._offset(images, *self._widths)
         cy, cx = (images.shape[1] - 1) / 2, (images.shape[2] - 1) / 2
         return (rows - cy) * zoom_y + cy, (cols - cx) * zoom_x + cx
 
@@ -226,16 +245,19 @@ class RandomTranslation(_Transform):
         height_factor: float | Sequence[float],
         width_factor: float | Sequence[float],
         fill_mode: str = "reflect",
+        interpolation: str = "bilinear",
+        seed: int | None = None,
+        fill_value: float = 0.0,
         **kwargs: Any,
     ) -> None:
-        super().__init__(fill_mode, **kwargs)
+        super().__init__(fill_mode, interpolation, seed, fill_value, **kwargs)
         self.height_factor, self.width_factor = height_factor, width_factor
-        self._heights = _bounds("RandomTranslation", "height_factor", height_factor)
-        self._widths = _bounds("RandomTranslation", "width_factor", width_factor)
+        self._heights = _bounds("RandomTranslation", "height_factor", height_factor, -1.0, 1.0)
+        self._widths = _bounds("RandomTranslation", "width_factor", width_factor, -1.0, 1.0)
 
     def _points(self, images: Tensor, rows: Tensor, cols: Tensor) -> tuple[Tensor, Tensor]:
-        shift_y = self._uniform(images, *self._heights) * images.shape[1]
-        shift_x = self._uniform(images, *self._widths) * images.shape[2]
+        shift_y = self._offset(images, *self._heights) * images.shape[1]
+        shift_x = self._offset(images, *self._widths) * images.shape[2]
         return rows - shift_y, cols - shift_x
 
 
@@ -302,9 +324,10 @@ class CenterCrop(Layer):
 
 
 class RandomCrop(_Augmentation):
-    """While training, a ``height`` x ``width`` window of each image at a random place; in
-    inference (and for an image smaller than the window) the largest centred window of that
-    aspect ratio, resized, as Keras does."""
+    """While training, a ``height`` x ``width`` window at a random place, the same for the
+    whole batch, as Keras crops; in inference (and for images smaller than the window) the
+    largest centred window of that aspect ratio, resized, as tf.keras and Keras's
+    documentation do."""
 
     def __init__(self, height: int, width: int, seed: int | None = None, **kwargs: Any) -> None:
         super().__init__(seed, **kwargs)
@@ -321,8 +344,9 @@ class RandomCrop(_Augmentation):
 
     def _augment(self, images: Tensor) -> Tensor:
         n, rows, cols, _ = images.shape
-        top = ops.floor(self._uniform(images, 0.0, rows - self.height + 1.0))
-        left = ops.floor(self._uniform(images, 0.0, cols - self.width + 1.0))
+        one = images[:1]  # one window for the whole batch, as Keras crops
+        top = ops.floor(self._offset(one, 0.0, rows - self.height + 1.0))
+        left = ops.floor(self._offset(one, 0.0, cols - self.width + 1.0))
         y, x = grid(images, self.height, self.width)
         shape = (n, self.height, self.width)
         return sample(

@@ -122,8 +122,9 @@ class Normalization(Layer):
     """Keras's ``Normalization`` preprocessing layer: ``(x - mean) / sqrt(variance)`` per
     feature along ``axis`` (an int, a tuple of them, or None for one mean and variance), the
     standard deviation at least 1e-7; ``invert=True`` undoes it. The statistics are given
-    (``mean=``, ``variance=``) or learned from data by ``adapt``, over every other axis, and
-    are then non-trainable weights (saved with the model, never changed by training)."""
+    (``mean=``, ``variance=``: constants, saved in the layer's config) or learned from data
+    by ``adapt`` over every other axis (non-trainable weights, saved with the model, never
+    changed by training)."""
 
     def __init__(
         self,
@@ -155,19 +156,26 @@ class Normalization(Layer):
         if None in shape:
             raise ValueError(f"{self.name}: axis {self.axis} of its inputs {input_shape} must have known sizes")
         self._broadcast = tuple(input_shape[a] if a in kept else 1 for a in range(len(input_shape)))
+        if self._given is not None:  # constants, as Keras's: no weights
+            self._given = tuple(np.broadcast_to(v, shape).copy() for v in self._given)
+            return
         self.adapt_mean = self.add_weight(shape=shape, initializer="zeros", trainable=False)
         self.adapt_variance = self.add_weight(shape=shape, initializer="ones", trainable=False)
+
+    def _statistics(self, like: Tensor) -> tuple[Tensor, Tensor]:
+        """The mean and variance in ``like``'s type and on its device, unshaped."""
         if self._given is not None:
-            self._store(*(np.broadcast_to(v, shape) for v in self._given))
+            return tuple(ops.tensor(v, dtype=like.dtype, device=like.device) for v in self._given)
+        return self.adapt_mean.astype(like.dtype), self.adapt_variance.astype(like.dtype)
 
     @property
     def mean(self) -> Tensor:
         """The mean, shaped to broadcast against an input (Keras's ``mean``, ``(1, features)``)."""
-        return self.adapt_mean.reshape(self._broadcast)
+        return self._statistics(ops.zeros((), "float32"))[0].reshape(self._broadcast)
 
     @property
     def variance(self) -> Tensor:
-        return self.adapt_variance.reshape(self._broadcast)
+        return self._statistics(ops.zeros((), "float32"))[1].reshape(self._broadcast)
 
     def _store(self, mean: np.ndarray, variance: np.ndarray) -> None:
         with no_grad():
@@ -178,6 +186,8 @@ class Normalization(Layer):
         """Learn the mean and variance of ``data`` (an array, a tensor, or an iterable of
         batches such as a ``tf.data.Dataset``; ``steps`` of them at most) over every axis
         but ``axis``, in float64."""
+        if self._given is not None:
+            raise ValueError(f"{self.name}.adapt: the layer was given its mean and variance; adapt learns them")
         if isinstance(data, (np.ndarray, Tensor, list)):
             array = np.asarray(data.numpy() if isinstance(data, Tensor) else data, np.float64)
         else:
@@ -203,6 +213,6 @@ class Normalization(Layer):
         x = x if x.dtype.is_float else x.astype("float32")
         kept = self._kept(x.ndim)
         shape = tuple(x.shape[a] if a in kept else 1 for a in range(x.ndim))
-        mean = self.adapt_mean.astype(x.dtype).reshape(shape)
-        deviation = ops.maximum(ops.sqrt(self.adapt_variance.astype(x.dtype)), _EPSILON).reshape(shape)
+        mean, variance = self._statistics(x)
+        mean, deviation = mean.reshape(shape), ops.maximum(ops.sqrt(variance), _EPSILON).reshape(shape)
         return mean + x * deviation if self.invert else (x - mean) / deviation

@@ -7,24 +7,32 @@ image layers of ``braze.nn`` and ``tf.image`` are built on them."""
 
 from __future__ import annotations
 
-from braze.ir.dtypes import int32
+from braze.ir.dtypes import DType, float32, float64, int32
 from braze.ops.core import broadcast_to
 from braze.ops.creation import arange
 from braze.ops.indexing import take_along_axis
 from braze.ops.math import clip, floor, remainder, where
 from braze.tensor import Tensor
 
-__all__ = ["grid", "resize_to", "sample"]
+__all__ = ["coordinate_dtype", "grid", "resize_to", "sample"]
+
+
+def coordinate_dtype(images: Tensor) -> DType:
+    """The type points in ``images`` are computed in: float64 for float64 images, else
+    float32 (bfloat16 holds whole numbers exactly only up to 256)."""
+    return float64 if images.dtype == float64 else float32
 
 
 def grid(images: Tensor, height: int, width: int) -> tuple[Tensor, Tensor]:
     """The row and column numbers of a height x width image, shaped (1, H, 1) and (1, 1, W)."""
-    rows = arange(height, dtype=images.dtype, device=images.device).reshape(1, height, 1)
-    return rows, arange(width, dtype=images.dtype, device=images.device).reshape(1, 1, width)
+    dtype = coordinate_dtype(images)
+    rows = arange(height, dtype=dtype, device=images.device).reshape(1, height, 1)
+    return rows, arange(width, dtype=dtype, device=images.device).reshape(1, 1, width)
 
 
 def sample(images: Tensor, y: Tensor, x: Tensor, fill_mode: str, interpolation: str, fill_value: float) -> Tensor:
-    """``images`` (N, H, W, C) read at the points ``y``, ``x`` (N, Ho, Wo): (N, Ho, Wo, C)."""
+    """``images`` (N, H, W, C) read at the points ``y``, ``x`` (N, Ho, Wo, in
+    :func:`coordinate_dtype`): (N, Ho, Wo, C) in the images' type."""
     n, height, width, channels = images.shape
     y, x = _fill(y, height, fill_mode), _fill(x, width, fill_mode)
     flat = images.reshape(n, height * width, channels)
@@ -32,14 +40,14 @@ def sample(images: Tensor, y: Tensor, x: Tensor, fill_mode: str, interpolation: 
     def read(rows: Tensor, cols: Tensor) -> Tensor:
         """The pixels at integral points: one gather; outside the image ``fill_value``."""
         inside = (rows >= 0) & (rows <= height - 1) & (cols >= 0) & (cols <= width - 1)
-        index = clip(rows, 0, height - 1) * width + clip(cols, 0, width - 1)
-        pixels = take_along_axis(flat, index.astype(int32).reshape(n, -1, 1), axis=1)
+        index = clip(rows, 0, height - 1).astype(int32) * width + clip(cols, 0, width - 1).astype(int32)
+        pixels = take_along_axis(flat, index.reshape(n, -1, 1), axis=1)
         return where(inside[..., None], pixels.reshape(*rows.shape, channels), fill_value)
 
     if interpolation == "nearest":
         return read(floor(y + 0.5), floor(x + 0.5))
     y0, x0 = floor(y), floor(x)
-    dy, dx = (y - y0)[..., None], (x - x0)[..., None]
+    dy, dx = ((p - p0)[..., None].astype(images.dtype) for p, p0 in ((y, y0), (x, x0)))
     top = read(y0, x0) * (1 - dx) + read(y0, x0 + 1) * dx
     return top * (1 - dy) + (read(y0 + 1, x0) * (1 - dx) + read(y0 + 1, x0 + 1) * dx) * dy
 

@@ -143,6 +143,7 @@ def depthwise_conv2d(
         raise user_error(
             ShapeError, f"depthwise_conv2d: filter {fmt_shape(w.shape)} does not fit input {fmt_shape(x.shape)}"
         )
+    x, w = rounded(x), rounded(w)  # under braze.autocast, bfloat16 operands accumulated in float32, as conv2d
     padded = pad(x, ((0, 0), pads[0], pads[1], (0, 0))) if any(map(any, pads)) else x
     multiplier = w.shape[3]
     spread = expand_dims(padded, -1) if multiplier > 1 else padded
@@ -153,7 +154,7 @@ def depthwise_conv2d(
             cols = slice(b * dw, b * dw + (ow - 1) * sw + 1, sw)
             term = spread[:, rows, cols] * (w[a, b] if multiplier > 1 else w[a, b, :, 0])
             total = term if total is None else total + term
-    return total.reshape(x.shape[0], oh, ow, x.shape[3] * multiplier)
+    return rounded(total.reshape(x.shape[0], oh, ow, x.shape[3] * multiplier))
 
 
 def _pool(op: str, kind: str, x: Any, size, stride, padding) -> tuple[Tensor, tuple, tuple, tuple]:

@@ -36,6 +36,18 @@ def _batched(image: Any) -> tuple[Tensor, bool]:
     return (expand_dims(x, 0), True) if x.ndim == 3 else (x, False)
 
 
+def _float_images(op: str, image: Any) -> Tensor:
+    """TensorFlow scales integer images into [0, 1] by their dtype's range; braze reads
+    uint8 images as int32, so that range is lost: integer images are refused."""
+    x = as_tensor(image)
+    if not x.dtype.is_float:
+        raise TypeError(
+            f"tf.image.{op}: images of {x.dtype.name} (braze reads uint8 images as int32, so their value range "
+            "is unknown): convert them first, e.g. tf.cast(image, tf.float32) / 255"
+        )
+    return x
+
+
 def _unbatched(x: Tensor, single: bool) -> Tensor:
     return x[0] if single else x
 
@@ -48,14 +60,17 @@ def resize(
     antialias: bool = False,
 ) -> Tensor:
     """Images resized to ``size`` (height, width), bilinear or nearest, with half-pixel
-    centres as TensorFlow 2's ``tf.image.resize``."""
+    centres as TensorFlow 2's ``tf.image.resize``: float32 out of bilinear, the images'
+    type out of nearest."""
     if method not in ("bilinear", "nearest"):
         raise NotImplementedError(f"tf.image.resize: method={method!r} (only 'bilinear' and 'nearest')")
     if preserve_aspect_ratio or antialias:
         raise NotImplementedError("tf.image.resize: preserve_aspect_ratio and antialias are not supported")
-    x, single = _batched(images)
+    given = as_tensor(images)
+    x, single = _batched(given)
     height, width = (int(s) for s in size)
-    return _unbatched(resize_to(x, height, width, method), single)
+    resized = _unbatched(resize_to(x, height, width, method), single)
+    return resized if method == "bilinear" or given.dtype.is_float else resized.astype(given.dtype)
 
 
 def flip_left_right(image: Any) -> Tensor:
@@ -77,10 +92,17 @@ def rot90(image: Any, k: int = 1) -> Tensor:
     return x
 
 
+# One stream per op seed: a seeded flip draws anew at every call, as TensorFlow's does.
+_STREAMS: dict[int, random_ops.Generator] = {}
+
+
 def _random_flip(image: Any, axis: int, seed: int | None) -> Tensor:
-    x, single = _batched(image)
-    draw = random_ops.rand((x.shape[0], 1, 1, 1), x.dtype, seed=seed, device=x.device)
-    return _unbatched(where(draw < 0.5, flip(x, axis), x), single)
+    x = as_tensor(image)
+    batch = expand_dims(x, 0) if x.ndim == 3 else x
+    stream = None if seed is None else _STREAMS.setdefault(seed, random_ops.Generator(seed))
+    draw = random_ops.rand((batch.shape[0], 1, 1, 1), generator=stream, device=x.device)
+    flipped = where(draw < 0.5, flip(batch, axis), batch)
+    return flipped[0] if x.ndim == 3 else flipped
 
 
 def random_flip_left_right(image: Any, seed: int | None = None) -> Tensor:
@@ -94,12 +116,14 @@ def random_flip_up_down(image: Any, seed: int | None = None) -> Tensor:
 
 
 def adjust_brightness(image: Any, delta: float) -> Tensor:
-    return as_tensor(image) + delta
+    """Float images plus ``delta``."""
+    return _float_images("adjust_brightness", image) + delta
 
 
 def adjust_contrast(images: Any, contrast_factor: float) -> Tensor:
-    """Each channel's distance from its image's mean scaled by ``contrast_factor``."""
-    x, single = _batched(images)
+    """Each channel's distance from its image's mean scaled by ``contrast_factor`` (float
+    images)."""
+    x, single = _batched(_float_images("adjust_contrast", images))
     centre = mean(x, axis=(1, 2), keepdims=True)
     return _unbatched((x - centre) * contrast_factor + centre, single)
 

@@ -57,6 +57,7 @@ class BoundedCache(Generic[K, V]):
         """Store ``value`` under ``key`` (the most recent entry) and return it."""
         entries = self._entries
         if not self.recency:
+            entries.older.pop(key, None)  # a key is in one generation only
             if key not in entries:
                 self._make_room(entries)
             entries[key] = value
@@ -114,10 +115,14 @@ class _Generation(dict):
         self.older: dict = {}
 
     def __missing__(self, key: Hashable) -> Any:
-        found = self.older.pop(key, None)
-        if found is not None:
-            self[key] = found
+        found = self.older.pop(key, _ABSENT)
+        if found is _ABSENT:
+            return None
+        self[key] = found
         return found
+
+
+_ABSENT = object()
 
 
 class ExecutableCache:

@@ -98,3 +98,6 @@ def test_a_model_with_given_statistics_saves_them_as_numbers(tmp_path):
     loaded = keras.models.load_model(tmp_path / "given.keras")
     np.testing.assert_array_equal(loaded.predict(DATA, verbose=0), model.predict(DATA, verbose=0))
     assert loaded.layers[0].get_config()["variance"] == [1.0, 4.0, 9.0]
+    assert given.weights == [] and model.count_params() == 4  # constants, as Keras's
+    with pytest.raises(ValueError, match="was given its mean and variance"):
+        given.adapt(DATA)

@@ -54,3 +54,14 @@ def test_a_cache_holds_at_least_one_entry():
         BoundedCache(0)
     with pytest.raises(ValueError, match="at least two entries"):
         BoundedCache(1, recency=False)
+
+
+def test_without_recency_a_key_put_again_or_holding_none_is_one_entry():
+    cache = BoundedCache(4, recency=False)
+    for key in "abc":
+        cache.put(key, key)  # "a" and "b" fill the newer generation, "c" moves them to the older
+    cache.put("a", "again")
+    assert cache.get("a") == "again" and len(cache) == 3 and sorted(cache.values()) == ["again", "b", "c"]
+    for key in ("n", "d", "e"):  # "n" and "d" move to the older generation
+        cache.put(key, None if key == "n" else key)
+    assert cache.get("n") is None and "n" in cache and len(cache) == 3  # read, it moved back, not away
