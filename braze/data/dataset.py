@@ -1,6 +1,7 @@
 """``tf.data.Dataset`` for in-memory arrays: ``from_tensor_slices`` then ``shuffle``,
 ``batch``, ``map``, ``repeat``, ``take``, ``skip``; elements are NumPy arrays (or tuples
-and dicts of them), which ``fit`` and a model take as they are.
+and dicts of them), which ``fit`` and a model take as they are, and which answer
+``numpy()`` as TensorFlow's tensors do (``as_numpy_iterator`` gives plain arrays).
 
 ``shuffle(buffer_size)`` shuffles as TensorFlow does: each element is drawn at random from
 a buffer of the next ``buffer_size`` elements (``buffer_size`` at least the dataset's size
@@ -50,6 +51,19 @@ def _stack(elements: list[Any]) -> Any:
     return np.stack([np.asarray(e) for e in elements])
 
 
+class Element(np.ndarray):
+    """A NumPy array that also answers ``numpy()``, as TensorFlow's eager tensors do, so that
+    a loop over a dataset can write ``images[0].numpy()`` (its views are elements too)."""
+
+    def numpy(self) -> np.ndarray:
+        return np.asarray(self)
+
+
+def _answering_numpy(value: Any) -> Any:
+    """A NumPy array or scalar as an :class:`Element`; anything else (a tensor) as it is."""
+    return np.asarray(value).view(Element) if isinstance(value, (np.ndarray, np.generic)) else value
+
+
 class Dataset:
     """A re-iterable sequence of elements, each pass made by ``generate``."""
 
@@ -83,7 +97,7 @@ class Dataset:
         return Dataset(lambda: (np.int64(v) for v in values), len(values))
 
     def __iter__(self) -> Iterator[Any]:
-        return self._generate()
+        return (_map(_answering_numpy, element) for element in self._generate())
 
     def __len__(self) -> int:
         if self._length is None:
@@ -94,7 +108,7 @@ class Dataset:
         return -1 if self._length is None else self._length
 
     def as_numpy_iterator(self) -> Iterator[Any]:
-        return iter(self)
+        return (_map(np.asarray, element) for element in self._generate())
 
     def batch(self, batch_size: int, drop_remainder: bool = False, num_parallel_calls: Any = None, **kwargs) -> Dataset:
         if batch_size < 1:

@@ -58,3 +58,14 @@ def test_mnist_load_data_is_kerass_arrays():
     (x_train, y_train), (x_test, y_test) = load_data()
     assert x_train.shape == (60000, 28, 28) and x_test.shape == (10000, 28, 28)
     assert x_train.dtype == y_train.dtype == np.uint8 and set(np.unique(y_test)) == set(range(10))
+
+
+def test_elements_answer_numpy_as_tensorflows_tensors_do():
+    images = np.arange(24, dtype=np.float32).reshape(4, 3, 2)
+    labels = np.array([0, 1, 0, 1])
+    (batch_images, batch_labels), *_ = list(Dataset.from_tensor_slices((images, labels)).batch(4))
+    np.testing.assert_array_equal(batch_images[1].numpy(), images[1])
+    assert int(batch_labels[1]) == 1 and type(batch_images.numpy()) is np.ndarray
+    row = next(iter(Dataset.from_tensor_slices(labels)))
+    assert row.numpy() == 0
+    assert all(type(a) is np.ndarray for a in next(Dataset.from_tensor_slices((images, labels)).as_numpy_iterator()))
