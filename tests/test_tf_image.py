@@ -72,3 +72,15 @@ def test_seeded_random_flips_draw_anew_per_image_and_call_in_a_data_pipeline(bat
         for i, o in zip(images, flipped, strict=True)
     ]
     assert None not in kinds and set(kinds) == {0, 1}
+
+
+def test_keras_ops_image_extracts_patches_row_by_row_and_resizes():
+    images = RNG.standard_normal((2, 7, 6, 3)).astype(np.float32)
+    patches = keras.ops.image.extract_patches(images, size=3).numpy()
+    assert patches.shape == (2, 2, 2, 27)  # the seventh row is past the last whole patch
+    np.testing.assert_array_equal(patches[1, 1, 0], images[1, 3:6, 0:3].ravel())
+    symbolic = keras.ops.image.extract_patches(keras.Input((7, 6, 3)), size=(3, 2))
+    assert tuple(symbolic.shape) == (None, 2, 3, 18)
+    np.testing.assert_array_equal(keras.ops.image.resize(images, (7, 6)).numpy(), images)
+    with pytest.raises(NotImplementedError, match="only patches that do not overlap"):
+        keras.ops.image.extract_patches(images, size=3, strides=1)

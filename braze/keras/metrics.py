@@ -28,13 +28,17 @@ from braze.nn.metrics import (
     RootMeanSquaredError,
     SparseCategoricalAccuracy,
     SparseCategoricalCrossentropy,
+    SparseTopKCategoricalAccuracy,
     Sum,
+    TopKCategoricalAccuracy,
     TrueNegatives,
     TruePositives,
     binary_accuracy,
     categorical_accuracy,
     get,
     sparse_categorical_accuracy,
+    sparse_top_k_categorical_accuracy,
+    top_k_categorical_accuracy,
 )
 
 mae = mean_absolute_error
@@ -61,7 +65,9 @@ __all__ = [
     "RootMeanSquaredError",
     "SparseCategoricalAccuracy",
     "SparseCategoricalCrossentropy",
+    "SparseTopKCategoricalAccuracy",
     "Sum",
+    "TopKCategoricalAccuracy",
     "TrueNegatives",
     "TruePositives",
     "binary_accuracy",
@@ -77,4 +83,6 @@ __all__ = [
     "mse",
     "sparse_categorical_accuracy",
     "sparse_categorical_crossentropy",
+    "sparse_top_k_categorical_accuracy",
+    "top_k_categorical_accuracy",
 ]

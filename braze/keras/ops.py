@@ -1,7 +1,9 @@
 """``keras.ops``: the common functions, on tensors and on the functional API's symbolic
 tensors alike."""
 
-from braze.nn.keras_ops import FUNCTIONS
+from types import SimpleNamespace
+
+from braze.nn.keras_ops import FUNCTIONS, IMAGE_FUNCTIONS
 
 abs = FUNCTIONS["abs"]  # noqa: A001 - Keras's name
 add = FUNCTIONS["add"]
@@ -93,6 +95,7 @@ __all__ = [
     "gelu",
     "greater",
     "greater_equal",
+    "image",
     "leaky_relu",
     "less",
     "less_equal",
@@ -142,3 +145,6 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
+
+image = SimpleNamespace(**IMAGE_FUNCTIONS)
+"""``keras.ops.image``: ``resize`` (as ``tf.image.resize``) and ``extract_patches``."""

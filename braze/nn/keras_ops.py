@@ -12,6 +12,7 @@ import numpy as np
 from braze import ops
 from braze.nn import activations
 from braze.nn.symbolic import KerasTensor, symbolic_op
+from braze.ops.image import extract_patches, resize_to
 from braze.tensor import Tensor
 
 
@@ -130,7 +131,39 @@ _WRAPPED = {
     "zeros": ops.zeros,
     "zeros_like": ops.zeros_like,
 }
+
+
+def _resize(
+    images: Any,
+    size: Sequence[int],
+    interpolation: str = "bilinear",
+    antialias: bool = False,
+    crop_to_aspect_ratio: bool = False,
+    data_format: str | None = None,
+) -> Tensor:
+    if interpolation not in ("bilinear", "nearest") or antialias or data_format not in (None, "channels_last"):
+        raise NotImplementedError(
+            f"keras.ops.image.resize: interpolation={interpolation!r}, antialias={antialias}, "
+            f"data_format={data_format!r} (bilinear or nearest, no antialiasing, channels_last)"
+        )
+    x = ops.as_tensor(images)
+    batch = x if x.ndim == 4 else ops.expand_dims(x, 0)
+    batch = batch if batch.dtype.is_float else batch.astype("float32")
+    resized = resize_to(batch, int(size[0]), int(size[1]), interpolation, crop_to_aspect_ratio)
+    return resized if x.ndim == 4 else resized[0]
+
+
+def _extract_patches(
+    images: Any, size: Any, strides: Any = None, dilation_rate: int = 1, padding: str = "valid", data_format: Any = None
+) -> Tensor:
+    if dilation_rate != 1 or data_format not in (None, "channels_last"):
+        raise NotImplementedError("keras.ops.image.extract_patches: dilation_rate 1 and channels_last only")
+    return extract_patches(ops.as_tensor(images), size, strides, padding)
+
+
+# keras.ops.image: the image functions, symbolic too.
+IMAGE_FUNCTIONS = {"resize": symbolic_op(_resize), "extract_patches": symbolic_op(_extract_patches)}
 FUNCTIONS: dict[str, Any] = {name: symbolic_op(fn) for name, fn in _WRAPPED.items()}
 FUNCTIONS.update(shape=shape, convert_to_numpy=convert_to_numpy)
-for _name, _fn in FUNCTIONS.items():
+for _name, _fn in [*FUNCTIONS.items(), *IMAGE_FUNCTIONS.items()]:
     _fn.__name__ = _name

@@ -197,6 +197,18 @@ def sparse_categorical_accuracy(y_true: Tensor, y_pred: Tensor) -> Tensor:
     return (ops.argmax(y_pred, axis=-1) == labels.astype(int32)).astype(float32)
 
 
+def sparse_top_k_categorical_accuracy(y_true: Tensor, y_pred: Tensor, k: int = 5) -> Tensor:
+    """1 where the label's score is among the ``k`` highest (ties with the k-th count as in,
+    as TensorFlow's ``in_top_k``)."""
+    labels = _squeezed_labels(ops.as_tensor(y_true, device=y_pred.device), y_pred).astype(int32)
+    score = ops.take_along_axis(y_pred, ops.expand_dims(labels, -1), axis=-1)
+    return (ops.sum((y_pred > score).astype(int32), axis=-1) < k).astype(float32)
+
+
+def top_k_categorical_accuracy(y_true: Tensor, y_pred: Tensor, k: int = 5) -> Tensor:
+    return sparse_top_k_categorical_accuracy(ops.argmax(y_true, axis=-1), y_pred, k)
+
+
 def auto_accuracy(y_true: Tensor, y_pred: Tensor) -> Tensor:
     """``"accuracy"`` as Keras resolves it: binary for one output per example, sparse
     categorical for integer labels, categorical for one-hot targets."""
@@ -223,6 +235,22 @@ CategoricalAccuracy = _wrapper("CategoricalAccuracy", categorical_accuracy, "cat
 SparseCategoricalAccuracy = _wrapper(
     "SparseCategoricalAccuracy", sparse_categorical_accuracy, "sparse_categorical_accuracy"
 )
+
+
+class TopKCategoricalAccuracy(MeanMetricWrapper):
+    """How often the one-hot target's class is among the ``k`` highest predictions."""
+
+    def __init__(self, k: int = 5, name: str = "top_k_categorical_accuracy", dtype: Any = None) -> None:
+        super().__init__(top_k_categorical_accuracy, name, dtype, k=int(k))
+
+
+class SparseTopKCategoricalAccuracy(MeanMetricWrapper):
+    """How often the integer label is among the ``k`` highest predictions."""
+
+    def __init__(self, k: int = 5, name: str = "sparse_top_k_categorical_accuracy", dtype: Any = None) -> None:
+        super().__init__(sparse_top_k_categorical_accuracy, name, dtype, k=int(k))
+
+
 MeanSquaredError = _wrapper("MeanSquaredError", keras_losses.mean_squared_error, "mean_squared_error")
 MeanAbsoluteError = _wrapper("MeanAbsoluteError", keras_losses.mean_absolute_error, "mean_absolute_error")
 MeanAbsolutePercentageError = _wrapper(
@@ -460,6 +488,8 @@ CLASSES: dict[str, type[Metric]] = {
         BinaryAccuracy,
         CategoricalAccuracy,
         SparseCategoricalAccuracy,
+        TopKCategoricalAccuracy,
+        SparseTopKCategoricalAccuracy,
         MeanSquaredError,
         MeanAbsoluteError,
         MeanAbsolutePercentageError,
@@ -482,6 +512,8 @@ _FUNCTIONS: dict[str, Callable[..., Tensor]] = {
     "binary_accuracy": binary_accuracy,
     "categorical_accuracy": categorical_accuracy,
     "sparse_categorical_accuracy": sparse_categorical_accuracy,
+    "top_k_categorical_accuracy": top_k_categorical_accuracy,
+    "sparse_top_k_categorical_accuracy": sparse_top_k_categorical_accuracy,
     **keras_losses.FUNCTIONS,
 }
 _NAMED_CLASSES = {"auc": AUC, "precision": Precision, "recall": Recall, "rmse": RootMeanSquaredError}

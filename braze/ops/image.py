@@ -7,14 +7,18 @@ image layers of ``braze.nn`` and ``tf.image`` are built on them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from braze.ir.dtypes import DType, float32, float64, int32
 from braze.ops.core import broadcast_to
 from braze.ops.creation import arange
 from braze.ops.indexing import take_along_axis
 from braze.ops.math import clip, floor, remainder, where
+from braze.ops.shape import transpose
 from braze.tensor import Tensor
 
-__all__ = ["coordinate_dtype", "grid", "resize_to", "sample"]
+__all__ = ["coordinate_dtype", "extract_patches", "grid", "resize_to", "sample"]
 
 
 def coordinate_dtype(images: Tensor) -> DType:
@@ -81,3 +85,23 @@ def resize_to(
     y = broadcast_to((rows + 0.5) * (rows_in / height) - 0.5, (n, height, width))
     x = broadcast_to((cols + 0.5) * (cols_in / width) - 0.5, (n, height, width))
     return sample(images, y, x, "nearest", interpolation, 0.0)
+
+
+def extract_patches(images: Tensor, size: int | Sequence[int], strides: Any = None, padding: str = "valid") -> Tensor:
+    """The non-overlapping ``size`` patches of NHWC (or HWC) ``images``, each flattened in
+    (row, column, channel) order: (N, H // ph, W // pw, ph * pw * C), as Keras's and
+    TensorFlow's ``extract_patches`` with strides equal to the size; pixels past the last
+    whole patch are dropped ("valid")."""
+    ph, pw = (size, size) if isinstance(size, int) else (int(size[0]), int(size[1]))
+    step = (ph, pw) if strides is None else ((strides, strides) if isinstance(strides, int) else tuple(strides))
+    if tuple(step) != (ph, pw) or padding.lower() != "valid":
+        raise NotImplementedError(
+            f"extract_patches: only patches that do not overlap (strides equal to the size {ph, pw}) and "
+            f"padding 'valid' (got strides {strides!r}, padding {padding!r})"
+        )
+    batch = images if images.ndim == 4 else images.reshape(1, *images.shape)
+    n, height, width, channels = batch.shape
+    rows, cols = height // ph, width // pw
+    tiles = batch[:, : rows * ph, : cols * pw].reshape(n, rows, ph, cols, pw, channels)
+    patches = transpose(tiles, (0, 1, 3, 2, 4, 5)).reshape(n, rows, cols, ph * pw * channels)
+    return patches if images.ndim == 4 else patches[0]

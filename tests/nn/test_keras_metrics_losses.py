@@ -127,3 +127,15 @@ def test_names_resolve_as_keras_resolves_them():
     assert metrics.get("mae").name == "mae" and isinstance(metrics.get("AUC"), metrics.AUC)
     with pytest.raises(ValueError, match="unknown metric 'f1'"):
         metrics.get("f1")
+
+
+def test_top_k_accuracies_count_a_label_among_the_k_highest_ties_included():
+    scores = np.array([[0.1, 0.5, 0.4], [0.9, 0.05, 0.05], [0.2, 0.3, 0.5]], np.float32)
+    labels = np.array([0, 2, 1])
+    ranks = np.array([(row > row[label]).sum() for row, label in zip(scores, labels, strict=True)])  # 2, 1, 1
+    for k in (1, 2, 3):
+        sparse = keras.metrics.SparseTopKCategoricalAccuracy(k)
+        sparse.update_state(labels, scores)
+        dense = keras.metrics.TopKCategoricalAccuracy(k=k, name="top")
+        dense.update_state(np.eye(3, dtype=np.float32)[labels], scores)
+        np.testing.assert_allclose([float(sparse.result()), float(dense.result())], [(ranks < k).mean()] * 2)
