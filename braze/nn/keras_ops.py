@@ -12,7 +12,8 @@ import numpy as np
 from braze import ops
 from braze.nn import activations
 from braze.nn.symbolic import KerasTensor, symbolic_op
-from braze.ops.image import extract_patches, resize_to
+from braze.ops import tf_image
+from braze.ops.image import extract_patches
 from braze.tensor import Tensor
 
 
@@ -141,16 +142,9 @@ def _resize(
     crop_to_aspect_ratio: bool = False,
     data_format: str | None = None,
 ) -> Tensor:
-    if interpolation not in ("bilinear", "nearest") or antialias or data_format not in (None, "channels_last"):
-        raise NotImplementedError(
-            f"keras.ops.image.resize: interpolation={interpolation!r}, antialias={antialias}, "
-            f"data_format={data_format!r} (bilinear or nearest, no antialiasing, channels_last)"
-        )
-    x = ops.as_tensor(images)
-    batch = x if x.ndim == 4 else ops.expand_dims(x, 0)
-    batch = batch if batch.dtype.is_float else batch.astype("float32")
-    resized = resize_to(batch, int(size[0]), int(size[1]), interpolation, crop_to_aspect_ratio)
-    return resized if x.ndim == 4 else resized[0]
+    if crop_to_aspect_ratio or data_format not in (None, "channels_last"):
+        raise NotImplementedError("keras.ops.image.resize: crop_to_aspect_ratio and channels_first are not supported")
+    return tf_image.resize(images, size, interpolation, antialias=antialias)
 
 
 def _extract_patches(
