@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from braze import ops
 from braze.ir.errors import ShapeError
 from braze.nn import functional, initializers, transformer
 from braze.nn.layer import Layer
@@ -36,6 +37,12 @@ class Embedding(transformer.Embedding):
 
     def initial(self, shape: tuple[int, int], generator: Generator | None) -> Tensor:
         return initializers.make_weight(self.embeddings_initializer, shape, generator=generator)
+
+    def forward(self, indices: Any) -> Tensor:
+        """Rows of the table; float indices (a ``keras.Input``'s default dtype) are cast to
+        int32 first, as Keras casts them."""
+        indices = ops.as_tensor(indices)
+        return super().forward(indices.astype("int32") if indices.dtype.is_float else indices)
 
 
 class LayerNormalization(Layer):

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import braze
+from braze import keras
 from braze.keras import regularizers
 from braze.keras.layers import AveragePooling2D, Conv2D, Dense, Flatten, MaxPooling2D
 from braze.keras.models import Sequential
@@ -173,3 +174,14 @@ def test_sequential_add_builds_each_layer_so_compile_sees_every_parameter():
     assert [p.shape for p in model.parameters()] == [(3, 3, 3, 4), (4,), (36, 1), (1,)]
     model.compile(loss="binary_crossentropy", optimizer="adam")
     assert len(model._trainer.optimizer.params) == 4
+
+
+def test_keras_embedding_casts_float_indices_as_keras_does():
+    """keras.Input's default dtype is float32: a functional model of token ids feeds floats."""
+    inputs = keras.Input((4,))
+    model = keras.Model(inputs, keras.layers.Embedding(10, 3)(inputs))
+    ids = np.array([[0, 3, 9, 3]])
+    table = model.layers[-1].embeddings.numpy()
+    np.testing.assert_array_equal(model.predict(ids.astype(np.float32), verbose=0), table[ids])
+    with pytest.raises(braze.DTypeError, match="indices must be integers"):
+        braze.nn.Embedding(10, 3)(braze.tensor(ids.astype(np.float32)))  # PyTorch's refuses them
