@@ -25,7 +25,7 @@ from braze.lazy import barrier, explain
 from braze.ops import *  # noqa: F403 - the op library is the public API
 from braze.ops import __all__ as _ops_all
 from braze.ops import tf_image as image
-from braze.ops.tensorflow import compat, random
+from braze.ops.tensorflow import compat, random, shape
 from braze.runtime import metrics
 from braze.runtime.device import CPU, LAZY_CPU, Device, as_device, default_device, set_default_device
 from braze.tensor import Tensor
@@ -101,6 +101,7 @@ __all__ = [
     "jvp",
     "no_grad",
     "random",
+    "shape",
     "set_default_device",
     "value_and_grad",
     "vjp",

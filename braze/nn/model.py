@@ -87,6 +87,12 @@ class Model(Layer):
             raise AttributeError(f"{self.name} is not a functional model: it has no symbolic inputs and outputs")
         return graph
 
+    @property
+    def computes(self) -> bool:
+        """Whether the model computes outputs: a functional model, or a subclass with its own
+        ``call`` (a GAN that only overrides ``train_step`` has none, and Keras never calls it)."""
+        return getattr(self, "_graph", None) is not None or type(self).call is not Model.call
+
     def call(self, inputs: Any, training: bool | None = None) -> Any:
         graph = getattr(self, "_graph", None)
         if graph is None:

@@ -99,10 +99,13 @@ class Trainer:
     def _build(self, data: Any) -> None:
         """Build a model compiled without an input shape from its first batch, as Keras does:
         one forward pass in inference mode (no dropout draws) makes the weights, which the
-        optimizer then takes (a data-parallel one starting every rank from rank 0's)."""
+        optimizer then takes (a data-parallel one starting every rank from rank 0's); a
+        model without a ``call`` of its own (a GAN's ``train_step`` does everything) is not
+        called."""
         x = adapters.unpack(data)[0]
-        with no_grad(), evaluating(self.model):
-            self.model(x, training=False)
+        if getattr(self.model, "computes", True):
+            with no_grad(), evaluating(self.model):
+                self.model(x, training=False)
         weights = getattr(self.model, "trainable_weights", None)
         self.optimizer.bind(weights if weights is not None else self.model)
         self._built = True

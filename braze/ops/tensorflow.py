@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
 
-from braze.ops import creation, math, reduction, shape
+from braze.ops import creation, math, reduction
 from braze.ops import random as random_ops
+from braze.ops import shape as shape_ops
 from braze.ops.core import as_tensor, astype
 from braze.tensor import Tensor
 
@@ -35,7 +36,7 @@ def reduce_min(input_tensor: Any, axis: Any = None, keepdims: bool = False) -> T
 
 def concat(values: Sequence[Any], axis: int) -> Tensor:
     """The tensors joined along ``axis``: ``tf.concat``."""
-    return shape.concatenate(values, axis)
+    return shape_ops.concatenate(values, axis)
 
 
 def cast(x: Any, dtype: Any) -> Tensor:
@@ -103,6 +104,12 @@ compat = SimpleNamespace(as_bytes=_as_bytes, as_text=_as_text, as_str=_as_text)
 ``as_text(data)`` and ``as_str(data)`` (UTF-8 unless an ``encoding`` is given)."""
 
 
+def shape(input: Any, out_type: Any = None) -> tuple[int, ...]:  # noqa: A002 - TensorFlow's name
+    """The shape of ``input`` as a tuple of ints (braze's shapes are static; ``np.shape``'s
+    answer rather than TensorFlow's int32 tensor, so it indexes and builds shapes alike)."""
+    return tuple(int(d) for d in (input.shape if hasattr(input, "shape") else as_tensor(input).shape))
+
+
 def Variable(  # noqa: N802 - TensorFlow's spelling
     initial_value: Any, trainable: bool = True, name: str | None = None, dtype: Any = None
 ) -> Tensor:
@@ -123,5 +130,6 @@ __all__ = [
     "reduce_mean",
     "reduce_min",
     "reduce_sum",
+    "shape",
     "square",
 ]
