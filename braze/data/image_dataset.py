@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +96,7 @@ def image_dataset_from_directory(
         label_mode if labels is not None else None,
         len(names),
         color_mode,
-        image_size,
+        (int(image_size[0]), int(image_size[1])),
         interpolation,
         crop_to_aspect_ratio,
         batch_size,
@@ -125,24 +126,19 @@ def _check_split(validation_split: float | None, subset: str | None, shuffle: bo
         raise ValueError("image_dataset_from_directory: a validation_split of shuffled files needs a seed")
 
 
+@dataclass(frozen=True)
 class _Settings:
     """How files become batches, shared by the training and validation datasets."""
 
-    def __init__(
-        self,
-        label_mode: str | None,
-        classes: int,
-        color_mode: str,
-        image_size: Sequence[int],
-        interpolation: str,
-        crop: bool,
-        batch_size: int | None,
-        shuffle: bool,
-        seed: int | None,
-    ) -> None:
-        self.label_mode, self.classes, self.color_mode = label_mode, classes, color_mode
-        self.image_size, self.interpolation, self.crop = tuple(int(s) for s in image_size), interpolation, crop
-        self.batch_size, self.shuffle, self.seed = batch_size, shuffle, seed
+    label_mode: str | None
+    classes: int
+    color_mode: str
+    image_size: tuple[int, int]
+    interpolation: str
+    crop: bool
+    batch_size: int | None
+    shuffle: bool
+    seed: int | None
 
     def image(self, path: Path) -> np.ndarray:
         pixels = img_to_array(load_img(path, self.color_mode))

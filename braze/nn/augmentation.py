@@ -18,12 +18,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from braze import ops
-from braze.ir.errors import ShapeError
 from braze.nn.conv import channels_last
 from braze.nn.layer import Layer, new_generator
-from braze.ops.image import coordinate_dtype, grid, resize_to, sample
+from braze.ops.image import as_batch, coordinate_dtype, grid, resize_to, sample, unbatch
 from braze.ops.random import Generator
-from braze.tensor import Tensor, user_error
+from braze.tensor import Tensor
 
 __all__ = [
     "CenterCrop",
@@ -70,14 +69,10 @@ class _Augmentation(Layer):
         self._generator = new_generator(seed, generator)
 
     def call(self, x: Tensor, training: bool = True) -> Tensor:
-        x = x if x.dtype.is_float else x.astype("float32")  # integer pixels come out float, trained or not
-        if not training:
-            return x
-        if x.ndim not in (3, 4):
-            raise user_error(ShapeError, f"{self.name}: expected NHWC images or one HWC image, got shape {x.shape}")
-        images = x if x.ndim == 4 else ops.expand_dims(x, 0)
-        changed = self._augment(images)
-        return changed if x.ndim == 4 else changed[0]
+        if not training:  # integer pixels come out float, trained or not
+            return x if x.dtype.is_float else x.astype("float32")
+        images, single = as_batch(x, self.name)
+        return unbatch(self._augment(images), single)
 
     def _augment(self, images: Tensor) -> Tensor:
         raise NotImplementedError
@@ -267,13 +262,6 @@ def _size(layer: str, height: int, width: int) -> tuple[int, int]:
     return int(height), int(width)
 
 
-def _images(layer: Layer, x: Tensor) -> Tensor:
-    if x.ndim not in (3, 4):
-        raise user_error(ShapeError, f"{layer.name}: expected NHWC images or one HWC image, got shape {x.shape}")
-    x = x if x.dtype.is_float else x.astype("float32")
-    return x if x.ndim == 4 else ops.expand_dims(x, 0)
-
-
 class Resizing(Layer):
     """Images resized to ``height`` x ``width`` (bilinear or nearest), in training and
     inference alike; ``crop_to_aspect_ratio`` resizes the largest centred window of that
@@ -299,8 +287,10 @@ class Resizing(Layer):
         self.interpolation, self.crop_to_aspect_ratio = interpolation, bool(crop_to_aspect_ratio)
 
     def call(self, x: Tensor) -> Tensor:
-        out = resize_to(_images(self, x), self.height, self.width, self.interpolation, self.crop_to_aspect_ratio)
-        return out if x.ndim == 4 else out[0]
+        images, single = as_batch(x, self.name)
+        return unbatch(
+            resize_to(images, self.height, self.width, self.interpolation, self.crop_to_aspect_ratio), single
+        )
 
 
 class CenterCrop(Layer):
@@ -313,14 +303,14 @@ class CenterCrop(Layer):
         self.height, self.width = _size("CenterCrop", height, width)
 
     def call(self, x: Tensor) -> Tensor:
-        images = _images(self, x)
+        images, single = as_batch(x, self.name)
         rows, cols = images.shape[1:3]
         if rows >= self.height and cols >= self.width:
             top, left = (rows - self.height) // 2, (cols - self.width) // 2
             out = images[:, top : top + self.height, left : left + self.width]
         else:
             out = resize_to(images, self.height, self.width, "bilinear", crop_to_aspect_ratio=True)
-        return out if x.ndim == 4 else out[0]
+        return unbatch(out, single)
 
 
 class RandomCrop(_Augmentation):
@@ -334,13 +324,13 @@ class RandomCrop(_Augmentation):
         self.height, self.width = _size("RandomCrop", height, width)
 
     def call(self, x: Tensor, training: bool = True) -> Tensor:
-        images = _images(self, x)
+        images, single = as_batch(x, self.name)
         rows, cols = images.shape[1:3]
         if training and rows >= self.height and cols >= self.width:
             out = self._augment(images)
         else:
             out = resize_to(images, self.height, self.width, "bilinear", crop_to_aspect_ratio=True)
-        return out if x.ndim == 4 else out[0]
+        return unbatch(out, single)
 
     def _augment(self, images: Tensor) -> Tensor:
         n, rows, cols, _ = images.shape

@@ -40,18 +40,14 @@ def _stream(seed: Any) -> dict[str, Any]:
     raise TypeError(f"keras.random: seed must be an int, a SeedGenerator or None, got {type(seed).__name__}")
 
 
-def _shape(shape: Sequence[int] | int) -> tuple[int, ...]:
-    return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
-
-
 def uniform(
     shape: Sequence[int], minval: float = 0.0, maxval: float = 1.0, dtype: Any = None, seed: Any = None
 ) -> Tensor:
-    return ops.uniform(_shape(shape), minval, maxval, dtype or float32, **_stream(seed))
+    return ops.uniform(shape, minval, maxval, dtype or float32, **_stream(seed))
 
 
 def normal(shape: Sequence[int], mean: float = 0.0, stddev: float = 1.0, dtype: Any = None, seed: Any = None) -> Tensor:
-    return ops.randn(_shape(shape), dtype or float32, **_stream(seed)) * stddev + mean
+    return ops.randn(shape, dtype or float32, **_stream(seed)) * stddev + mean
 
 
 def truncated_normal(
@@ -59,13 +55,13 @@ def truncated_normal(
 ) -> Tensor:
     """Normal samples within two standard deviations of ``mean`` (the normal's quantiles of
     uniform draws between its 2.3% and 97.7% points: exact, nothing redrawn)."""
-    u = ops.uniform(_shape(shape), *_TRUNCATED, dtype or float32, **_stream(seed))
+    u = ops.uniform(shape, *_TRUNCATED, dtype or float32, **_stream(seed))
     return normal_quantile(u) * stddev + mean
 
 
 def randint(shape: Sequence[int], minval: int, maxval: int, dtype: Any = "int32", seed: Any = None) -> Tensor:
     """Integers drawn uniformly from [minval, maxval)."""
-    draw = ops.uniform(_shape(shape), float(minval), float(maxval), "float64", **_stream(seed))
+    draw = ops.uniform(shape, float(minval), float(maxval), "float64", **_stream(seed))
     return ops.minimum(ops.floor(draw), maxval - 1).astype(dtype)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from braze import ops
 from braze.ir.errors import ShapeError
-from braze.nn import activations, regularizers
+from braze.nn import activations, keras_random, regularizers
 from braze.nn.layer import Layer, new_generator
 from braze.ops.random import Generator
 from braze.tensor import Tensor, user_error
@@ -181,8 +181,7 @@ class Dropout(Layer):
     def call(self, x: Tensor, training: bool = False) -> Tensor:
         if not training or self.rate == 0:
             return x
-        keep = ops.rand(x.shape, x.dtype, generator=self._generator, device=x.device) >= self.rate
-        return ops.where(keep, x / (1 - self.rate), 0.0)
+        return keras_random.dropout(x, self.rate, seed=self._generator)
 
 
 class Activation(Layer):

@@ -162,20 +162,20 @@ class Normalization(Layer):
         self.adapt_mean = self.add_weight(shape=shape, initializer="zeros", trainable=False)
         self.adapt_variance = self.add_weight(shape=shape, initializer="ones", trainable=False)
 
-    def _statistics(self, like: Tensor) -> tuple[Tensor, Tensor]:
-        """The mean and variance in ``like``'s type and on its device, unshaped."""
+    def _statistics(self, dtype: Any = "float32", device: Any = None) -> tuple[Tensor, Tensor]:
+        """The mean and variance in ``dtype`` (on ``device``, for given ones), unshaped."""
         if self._given is not None:
-            return tuple(ops.tensor(v, dtype=like.dtype, device=like.device) for v in self._given)
-        return self.adapt_mean.astype(like.dtype), self.adapt_variance.astype(like.dtype)
+            return tuple(ops.tensor(v, dtype=dtype, device=device) for v in self._given)
+        return self.adapt_mean.astype(dtype), self.adapt_variance.astype(dtype)
 
     @property
     def mean(self) -> Tensor:
         """The mean, shaped to broadcast against an input (Keras's ``mean``, ``(1, features)``)."""
-        return self._statistics(ops.zeros((), "float32"))[0].reshape(self._broadcast)
+        return self._statistics()[0].reshape(self._broadcast)
 
     @property
     def variance(self) -> Tensor:
-        return self._statistics(ops.zeros((), "float32"))[1].reshape(self._broadcast)
+        return self._statistics()[1].reshape(self._broadcast)
 
     def _store(self, mean: np.ndarray, variance: np.ndarray) -> None:
         with no_grad():
@@ -213,6 +213,6 @@ class Normalization(Layer):
         x = x if x.dtype.is_float else x.astype("float32")
         kept = self._kept(x.ndim)
         shape = tuple(x.shape[a] if a in kept else 1 for a in range(x.ndim))
-        mean, variance = self._statistics(x)
+        mean, variance = self._statistics(x.dtype, x.device)
         mean, deviation = mean.reshape(shape), ops.maximum(ops.sqrt(variance), _EPSILON).reshape(shape)
         return mean + x * deviation if self.invert else (x - mean) / deviation

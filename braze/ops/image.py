@@ -11,14 +11,29 @@ from collections.abc import Sequence
 from typing import Any
 
 from braze.ir.dtypes import DType, float32, float64, int32
+from braze.ir.errors import ShapeError
 from braze.ops.core import broadcast_to
 from braze.ops.creation import arange
 from braze.ops.indexing import take_along_axis
 from braze.ops.math import clip, floor, remainder, where
-from braze.ops.shape import transpose
-from braze.tensor import Tensor
+from braze.ops.shape import expand_dims, transpose
+from braze.tensor import Tensor, user_error
 
-__all__ = ["coordinate_dtype", "extract_patches", "grid", "resize_to", "sample"]
+__all__ = ["as_batch", "coordinate_dtype", "extract_patches", "grid", "resize_to", "sample", "unbatch"]
+
+
+def as_batch(images: Tensor, who: str) -> tuple[Tensor, bool]:
+    """``images`` as a float NHWC batch (one HWC image as a batch of one, integer pixels as
+    float32), and whether it was one image; ``who`` names the caller in the error."""
+    if images.ndim not in (3, 4):
+        raise user_error(ShapeError, f"{who}: expected NHWC images or one HWC image, got shape {images.shape}")
+    batch = images if images.dtype.is_float else images.astype("float32")
+    return (batch if images.ndim == 4 else expand_dims(batch, 0)), images.ndim == 3
+
+
+def unbatch(batch: Tensor, single: bool) -> Tensor:
+    """What :func:`as_batch` took: the one image back out of its batch of one."""
+    return batch[0] if single else batch
 
 
 def coordinate_dtype(images: Tensor) -> DType:

@@ -52,13 +52,21 @@ def resolve_padding(
     raise user_error(ShapeError, f"{op}: cannot read padding {padding!r}")
 
 
-def _image_and_filter(op: str, x: Any, w: Any) -> tuple[Tensor, Tensor]:
+def _image_and_filter(op: str, x: Any, w: Any, channels_at: int = 2, layout: str = "") -> tuple[Tensor, Tensor]:
+    """``x`` and ``w`` as an NHWC image batch and a 4-D filter whose axis ``channels_at``
+    matches the image's channels (``layout`` names the filter's axes in the error)."""
     x, w = as_tensor(x), as_tensor(w)
     check_compatible(op, [x, w])
     if x.ndim != 4 or w.ndim != 4:
         raise user_error(
             ShapeError,
             f"{op}: expected a 4-D NHWC input and a 4-D HWIO filter, got {fmt_shape(x.shape)} and {fmt_shape(w.shape)}",
+        )
+    if x.shape[3] != w.shape[channels_at]:
+        raise user_error(
+            ShapeError,
+            f"{op}: input {fmt_shape(x.shape)} has {x.shape[3]} channels but filter {fmt_shape(w.shape)}{layout} "
+            f"expects {w.shape[channels_at]}",
         )
     return x, w
 
@@ -69,12 +77,6 @@ def conv2d(
     """2-D convolution of NHWC ``x`` with HWIO filter ``w`` (cross-correlation, as in TF);
     in bfloat16 under ``braze.autocast``."""
     x, w = _image_and_filter("conv2d", x, w)
-    if x.shape[3] != w.shape[2]:
-        raise user_error(
-            ShapeError,
-            f"conv2d: input {fmt_shape(x.shape)} has {x.shape[3]} channels but filter {fmt_shape(w.shape)} "
-            f"expects {w.shape[2]}",
-        )
     strides = _pair("conv2d", "stride", stride)
     dilations = _pair("conv2d", "dilation", dilation)
     span = [(k - 1) * d + 1 for k, d in zip(w.shape[:2], dilations, strict=True)]
@@ -95,13 +97,7 @@ def conv2d_transpose(
     ``conv2d_transpose``): NHWC ``x`` of ``w.shape[3]`` channels through the HWIO filter
     ``w`` of the convolution it transposes, into images of ``output_hw`` pixels and
     ``w.shape[2]`` channels. ``padding`` is that convolution's, over ``output_hw``."""
-    x, w = _image_and_filter("conv2d_transpose", x, w)
-    if x.shape[3] != w.shape[3]:
-        raise user_error(
-            ShapeError,
-            f"conv2d_transpose: input {fmt_shape(x.shape)} has {x.shape[3]} channels but filter "
-            f"{fmt_shape(w.shape)} (height, width, out, in) takes {w.shape[3]}",
-        )
+    x, w = _image_and_filter("conv2d_transpose", x, w, 3, " (height, width, out, in)")
     out_hw = _pair("conv2d_transpose", "output_hw", tuple(output_hw))
     strides = _pair("conv2d_transpose", "stride", stride)
     dilations = _pair("conv2d_transpose", "dilation", dilation)
@@ -128,13 +124,7 @@ def depthwise_conv2d(
     ``channels * multiplier`` outputs, channel ``c``'s ``k``-th at ``c * multiplier + k``.
     Computed as a sum over the filter's taps of strided windows times per-channel weights,
     which the compiler fuses into one elementwise loop."""
-    x, w = _image_and_filter("depthwise_conv2d", x, w)
-    if x.shape[3] != w.shape[2]:
-        raise user_error(
-            ShapeError,
-            f"depthwise_conv2d: input {fmt_shape(x.shape)} has {x.shape[3]} channels but filter "
-            f"{fmt_shape(w.shape)} (height, width, channels, multiplier) has {w.shape[2]}",
-        )
+    x, w = _image_and_filter("depthwise_conv2d", x, w, 2, " (height, width, channels, multiplier)")
     (sh, sw), (dh, dw) = _pair("depthwise_conv2d", "stride", stride), _pair("depthwise_conv2d", "dilation", dilation)
     span = [(k - 1) * d + 1 for k, d in zip(w.shape[:2], (dh, dw), strict=True)]
     pads = resolve_padding("depthwise_conv2d", padding, x.shape[1:3], span, (sh, sw))

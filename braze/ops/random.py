@@ -97,7 +97,7 @@ def _key(generator: Generator | None, seed: int | None, device: Device) -> Tenso
 
 
 def _shape(shape: Sequence[int] | int) -> tuple[int, ...]:
-    return (int(shape),) if isinstance(shape, int) else tuple(int(s) for s in shape)
+    return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
 
 
 def rand(

@@ -8,7 +8,7 @@ from typing import Any
 
 from braze.ops import random as random_ops
 from braze.ops.core import as_tensor
-from braze.ops.image import resize_to
+from braze.ops.image import as_batch, resize_to, unbatch
 from braze.ops.math import maximum, sqrt, where
 from braze.ops.reduction import mean
 from braze.ops.shape import expand_dims, flip, transpose
@@ -27,15 +27,6 @@ __all__ = [
 ]
 
 
-def _batched(image: Any) -> tuple[Tensor, bool]:
-    """``image`` as an NHWC batch (a float tensor), and whether it was one HWC image."""
-    x = as_tensor(image)
-    if x.ndim not in (3, 4):
-        raise ValueError(f"tf.image: expected NHWC images or one HWC image, got shape {x.shape}")
-    x = x if x.dtype.is_float else x.astype("float32")
-    return (expand_dims(x, 0), True) if x.ndim == 3 else (x, False)
-
-
 def _float_images(op: str, image: Any) -> Tensor:
     """TensorFlow scales integer images into [0, 1] by their dtype's range; braze reads
     uint8 images as int32, so that range is lost: integer images are refused."""
@@ -46,10 +37,6 @@ def _float_images(op: str, image: Any) -> Tensor:
             "is unknown): convert them first, e.g. tf.cast(image, tf.float32) / 255"
         )
     return x
-
-
-def _unbatched(x: Tensor, single: bool) -> Tensor:
-    return x[0] if single else x
 
 
 def resize(
@@ -67,9 +54,9 @@ def resize(
     if preserve_aspect_ratio or antialias:
         raise NotImplementedError("tf.image.resize: preserve_aspect_ratio and antialias are not supported")
     given = as_tensor(images)
-    x, single = _batched(given)
+    x, single = as_batch(given, "tf.image.resize")
     height, width = (int(s) for s in size)
-    resized = _unbatched(resize_to(x, height, width, method), single)
+    resized = unbatch(resize_to(x, height, width, method), single)
     return resized if method == "bilinear" or given.dtype.is_float else resized.astype(given.dtype)
 
 
@@ -123,14 +110,14 @@ def adjust_brightness(image: Any, delta: float) -> Tensor:
 def adjust_contrast(images: Any, contrast_factor: float) -> Tensor:
     """Each channel's distance from its image's mean scaled by ``contrast_factor`` (float
     images)."""
-    x, single = _batched(_float_images("adjust_contrast", images))
+    x, single = as_batch(_float_images("adjust_contrast", images), "tf.image.adjust_contrast")
     centre = mean(x, axis=(1, 2), keepdims=True)
-    return _unbatched((x - centre) * contrast_factor + centre, single)
+    return unbatch((x - centre) * contrast_factor + centre, single)
 
 
 def per_image_standardization(image: Any) -> Tensor:
     """Each image less its mean, over its standard deviation (at least 1/sqrt(its size))."""
-    x, single = _batched(image)
+    x, single = as_batch(as_tensor(image), "tf.image.per_image_standardization")
     centred = x - mean(x, axis=(1, 2, 3), keepdims=True)
     deviation = sqrt(mean(centred * centred, axis=(1, 2, 3), keepdims=True))
-    return _unbatched(centred / maximum(deviation, float(x[0].size) ** -0.5), single)
+    return unbatch(centred / maximum(deviation, float(x[0].size) ** -0.5), single)
