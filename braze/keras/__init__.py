@@ -26,7 +26,8 @@ from braze.keras import (
 )
 from braze.nn.functional_api import Input
 from braze.nn.layer import Layer
-from braze.nn.model import Model, Sequential
+from braze.nn.model import KerasSequential as Sequential
+from braze.nn.model import Model
 
 # The Keras API whose names and behaviour braze.keras follows (programs check it).
 __version__ = "3.0.0"

@@ -82,12 +82,14 @@ class Layer(Module):
     trainable = True
     input_shape: tuple[int, ...] | None = None  # without the batch dimension, as given
     activity_regularizer: Callable | None = None
+    name_stem: str | None = None  # the default name's stem when it is not the class's name
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Layer:
         layer = super().__new__(cls)
         layer.training = cls.training  # a Keras model starts in inference mode, a layer as a Module
         layer._config = _init_arguments(cls, args, kwargs)
-        layer._name = layer._config.get("name") or unique_name(snake_case(cls.__name__))
+        stem = cls.__dict__.get("name_stem") or snake_case(cls.__name__)
+        layer._name = layer._config.get("name") or unique_name(stem)
         layer._build_device = None
         layer._weights_added: list[Tensor] = []
         layer._call_losses: list[Tensor] = []

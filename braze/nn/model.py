@@ -4,8 +4,9 @@
 A functional or subclassed model called without ``training=`` runs in inference mode, as
 ``keras.Model`` does: it starts in ``eval()`` mode, ``fit`` trains it in training mode and
 restores the mode it found, and ``model(x, training=True)`` or ``model.train()`` switch
-explicitly. A ``Sequential`` starts in training mode, as braze's modules do (it is
-``braze.nn``'s container too); ``fit``, ``evaluate`` and ``predict`` set the mode either way.
+explicitly. ``keras.Sequential`` (``KerasSequential``) starts in inference mode too;
+``braze.nn.Sequential``, the container of PyTorch-style programs, starts in training mode
+as braze's modules do. ``fit``, ``evaluate`` and ``predict`` set the mode either way.
 Every layer called inside follows the model's ``training`` value.
 """
 
@@ -119,6 +120,13 @@ class Model(Layer):
         with no_grad():
             self(ops.zeros(shape), training=False)
 
+    def to_json(self, **dumps: Any) -> str:
+        """The model's architecture as JSON (``json.dumps`` options in ``dumps``), which
+        ``keras.models.model_from_json`` rebuilds, as Keras's ``Model.to_json``."""
+        from braze.nn.saving import to_json  # saving builds models: imported when used
+
+        return to_json(self, **dumps)
+
     def get_layer(self, name: str | None = None, index: int | None = None) -> Layer:
         if index is not None:
             return self.layers[index]
@@ -227,3 +235,12 @@ def _shape_after(layer: Module, input_shape: tuple[int, ...]) -> tuple[int, ...]
         x = ops.zeros((1, *input_shape))
         out = layer(x, training=False) if isinstance(layer, Layer) else layer(x)
     return tuple(out.shape[1:]) if isinstance(out, Tensor) else input_shape
+
+
+class KerasSequential(Sequential):
+    """``keras.Sequential``: ``braze.nn.Sequential`` starting in inference mode, as every
+    Keras model does, so that ``model(x)`` runs no ``Dropout`` until ``fit`` or
+    ``training=True`` asks for it."""
+
+    training = False
+    name_stem = "sequential"

@@ -29,7 +29,7 @@ from braze.nn.checkpoint import CheckpointError, write_atomically, write_npz
 from braze.nn.functional_api import InputLayer
 from braze.nn.keras_ops import _WRAPPED
 from braze.nn.layer import Layer
-from braze.nn.model import Model, Sequential
+from braze.nn.model import KerasSequential, Model, Sequential
 from braze.nn.module import warn_if_hdf5
 from braze.nn.state import set_value
 from braze.nn.symbolic import KerasTensor
@@ -214,7 +214,7 @@ def layer_from_config(config: dict[str, Any], custom: dict[str, type] | None = N
     if name == "Sequential":
         inner = config["config"]
         layers = [layer_from_config(c, custom) for c in inner["layers"]]
-        return Sequential(layers, input_shape=inner["input_shape"], name=inner["name"])
+        return KerasSequential(layers, input_shape=inner["input_shape"], name=inner["name"])
     cls = _find_class(name, custom)
     arguments = {k: _decode(v, custom) for k, v in config["config"].items()}
     return cls.from_config(arguments)
@@ -253,8 +253,8 @@ def _symbolic_op(fn: Any) -> Any:
     return symbolic_op(fn)
 
 
-def to_json(model: Layer) -> str:
-    return json.dumps(_layer_config(model))
+def to_json(model: Layer, **dumps: Any) -> str:
+    return json.dumps(_layer_config(model), **dumps)
 
 
 def model_from_json(text: str, custom_objects: dict[str, type] | None = None) -> Layer:

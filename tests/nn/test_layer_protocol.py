@@ -54,9 +54,24 @@ def test_training_follows_the_call_then_the_enclosing_call_then_the_mode():
     assert inner.seen_training is True
     sequential = keras.Sequential([inner])
     sequential(np.ones((1, 2), np.float32))
-    assert inner.seen_training is True  # a Sequential starts in training mode, as braze's modules do
-    sequential(np.ones((1, 2), np.float32), training=False)
-    assert inner.seen_training is False
+    assert inner.seen_training is False  # keras.Sequential starts in inference mode, as Keras's does
+    sequential(np.ones((1, 2), np.float32), training=True)
+    assert inner.seen_training is True
+    container = braze.nn.Sequential(inner)
+    container(np.ones((1, 2), np.float32))
+    assert inner.seen_training is True  # braze.nn.Sequential starts in training mode, as PyTorch's does
+
+
+def test_keras_sequential_runs_dropout_only_when_training():
+    model = keras.Sequential([keras.Input((64,)), layers.Dropout(0.5)])
+    assert model.name.startswith("sequential")
+    x = np.ones((4, 64), np.float32)
+    np.testing.assert_array_equal(model(x).numpy(), x)
+    dropped = model(x, training=True).numpy()
+    assert set(np.unique(dropped)) <= {0.0, 2.0} and 0 < (dropped == 0).sum() < x.size
+    restored = keras.models.model_from_json(model.to_json(indent=1))
+    assert isinstance(restored, keras.Sequential) and not restored.training and restored.name == model.name
+    np.testing.assert_array_equal(restored(x).numpy(), x)
 
 
 def test_add_loss_and_regularizers_are_the_layers_losses_for_the_last_call():
