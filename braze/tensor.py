@@ -280,6 +280,11 @@ class Tensor:
     def is_leaf(self) -> bool:
         return self._grad_node is None
 
+    @property
+    def trainable(self) -> bool:
+        """Whether training updates it (TensorFlow's ``Variable.trainable``): ``requires_grad``."""
+        return self.requires_grad
+
     def __len__(self) -> int:
         if not self.shape:
             raise TypeError("len() of a 0-d tensor")
@@ -466,8 +471,9 @@ class Tensor:
         return self
 
     def assign(self, value: Any) -> Tensor:
-        """Set this tensor's value in place (TensorFlow's ``Variable.assign``)."""
-        return self._assign(ops.as_tensor(value, like=self))
+        """Set this tensor's value in place, recording no gradient (TensorFlow's
+        ``Variable.assign``: a trainable weight takes it too)."""
+        return self._assign_without_grad(lambda _, new: new, value)
 
     def assign_add(self, value: Any) -> Tensor:
         """``self += value`` in place, recording no gradient (``Variable.assign_add``)."""

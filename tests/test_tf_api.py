@@ -113,6 +113,31 @@ def test_tensorflow_op_names():
     np.testing.assert_allclose(v.numpy(), [0.5, 0.75])
 
 
+def test_assign_sets_trainable_variables_and_weights_eagerly_and_in_a_tf_function():
+    v = tf.Variable(np.zeros(2, np.float32))
+    v.assign([1.0, 2.0])
+    np.testing.assert_array_equal(v.numpy(), [1.0, 2.0])
+    assert v.trainable
+    dense = tf.keras.layers.Dense(3)
+    dense.build((None, 2))
+    kernel = np.arange(6, dtype=np.float32).reshape(2, 3)
+    dense.kernel.assign(kernel)
+    np.testing.assert_array_equal(dense(np.eye(2, dtype=np.float32)).numpy(), kernel)
+
+    @tf.function
+    def double_then_read(x):
+        v.assign(x * 2)
+        return v + 1
+
+    np.testing.assert_array_equal(double_then_read(tf.constant([1.0, 3.0])).numpy(), [3.0, 7.0])
+    np.testing.assert_array_equal(v.numpy(), [2.0, 6.0])
+    w = tf.Variable(np.ones(2, np.float32))
+    with tf.GradientTape() as tape:
+        w.assign(w * 3)  # the tape sees the new value, not the assignment: d(w.w)/dw = 2w
+        y = tf.reduce_sum(w * w)
+    np.testing.assert_array_equal(tape.gradient(y, w).numpy(), [6.0, 6.0])
+
+
 def test_nested_tapes_give_the_second_derivative():
     """TensorFlow's nested tapes: the inner gradient is recorded by the outer tape."""
     x = tf.Variable(np.array([0.5, -1.25, 2.0], np.float64))

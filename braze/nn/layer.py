@@ -20,6 +20,7 @@ set to ``trainable = False`` keeps its parameters out of training.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -75,6 +76,20 @@ def _shape_of(value: Any) -> Any:
     return tree.map_leaves(lambda v: tuple(v.shape) if hasattr(v, "shape") else None, value)
 
 
+def _marking_built(build: Callable) -> Callable:
+    """``build`` that marks the layer built once it returns, as Keras's does: a layer built
+    by hand (``layer.build(shape)``) is not built again, afresh, by its first call."""
+
+    @functools.wraps(build)
+    def build_then_mark(self: Layer, *args: Any, **kwargs: Any) -> Any:
+        result = build(self, *args, **kwargs)
+        self.built = True
+        return result
+
+    build_then_mark.marks_built = True
+    return build_then_mark
+
+
 class Layer(Module):
     """The base of braze's layers and of a user's Keras layers and models."""
 
@@ -83,6 +98,12 @@ class Layer(Module):
     input_shape: tuple[int, ...] | None = None  # without the batch dimension, as given
     activity_regularizer: Callable | None = None
     name_stem: str | None = None  # the default name's stem when it is not the class's name
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        build = cls.__dict__.get("build")
+        if build is not None and not hasattr(build, "marks_built"):
+            cls.build = _marking_built(build)
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Layer:
         layer = super().__new__(cls)

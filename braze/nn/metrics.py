@@ -184,7 +184,8 @@ def binary_accuracy(y_true: Tensor, y_pred: Tensor, threshold: float = 0.5) -> T
         y_pred = y_pred.reshape(y_pred.shape[:-1])
     elif y_pred.ndim == y_true.ndim - 1 and y_true.shape[-1] == 1:
         y_true = y_true.reshape(y_true.shape[:-1])
-    matches = ((y_pred > threshold) == (y_true.astype(y_pred.dtype) > 0.5)).astype(float32)
+    # Keras compares the thresholded prediction with the target itself: a soft target matches nothing.
+    matches = ((y_pred > threshold).astype(y_pred.dtype) == y_true.astype(y_pred.dtype)).astype(float32)
     return ops.mean(matches, axis=-1) if matches.ndim > 1 else matches
 
 

@@ -85,6 +85,10 @@ def test_accuracies_and_errors_match_numpy():
     binary = metrics.BinaryAccuracy(threshold=0.6)
     binary.update_state(LABELS[:, None], SCORES[:, None])
     assert float(binary.result()) == pytest.approx(np.mean((SCORES > 0.6) == (LABELS > 0.5)))
+    # Keras compares the thresholded prediction with the target as it is: soft targets never match.
+    soft = metrics.BinaryAccuracy()
+    soft.update_state(np.array([[0.3], [0.8], [1.0]], np.float32), np.array([[0.2], [0.9], [0.7]], np.float32))
+    assert float(soft.result()) == pytest.approx(1 / 3)
 
 
 def test_loss_functions_take_y_true_first_and_return_one_value_per_example():

@@ -41,6 +41,15 @@ def test_build_runs_once_on_first_use_with_the_full_shape():
     assert layer.trainable_weights == [layer.w] and layer.non_trainable_weights == [layer.count]
 
 
+def test_a_layer_built_by_hand_is_not_built_again_by_its_first_call():
+    layer = Scale()
+    layer.build((None, 3))
+    assert layer.built
+    layer.w.assign(np.array([1.0, 2.0, 3.0], np.float32))
+    np.testing.assert_array_equal(layer(np.ones((2, 3), np.float32)).numpy(), [[1.0, 2.0, 3.0]] * 2)
+    assert layer.shapes == [(None, 3)]
+
+
 def test_training_follows_the_call_then_the_enclosing_call_then_the_mode():
     inner = Scale()
     inputs = keras.Input(shape=(2,))
