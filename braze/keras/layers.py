@@ -78,6 +78,7 @@ from braze.nn.normalization import (
     BatchNormalization,
     Normalization,
 )
+from braze.nn.saving import deserialize, serialize
 from braze.nn.upsampling import Conv1DTranspose, Conv2DTranspose, UpSampling1D, UpSampling2D
 
 __all__ = [
@@ -151,9 +152,11 @@ __all__ = [
     "add",
     "average",
     "concatenate",
+    "deserialize",
     "maximum",
     "minimum",
     "multiply",
+    "serialize",
     "subtract",
 ]
 
@@ -164,6 +167,7 @@ _MISSING = {
     "StringLookup": "braze tensors hold numbers: encode strings to integers with NumPy",
     "IntegerLookup": "map the integers with NumPy",
     "TextVectorization": "braze tensors hold numbers: tokenize with Python and keras.utils.pad_sequences",
+    "Masking": "braze has no masks: pad, and weight the padded steps out with sample_weight",
 }
 
 

@@ -1,5 +1,26 @@
 """``keras.saving``."""
 
-from braze.nn.saving import get_custom_objects, load_model, register_keras_serializable, save_model
+from braze.nn.saving import (
+    CustomObjectScope,
+    deserialize,
+    get_custom_objects,
+    load_model,
+    register_keras_serializable,
+    save_model,
+    serialize,
+)
 
-__all__ = ["get_custom_objects", "load_model", "register_keras_serializable", "save_model"]
+custom_object_scope = CustomObjectScope
+serialize_keras_object = serialize
+deserialize_keras_object = deserialize
+
+__all__ = [
+    "CustomObjectScope",
+    "custom_object_scope",
+    "deserialize_keras_object",
+    "get_custom_objects",
+    "load_model",
+    "register_keras_serializable",
+    "save_model",
+    "serialize_keras_object",
+]

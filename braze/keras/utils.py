@@ -5,11 +5,19 @@ from braze.data.image_folder import array_to_img, img_to_array, load_img
 from braze.data.keras_utils import PyDataset, Sequence, pad_sequences, to_categorical
 from braze.nn.adapters import pack as pack_x_y_sample_weight
 from braze.nn.adapters import unpack as unpack_x_y_sample_weight
+from braze.nn.saving import CustomObjectScope, deserialize, serialize
 from braze.nn.seeds import plot_model, set_random_seed
 
+custom_object_scope = CustomObjectScope
+serialize_keras_object = serialize
+deserialize_keras_object = deserialize
+
 __all__ = [
+    "CustomObjectScope",
     "PyDataset",
     "array_to_img",
+    "custom_object_scope",
+    "deserialize_keras_object",
     "image_dataset_from_directory",
     "img_to_array",
     "load_img",
@@ -17,6 +25,7 @@ __all__ = [
     "Sequence",
     "pack_x_y_sample_weight",
     "pad_sequences",
+    "serialize_keras_object",
     "set_random_seed",
     "to_categorical",
     "unpack_x_y_sample_weight",

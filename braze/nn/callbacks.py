@@ -16,6 +16,8 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
+from braze.nn.checkpoint import saved_whole
+
 Logs = dict[str, Any]
 
 
@@ -200,6 +202,7 @@ class ModelCheckpoint(Callback):
                 "where values are read without cutting the training step"
             )
         self.filepath, self.verbose, self.save_best_only = os.fspath(filepath), verbose, save_best_only
+        saved_whole(self.filepath)  # a name nothing reads back fails here, not at the first epoch's end
         self.save_weights_only = save_weights_only
         self._monitor = _Monitor("ModelCheckpoint", monitor, mode)
 

@@ -35,6 +35,24 @@ _ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")
 SAFETENSORS_SUFFIX = ".safetensors"
 
 
+HDF5_SUFFIXES = (".h5", ".hdf5")
+_WEIGHTS = (".npz", ".safetensors")
+
+
+def saved_whole(path: str | os.PathLike) -> bool:
+    """Whether ``save`` writes the whole model to ``path`` (``.keras``, or Keras's ``.h5``)
+    rather than the weights (``.npz``, ``.safetensors``, ``.weights.h5``); ValueError for
+    another name, which neither braze nor Keras would read back as a model."""
+    name = os.fspath(path)
+    suffix = Path(name).suffix
+    if suffix not in (".keras", *HDF5_SUFFIXES, *_WEIGHTS):
+        raise ValueError(
+            f"{name}: save to a name ending in .keras (the whole model: architecture, weights, compile settings) "
+            "or in .npz or .safetensors (weights and buffers)"
+        )
+    return suffix == ".keras" or (suffix in HDF5_SUFFIXES and not name.endswith(".weights" + suffix))
+
+
 def write_checkpoint(path: str | os.PathLike, state: dict[str, np.ndarray]) -> None:
     """Write ``state`` atomically: safetensors when ``path`` ends with .safetensors, else .npz.
 

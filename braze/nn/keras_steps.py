@@ -9,6 +9,7 @@ The default ``train_step`` records the loss and metrics before it applies the gr
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from braze.autodiff import GradientTape
@@ -134,7 +135,10 @@ class KerasSteps:
             loss = self.compute_loss(x, y, y_pred, sample_weight, training=True)
         logs = self._record(loss, x, y, y_pred, sample_weight)
         weights = self._trainable()
-        self.optimizer.apply_gradients(zip(tape.gradient(loss, weights), weights, strict=True))
+        if weights:
+            self.optimizer.apply_gradients(zip(tape.gradient(loss, weights), weights, strict=True))
+        else:  # as Keras: a model of fixed layers still reports its loss
+            warnings.warn(f"{self.name}: the model has no trainable weights; fit only measures it", stacklevel=2)
         return logs
 
     def test_step(self, data: Any) -> dict[str, Tensor]:

@@ -15,12 +15,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from braze import ops
 from braze.autodiff import no_grad
 from braze.nn.functional_api import FunctionalGraph, InputLayer
 from braze.nn.layer import Layer
 from braze.nn.module import Module
-from braze.nn.symbolic import KerasTensor
+from braze.nn.symbolic import KerasTensor, is_symbolic
 from braze.tensor import Tensor
 
 
@@ -40,6 +42,38 @@ class Model(Layer):
 
     training = False
     layers = _ChildLayers()
+    # What its first call took (shapes and dtypes, as JSON): a subclassed model saved and
+    # loaded is called so once, on zeros, to make its weights before they are loaded.
+    # Private, so that a compiled step that records it does not trace again for it.
+    _build_input: Any = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._build_input is None and args and not is_symbolic(args[0]):
+            self._build_input = _input_spec(args[0])
+        return super().__call__(*args, **kwargs)
+
+    @property
+    def build_input(self) -> Any:
+        return self._build_input
+
+    def build_from(self, spec: Any) -> None:
+        """Make the weights by one call, in inference mode, on zeros like ``build_input``."""
+        with no_grad():
+            self(_zeros_like(spec), training=False)
+
+    def get_config(self) -> dict[str, Any]:
+        """A functional model's whole graph; a subclassed model's constructor arguments."""
+        from braze.nn import saving  # saving builds models: imported when used
+
+        return saving.model_config(self) if saving.is_functional(self) else super().get_config()
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any], custom_objects: dict[str, type] | None = None) -> Model:
+        if "nodes" not in config:
+            return super().from_config(config)
+        from braze.nn.saving import model_from_config
+
+        return model_from_config(config, cls, custom_objects)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         inputs = args[0] if args else kwargs.pop("inputs", None)
@@ -204,6 +238,17 @@ class Sequential(Model):
                 break
             self._output_shape = _shape_after(layer, self._output_shape)
 
+    def get_config(self) -> dict[str, Any]:
+        from braze.nn.saving import model_config
+
+        return model_config(self)
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any], custom_objects: dict[str, type] | None = None) -> Sequential:
+        from braze.nn.saving import model_from_config
+
+        return model_from_config(config, cls, custom_objects)
+
     def _ensure_built(self, input_shape: Any) -> None:
         if not self.built:  # the declared input shape, where there is one, not the first batch's
             self.build(None if self.input_shape is not None else input_shape)
@@ -213,6 +258,30 @@ class Sequential(Model):
         for layer in self.layers:
             x = layer(x)
         return x
+
+
+def _input_spec(value: Any) -> Any:
+    """A call's argument as JSON: each array's shape and dtype (integer ids stay integers)."""
+    if isinstance(value, (list, tuple)):
+        return [_input_spec(v) for v in value]
+    if isinstance(value, dict):
+        return {"items": {str(k): _input_spec(v) for k, v in value.items()}}
+    if not hasattr(value, "shape") or not hasattr(value, "dtype"):
+        return None
+    kind = np.dtype(value.dtype.numpy if isinstance(value, Tensor) else value.dtype)
+    dtype = "bool" if kind == np.bool_ else "int32" if np.issubdtype(kind, np.integer) else "float32"
+    return {"shape": [int(d) for d in value.shape], "dtype": dtype}
+
+
+def _zeros_like(spec: Any) -> Any:
+    if isinstance(spec, list):
+        return [_zeros_like(s) for s in spec]
+    if spec is None:
+        return None
+    if "items" in spec:
+        return {k: _zeros_like(v) for k, v in spec["items"].items()}
+    shape = spec["shape"]
+    return ops.zeros((1, *shape[1:]) if shape else (), spec["dtype"])  # one example: the batch size is free
 
 
 def _matching_rank(x: Any, input_shape: tuple[int, ...] | None) -> Any:

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from braze.ir.dtypes import as_dtype
-from braze.nn.checkpoint import CheckpointError, read_checkpoint, write_checkpoint
+from braze.nn.checkpoint import HDF5_SUFFIXES, CheckpointError, read_checkpoint, saved_whole, write_checkpoint
 from braze.nn.keras_methods import KerasMethods
 from braze.nn.state import is_buffer, mark_buffer, set_value
 from braze.runtime.device import Device, as_device
@@ -194,8 +194,9 @@ class Module(KerasMethods):
         """Write the model to ``path`` atomically: the whole model (architecture, weights,
         compile settings) for a ``.keras`` name, as Keras's ``model.save``; else the weights
         and buffers, a ``.safetensors`` file when the name ends so (readable by the
-        safetensors library, for NumPy and PyTorch), else ``.npz``."""
-        if Path(path).suffix in (".keras", *_HDF5):
+        safetensors library, for NumPy and PyTorch), or ``.npz``; another name is an error
+        (Keras's too), not a file ``load_model`` cannot read."""
+        if saved_whole(path):
             from braze.nn.saving import save_model
 
             save_model(self, path, overwrite)
@@ -206,7 +207,7 @@ class Module(KerasMethods):
         """Write the weights and buffers to a checkpoint: ``.safetensors`` for that name,
         else ``.npz`` (also under a Keras ``.weights.h5`` name, with a warning: braze
         writes no HDF5, and reads its own file back by its content)."""
-        if Path(path).suffix == ".keras":
+        if saved_whole(path) and Path(path).suffix == ".keras":
             raise CheckpointError(f"{path}: a .keras file holds a whole model: use model.save({str(path)!r})")
         warn_if_hdf5(path, "an .npz checkpoint")
         if not overwrite and os.path.exists(path):
@@ -226,11 +227,8 @@ class Module(KerasMethods):
     load_weights = load  # Keras's name
 
 
-_HDF5 = (".h5", ".hdf5")
-
-
 def warn_if_hdf5(path: str | os.PathLike, what: str) -> None:
-    if Path(path).suffix in _HDF5:
+    if Path(path).suffix in HDF5_SUFFIXES:
         warnings.warn(
             f"{path}: braze writes {what} under this name, not HDF5: braze reads it back (by its content), h5py cannot",
             stacklevel=3,

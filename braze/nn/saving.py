@@ -56,6 +56,52 @@ def get_custom_objects() -> dict[str, type]:
     return _CUSTOM
 
 
+class CustomObjectScope:
+    """``with keras.utils.custom_object_scope({"Name": cls}):``: inside the block,
+    ``load_model``, ``from_config`` and ``deserialize`` find these classes by name too."""
+
+    def __init__(self, *objects: dict[str, type]) -> None:
+        self._objects = {name: cls for table in objects for name, cls in (table or {}).items()}
+        self._saved: dict[str, type] = {}
+
+    def __enter__(self) -> CustomObjectScope:
+        self._saved = dict(_CUSTOM)
+        _CUSTOM.update(self._objects)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _CUSTOM.clear()
+        _CUSTOM.update(self._saved)
+
+
+def serialize(layer: Any) -> Any:
+    """A layer's, model's or other object's config as JSON-ready values (``keras.layers.serialize``,
+    ``keras.saving.serialize_keras_object``)."""
+    return _layer_config(layer) if isinstance(layer, Layer) else _encode(layer, type(layer).__name__)
+
+
+def deserialize(config: Any, custom_objects: dict[str, type] | None = None) -> Any:
+    """The object ``serialize`` described, made anew (a layer or model with new weights)."""
+    if isinstance(config, dict) and "class_name" in config and _is_layer_config(config, custom_objects or {}):
+        return layer_from_config(config, custom_objects)
+    return _decode(config, custom_objects or {})
+
+
+def _is_layer_config(config: dict[str, Any], custom: dict[str, type]) -> bool:
+    if "functional" in config or config["class_name"] == "Sequential":
+        return True
+    cls = _find_class(config["class_name"], custom)
+    return isinstance(cls, type) and issubclass(cls, Layer)
+
+
+def clone_model(model: Layer, input_tensors: Any = None, clone_function: Any = None, **options: Any) -> Layer:
+    """A model of the same architecture with new weights (``keras.models.clone_model``)."""
+    if input_tensors is not None or clone_function is not None or options:
+        given = ["input_tensors"] * (input_tensors is not None) + ["clone_function"] * (clone_function is not None)
+        raise NotImplementedError(f"clone_model: {[*given, *options]} are not supported; braze clones the model as is")
+    return layer_from_config(_layer_config(model))
+
+
 def _layer_classes() -> dict[str, type]:
     """Every layer class braze defines, by name."""
     found: dict[str, type] = {}
@@ -144,15 +190,40 @@ def _find_class(name: str, custom: dict[str, type]) -> type:
 
 def _layer_config(layer: Layer) -> dict[str, Any]:
     if isinstance(layer, Sequential):
-        layers = [_layer_config(m) for m in layer.layers]
-        config = {"name": layer.name, "layers": layers, "input_shape": _encode(layer.input_shape, layer.name)}
-        return {"class_name": "Sequential", "config": config}
-    if getattr(layer, "_graph", None) is not None and type(layer).call is Model.call:
-        return {"class_name": type(layer).__name__, "functional": _graph_config(layer)}
+        return {"class_name": "Sequential", "config": model_config(layer)}
+    if is_functional(layer):
+        return {"class_name": type(layer).__name__, "functional": model_config(layer)}
     if type(layer).__name__ == "Lambda":
         raise ValueError(f"cannot save {layer.name}: a Lambda layer's Python function has no config")
     config = {k: v for k, v in layer.get_config().items() if k not in _SKIPPED}
-    return {"class_name": type(layer).__name__, "config": _encode(config, layer.name)}
+    entry = {"class_name": type(layer).__name__, "config": _encode(config, layer.name)}
+    if isinstance(layer, Model) and layer.build_input is not None:
+        entry["build_input"] = layer.build_input  # a subclassed model's weights exist once it is called
+    return entry
+
+
+def is_functional(model: Layer) -> bool:
+    """Whether ``model`` is a functional model: ``Model(inputs, outputs)``, its graph its call."""
+    return getattr(model, "_graph", None) is not None and type(model).call is Model.call
+
+
+def model_config(model: Model) -> dict[str, Any]:
+    """A Sequential or functional model's architecture (its ``get_config``): its layers'
+    configs and, for a functional model, the graph that connects them."""
+    if isinstance(model, Sequential):
+        layers = [_layer_config(m) for m in model.layers]
+        return {"name": model.name, "layers": layers, "input_shape": _encode(model.input_shape, model.name)}
+    return _graph_config(model)
+
+
+def model_from_config(config: dict[str, Any], cls: type, custom_objects: dict[str, type] | None = None) -> Model:
+    """The model of class ``cls`` (a ``Sequential``, or a ``Model`` made functional) that
+    ``model_config`` describes, with new weights."""
+    custom = custom_objects or {}
+    layers = [layer_from_config(c, custom) for c in config["layers"]]
+    if issubclass(cls, Sequential):
+        return cls(layers, input_shape=config["input_shape"], name=config["name"])
+    return _functional_from_config(config, layers, cls, custom)
 
 
 def _graph_config(model: Model) -> dict[str, Any]:
@@ -208,20 +279,18 @@ def layer_from_config(config: dict[str, Any], custom: dict[str, type] | None = N
     custom = custom or {}
     name = config["class_name"]
     if "functional" in config:
-        return _functional_from_config(
-            config["functional"], _find_class(name, custom) if name != "Model" else Model, custom
-        )
+        return model_from_config(config["functional"], _find_class(name, custom) if name != "Model" else Model, custom)
     if name == "Sequential":
-        inner = config["config"]
-        layers = [layer_from_config(c, custom) for c in inner["layers"]]
-        return KerasSequential(layers, input_shape=inner["input_shape"], name=inner["name"])
+        return model_from_config(config["config"], KerasSequential, custom)
     cls = _find_class(name, custom)
     arguments = {k: _decode(v, custom) for k, v in config["config"].items()}
-    return cls.from_config(arguments)
+    layer = cls.from_config(arguments)
+    if "build_input" in config:
+        layer.build_from(config["build_input"])
+    return layer
 
 
-def _functional_from_config(config: dict[str, Any], cls: type, custom: dict[str, type]) -> Model:
-    layers = [layer_from_config(c, custom) for c in config["layers"]]
+def _functional_from_config(config: dict[str, Any], layers: list[Layer], cls: type, custom: dict[str, type]) -> Model:
     inputs = [layer.symbolic for layer in layers if isinstance(layer, InputLayer)]
     produced: list[list[Any]] = []
 
@@ -425,11 +494,18 @@ def _read_weights(content: bytes, filepath: Any) -> dict[str, np.ndarray]:
 
 
 __all__ = [
+    "CustomObjectScope",
+    "clone_model",
+    "deserialize",
     "get_custom_objects",
+    "is_functional",
     "layer_from_config",
     "load_model",
+    "model_config",
+    "model_from_config",
     "model_from_json",
     "register_keras_serializable",
     "save_model",
+    "serialize",
     "to_json",
 ]

@@ -122,3 +122,12 @@ def test_on_batch_forms():
     loss, mae = model.train_on_batch(X, Y)
     assert model.test_on_batch(X, Y, return_dict=True)["loss"] < loss
     assert model.predict_on_batch(X).shape == (16, 1) and mae > 0
+
+
+def test_fit_on_a_model_without_trainable_weights_warns_and_reports_its_loss():
+    inputs = keras.Input(shape=(3,))
+    model = keras.Model(inputs, layers.Activation("tanh")(inputs))
+    model.compile(optimizer="adam", loss="mse")
+    with pytest.warns(UserWarning, match="no trainable weights"):
+        history = model.fit(X, Y * np.ones((1, 3), np.float32), epochs=1, batch_size=16, verbose=0)
+    assert history.history["loss"][0] == pytest.approx(np.mean((np.tanh(X) - Y) ** 2), rel=1e-5)

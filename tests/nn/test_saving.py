@@ -93,3 +93,66 @@ def test_weights_only_files_are_checkpoints(tmp_path):
     other.load_weights(tmp_path / "weights.safetensors")
     for a, b in zip(model.get_weights(), other.get_weights(), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_names_nothing_reads_back_are_refused_before_anything_is_written(tmp_path):
+    for name in ("my_model", "weights.pt"):
+        with pytest.raises(ValueError, match="ending in .keras"):
+            functional().save(tmp_path / name)
+        assert not (tmp_path / name).exists()
+    with pytest.raises(ValueError, match="ending in .keras"):
+        keras.callbacks.ModelCheckpoint(str(tmp_path / "ckpt-loss={loss:.2f}"))
+    with pytest.warns(UserWarning, match="not HDF5"):
+        functional().save(tmp_path / "m.weights.h5")  # Keras's weights name: weights, not a model
+    with pytest.raises(CheckpointError, match="not a model saved by braze"):
+        keras.models.load_model(tmp_path / "m.weights.h5")
+
+
+def test_get_config_and_from_config_rebuild_sequential_and_functional_models():
+    sequential = keras.Sequential([keras.Input((4,)), layers.Dense(3, activation="relu"), Gate(3), layers.Dense(1)])
+    rebuilt = keras.Sequential.from_config(sequential.get_config(), custom_objects={"Gate": Gate})
+    assert [type(layer) for layer in rebuilt.layers] == [type(layer) for layer in sequential.layers]
+    rebuilt.set_weights(sequential.get_weights())
+    np.testing.assert_array_equal(rebuilt(X).numpy(), sequential(X).numpy())
+    model = functional()
+    with keras.saving.custom_object_scope({"Gate": Gate}):
+        again = keras.Model.from_config(model.get_config())
+    again.set_weights(model.get_weights())
+    assert again(X).shape == (16, 1)
+    np.testing.assert_allclose(again(X).numpy(), model(X).numpy(), rtol=1e-6)
+
+
+def test_clone_model_and_serialize_make_the_architecture_with_new_weights():
+    model = functional()
+    clone = keras.models.clone_model(model)
+    assert [type(layer) for layer in clone.layers] == [type(layer) for layer in model.layers]
+    assert not np.array_equal(clone.layers[1].kernel.numpy(), model.layers[1].kernel.numpy())
+    clone.set_weights(model.get_weights())
+    np.testing.assert_allclose(clone(X).numpy(), model(X).numpy(), rtol=1e-6)
+    dense = keras.layers.deserialize(keras.layers.serialize(layers.Dense(7, activation="tanh", use_bias=False)))
+    assert isinstance(dense, layers.Dense) and dense.units == 7 and dense(X).shape == (16, 7)
+    assert len(dense.weights) == 1 and np.all(np.abs(dense(X).numpy()) < 1)
+    with pytest.raises(NotImplementedError, match="clone_function"):
+        keras.models.clone_model(model, clone_function=lambda layer: layer)
+
+
+class Tokens(keras.Model):
+    """A subclassed model with integer inputs and no get_config of its own."""
+
+    def __init__(self, width=3, **kwargs):
+        super().__init__(**kwargs)
+        self.embed = layers.Embedding(10, width)
+        self.head = layers.Dense(1)
+
+    def call(self, ids):
+        return self.head(keras.ops.mean(self.embed(ids), axis=1))
+
+
+def test_a_subclassed_model_is_called_once_on_load_to_make_its_weights(tmp_path):
+    model = Tokens(width=4)
+    ids = np.array([[1, 2, 3], [4, 5, 9]])
+    expected = model(ids).numpy()
+    model.save(tmp_path / "tokens.keras")
+    restored = keras.models.load_model(tmp_path / "tokens.keras", custom_objects={"Tokens": Tokens})
+    assert restored.embed.weights[0].shape == (10, 4)
+    np.testing.assert_array_equal(restored(ids).numpy(), expected)
