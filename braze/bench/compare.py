@@ -213,7 +213,7 @@ def bench_cnn(
                 )
             finally:
                 config.set_jit(False)
-            return history.history["seconds"], [100 * a for a in history.history["val_accuracy"]]
+            return history.seconds, [100 * a for a in history.history["val_accuracy"]]
 
         step_bytes = memory.eager_step_bytes if mode == "eager" else memory.compiled_step_bytes
         comparison.modes.append(_timed_mode(mode, run, functools.partial(step_bytes, workload)))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import csv
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from braze.nn.checkpoint import saved_whole
@@ -85,13 +85,40 @@ class CallbackList:
             getattr(callback, hook)(*args)
 
 
+class BatchLogs(Mapping):
+    """A batch hook's logs: ``batch``, ``size`` and the step's metrics so far (``loss``, ...,
+    Keras's running values). A metric is read from the device only when a hook reads it, so
+    callbacks that do not look cost the compiled steps nothing."""
+
+    def __init__(self, known: Logs, step_logs: Any, read: Callable[[Any], float]) -> None:
+        self._known, self._step_logs, self._read = dict(known), step_logs or {}, read
+
+    def __getitem__(self, name: str) -> Any:
+        if name in self._known:
+            return self._known[name]
+        value = self._read(self._step_logs[name])  # KeyError for a name the step does not log
+        self._known[name] = value
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._known
+        yield from (name for name in self._step_logs if name not in self._known)
+
+    def __len__(self) -> int:
+        return len(set(self._known) | set(self._step_logs))
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
 class History(Callback):
-    """What ``fit`` returns: ``history.history[name]`` holds one value per epoch, and
-    ``history.epoch`` the epoch numbers."""
+    """What ``fit`` returns: ``history.history[name]`` holds one value per epoch,
+    ``history.epoch`` the epoch numbers and ``history.seconds`` each epoch's duration."""
 
     def __init__(self) -> None:
         self.history: dict[str, list[float]] = {}
         self.epoch: list[int] = []
+        self.seconds: list[float] = []
 
     def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
         self.epoch.append(epoch)

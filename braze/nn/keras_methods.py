@@ -26,7 +26,7 @@ def _log_line(logs: dict[str, Any]) -> str:
     def fmt(value: Any) -> str:
         return f"{value:.4f}" if isinstance(value, float) else str(value)
 
-    return " - ".join(f"{name}: {fmt(value)}" for name, value in logs.items() if name != "seconds")
+    return " - ".join(f"{name}: {fmt(value)}" for name, value in logs.items())
 
 
 class KerasMethods(KerasSteps):
@@ -132,6 +132,7 @@ class KerasMethods(KerasSteps):
         self.stop_training = False
         was_training = self.training
         hooks.call("on_train_begin", {})
+        last_logs: dict[str, Any] = {}
         try:
             for epoch in range(initial_epoch, epochs):
                 start = time.perf_counter()
@@ -147,15 +148,16 @@ class KerasMethods(KerasSteps):
                     break
                 if validation is not None and _validates(epoch, validation_freq):
                     logs.update(trainer.evaluate(validation, validation_steps, hooks, prefix="val_", over_ranks=True))
-                logs["seconds"] = time.perf_counter() - start
+                history.seconds.append(time.perf_counter() - start)
                 if verbose:
-                    print(f"Epoch {epoch + 1}/{epochs} - {_log_line(logs)} - {logs['seconds']:.1f} s", flush=True)
+                    print(f"Epoch {epoch + 1}/{epochs} - {_log_line(logs)} - {history.seconds[-1]:.1f} s", flush=True)
                 hooks.call("on_epoch_end", epoch, logs)
+                last_logs = logs
                 if self._agreed_stop():
                     break
         finally:
             self.train(was_training)
-        hooks.call("on_train_end", {})
+        hooks.call("on_train_end", last_logs)  # Keras's: the last epoch's logs
         return history
 
     fit_generator = fit  # Keras's old name, taking the same arguments

@@ -18,7 +18,7 @@ from braze import ops
 from braze.autodiff import no_grad
 from braze.lazy import barrier
 from braze.nn import adapters, tree
-from braze.nn.callbacks import CallbackList
+from braze.nn.callbacks import BatchLogs, CallbackList
 from braze.nn.progress import ProgressBar
 from braze.nn.training import evaluating
 from braze.runtime.device import Device, default_device
@@ -56,6 +56,14 @@ def pythonify(logs: Any) -> dict[str, Any]:
         else:
             flat[name] = as_float(value)
     return flat
+
+
+def _batch_logs(number: int, batch: Any, step_logs: Any) -> BatchLogs:
+    """A batch hook's logs: the step's metrics so far, flattened, read when a hook asks."""
+    flat: dict[str, Any] = {}
+    for name, value in (step_logs or {}).items():
+        flat.update(value if isinstance(value, dict) else {name: value})
+    return BatchLogs({"batch": number, "size": adapters.batch_size(batch)}, flat, as_float)
 
 
 class Trainer:
@@ -151,7 +159,7 @@ class Trainer:
             hooks.call("on_train_batch_begin", batch_number, {"batch": batch_number})
             logs = self._step(self.train_function, batch)
             batches += 1
-            hooks.call("on_train_batch_end", batch_number, {"batch": batch_number, "size": adapters.batch_size(batch)})
+            hooks.call("on_train_batch_end", batch_number, _batch_logs(batch_number, batch, logs))
             bar.update()
         bar.close()
         if not batches and agree is None:
@@ -173,9 +181,7 @@ class Trainer:
                 hooks.call("on_test_batch_begin", batch_number, {"batch": batch_number})
                 logs = self._step(self.test_function, batch)
                 batches += 1
-                hooks.call(
-                    "on_test_batch_end", batch_number, {"batch": batch_number, "size": adapters.batch_size(batch)}
-                )
+                hooks.call("on_test_batch_end", batch_number, _batch_logs(batch_number, batch, logs))
         if not batches and not over_ranks:
             raise ValueError(f"{data.caller}: the data yielded no batches")
         result = self._reduce(logs, over_ranks)
@@ -191,7 +197,7 @@ class Trainer:
                 hooks.call("on_predict_batch_begin", batch_number, {"batch": batch_number})
                 result = self._step(self.predict_function, batch)
                 outputs.append(tree.map_leaves(lambda t: np.array(t.numpy()) if isinstance(t, Tensor) else t, result))
-                hooks.call("on_predict_batch_end", batch_number, {"batch": batch_number})
+                hooks.call("on_predict_batch_end", batch_number, {"batch": batch_number, "outputs": outputs[-1]})
         hooks.call("on_predict_end", {})
         if not outputs:
             raise ValueError("predict: the data yielded no batches")

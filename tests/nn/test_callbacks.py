@@ -53,15 +53,16 @@ class Recorder(Callback):
         self.weights.append(self.model.state_dict())
 
     def on_train_end(self, logs=None):
-        self.calls.append(("train_end",))
+        self.calls.append(("train_end", tuple(sorted(logs))))
 
 
-def test_hooks_run_in_keras_order_and_batch_logs_carry_no_values():
+def test_hooks_run_in_keras_order_and_batch_logs_carry_the_running_values():
     train, validation = diverging_validation()
     recorder = Recorder()
     compiled().fit(*train, batch_size=16, epochs=2, validation_data=validation, callbacks=[recorder], verbose=0)
-    epoch_logs = ("accuracy", "loss", "seconds", "val_accuracy", "val_loss")
-    one_epoch = [("batch_end", 0, ("batch", "size")), ("batch_end", 1, ("batch", "size")), ("test_begin",)]
+    epoch_logs = ("accuracy", "loss", "val_accuracy", "val_loss")
+    batch_logs = ("accuracy", "batch", "loss", "size")
+    one_epoch = [("batch_end", 0, batch_logs), ("batch_end", 1, batch_logs), ("test_begin",)]
     assert recorder.calls == [
         ("train_begin",),
         ("epoch_begin", 0),
@@ -70,7 +71,7 @@ def test_hooks_run_in_keras_order_and_batch_logs_carry_no_values():
         ("epoch_begin", 1),
         *one_epoch,
         ("epoch_end", 1, epoch_logs),
-        ("train_end",),
+        ("train_end", epoch_logs),
     ]
 
 
@@ -139,3 +140,29 @@ def test_callbacks_leave_the_lazy_training_step_whole(monkeypatch, tmp_path):
     # a step to read a value (3 epochs x 4 batches, and 3 x 4 validation batches).
     assert metrics.counter("Compile") == 2
     assert metrics.counter("Barrier") == 24
+
+
+class LossHistory(Callback):
+    """keras-io's callback guide's: the loss at every batch's end."""
+
+    def on_train_begin(self, logs=None):
+        self.losses, self.epoch_losses = [], []
+
+    def on_batch_end(self, batch, logs=None):
+        self.losses.append(logs["loss"])
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.epoch_losses.append(logs["loss"])
+
+
+def test_a_batch_hook_reads_the_loss_so_far_in_the_epoch():
+    (x, y), _ = diverging_validation()
+    net = compiled()
+    w, b = (p.numpy().astype(np.float64) for p in net.parameters())
+    p = 1 / (1 + np.exp(-(x[:16].astype(np.float64) @ w + b)))[:, 0]
+    first = -np.mean(y[:16] * np.log(p) + (1 - y[:16]) * np.log(1 - p))
+    history = LossHistory()
+    net.fit(x, y, batch_size=16, epochs=2, shuffle=False, callbacks=[history], verbose=0)
+    assert len(history.losses) == 4 and history.losses[0] == pytest.approx(first, rel=1e-5)
+    # Keras's batch logs hold the running mean, so an epoch's last batch logs the epoch's loss.
+    assert [history.losses[1], history.losses[3]] == pytest.approx(history.epoch_losses, rel=1e-6)
