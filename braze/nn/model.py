@@ -19,7 +19,7 @@ import numpy as np
 
 from braze import ops
 from braze.autodiff import no_grad
-from braze.nn.functional_api import FunctionalGraph, InputLayer
+from braze.nn.functional_api import FunctionalGraph, Input, InputLayer
 from braze.nn.layer import Layer
 from braze.nn.module import Module
 from braze.nn.symbolic import KerasTensor, is_symbolic
@@ -237,6 +237,26 @@ class Sequential(Model):
             if self._output_shape is None:
                 break
             self._output_shape = _shape_after(layer, self._output_shape)
+
+    def _functional(self) -> FunctionalGraph:
+        """The layers called in order on a ``keras.Input`` of the model's input shape, made
+        when first asked for (``model.inputs``, ``model.output``, then each layer's
+        ``output``: Keras's feature extractors), again after ``add`` or ``pop``."""
+        made = self.__dict__.get("_symbolic")
+        if made is not None and made[0] == [id(m) for m in self.layers]:
+            return made[1]
+        if self.input_shape is None or not all(isinstance(m, Layer) for m in self.layers):
+            raise AttributeError(
+                f"{self.name} has no symbolic inputs and outputs: give it an input shape (a keras.Input first, or "
+                "input_shape=) and Keras layers only"
+            )
+        inputs = Input(shape=self.input_shape)
+        outputs = inputs
+        for layer in self.layers:
+            outputs = layer(outputs)
+        graph = FunctionalGraph(inputs, outputs)
+        self._symbolic = ([id(m) for m in self.layers], graph)
+        return graph
 
     def get_config(self) -> dict[str, Any]:
         from braze.nn.saving import model_config

@@ -109,3 +109,28 @@ def test_functional_summary_lists_every_layer_with_output_shapes():
     text = "\n".join(lines)
     assert "(None, 8, 8, 4)" in text and "(None, 2)" in text
     assert "Trainable params: 126" in text and "Non-trainable params: 8" in text  # 108 + 8 + 10
+
+
+def test_a_sequential_models_inputs_and_layer_outputs_make_feature_extractors():
+    model = keras.Sequential(
+        [
+            keras.Input(shape=(12, 12, 3)),
+            layers.Conv2D(4, 3, strides=2, activation="relu"),
+            layers.Conv2D(4, 3, activation="relu", name="middle"),
+            layers.Flatten(),
+            layers.Dense(2),
+        ]
+    )
+    extractor = keras.Model(inputs=model.inputs, outputs=[layer.output for layer in model.layers])
+    x = np.random.default_rng(0).standard_normal((2, 12, 12, 3)).astype(np.float32)
+    expected, value = [], x
+    for layer in model.layers:  # the layers applied one by one, eagerly
+        value = layer(value).numpy()
+        expected.append(value)
+    for got, want in zip(extractor(x), expected, strict=True):
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-6)
+    middle = keras.Model(model.input, model.get_layer("middle").output)
+    np.testing.assert_allclose(middle(x).numpy(), expected[1], rtol=1e-5, atol=1e-6)
+    assert model.output.shape == (None, 2)
+    with pytest.raises(AttributeError, match="give it an input shape"):
+        _ = keras.Sequential([layers.Dense(2)]).inputs
