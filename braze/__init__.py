@@ -25,7 +25,19 @@ from braze.lazy import barrier, explain
 from braze.ops import *  # noqa: F403 - the op library is the public API
 from braze.ops import __all__ as _ops_all
 from braze.ops import tf_image as image
-from braze.ops.tensorflow import compat, random, shape
+from braze.ops.tensorflow import (  # noqa: A004 - tf.range is TensorFlow's name
+    compat,
+    gather,
+    math,
+    random,
+    range,
+    repeat,
+    shape,
+    split,
+    tile,
+    unstack,
+)
+from braze.ops.tensorflow import one_hot as one_hot  # tf.one_hot over braze.ops's, reading its calls alike
 from braze.runtime import metrics
 from braze.runtime.device import CPU, LAZY_CPU, Device, as_device, default_device, set_default_device
 from braze.tensor import Tensor
@@ -76,10 +88,12 @@ __all__ = [
     "explain",
     "from_dlpack",
     "function",
+    "gather",
     "jit",
     "keras",
     "lax",
     "image",
+    "math",
     "metrics",
     "models",
     "nn",
@@ -101,8 +115,13 @@ __all__ = [
     "jvp",
     "no_grad",
     "random",
+    "range",
+    "repeat",
     "shape",
+    "split",
     "set_default_device",
+    "tile",
+    "unstack",
     "value_and_grad",
     "vjp",
 ]

@@ -156,3 +156,11 @@ def test_compat_converts_between_text_and_bytes():
     assert tf.compat.as_text(b"caf\xc3\xa9") == "café" == tf.compat.as_str("café")
     with pytest.raises(TypeError, match="expected bytes or str, got int"):
         tf.compat.as_bytes(3)
+
+
+def test_tf_nn_dropout_zeroes_a_fraction_and_scales_the_rest():
+    kept = tf.nn.dropout(tf.ones((100, 100)), rate=0.25, seed=1).numpy()
+    assert set(np.unique(kept)) <= {0.0, np.float32(1) / np.float32(0.75)}
+    assert abs((kept == 0).mean() - 0.25) < 4 * np.sqrt(0.25 * 0.75 / kept.size)
+    table = np.arange(12, dtype=np.float32).reshape(4, 3)
+    np.testing.assert_array_equal(tf.nn.embedding_lookup(table, np.array([3, 0, 3])).numpy(), table[[3, 0, 3]])

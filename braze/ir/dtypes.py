@@ -45,6 +45,15 @@ class DType:
         stored, and rounded to after every operation), the dtype itself otherwise."""
         return float32 if self is bfloat16 else self
 
+    def __eq__(self, other: object) -> bool:
+        # ``x.dtype == "float32"`` holds, as TensorFlow's and Keras's dtypes equal their names;
+        # hashing stays by identity (no dict mixes dtypes and names as keys).
+        if isinstance(other, str):
+            return other == self.name
+        return self is other
+
+    __hash__ = object.__hash__
+
     def __reduce__(self) -> tuple:
         return as_dtype, (self.name,)
 

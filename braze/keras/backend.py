@@ -1,6 +1,15 @@
-"""``tensorflow.keras.backend``: only what session state braze has."""
+"""``tensorflow.keras.backend``: the session state braze has, and the common functions of
+``tf.keras``'s older backend module (Keras 3's ``keras.ops`` and ``keras.random`` under
+their tf.keras names)."""
 
+from typing import Any
+
+import numpy as np
+
+from braze.keras.ops import abs, exp, log, max, mean, min, sqrt, square, std, sum  # noqa: A004 - Keras's names
+from braze.nn import keras_random
 from braze.nn.names import reset_names
+from braze.tensor import Tensor
 
 
 def clear_session() -> None:
@@ -18,4 +27,47 @@ def floatx() -> str:
     return "float32"
 
 
-__all__ = ["clear_session", "epsilon", "floatx"]
+def get_value(x: Any) -> Any:
+    """``x`` as NumPy (a tensor, a variable, an optimizer's learning rate)."""
+    return x.numpy() if hasattr(x, "numpy") else np.asarray(x)
+
+
+def set_value(x: Any, value: Any) -> None:
+    """Set a variable (or an optimizer's ``learning_rate``) to ``value``."""
+    if not hasattr(x, "assign"):
+        raise TypeError(f"set_value: {type(x).__name__} is not a variable (a weight or an optimizer's learning_rate)")
+    x.assign(value)
+
+
+def int_shape(x: Any) -> tuple[int | None, ...]:
+    return tuple(x.shape)
+
+
+def random_normal(shape: Any, mean: float = 0.0, stddev: float = 1.0, dtype: Any = None, seed: Any = None) -> Tensor:
+    return keras_random.normal(shape, mean, stddev, dtype, seed)
+
+
+def random_uniform(shape: Any, minval: float = 0.0, maxval: float = 1.0, dtype: Any = None, seed: Any = None) -> Tensor:
+    return keras_random.uniform(shape, minval, maxval, dtype, seed)
+
+
+__all__ = [
+    "abs",
+    "clear_session",
+    "epsilon",
+    "exp",
+    "floatx",
+    "get_value",
+    "int_shape",
+    "log",
+    "max",
+    "mean",
+    "min",
+    "random_normal",
+    "random_uniform",
+    "set_value",
+    "sqrt",
+    "square",
+    "std",
+    "sum",
+]

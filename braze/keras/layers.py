@@ -74,6 +74,7 @@ from braze.nn.merging import (
     multiply,
     subtract,
 )
+from braze.nn.names import missing_names
 from braze.nn.normalization import (
     BatchNormalization,
     Normalization,
@@ -171,7 +172,4 @@ _MISSING = {
 }
 
 
-def __getattr__(name: str) -> object:
-    if name in _MISSING:
-        raise AttributeError(f"braze.keras.layers has no {name}: {_MISSING[name]}")
-    raise AttributeError(f"module 'braze.keras.layers' has no attribute {name!r}")
+__getattr__ = missing_names("braze.keras.layers", _MISSING)

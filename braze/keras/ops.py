@@ -7,28 +7,50 @@ from braze.nn.keras_ops import FUNCTIONS, IMAGE_FUNCTIONS
 
 abs = FUNCTIONS["abs"]  # noqa: A001 - Keras's name
 add = FUNCTIONS["add"]
+all = FUNCTIONS["all"]  # noqa: A001 - Keras's name
+any = FUNCTIONS["any"]  # noqa: A001 - Keras's name
 arange = FUNCTIONS["arange"]
 argmax = FUNCTIONS["argmax"]
+argmin = FUNCTIONS["argmin"]
+argsort = FUNCTIONS["argsort"]
+average = FUNCTIONS["average"]
+binary_crossentropy = FUNCTIONS["binary_crossentropy"]
 cast = FUNCTIONS["cast"]
+categorical_crossentropy = FUNCTIONS["categorical_crossentropy"]
+ceil = FUNCTIONS["ceil"]
 clip = FUNCTIONS["clip"]
 concatenate = FUNCTIONS["concatenate"]
+cond = FUNCTIONS["cond"]
 convert_to_numpy = FUNCTIONS["convert_to_numpy"]
 convert_to_tensor = FUNCTIONS["convert_to_tensor"]
+cos = FUNCTIONS["cos"]
+count_nonzero = FUNCTIONS["count_nonzero"]
+cumsum = FUNCTIONS["cumsum"]
 divide = FUNCTIONS["divide"]
+dot = FUNCTIONS["dot"]
 elu = FUNCTIONS["elu"]
 equal = FUNCTIONS["equal"]
 exp = FUNCTIONS["exp"]
 expand_dims = FUNCTIONS["expand_dims"]
+expm1 = FUNCTIONS["expm1"]
+eye = FUNCTIONS["eye"]
 flip = FUNCTIONS["flip"]
+floor = FUNCTIONS["floor"]
 full = FUNCTIONS["full"]
 full_like = FUNCTIONS["full_like"]
 gelu = FUNCTIONS["gelu"]
 greater = FUNCTIONS["greater"]
 greater_equal = FUNCTIONS["greater_equal"]
+hstack = FUNCTIONS["hstack"]
+identity = FUNCTIONS["identity"]
+isfinite = FUNCTIONS["isfinite"]
+isnan = FUNCTIONS["isnan"]
 leaky_relu = FUNCTIONS["leaky_relu"]
 less = FUNCTIONS["less"]
 less_equal = FUNCTIONS["less_equal"]
+linspace = FUNCTIONS["linspace"]
 log = FUNCTIONS["log"]
+log1p = FUNCTIONS["log1p"]
 log_softmax = FUNCTIONS["log_softmax"]
 logical_and = FUNCTIONS["logical_and"]
 logical_not = FUNCTIONS["logical_not"]
@@ -38,38 +60,63 @@ matmul = FUNCTIONS["matmul"]
 max = FUNCTIONS["max"]  # noqa: A001 - Keras's name
 maximum = FUNCTIONS["maximum"]
 mean = FUNCTIONS["mean"]
+meshgrid = FUNCTIONS["meshgrid"]
 min = FUNCTIONS["min"]  # noqa: A001 - Keras's name
 minimum = FUNCTIONS["minimum"]
+moveaxis = FUNCTIONS["moveaxis"]
 multiply = FUNCTIONS["multiply"]
+nan_to_num = FUNCTIONS["nan_to_num"]
+ndim = FUNCTIONS["ndim"]
 negative = FUNCTIONS["negative"]
 norm = FUNCTIONS["norm"]
+normalize = FUNCTIONS["normalize"]
 not_equal = FUNCTIONS["not_equal"]
 one_hot = FUNCTIONS["one_hot"]
 ones = FUNCTIONS["ones"]
 ones_like = FUNCTIONS["ones_like"]
+outer = FUNCTIONS["outer"]
 pad = FUNCTIONS["pad"]
 power = FUNCTIONS["power"]
+ravel = FUNCTIONS["ravel"]
 relu = FUNCTIONS["relu"]
+repeat = FUNCTIONS["repeat"]
 reshape = FUNCTIONS["reshape"]
+roll = FUNCTIONS["roll"]
+round = FUNCTIONS["round"]  # noqa: A001 - Keras's name
 rsqrt = FUNCTIONS["rsqrt"]
+segment_sum = FUNCTIONS["segment_sum"]
 selu = FUNCTIONS["selu"]
 shape = FUNCTIONS["shape"]
 sigmoid = FUNCTIONS["sigmoid"]
 sign = FUNCTIONS["sign"]
 silu = FUNCTIONS["silu"]
+sin = FUNCTIONS["sin"]
+size = FUNCTIONS["size"]
+slice = FUNCTIONS["slice"]  # noqa: A001 - Keras's name
 softmax = FUNCTIONS["softmax"]
 softplus = FUNCTIONS["softplus"]
+sort = FUNCTIONS["sort"]
+sparse_categorical_crossentropy = FUNCTIONS["sparse_categorical_crossentropy"]
+split = FUNCTIONS["split"]
 sqrt = FUNCTIONS["sqrt"]
 square = FUNCTIONS["square"]
 squeeze = FUNCTIONS["squeeze"]
 stack = FUNCTIONS["stack"]
 std = FUNCTIONS["std"]
+stop_gradient = FUNCTIONS["stop_gradient"]
 subtract = FUNCTIONS["subtract"]
 sum = FUNCTIONS["sum"]  # noqa: A001 - Keras's name
 swish = FUNCTIONS["swish"]
+take = FUNCTIONS["take"]
+take_along_axis = FUNCTIONS["take_along_axis"]
 tanh = FUNCTIONS["tanh"]
+tensordot = FUNCTIONS["tensordot"]
+tile = FUNCTIONS["tile"]
+top_k = FUNCTIONS["top_k"]
 transpose = FUNCTIONS["transpose"]
+unstack = FUNCTIONS["unstack"]
 var = FUNCTIONS["var"]
+vstack = FUNCTIONS["vstack"]
 where = FUNCTIONS["where"]
 zeros = FUNCTIONS["zeros"]
 zeros_like = FUNCTIONS["zeros_like"]
@@ -77,29 +124,51 @@ zeros_like = FUNCTIONS["zeros_like"]
 __all__ = [
     "abs",
     "add",
+    "all",
+    "any",
     "arange",
     "argmax",
+    "argmin",
+    "argsort",
+    "average",
+    "binary_crossentropy",
     "cast",
+    "categorical_crossentropy",
+    "ceil",
     "clip",
     "concatenate",
+    "cond",
     "convert_to_numpy",
     "convert_to_tensor",
+    "cos",
+    "count_nonzero",
+    "cumsum",
     "divide",
+    "dot",
     "elu",
     "equal",
     "exp",
     "expand_dims",
+    "expm1",
+    "eye",
     "flip",
+    "floor",
     "full",
     "full_like",
     "gelu",
     "greater",
     "greater_equal",
+    "hstack",
+    "identity",
     "image",
+    "isfinite",
+    "isnan",
     "leaky_relu",
     "less",
     "less_equal",
+    "linspace",
     "log",
+    "log1p",
     "log_softmax",
     "logical_and",
     "logical_not",
@@ -109,38 +178,63 @@ __all__ = [
     "max",
     "maximum",
     "mean",
+    "meshgrid",
     "min",
     "minimum",
+    "moveaxis",
     "multiply",
+    "nan_to_num",
+    "ndim",
     "negative",
     "norm",
+    "normalize",
     "not_equal",
     "one_hot",
     "ones",
     "ones_like",
+    "outer",
     "pad",
     "power",
+    "ravel",
     "relu",
+    "repeat",
     "reshape",
+    "roll",
+    "round",
     "rsqrt",
+    "segment_sum",
     "selu",
     "shape",
     "sigmoid",
     "sign",
     "silu",
+    "sin",
+    "size",
+    "slice",
     "softmax",
     "softplus",
+    "sort",
+    "sparse_categorical_crossentropy",
+    "split",
     "sqrt",
     "square",
     "squeeze",
     "stack",
     "std",
+    "stop_gradient",
     "subtract",
     "sum",
     "swish",
+    "take",
+    "take_along_axis",
     "tanh",
+    "tensordot",
+    "tile",
+    "top_k",
     "transpose",
+    "unstack",
     "var",
+    "vstack",
     "where",
     "zeros",
     "zeros_like",

@@ -89,6 +89,8 @@ from braze.nn.symbolic import KerasTensor
 from braze.nn.tf_nn import (
     conv2d,
     conv2d_transpose,
+    dropout,
+    embedding_lookup,
     log_softmax,
     moments,
     relu,
@@ -197,6 +199,8 @@ __all__ = [
     "softmax_cross_entropy_with_logits",
     "sparse_categorical_crossentropy",
     "sparse_softmax_cross_entropy_with_logits",
+    "dropout",
+    "embedding_lookup",
     "subtract",
     "tanh",
     "Embedding",

@@ -208,8 +208,9 @@ class EarlyStopping(Callback):
 
 
 class ModelCheckpoint(Callback):
-    """Save the model after each epoch (or only when ``monitor`` improves, with
-    ``save_best_only``) to ``filepath``, which may name logged values, e.g.
+    """Save the model after each epoch, or every ``save_freq`` batches (or only when
+    ``monitor`` improves, with ``save_best_only``) to ``filepath``, which may name the
+    ``epoch``, the ``batch`` and logged values, e.g.
     ``"ckpt-{epoch:02d}-{val_loss:.2f}.npz"``. Each save is atomic: the file is written
     beside the target and renamed over it, so an interrupted run keeps the last good one."""
 
@@ -221,21 +222,34 @@ class ModelCheckpoint(Callback):
         save_best_only: bool = False,
         save_weights_only: bool = False,
         mode: str = "auto",
-        save_freq: str = "epoch",
+        save_freq: str | int = "epoch",
     ) -> None:
-        if save_freq != "epoch":
-            raise NotImplementedError(
-                f"ModelCheckpoint: save_freq={save_freq!r} is not supported: braze saves at epoch ends, "
-                "where values are read without cutting the training step"
-            )
+        if save_freq != "epoch" and not (isinstance(save_freq, int) and save_freq > 0):
+            raise ValueError(f"ModelCheckpoint: save_freq must be 'epoch' or a number of batches, got {save_freq!r}")
         self.filepath, self.verbose, self.save_best_only = os.fspath(filepath), verbose, save_best_only
         saved_whole(self.filepath)  # a name nothing reads back fails here, not at the first epoch's end
-        self.save_weights_only = save_weights_only
+        self.save_weights_only, self.save_freq = save_weights_only, save_freq
         self._monitor = _Monitor("ModelCheckpoint", monitor, mode)
+        self._epoch, self._batches = 0, 0
+
+    def on_epoch_begin(self, epoch: int, logs: Logs | None = None) -> None:
+        self._epoch = epoch
+
+    def on_train_batch_end(self, batch: int, logs: Logs | None = None) -> None:
+        # Every save_freq batches, counted across epochs (Keras's): reading the monitored
+        # value then makes the steps wait for it.
+        self._batches += 1
+        if self.save_freq != "epoch" and self._batches % self.save_freq == 0:
+            self._save(self._epoch, logs or {}, batch)
 
     def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
-        logs = logs or {}
-        path = self.filepath.format(epoch=epoch + 1, **logs)
+        if self.save_freq == "epoch":
+            self._save(epoch, logs or {})
+
+    def _save(self, epoch: int, logs: Logs, batch: int | None = None) -> None:
+        values = dict(logs)
+        values.pop("batch", None)
+        path = self.filepath.format(epoch=epoch + 1, batch=(batch or 0) + 1, **values)
         if self.save_best_only:
             current = self._monitor.value(logs)
             if not self._monitor.better(current, self._monitor.best):

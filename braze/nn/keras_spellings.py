@@ -30,8 +30,14 @@ class Embedding(transformer.Embedding):
         output_dim: int,
         embeddings_initializer: Any = "uniform",
         generator: Generator | None = None,
+        mask_zero: bool = False,
         **kwargs: Any,
     ) -> None:
+        if mask_zero:
+            raise NotImplementedError(
+                "Embedding: mask_zero=True: braze has no masks; pad with 0 and weight the padded steps out with "
+                "sample_weight, or pool with a mean over the real tokens"
+            )
         self.embeddings_initializer = initializers.get(embeddings_initializer)
         super().__init__(input_dim, output_dim, generator, **kwargs)
 

@@ -224,6 +224,12 @@ class Layer(Module):
             setattr(self, name, weight)
         return weight
 
+    def add_variable(self, *args: Any, **kwargs: Any) -> Tensor:
+        """Keras 3's other name of ``add_weight``, shape first."""
+        if args and isinstance(args[0], str):
+            raise TypeError("add_variable: the shape comes first (add_variable(shape, initializer, ...))")
+        return self.add_weight(*args, **kwargs)
+
     def _items(self) -> Iterator[tuple[str, Any]]:
         """Attributes first; then weights made by ``add_weight`` and held nowhere else."""
         found = list(super()._items())

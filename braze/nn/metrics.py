@@ -16,7 +16,7 @@ import numpy as np
 from braze import ops
 from braze.autodiff import no_grad
 from braze.ir.dtypes import float32, int32
-from braze.nn import keras_losses
+from braze.nn import initializers, keras_losses
 from braze.nn.names import snake_case
 from braze.nn.state import set_value
 from braze.runtime.device import default_device
@@ -43,16 +43,24 @@ class Metric:
     def add_variable(
         self, shape: Sequence[int] = (), initializer: Any = "zeros", dtype: Any = None, name: str = ""
     ) -> Tensor:
-        """A state tensor of ``shape`` (zeros, or the array ``initializer``), as device data."""
-        array = (
-            np.zeros(tuple(shape), np.float32) if isinstance(initializer, str) else np.asarray(initializer, np.float32)
-        )
+        """A state tensor of ``shape`` as device data, from ``initializer``: a Keras
+        initializer (its name, as ``"zeros"``, or the object) or the array itself."""
+        if isinstance(initializer, str) or callable(initializer):
+            array = np.asarray(initializers.get(initializer)(tuple(shape), None, None).numpy(), np.float32)
+        else:
+            array = np.asarray(initializer, np.float32)
         if dtype is not None:
             array = array.astype(np.dtype(str(dtype)))
         variable = Tensor.from_numpy(array.copy(), default_device())
         self.variables.append(variable)
         self._initial.append(array)
         return variable
+
+    def add_weight(
+        self, shape: Sequence[int] = (), initializer: Any = None, dtype: Any = None, name: str | None = None
+    ) -> Tensor:
+        """Keras's other name of ``add_variable`` (zeros unless ``initializer`` says)."""
+        return self.add_variable(shape, "zeros" if initializer is None else initializer, dtype, name or "")
 
     @property
     def state(self) -> list[Tensor]:

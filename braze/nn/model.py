@@ -88,6 +88,8 @@ class Model(Layer):
         self._graph = FunctionalGraph(inputs, outputs)
         self.layers = self._graph.layers
         self.built = True
+        if len(self._graph.input_leaves) == 1:  # so a Sequential that starts with this model knows its input
+            self.input_shape = tuple(self._graph.input_leaves[0].shape[1:])
 
     # Functional models -----------------------------------------------------------------
 

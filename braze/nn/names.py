@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 
 _counts: Counter[str] = Counter()
 
@@ -28,3 +29,15 @@ def unique_name(kind: str) -> str:
 
 def reset_names() -> None:
     _counts.clear()
+
+
+def missing_names(module: str, nearest: dict[str, str]) -> Callable[[str], object]:
+    """A module's ``__getattr__`` for the names of Keras or TensorFlow that braze lacks: an
+    AttributeError saying what comes nearest in braze, not only that the name is absent."""
+
+    def missing(name: str) -> object:
+        if name in nearest:
+            raise AttributeError(f"{module} has no {name}: {nearest[name]}")
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return missing

@@ -7,7 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from braze import ops
+from braze.nn import keras_random
 from braze.nn.losses import binary_cross_entropy_elements, cross_entropy
+from braze.ops.tensorflow import gather
 from braze.tensor import Tensor
 
 
@@ -113,3 +115,21 @@ def sigmoid_cross_entropy_with_logits(labels: Any = None, logits: Any = None) ->
     logits = ops.as_tensor(logits)
     labels = ops.as_tensor(labels, dtype=logits.dtype, device=logits.device)
     return binary_cross_entropy_elements(logits, labels, from_logits=True)
+
+
+def embedding_lookup(params: Any, ids: Any, max_norm: float | None = None, name: str | None = None) -> Tensor:
+    """The rows of ``params`` at ``ids`` (``tf.gather`` along axis 0): ``tf.nn.embedding_lookup``.
+    A list of one table is that table; tables sharded over several, and ``max_norm``, are
+    not supported."""
+    if max_norm is not None:
+        raise NotImplementedError("tf.nn.embedding_lookup: max_norm is not supported")
+    if isinstance(params, (list, tuple)) and params and all(isinstance(p, Tensor) for p in params):
+        if len(params) != 1:
+            raise NotImplementedError("tf.nn.embedding_lookup: a table sharded over several tensors is not supported")
+        params = params[0]
+    return gather(params, ids)
+
+
+def dropout(x: Any, rate: float, noise_shape: Any = None, seed: Any = None, name: str | None = None) -> Tensor:
+    """TensorFlow's ``tf.nn.dropout``: a fraction ``rate`` zeroed, the rest scaled by 1 / (1 - rate)."""
+    return keras_random.dropout(x, rate, noise_shape, seed)

@@ -55,7 +55,7 @@ class KerasOptimizer(Optimizer):
             )
         if clipnorm is not None and global_clipnorm is not None:
             raise ValueError(f"{kind}: give clipnorm or global_clipnorm, not both")
-        check_positive(kind, learning_rate=learning_rate)
+        check_positive(kind, allow_zero=True, learning_rate=learning_rate)  # Keras takes a rate of 0
         check_positive(kind, allow_zero=True, weight_decay=weight_decay or 0.0)
         self.name = name or kind
         self.lr, self.weight_decay = learning_rate, weight_decay or 0.0

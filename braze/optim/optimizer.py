@@ -77,6 +77,22 @@ def full_data(param: Tensor, value: float, shape: tuple[int, ...] | None = None)
     return Tensor.from_numpy(np.full(param.shape if shape is None else shape, value, param.dtype.numpy), param.device)
 
 
+class LearningRate(float):
+    """An optimizer's learning rate as a number that also answers as Keras's variable:
+    ``optimizer.learning_rate.assign(0.01)`` sets the optimizer's rate."""
+
+    def __new__(cls, value: float, optimizer: Any) -> LearningRate:
+        rate = super().__new__(cls, value)
+        rate.optimizer = optimizer
+        return rate
+
+    def assign(self, value: Any) -> None:
+        self.optimizer.learning_rate = float(value)
+
+    def numpy(self) -> np.float32:
+        return np.float32(self)
+
+
 class Optimizer:
     """The base of braze's optimizers: ``zero_grad()`` and ``step()`` over the bound parameters
     (a Module, tensors, or parameter groups: dicts of ``params`` and the hyperparameters
@@ -126,8 +142,9 @@ class Optimizer:
 
     @property
     def learning_rate(self) -> Hyperparameter:
-        """Keras's name of ``lr``: a number (set it between steps), a tensor or a schedule."""
-        return self.lr
+        """Keras's name of ``lr``: a number (set it between steps; it also answers Keras's
+        variable methods, ``assign`` and ``numpy``), a tensor or a schedule."""
+        return LearningRate(self.lr, self) if isinstance(self.lr, float) else self.lr
 
     @learning_rate.setter
     def learning_rate(self, value: Hyperparameter) -> None:

@@ -166,3 +166,21 @@ def test_a_batch_hook_reads_the_loss_so_far_in_the_epoch():
     assert len(history.losses) == 4 and history.losses[0] == pytest.approx(first, rel=1e-5)
     # Keras's batch logs hold the running mean, so an epoch's last batch logs the epoch's loss.
     assert [history.losses[1], history.losses[3]] == pytest.approx(history.epoch_losses, rel=1e-6)
+
+
+def test_model_checkpoint_saves_every_save_freq_batches_across_epochs(tmp_path):
+    (x, y), _ = diverging_validation()
+    net = compiled()
+    checkpoint = ModelCheckpoint(str(tmp_path / "ckpt-{epoch}-{batch}-{loss:.3f}.npz"), save_freq=2)
+    history = LossHistory()
+    net.fit(x, y, batch_size=12, epochs=2, shuffle=False, callbacks=[checkpoint, history], verbose=0)
+    # 3 batches an epoch: the 2nd, 4th and 6th batches are the first epoch's 2nd and the second's 1st and 3rd.
+    losses = history.losses
+    expected = {f"ckpt-1-2-{losses[1]:.3f}.npz", f"ckpt-2-1-{losses[3]:.3f}.npz", f"ckpt-2-3-{losses[5]:.3f}.npz"}
+    assert {p.name for p in tmp_path.iterdir()} == expected
+    last = compiled()
+    last.load(tmp_path / f"ckpt-2-3-{losses[5]:.3f}.npz")
+    for a, b in zip(last.parameters(), net.parameters(), strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    with pytest.raises(ValueError, match="save_freq must be 'epoch' or a number of batches"):
+        ModelCheckpoint(str(tmp_path / "m.keras"), save_freq="batch")

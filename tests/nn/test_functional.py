@@ -134,3 +134,13 @@ def test_a_sequential_models_inputs_and_layer_outputs_make_feature_extractors():
     assert model.output.shape == (None, 2)
     with pytest.raises(AttributeError, match="give it an input shape"):
         _ = keras.Sequential([layers.Dense(2)]).inputs
+
+
+def test_a_sequential_starting_with_a_functional_model_is_built_from_its_input():
+    inputs = keras.Input((4,))
+    inner = keras.Model(inputs, layers.Dense(3)(inputs))
+    model = keras.Sequential([inner, layers.Dense(1)])
+    assert model.built and model.count_params() == 4 * 3 + 3 + 3 + 1
+    x = np.ones((2, 4), np.float32)
+    expected = numpy_dense(model.layers[1], numpy_dense(inner.layers[1], x))
+    np.testing.assert_allclose(model(x).numpy(), expected, rtol=1e-6)
