@@ -224,7 +224,20 @@ class Module(KerasMethods):
         except CheckpointError as error:
             raise CheckpointError(f"{path}: {error}") from None
 
-    load_weights = load  # Keras's name
+    def load_weights(
+        self, path: str | os.PathLike, skip_mismatch: bool = False, strict: bool = True
+    ) -> IncompatibleKeys:
+        """Keras's name of :meth:`load`; ``skip_mismatch`` loads what fits and skips, with a
+        warning, the weights whose name or shape the model does not have (Keras's)."""
+        if not skip_mismatch:
+            return self.load(path, strict)
+        params = self._state()
+        state = read_checkpoint(path)
+        fits = {k: v for k, v in state.items() if k in params and tuple(np.shape(v)) == params[k].shape}
+        skipped = sorted(set(state) - set(fits)) + sorted(set(params) - set(state))
+        if skipped:
+            warnings.warn(f"{path}: skipped the weights that do not fit: {skipped}", stacklevel=2)
+        return self.load_state_dict(fits, strict=False)
 
 
 def warn_if_hdf5(path: str | os.PathLike, what: str) -> None:

@@ -156,3 +156,16 @@ def test_a_subclassed_model_is_called_once_on_load_to_make_its_weights(tmp_path)
     restored = keras.models.load_model(tmp_path / "tokens.keras", custom_objects={"Tokens": Tokens})
     assert restored.embed.weights[0].shape == (10, 4)
     np.testing.assert_array_equal(restored(ids).numpy(), expected)
+
+
+def test_load_weights_with_skip_mismatch_loads_what_fits(tmp_path):
+    model = functional()
+    model.save_weights(tmp_path / "w.npz")
+    inputs = keras.Input(shape=(4,), name="features")
+    a = layers.Dense(5, activation="relu")(inputs)
+    other = keras.Model(inputs, layers.Dense(3)(a))  # the first Dense fits, the head does not
+    with pytest.raises(CheckpointError):
+        other.load_weights(tmp_path / "w.npz")
+    with pytest.warns(UserWarning, match="skipped the weights that do not fit"):
+        other.load_weights(tmp_path / "w.npz", skip_mismatch=True)
+    np.testing.assert_array_equal(other.layers[1].kernel.numpy(), model.layers[1].kernel.numpy())
