@@ -164,3 +164,8 @@ def test_tf_nn_dropout_zeroes_a_fraction_and_scales_the_rest():
     assert abs((kept == 0).mean() - 0.25) < 4 * np.sqrt(0.25 * 0.75 / kept.size)
     table = np.arange(12, dtype=np.float32).reshape(4, 3)
     np.testing.assert_array_equal(tf.nn.embedding_lookup(table, np.array([3, 0, 3])).numpy(), table[[3, 0, 3]])
+
+
+def test_tf_one_hot_takes_float_labels_as_tensorflow_does():
+    labels = np.array([2.0, 0.0, 1.0], np.float32)
+    np.testing.assert_array_equal(tf.one_hot(labels, depth=3).numpy(), np.eye(3, dtype=np.float32)[[2, 0, 1]])

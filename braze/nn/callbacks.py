@@ -86,26 +86,24 @@ class CallbackList:
 
 
 class BatchLogs(Mapping):
-    """A batch hook's logs: ``batch``, ``size`` and the step's metrics so far (``loss``, ...,
-    Keras's running values). A metric is read from the device only when a hook reads it, so
-    callbacks that do not look cost the compiled steps nothing."""
+    """A batch hook's logs: the step's metrics so far (``loss``, ..., Keras's running
+    values), each read from the device only when a hook reads it, so callbacks that do not
+    look cost the compiled steps nothing."""
 
-    def __init__(self, known: Logs, step_logs: Any, read: Callable[[Any], float]) -> None:
-        self._known, self._step_logs, self._read = dict(known), step_logs or {}, read
+    def __init__(self, step_logs: Any, read: Callable[[Any], float]) -> None:
+        self._known: Logs = {}  # the values read so far
+        self._step_logs, self._read = step_logs or {}, read
 
     def __getitem__(self, name: str) -> Any:
-        if name in self._known:
-            return self._known[name]
-        value = self._read(self._step_logs[name])  # KeyError for a name the step does not log
-        self._known[name] = value
-        return value
+        if name not in self._known:
+            self._known[name] = self._read(self._step_logs[name])  # KeyError for a name the step does not log
+        return self._known[name]
 
     def __iter__(self) -> Iterator[str]:
-        yield from self._known
-        yield from (name for name in self._step_logs if name not in self._known)
+        return iter(self._step_logs)
 
     def __len__(self) -> int:
-        return len(set(self._known) | set(self._step_logs))
+        return len(self._step_logs)
 
     def __repr__(self) -> str:
         return repr(dict(self))
@@ -247,9 +245,7 @@ class ModelCheckpoint(Callback):
             self._save(epoch, logs or {})
 
     def _save(self, epoch: int, logs: Logs, batch: int | None = None) -> None:
-        values = dict(logs)
-        values.pop("batch", None)
-        path = self.filepath.format(epoch=epoch + 1, batch=(batch or 0) + 1, **values)
+        path = self.filepath.format(epoch=epoch + 1, batch=(batch or 0) + 1, **logs)
         if self.save_best_only:
             current = self._monitor.value(logs)
             if not self._monitor.better(current, self._monitor.best):

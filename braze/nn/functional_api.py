@@ -62,6 +62,12 @@ class InputLayer(Layer):
         self._inbound_nodes.append(node)
         self.built = True
 
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()
+        del config["trainable"]  # an input has nothing to train
+        config["dtype"] = str(self._symbolic.dtype)
+        return config
+
     @property
     def symbolic(self) -> KerasTensor:
         """The symbolic tensor this layer stands for (``keras.Input`` returns it)."""

@@ -162,10 +162,11 @@ class Layer(Module):
         return (self._dtype or as_dtype("float32")).name
 
     def get_config(self) -> dict[str, Any]:
-        """The arguments the layer was made with (Keras's ``get_config``), its name and,
-        once frozen, ``trainable=False``; ``from_config`` makes the same layer again."""
-        frozen = {} if self.trainable else {"trainable": False}
-        return {**self._config, "name": self.name, **frozen}
+        """The arguments the layer was made with (Keras's ``get_config``), the defaults of
+        those not given (the plain ones: numbers, strings, None), its name, ``trainable``
+        and ``dtype``; ``from_config`` makes the same layer again."""
+        defaults = _plain_defaults(type(self))
+        return {**defaults, "trainable": self.trainable, "dtype": self.dtype, **self._config, "name": self.name}
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> Layer:
@@ -224,11 +225,7 @@ class Layer(Module):
             setattr(self, name, weight)
         return weight
 
-    def add_variable(self, *args: Any, **kwargs: Any) -> Tensor:
-        """Keras 3's other name of ``add_weight``, shape first."""
-        if args and isinstance(args[0], str):
-            raise TypeError("add_variable: the shape comes first (add_variable(shape, initializer, ...))")
-        return self.add_weight(*args, **kwargs)
+    add_variable = add_weight  # Keras 3's name (shape first), and tf.keras's (name first)
 
     def _items(self) -> Iterator[tuple[str, Any]]:
         """Attributes first; then weights made by ``add_weight`` and held nowhere else."""
@@ -434,6 +431,31 @@ def _inputs(args: tuple, layer: Layer) -> tuple:
         return value
 
     return tuple(tree.map_leaves(convert, a) for a in args)
+
+
+_PLAIN_DEFAULTS: dict[type, dict[str, Any]] = {}
+
+
+def _plain_defaults(cls: type) -> dict[str, Any]:
+    """The constructor's defaults that a config can hold as they are, by class."""
+    found = _PLAIN_DEFAULTS.get(cls)
+    if found is None:
+        try:
+            parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
+        except (TypeError, ValueError):
+            parameters = []
+        found = _PLAIN_DEFAULTS[cls] = {
+            p.name: p.default
+            for p in parameters
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and _plain(p.default)
+        }
+    return found
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v) for v in value)
+    return value is None or isinstance(value, (bool, int, float, str))
 
 
 def _init_arguments(cls: type, args: tuple, kwargs: dict) -> dict[str, Any]:

@@ -255,6 +255,12 @@ class IncompatibleKeys(NamedTuple):
     missing_keys: list[str]
     unexpected_keys: list[str]
 
+    def assert_consumed(self) -> None:
+        """Raise unless every weight was loaded and every saved one used (tf.keras's
+        ``load_weights(...).assert_consumed()``)."""
+        if self.missing_keys or self.unexpected_keys:
+            raise AssertionError(f"not loaded: {self.missing_keys}; saved but unused: {self.unexpected_keys}")
+
 
 def _walk(name: str, value: Any) -> Iterator[tuple[str, Any]]:
     if isinstance(value, (Module, Tensor)):

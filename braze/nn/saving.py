@@ -14,6 +14,7 @@ a file that cannot be loaded. braze's files are not Keras's (whose weights are H
 
 from __future__ import annotations
 
+import inspect
 import io
 import json
 import os
@@ -140,8 +141,12 @@ def _encode(value: Any, where: str) -> Any:
         return {"__slice__": [value.start, value.stop, value.step]}
     if value is Ellipsis:
         return {"__ellipsis__": True}
+    if isinstance(value, np.ndarray):  # a config holding a weight's value, as Keras's guides write
+        return value.item() if value.ndim == 0 else {"__numpy__": value.tolist(), "dtype": str(value.dtype)}
     if callable(value) and activations.name_of(value) is not None:
         return activations.name_of(value)
+    if inspect.isfunction(value) and value.__name__ != "<lambda>":
+        return {"__function__": value.__name__}  # found again by custom_objects or registration
     if hasattr(value, "get_config") and not isinstance(value, type):
         return {"class_name": type(value).__name__, "config": _encode(value.get_config(), where)}
     raise ValueError(
@@ -159,6 +164,10 @@ def _decode(value: Any, custom: dict[str, type]) -> Any:
         return slice(*value["__slice__"])
     if "__ellipsis__" in value:
         return Ellipsis
+    if "__numpy__" in value:
+        return np.asarray(value["__numpy__"], value["dtype"])
+    if "__function__" in value:
+        return _find_class(value["__function__"], custom)
     if set(value) == {"class_name", "config"}:
         cls = _find_class(value["class_name"], custom)
         config = {k: _decode(v, custom) for k, v in value["config"].items()}

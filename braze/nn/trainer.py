@@ -58,12 +58,12 @@ def pythonify(logs: Any) -> dict[str, Any]:
     return flat
 
 
-def _batch_logs(number: int, batch: Any, step_logs: Any) -> BatchLogs:
+def _batch_logs(step_logs: Any) -> BatchLogs:
     """A batch hook's logs: the step's metrics so far, flattened, read when a hook asks."""
     flat: dict[str, Any] = {}
     for name, value in (step_logs or {}).items():
         flat.update(value if isinstance(value, dict) else {name: value})
-    return BatchLogs({"batch": number, "size": adapters.batch_size(batch)}, flat, as_float)
+    return BatchLogs(flat, as_float)
 
 
 class Trainer:
@@ -156,10 +156,10 @@ class Trainer:
         bar = ProgressBar(steps or len(train), title)
         logs, batches = None, 0
         for batch_number, batch in enumerate(train.epoch(steps)):
-            hooks.call("on_train_batch_begin", batch_number, {"batch": batch_number})
+            hooks.call("on_train_batch_begin", batch_number, {})
             logs = self._step(self.train_function, batch)
             batches += 1
-            hooks.call("on_train_batch_end", batch_number, _batch_logs(batch_number, batch, logs))
+            hooks.call("on_train_batch_end", batch_number, _batch_logs(logs))
             bar.update()
         bar.close()
         if not batches and agree is None:
@@ -178,10 +178,10 @@ class Trainer:
         logs, batches = None, 0
         with evaluating(self.model):
             for batch_number, batch in enumerate(data.epoch(steps)):
-                hooks.call("on_test_batch_begin", batch_number, {"batch": batch_number})
+                hooks.call("on_test_batch_begin", batch_number, {})
                 logs = self._step(self.test_function, batch)
                 batches += 1
-                hooks.call("on_test_batch_end", batch_number, _batch_logs(batch_number, batch, logs))
+                hooks.call("on_test_batch_end", batch_number, _batch_logs(logs))
         if not batches and not over_ranks:
             raise ValueError(f"{data.caller}: the data yielded no batches")
         result = self._reduce(logs, over_ranks)
@@ -194,10 +194,10 @@ class Trainer:
         hooks.call("on_predict_begin", {})
         with evaluating(self.model), no_grad():
             for batch_number, batch in enumerate(data.epoch(steps)):
-                hooks.call("on_predict_batch_begin", batch_number, {"batch": batch_number})
+                hooks.call("on_predict_batch_begin", batch_number, {})
                 result = self._step(self.predict_function, batch)
                 outputs.append(tree.map_leaves(lambda t: np.array(t.numpy()) if isinstance(t, Tensor) else t, result))
-                hooks.call("on_predict_batch_end", batch_number, {"batch": batch_number, "outputs": outputs[-1]})
+                hooks.call("on_predict_batch_end", batch_number, {"outputs": outputs[-1]})
         hooks.call("on_predict_end", {})
         if not outputs:
             raise ValueError("predict: the data yielded no batches")

@@ -204,6 +204,9 @@ def one_hot(
     if dtype is None:
         given = on_value if on_value is not None else off_value
         dtype = as_tensor(given).dtype if given is not None else DEFAULT_FLOAT
+    indices = as_tensor(indices)
+    if indices.dtype.is_float:  # TensorFlow takes float labels (the guides' float32 arrays) as integers
+        indices = astype(indices, int32)
     hot = creation.one_hot(indices, depth, dtype="bool")
     if axis is not None and axis != -1:  # the classes' axis, made last, moves to ``axis``
         order = [int(d) for d in np.arange(hot.ndim - 1)]

@@ -61,7 +61,7 @@ def test_hooks_run_in_keras_order_and_batch_logs_carry_the_running_values():
     recorder = Recorder()
     compiled().fit(*train, batch_size=16, epochs=2, validation_data=validation, callbacks=[recorder], verbose=0)
     epoch_logs = ("accuracy", "loss", "val_accuracy", "val_loss")
-    batch_logs = ("accuracy", "batch", "loss", "size")
+    batch_logs = ("accuracy", "loss")
     one_epoch = [("batch_end", 0, batch_logs), ("batch_end", 1, batch_logs), ("test_begin",)]
     assert recorder.calls == [
         ("train_begin",),

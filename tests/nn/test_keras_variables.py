@@ -49,6 +49,9 @@ def test_add_variable_is_add_weight_shape_first():
     layer = Bias()
     np.testing.assert_array_equal(layer(np.zeros((2, 3), np.float32)).numpy(), np.ones((2, 3)))
     assert layer.trainable_weights == [layer.b]
+    named_first = keras.layers.Layer()
+    weight = named_first.add_variable("kernel", shape=(2, 3), initializer="zeros")  # tf.keras's order
+    assert weight.shape == (2, 3) and named_first.kernel is weight
 
 
 def test_the_learning_rate_answers_as_a_variable():

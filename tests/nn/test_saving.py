@@ -167,5 +167,40 @@ def test_load_weights_with_skip_mismatch_loads_what_fits(tmp_path):
     with pytest.raises(CheckpointError):
         other.load_weights(tmp_path / "w.npz")
     with pytest.warns(UserWarning, match="skipped the weights that do not fit"):
-        other.load_weights(tmp_path / "w.npz", skip_mismatch=True)
+        status = other.load_weights(tmp_path / "w.npz", skip_mismatch=True)
     np.testing.assert_array_equal(other.layers[1].kernel.numpy(), model.layers[1].kernel.numpy())
+    with pytest.raises(AssertionError, match="not loaded"):
+        status.assert_consumed()
+    functional().load_weights(tmp_path / "w.npz").assert_consumed()
+
+
+def softsign_squared(x):
+    return (x / (1 + braze.abs(x))) ** 2
+
+
+class Offset(keras.layers.Layer):
+    """A layer whose config holds a 0-d array and a vector, as keras-io's guide writes it."""
+
+    def __init__(self, offset, scale=None, **kwargs):
+        super().__init__(**kwargs)
+        self.offset, self.scale = np.float32(offset), np.ones(2, np.float32) if scale is None else np.asarray(scale, np.float32)
+
+    def call(self, x):
+        return x * self.scale + self.offset
+
+    def get_config(self):
+        return {**super().get_config(), "offset": np.array(self.offset), "scale": self.scale}
+
+
+def test_configs_hold_numpy_values_and_plain_functions_found_by_name(tmp_path):
+    inputs = keras.Input((2,))
+    hidden = layers.Activation(softsign_squared)(Offset(0.5, [2.0, -1.0])(inputs))
+    model = keras.Model(inputs, hidden)
+    model.save(tmp_path / "f.keras")
+    with pytest.raises(ValueError, match="custom_objects"):
+        keras.models.load_model(tmp_path / "f.keras", custom_objects={"Offset": Offset})
+    with keras.utils.custom_object_scope({"Offset": Offset, "softsign_squared": softsign_squared}):
+        restored = keras.models.load_model(tmp_path / "f.keras")
+    x = np.array([[1.0, 3.0], [-2.0, 0.0]], np.float32)
+    shifted = x * np.array([2.0, -1.0], np.float32) + 0.5
+    np.testing.assert_allclose(restored(x).numpy(), (shifted / (1 + np.abs(shifted))) ** 2, rtol=1e-6)
