@@ -183,7 +183,8 @@ class Offset(keras.layers.Layer):
 
     def __init__(self, offset, scale=None, **kwargs):
         super().__init__(**kwargs)
-        self.offset, self.scale = np.float32(offset), np.ones(2, np.float32) if scale is None else np.asarray(scale, np.float32)
+        self.offset = np.float32(offset)
+        self.scale = np.ones(2, np.float32) if scale is None else np.asarray(scale, np.float32)
 
     def call(self, x):
         return x * self.scale + self.offset
