@@ -54,9 +54,19 @@ device = as_device
 _SUBPACKAGES = ("data", "distributed", "keras", "lax", "models", "nn", "optim")
 
 
+# TensorFlow's modules braze does not have, with what comes nearest in braze.
+_MISSING_TF = {
+    "train": "save with model.save('x.keras') or save_weights('x.npz'), and load with keras.models.load_model or "
+    "load_weights; tf.train's checkpoints are not supported",
+    "saved_model": "save with model.save('x.keras') and load with keras.models.load_model; braze writes no SavedModel",
+}
+
+
 def __getattr__(name: str) -> Any:
     if name in _SUBPACKAGES and importlib.util.find_spec(f"braze.{name}") is not None:
         return importlib.import_module(f"braze.{name}")
+    if name in _MISSING_TF:
+        raise AttributeError(f"braze has no tf.{name}: {_MISSING_TF[name]}")
     raise AttributeError(f"module 'braze' has no attribute {name!r}")
 
 

@@ -169,3 +169,10 @@ def test_tf_nn_dropout_zeroes_a_fraction_and_scales_the_rest():
 def test_tf_one_hot_takes_float_labels_as_tensorflow_does():
     labels = np.array([2.0, 0.0, 1.0], np.float32)
     np.testing.assert_array_equal(tf.one_hot(labels, depth=3).numpy(), np.eye(3, dtype=np.float32)[[2, 0, 1]])
+
+
+def test_tensorflow_modules_braze_lacks_name_what_to_use():
+    with pytest.raises(AttributeError, match=r"no tf.train: save with model.save\('x.keras'\)"):
+        _ = tf.train
+    with pytest.raises(AttributeError, match="no tf.saved_model"):
+        _ = tf.saved_model
