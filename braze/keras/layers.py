@@ -40,7 +40,7 @@ from braze.nn.functional_api import (
     Input,
     InputLayer,
 )
-from braze.nn.keras_recurrent import GRU, LSTM, SimpleRNN
+from braze.nn.keras_recurrent import GRU, LSTM, Bidirectional, SimpleRNN
 from braze.nn.keras_spellings import Embedding, LayerNormalization
 from braze.nn.layers import (
     ELU,
@@ -93,6 +93,7 @@ __all__ = [
     "AvgPool1D",
     "AvgPool2D",
     "BatchNormalization",
+    "Bidirectional",
     "CenterCrop",
     "Concatenate",
     "Conv1D",

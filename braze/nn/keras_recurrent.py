@@ -203,3 +203,57 @@ class GRU(_KerasRecurrent):
             projected, h, self.recurrent_kernel, recurrent_bias, False, self.activation, self.recurrent_activation
         )
         return self._results(hs, [h])
+
+
+_MERGES: dict[str, Any] = {
+    "concat": lambda f, b: ops.concatenate([f, b], -1),
+    "sum": lambda f, b: f + b,
+    "mul": lambda f, b: f * b,
+    "ave": lambda f, b: (f + b) * 0.5,
+}
+
+
+class Bidirectional(Layer):
+    """``keras.layers.Bidirectional(layer, merge_mode="concat")``: ``layer`` (a SimpleRNN,
+    LSTM or GRU) over the steps and a copy of it (new weights) over the reversed steps,
+    their outputs merged (``concat``, ``sum``, ``mul``, ``ave``, or None for the pair); a
+    backward sequence is reversed back so that step t of both sides meets."""
+
+    def __init__(
+        self, layer: _KerasRecurrent, merge_mode: str | None = "concat", backward_layer: Any = None, **kwargs: Any
+    ) -> None:
+        if not isinstance(layer, _KerasRecurrent):
+            raise TypeError(f"Bidirectional: wraps a SimpleRNN, LSTM or GRU, got {type(layer).__name__}")
+        if merge_mode is not None and merge_mode not in _MERGES:
+            raise ValueError(f"Bidirectional: merge_mode must be one of {sorted(_MERGES)} or None, got {merge_mode!r}")
+        if kwargs.pop("weights", None) is not None:
+            raise NotImplementedError("Bidirectional: weights= is not supported; set_weights after building")
+        super().__init__(**kwargs)
+        self.merge_mode = merge_mode
+        self.forward_layer = layer
+        if backward_layer is None:
+            config = {**layer.get_config(), "go_backwards": not layer.go_backwards, "name": f"backward_{layer.name}"}
+            backward_layer = type(layer).from_config(config)
+        elif not isinstance(backward_layer, _KerasRecurrent) or backward_layer.go_backwards == layer.go_backwards:
+            raise ValueError("Bidirectional: backward_layer must be a recurrent layer going the other way")
+        self.backward_layer = backward_layer
+        self._build_if_known()
+
+    def build(self, input_shape: tuple[int | None, ...]) -> None:
+        self.forward_layer._ensure_built(input_shape)
+        self.backward_layer._ensure_built(input_shape)
+
+    def call(self, x: Tensor, initial_state: Any = None) -> Any:
+        half = None if initial_state is None else len(initial_state) // 2
+        forward = self.forward_layer(x, initial_state=None if half is None else initial_state[:half])
+        backward = self.backward_layer(x, initial_state=None if half is None else initial_state[half:])
+        states: list[Tensor] = []
+        if self.forward_layer.return_state:
+            states = [*forward[1:], *backward[1:]]
+            forward, backward = forward[0], backward[0]
+        if self.forward_layer.return_sequences:
+            backward = ops.flip(backward, 1)
+        merged = [forward, backward] if self.merge_mode is None else _MERGES[self.merge_mode](forward, backward)
+        if not states:
+            return merged
+        return [*merged, *states] if self.merge_mode is None else [merged, *states]

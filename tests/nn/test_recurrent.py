@@ -284,3 +284,39 @@ def test_a_keras_model_with_a_recurrent_layer_fits_saves_and_loads(tmp_path, kin
     model.save(tmp_path / "recurrent.keras")
     loaded = keras.models.load_model(tmp_path / "recurrent.keras")
     np.testing.assert_array_equal(loaded.predict(X, verbose=0), model.predict(X, verbose=0))
+
+
+def _weights(layer):
+    return (np.asarray(w.numpy(), np.float64) for w in (layer.kernel, layer.recurrent_kernel, layer.bias))
+
+
+def test_bidirectional_runs_a_copy_over_the_reversed_steps_and_merges():
+    concat = keras.layers.Bidirectional(keras.layers.LSTM(6, return_sequences=True))
+    out = concat(X).numpy()
+    forward, _, _ = keras_lstm_ref(X, *_weights(concat.forward_layer))
+    backward, _, _ = keras_lstm_ref(X, *_weights(concat.backward_layer), go_backwards=True)
+    assert concat.backward_layer.go_backwards and out.shape == (3, 5, 12)
+    np.testing.assert_allclose(out, np.concatenate([forward, backward[:, ::-1]], -1), rtol=1e-5, atol=1e-6)
+    summed = keras.layers.Bidirectional(keras.layers.SimpleRNN(4, return_state=True), merge_mode="sum")
+    merged, h_forward, h_backward = summed(X)
+    _, want_forward = keras_simple_rnn_ref(X, *_weights(summed.forward_layer))
+    _, want_backward = keras_simple_rnn_ref(X, *_weights(summed.backward_layer), go_backwards=True)
+    np.testing.assert_allclose(h_forward.numpy(), want_forward, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(h_backward.numpy(), want_backward, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(merged.numpy(), want_forward + want_backward, rtol=1e-5, atol=1e-6)
+    with pytest.raises(TypeError, match="wraps a SimpleRNN, LSTM or GRU"):
+        keras.layers.Bidirectional(keras.layers.Dense(3))
+
+
+def test_bidirectional_gradients_match_finite_differences():
+    layer = keras.layers.Bidirectional(keras.layers.SimpleRNN(3, dtype="float64"), merge_mode="ave")
+    layer(braze.tensor(np.zeros((1, 2, 2))))
+    sides = (layer.forward_layer, layer.backward_layer)
+
+    def fn(x, *weights):
+        for side, (kernel, recurrent, bias) in zip(sides, (weights[:3], weights[3:]), strict=True):
+            side.kernel, side.recurrent_kernel, side.bias = kernel, recurrent, bias
+        return layer(x)
+
+    arrays = [RNG.standard_normal((2, 4, 2)), *_weights(sides[0]), *_weights(sides[1])]
+    assert_gradients_match(fn, arrays, list(range(7)), rtol=1e-5, atol=1e-7)
