@@ -176,3 +176,20 @@ def test_tensorflow_modules_braze_lacks_name_what_to_use():
         _ = tf.train
     with pytest.raises(AttributeError, match="no tf.saved_model"):
         _ = tf.saved_model
+
+
+def test_depth_to_space_follows_tensorflows_formula_and_space_to_depth_undoes_it():
+    x = np.random.default_rng(0).standard_normal((2, 3, 4, 12)).astype(np.float32)
+    b, channels = 2, 3
+    expected = np.empty((2, 6, 8, channels), np.float32)
+    for h in range(3):
+        for w in range(4):
+            for i in range(b):
+                for j in range(b):
+                    block = (i * b + j) * channels
+                    expected[:, h * b + i, w * b + j, :] = x[:, h, w, block : block + channels]
+    shuffled = tf.nn.depth_to_space(x, b)
+    np.testing.assert_array_equal(shuffled.numpy(), expected)
+    np.testing.assert_array_equal(tf.nn.space_to_depth(shuffled, b).numpy(), x)
+    with pytest.raises(ValueError, match="not a multiple of block_size"):
+        tf.nn.depth_to_space(x[..., :10], 2)

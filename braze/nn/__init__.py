@@ -89,6 +89,7 @@ from braze.nn.symbolic import KerasTensor
 from braze.nn.tf_nn import (
     conv2d,
     conv2d_transpose,
+    depth_to_space,
     dropout,
     embedding_lookup,
     log_softmax,
@@ -98,6 +99,7 @@ from braze.nn.tf_nn import (
     sigmoid_cross_entropy_with_logits,
     softmax,
     softmax_cross_entropy_with_logits,
+    space_to_depth,
     sparse_softmax_cross_entropy_with_logits,
     tanh,
 )
@@ -199,8 +201,10 @@ __all__ = [
     "softmax_cross_entropy_with_logits",
     "sparse_categorical_crossentropy",
     "sparse_softmax_cross_entropy_with_logits",
+    "depth_to_space",
     "dropout",
     "embedding_lookup",
+    "space_to_depth",
     "subtract",
     "tanh",
     "Embedding",

@@ -133,3 +133,35 @@ def embedding_lookup(params: Any, ids: Any, max_norm: float | None = None, name:
 def dropout(x: Any, rate: float, noise_shape: Any = None, seed: Any = None, name: str | None = None) -> Tensor:
     """TensorFlow's ``tf.nn.dropout``: a fraction ``rate`` zeroed, the rest scaled by 1 / (1 - rate)."""
     return keras_random.dropout(x, rate, noise_shape, seed)
+
+
+def _block_size(op: str, x: Tensor, block_size: int, data_format: str) -> int:
+    if data_format != "NHWC":
+        raise NotImplementedError(f"tf.nn.{op}: data_format {data_format!r}: only NHWC is supported")
+    if x.ndim != 4 or int(block_size) != block_size or block_size < 2:
+        raise ValueError(f"tf.nn.{op}: takes (batch, height, width, channels) and a block_size of at least 2")
+    return int(block_size)
+
+
+def depth_to_space(input: Any, block_size: int, data_format: str = "NHWC", name: str | None = None) -> Tensor:  # noqa: A002 - TensorFlow's name
+    """TensorFlow's pixel shuffle: ``out[n, h*b + i, w*b + j, c] = in[n, h, w, (i*b + j)*C + c]``
+    for blocks of ``b = block_size``, ``C`` the output's channels."""
+    x = ops.as_tensor(input)
+    b = _block_size("depth_to_space", x, block_size, data_format)
+    n, h, w, channels = x.shape
+    if channels % (b * b):
+        raise ValueError(f"tf.nn.depth_to_space: {channels} channels are not a multiple of block_size**2 = {b * b}")
+    blocks = ops.reshape(x, (n, h, w, b, b, channels // (b * b)))
+    return ops.reshape(ops.transpose(blocks, (0, 1, 3, 2, 4, 5)), (n, h * b, w * b, channels // (b * b)))
+
+
+def space_to_depth(input: Any, block_size: int, data_format: str = "NHWC", name: str | None = None) -> Tensor:  # noqa: A002 - TensorFlow's name
+    """The inverse of :func:`depth_to_space`: each ``b x b`` block becomes ``b * b`` times
+    the channels."""
+    x = ops.as_tensor(input)
+    b = _block_size("space_to_depth", x, block_size, data_format)
+    n, h, w, channels = x.shape
+    if h % b or w % b:
+        raise ValueError(f"tf.nn.space_to_depth: height {h} and width {w} must be multiples of block_size {b}")
+    blocks = ops.reshape(x, (n, h // b, b, w // b, b, channels))
+    return ops.reshape(ops.transpose(blocks, (0, 1, 3, 2, 4, 5)), (n, h // b, w // b, b * b * channels))
