@@ -473,7 +473,7 @@ class Tensor:
     def assign(self, value: Any) -> Tensor:
         """Set this tensor's value in place, recording no gradient (TensorFlow's
         ``Variable.assign``: a trainable weight takes it too)."""
-        return self._assign_without_grad(lambda _, new: new, value)
+        return self._assign_without_grad(lambda _, new: new.detach(), value)
 
     def assign_add(self, value: Any) -> Tensor:
         """``self += value`` in place, recording no gradient (``Variable.assign_add``)."""

@@ -193,3 +193,13 @@ def test_depth_to_space_follows_tensorflows_formula_and_space_to_depth_undoes_it
     np.testing.assert_array_equal(tf.nn.space_to_depth(shuffled, b).numpy(), x)
     with pytest.raises(ValueError, match="not a multiple of block_size"):
         tf.nn.depth_to_space(x[..., :10], 2)
+
+
+def test_assign_records_no_gradient_into_a_non_trainable_variable():
+    w = tf.Variable(np.ones(3, np.float32))
+    running = tf.Variable(np.zeros(3, np.float32), trainable=False)
+    with tf.GradientTape() as tape:
+        running.assign(w * 2)  # a running statistic, as Keras layers keep them
+        y = tf.reduce_sum(running * 3 + w)
+    assert not running.trainable
+    np.testing.assert_array_equal(tape.gradient(y, w).numpy(), [1.0, 1.0, 1.0])

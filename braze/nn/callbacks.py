@@ -13,7 +13,7 @@ from __future__ import annotations
 import csv
 import math
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from braze.nn.checkpoint import saved_whole
@@ -84,29 +84,21 @@ class CallbackList:
         for callback in self.callbacks:
             getattr(callback, hook)(*args)
 
-
-class BatchLogs(Mapping):
-    """A batch hook's logs: the step's metrics so far (``loss``, ..., Keras's running
-    values), each read from the device only when a hook reads it, so callbacks that do not
-    look cost the compiled steps nothing."""
-
-    def __init__(self, step_logs: Any, read: Callable[[Any], float]) -> None:
-        self._known: Logs = {}  # the values read so far
-        self._step_logs, self._read = step_logs or {}, read
-
-    def __getitem__(self, name: str) -> Any:
-        if name not in self._known:
-            self._known[name] = self._read(self._step_logs[name])  # KeyError for a name the step does not log
-        return self._known[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._step_logs)
-
-    def __len__(self) -> int:
-        return len(self._step_logs)
-
-    def __repr__(self) -> str:
-        return repr(dict(self))
+    def read_batch_logs(self, hook: str) -> bool:
+        """Whether a callback looks at ``hook``'s logs (it defines the hook, or says so with
+        ``reads_batch_logs``): only then does each step wait for its values to be read."""
+        names = (hook, "on_batch_end") if hook == "on_train_batch_end" else (hook,)
+        for callback in self.callbacks:
+            declared = getattr(callback, "reads_batch_logs", None)
+            if declared is not None:
+                if declared:
+                    return True
+                continue
+            if any(
+                name in vars(callback) or getattr(type(callback), name) is not getattr(Callback, name) for name in names
+            ):
+                return True
+        return False
 
 
 class History(Callback):
@@ -232,6 +224,10 @@ class ModelCheckpoint(Callback):
 
     def on_epoch_begin(self, epoch: int, logs: Logs | None = None) -> None:
         self._epoch = epoch
+
+    @property
+    def reads_batch_logs(self) -> bool:
+        return self.save_freq != "epoch"
 
     def on_train_batch_end(self, batch: int, logs: Logs | None = None) -> None:
         # Every save_freq batches, counted across epochs (Keras's): reading the monitored

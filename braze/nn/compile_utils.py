@@ -119,9 +119,9 @@ class CompileLoss:
             if loss is None or targets[i] is None:
                 continue
             value = loss(targets[i], preds[i], weights[i])
+            if self.output_trackers:  # unweighted, averaged by batch size as the total is (Keras's)
+                self.output_trackers[i].update_state(value, sample_weight=preds[i].shape[0])
             term = value * weight if weight != 1.0 else value
-            if self.output_trackers:  # weighted, and by batch size as the total: the parts add up to it
-                self.output_trackers[i].update_state(term, sample_weight=preds[i].shape[0])
             total = term if total is None else total + term
         return total
 

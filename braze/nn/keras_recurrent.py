@@ -239,6 +239,15 @@ class Bidirectional(Layer):
         self.backward_layer = backward_layer
         self._build_if_known()
 
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> Bidirectional:
+        """A new wrapper around copies (new weights) of the layers the config holds."""
+        fresh = {
+            key: type(value).from_config(value.get_config()) if isinstance(value, Layer) else value
+            for key, value in config.items()
+        }
+        return cls(**fresh)
+
     def build(self, input_shape: tuple[int | None, ...]) -> None:
         self.forward_layer._ensure_built(input_shape)
         self.backward_layer._ensure_built(input_shape)

@@ -103,16 +103,30 @@ def clone_model(model: Layer, input_tensors: Any = None, clone_function: Any = N
     return layer_from_config(_layer_config(model))
 
 
-def _layer_classes() -> dict[str, type]:
-    """Every layer class braze defines, by name."""
-    found: dict[str, type] = {}
-    stack = [Layer]
+def _braze_layer_classes() -> list[type]:
+    """Every layer class braze defines."""
+    found, stack = [], [Layer]
     while stack:
         cls = stack.pop()
         if cls.__module__.startswith("braze."):
-            found.setdefault(cls.__name__, cls)
+            found.append(cls)
         stack.extend(cls.__subclasses__())
     return found
+
+
+def _layer_classes() -> dict[str, type]:
+    """Every layer class braze defines, by name (the first found where two share one)."""
+    found: dict[str, type] = {}
+    for cls in _braze_layer_classes():
+        found.setdefault(cls.__name__, cls)
+    return found
+
+
+def _qualified(value: Any) -> dict[str, str]:
+    """The module of a braze class, saved beside its name: two braze layers share a name
+    (``keras.layers.Embedding`` and ``braze.nn.Embedding``), and a config must name its own."""
+    module = type(value).__module__
+    return {"module": module} if module.startswith("braze.") else {}
 
 
 _OPS = {
@@ -148,7 +162,7 @@ def _encode(value: Any, where: str) -> Any:
     if inspect.isfunction(value) and value.__name__ != "<lambda>":
         return {"__function__": value.__name__}  # found again by custom_objects or registration
     if hasattr(value, "get_config") and not isinstance(value, type):
-        return {"class_name": type(value).__name__, "config": _encode(value.get_config(), where)}
+        return {"class_name": type(value).__name__, "config": _encode(value.get_config(), where), **_qualified(value)}
     raise ValueError(
         f"cannot save {where}: {type(value).__name__} {value!r} has no config (give names or numbers, or an object "
         "with get_config)"
@@ -168,14 +182,29 @@ def _decode(value: Any, custom: dict[str, type]) -> Any:
         return np.asarray(value["__numpy__"], value["dtype"])
     if "__function__" in value:
         return _find_class(value["__function__"], custom)
-    if set(value) == {"class_name", "config"}:
-        cls = _find_class(value["class_name"], custom)
+    if _is_object(value):
+        cls = _find_class(value["class_name"], custom, value.get("module"))
         config = {k: _decode(v, custom) for k, v in value["config"].items()}
         return cls.from_config(config) if hasattr(cls, "from_config") else cls(**config)
     return {k: _decode(v, custom) for k, v in value.items()}
 
 
-def _find_class(name: str, custom: dict[str, type]) -> type:
+def _is_object(value: dict[str, Any]) -> bool:
+    """Whether ``value`` is an object's config as ``_encode`` writes it."""
+    return {"class_name", "config"} <= set(value) <= {"class_name", "config", "module"}
+
+
+def _is_encoded(value: Any) -> bool:
+    """Whether ``value`` is a dict ``_encode`` wrote for a value that is not a dict."""
+    special = ("__slice__", "__ellipsis__", "__numpy__", "__function__")
+    return isinstance(value, dict) and (any(key in value for key in special) or _is_object(value))
+
+
+def _find_class(name: str, custom: dict[str, type], module: str | None = None) -> type:
+    if module is not None and name not in custom and name not in _CUSTOM:
+        for cls in _braze_layer_classes():
+            if cls.__name__ == name and cls.__module__ == module:
+                return cls
     for table in (
         custom,
         _CUSTOM,
@@ -199,13 +228,14 @@ def _find_class(name: str, custom: dict[str, type]) -> type:
 
 def _layer_config(layer: Layer) -> dict[str, Any]:
     if isinstance(layer, Sequential):
-        return {"class_name": "Sequential", "config": model_config(layer)}
+        # braze.nn.Sequential (PyTorch's container, training at first) comes back as itself.
+        return {"class_name": "Sequential", "config": model_config(layer), "braze_class": type(layer).__name__}
     if is_functional(layer):
-        return {"class_name": type(layer).__name__, "functional": model_config(layer)}
+        return {"class_name": type(layer).__name__, "functional": model_config(layer), **_qualified(layer)}
     if type(layer).__name__ == "Lambda":
         raise ValueError(f"cannot save {layer.name}: a Lambda layer's Python function has no config")
     config = {k: v for k, v in layer.get_config().items() if k not in _SKIPPED}
-    entry = {"class_name": type(layer).__name__, "config": _encode(config, layer.name)}
+    entry = {"class_name": type(layer).__name__, "config": _encode(config, layer.name), **_qualified(layer)}
     if isinstance(layer, Model) and layer.build_input is not None:
         entry["build_input"] = layer.build_input  # a subclassed model's weights exist once it is called
     return entry
@@ -219,10 +249,11 @@ def is_functional(model: Layer) -> bool:
 def model_config(model: Model) -> dict[str, Any]:
     """A Sequential or functional model's architecture (its ``get_config``): its layers'
     configs and, for a functional model, the graph that connects them."""
+    frozen = {} if model.trainable else {"trainable": False}  # a frozen model comes back frozen
     if isinstance(model, Sequential):
         layers = [_layer_config(m) for m in model.layers]
-        return {"name": model.name, "layers": layers, "input_shape": _encode(model.input_shape, model.name)}
-    return _graph_config(model)
+        return {"name": model.name, "layers": layers, "input_shape": _encode(model.input_shape, model.name), **frozen}
+    return {**_graph_config(model), **frozen}
 
 
 def model_from_config(config: dict[str, Any], cls: type, custom_objects: dict[str, type] | None = None) -> Model:
@@ -231,8 +262,11 @@ def model_from_config(config: dict[str, Any], cls: type, custom_objects: dict[st
     custom = custom_objects or {}
     layers = [layer_from_config(c, custom) for c in config["layers"]]
     if issubclass(cls, Sequential):
-        return cls(layers, input_shape=config["input_shape"], name=config["name"])
-    return _functional_from_config(config, layers, cls, custom)
+        model = cls(layers, input_shape=config["input_shape"], name=config["name"])
+    else:
+        model = _functional_from_config(config, layers, cls, custom)
+    model.trainable = config.get("trainable", True)
+    return model
 
 
 def _graph_config(model: Model) -> dict[str, Any]:
@@ -288,10 +322,12 @@ def layer_from_config(config: dict[str, Any], custom: dict[str, type] | None = N
     custom = custom or {}
     name = config["class_name"]
     if "functional" in config:
-        return model_from_config(config["functional"], _find_class(name, custom) if name != "Model" else Model, custom)
+        cls = _find_class(name, custom, config.get("module")) if name != "Model" else Model
+        return model_from_config(config["functional"], cls, custom)
     if name == "Sequential":
-        return model_from_config(config["config"], KerasSequential, custom)
-    cls = _find_class(name, custom)
+        cls = Sequential if config.get("braze_class") == "Sequential" else KerasSequential
+        return model_from_config(config["config"], cls, custom)
+    cls = _find_class(name, custom, config.get("module"))
     arguments = {k: _decode(v, custom) for k, v in config["config"].items()}
     layer = cls.from_config(arguments)
     if "build_input" in config:
@@ -311,7 +347,7 @@ def _functional_from_config(config: dict[str, Any], layers: list[Layer], cls: ty
             return produced[k][j]
         if isinstance(value, list):
             return [resolve(v) for v in value]
-        if isinstance(value, dict):
+        if isinstance(value, dict) and not _is_encoded(value):
             return {key: resolve(v) for key, v in value.items()}
         return _decode(value, custom)
 

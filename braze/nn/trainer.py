@@ -18,7 +18,7 @@ from braze import ops
 from braze.autodiff import no_grad
 from braze.lazy import barrier
 from braze.nn import adapters, tree
-from braze.nn.callbacks import BatchLogs, CallbackList
+from braze.nn.callbacks import CallbackList
 from braze.nn.progress import ProgressBar
 from braze.nn.training import evaluating
 from braze.runtime.device import Device, default_device
@@ -56,14 +56,6 @@ def pythonify(logs: Any) -> dict[str, Any]:
         else:
             flat[name] = as_float(value)
     return flat
-
-
-def _batch_logs(step_logs: Any) -> BatchLogs:
-    """A batch hook's logs: the step's metrics so far, flattened, read when a hook asks."""
-    flat: dict[str, Any] = {}
-    for name, value in (step_logs or {}).items():
-        flat.update(value if isinstance(value, dict) else {name: value})
-    return BatchLogs(flat, as_float)
 
 
 class Trainer:
@@ -155,11 +147,12 @@ class Trainer:
         self.model.reset_metrics()
         bar = ProgressBar(steps or len(train), title)
         logs, batches = None, 0
+        read = hooks.read_batch_logs("on_train_batch_end")
         for batch_number, batch in enumerate(train.epoch(steps)):
             hooks.call("on_train_batch_begin", batch_number, {})
             logs = self._step(self.train_function, batch)
             batches += 1
-            hooks.call("on_train_batch_end", batch_number, _batch_logs(logs))
+            hooks.call("on_train_batch_end", batch_number, pythonify(logs) if read else {})
             bar.update()
         bar.close()
         if not batches and agree is None:
@@ -176,12 +169,13 @@ class Trainer:
         self.model.reset_metrics()
         hooks.call("on_test_begin", {})
         logs, batches = None, 0
+        read = hooks.read_batch_logs("on_test_batch_end")
         with evaluating(self.model):
             for batch_number, batch in enumerate(data.epoch(steps)):
                 hooks.call("on_test_batch_begin", batch_number, {})
                 logs = self._step(self.test_function, batch)
                 batches += 1
-                hooks.call("on_test_batch_end", batch_number, _batch_logs(logs))
+                hooks.call("on_test_batch_end", batch_number, pythonify(logs) if read else {})
         if not batches and not over_ranks:
             raise ValueError(f"{data.caller}: the data yielded no batches")
         result = self._reduce(logs, over_ranks)

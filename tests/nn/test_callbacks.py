@@ -4,6 +4,7 @@ and that on a lazy device they leave the compiled training step whole."""
 from __future__ import annotations
 
 import csv
+import json
 
 import numpy as np
 import pytest
@@ -184,3 +185,30 @@ def test_model_checkpoint_saves_every_save_freq_batches_across_epochs(tmp_path):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
     with pytest.raises(ValueError, match="save_freq must be 'epoch' or a number of batches"):
         ModelCheckpoint(str(tmp_path / "m.keras"), save_freq="batch")
+
+
+class Seen(braze.keras.metrics.Metric):
+    """How many examples the metric has seen this epoch: state from add_weight."""
+
+    def __init__(self, **kwargs):
+        super().__init__(name="seen", **kwargs)
+        self.count = self.add_weight(name="count", initializer="zeros")
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        self.count.assign_add(braze.keras.ops.cast(braze.keras.ops.shape(y_pred)[0], "float32"))
+
+    def result(self):
+        return self.count
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_batch_logs_are_plain_dicts_of_each_batchs_values(jit_compile):
+    (x, y), _ = diverging_validation()
+    kept = []
+    keeper = braze.keras.callbacks.LambdaCallback(on_batch_end=lambda batch, logs: kept.append(logs))
+    net = Sequential(Dense(1, activation="sigmoid", input_dim=3, generator=braze.Generator(0)))
+    net.compile(loss="binary_crossentropy", optimizer=SGD(lr=0.1), metrics=[Seen()], jit_compile=jit_compile)
+    net.fit(x, y, batch_size=8, epochs=1, shuffle=False, callbacks=[keeper], verbose=0)
+    assert all(type(logs) is dict for logs in kept)  # copied, written into, dumped as JSON like Keras's
+    assert [logs["seen"] for logs in kept] == [8.0, 16.0, 24.0, 32.0]  # read at each batch's end
+    assert json.loads(json.dumps(kept[0]))["seen"] == 8.0

@@ -69,14 +69,14 @@ def test_several_outputs_log_each_loss_and_predict_their_structure():
     targets = [Y, np.zeros((16, 2), np.float32)]
     history = model.fit(X, targets, batch_size=8, epochs=1, verbose=0)
     assert set(history.history) == {"loss", "a_loss", "b_loss", "a_mae"}
-    # Batches of 5, 5, 5 and 1: each output's loss is weighted and averaged by batch size as
-    # the total is (Keras 3), so the parts add up to it.
+    # Batches of 5, 5, 5 and 1: each output's loss is logged unweighted and averaged by batch
+    # size as the total is (Keras 3), so the total is their weighted sum.
     logs = model.evaluate(X, targets, batch_size=5, verbose=0, return_dict=True)
     a, b = model.predict(X, verbose=0)
     assert a.shape == (16, 1) and b.shape == (16, 2)
     assert logs["a_loss"] == pytest.approx(np.mean((a - Y) ** 2), rel=1e-5)
-    assert logs["b_loss"] == pytest.approx(0.5 * np.mean(np.abs(b)), rel=1e-5)
-    assert logs["loss"] == pytest.approx(logs["a_loss"] + logs["b_loss"], rel=1e-5)
+    assert logs["b_loss"] == pytest.approx(np.mean(np.abs(b)), rel=1e-5)
+    assert logs["loss"] == pytest.approx(logs["a_loss"] + 0.5 * logs["b_loss"], rel=1e-5)
 
 
 @pytest.mark.parametrize("mode", ["eager", "set_jit", "jit_compile"])

@@ -205,3 +205,21 @@ def test_configs_hold_numpy_values_and_plain_functions_found_by_name(tmp_path):
     x = np.array([[1.0, 3.0], [-2.0, 0.0]], np.float32)
     shifted = x * np.array([2.0, -1.0], np.float32) + 0.5
     np.testing.assert_allclose(restored(x).numpy(), (shifted / (1 + np.abs(shifted))) ** 2, rtol=1e-6)
+
+
+def test_round_trips_keep_constants_the_keras_embedding_frozen_models_and_the_container(tmp_path):
+    inputs = keras.Input((6,))
+    scaled = keras.Model(inputs, inputs * np.arange(6.0, dtype=np.float32))
+    scaled.save(tmp_path / "scaled.keras")
+    ones = np.ones((2, 6), np.float32)
+    np.testing.assert_array_equal(keras.models.load_model(tmp_path / "scaled.keras")(ones).numpy(), ones * np.arange(6))
+    ids = keras.Input((3,), dtype="int32")
+    embedded = keras.models.clone_model(keras.Model(ids, layers.Embedding(10, 4)(ids)))
+    assert isinstance(embedded.layers[1], layers.Embedding) and embedded(np.array([[1, 2, 3]])).shape == (1, 3, 4)
+    frozen = keras.Sequential([keras.Input((3,)), layers.Dense(2)])
+    frozen.trainable = False
+    assert keras.models.clone_model(frozen).trainable_weights == []
+    container = braze.nn.Sequential(layers.Dense(2, input_shape=(3,)), layers.Dropout(0.5))
+    assert type(keras.models.clone_model(container)) is braze.nn.Sequential
+    wrapper = layers.Bidirectional(layers.LSTM(3))
+    assert layers.Bidirectional.from_config(wrapper.get_config()).forward_layer is not wrapper.forward_layer
