@@ -389,11 +389,13 @@ class Layer(Module):
     # Functional API --------------------------------------------------------------------
 
     def _node(self, what: str) -> symbolic.Node:
-        if len(self._inbound_nodes) != 1:
-            raise AttributeError(
-                f"{self.name} has been called {len(self._inbound_nodes)} times on symbolic inputs: its {what} is "
-                "defined only for a layer called once"
-            )
+        """The layer's first call on symbolic inputs, whose ``what`` Keras 3 gives (in a
+        Sequential model with an input shape, the call in its graph, made now if need be)."""
+        container = self.__dict__.get("_sequential")
+        if not self._inbound_nodes and container is not None and container() is not None:
+            container()._extend_chain()
+        if not self._inbound_nodes:
+            raise AttributeError(f"{self.name} has not been called on symbolic inputs: it has no {what} yet")
         return self._inbound_nodes[0]
 
     @property

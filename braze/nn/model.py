@@ -12,6 +12,7 @@ Every layer called inside follows the model's ``training`` value.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,6 +20,7 @@ import numpy as np
 
 from braze import ops
 from braze.autodiff import no_grad
+from braze.nn import tree
 from braze.nn.functional_api import FunctionalGraph, Input, InputLayer
 from braze.nn.layer import Layer
 from braze.nn.module import Module
@@ -202,6 +204,35 @@ class Sequential(Model):
         self.input_shape = input_shape
         self._output_shape = input_shape if None not in input_shape else None
         self.built = self._output_shape is not None
+        self._drop_chain(0)
+
+    def _drop_chain(self, keep: int) -> None:
+        """Forget the symbolic calls of the layers past the first ``keep`` (and the input
+        too when ``keep`` is 0), so that each layer's ``output`` is its call in this model."""
+        chain = self.__dict__.get("_chain") or []
+        while len(chain) > keep + 1 or (keep == 0 and chain):
+            removed = tree.leaves(chain.pop())[0]
+            layer = removed.node.layer
+            if removed.node in getattr(layer, "_inbound_nodes", ()):
+                layer._inbound_nodes.remove(removed.node)
+
+    def _extend_chain(self) -> list[Any]:
+        """The symbolic tensors of a call on a ``keras.Input`` of the input shape, one per
+        layer: each new layer is called on the last (Keras's Sequential graph)."""
+        chain = self.__dict__.setdefault("_chain", [])
+        if self.input_shape is None:
+            raise AttributeError(
+                f"{self.name} has no symbolic inputs and outputs yet: give it an input shape (a keras.Input first, "
+                "or input_shape=)"
+            )
+        if not chain:
+            chain.append(Input(shape=self.input_shape))
+        while len(chain) <= len(self.layers):
+            layer = self.layers[len(chain) - 1]
+            if not isinstance(layer, Layer):
+                raise AttributeError(f"{self.name} has no symbolic graph: {type(layer).__name__} is not a Keras layer")
+            chain.append(layer(chain[-1]))
+        return chain
 
     def add(self, layer: Any) -> None:
         """Append ``layer``, built at once when the model's input shape is known (as in Keras)."""
@@ -220,9 +251,12 @@ class Sequential(Model):
         elif self.input_shape is None:
             # Without an input shape there is nothing to build while every layer is built.
             self.built = all(getattr(m, "built", True) for m in self.layers)
+        if isinstance(layer, Layer):  # its ``output``, asked for first, makes this model's graph
+            layer._sequential = weakref.ref(self)
 
     def pop(self) -> Module:
         layer = self.layers.pop()
+        self._drop_chain(len(self.layers))
         if self.input_shape is not None and None not in self.input_shape:
             self._output_shape = self.input_shape
             for kept in self.layers:
@@ -241,24 +275,13 @@ class Sequential(Model):
             self._output_shape = _shape_after(layer, self._output_shape)
 
     def _functional(self) -> FunctionalGraph:
-        """The layers called in order on a ``keras.Input`` of the model's input shape, made
-        when first asked for (``model.inputs``, ``model.output``, then each layer's
-        ``output``: Keras's feature extractors), again after ``add`` or ``pop``."""
-        made = self.__dict__.get("_symbolic")
-        if made is not None and made[0] == [id(m) for m in self.layers]:
-            return made[1]
-        if self.input_shape is None or not all(isinstance(m, Layer) for m in self.layers):
-            raise AttributeError(
-                f"{self.name} has no symbolic inputs and outputs: give it an input shape (a keras.Input first, or "
-                "input_shape=) and Keras layers only"
-            )
-        inputs = Input(shape=self.input_shape)
-        outputs = inputs
-        for layer in self.layers:
-            outputs = layer(outputs)
-        graph = FunctionalGraph(inputs, outputs)
-        self._symbolic = ([id(m) for m in self.layers], graph)
-        return graph
+        """The Sequential graph (``model.inputs``, ``model.output``; each layer's ``output``):
+        Keras's feature extractors are made from it."""
+        chain = self._extend_chain()
+        made = self.__dict__.get("_graph_of_chain")
+        if made is None or made[0] is not chain[-1]:
+            made = self._graph_of_chain = (chain[-1], FunctionalGraph(chain[0], chain[-1]))
+        return made[1]
 
     def get_config(self) -> dict[str, Any]:
         from braze.nn.saving import model_config

@@ -121,6 +121,7 @@ def test_a_sequential_models_inputs_and_layer_outputs_make_feature_extractors():
             layers.Dense(2),
         ]
     )
+    middle_output = model.get_layer("middle").output  # before the model's inputs, as Keras allows
     extractor = keras.Model(inputs=model.inputs, outputs=[layer.output for layer in model.layers])
     x = np.random.default_rng(0).standard_normal((2, 12, 12, 3)).astype(np.float32)
     expected, value = [], x
@@ -129,8 +130,12 @@ def test_a_sequential_models_inputs_and_layer_outputs_make_feature_extractors():
         expected.append(value)
     for got, want in zip(extractor(x), expected, strict=True):
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-6)
-    middle = keras.Model(model.input, model.get_layer("middle").output)
+    middle = keras.Model(model.input, middle_output)
     np.testing.assert_allclose(middle(x).numpy(), expected[1], rtol=1e-5, atol=1e-6)
+    assert model.output.shape == (None, 2)
+    model.add(layers.Dense(5))
+    assert model.output.shape == (None, 5) and model.get_layer("middle").output is middle_output
+    model.pop()
     assert model.output.shape == (None, 2)
     with pytest.raises(AttributeError, match="give it an input shape"):
         _ = keras.Sequential([layers.Dense(2)]).inputs
