@@ -25,19 +25,22 @@ from braze.lazy import barrier, explain
 from braze.ops import *  # noqa: F403 - the op library is the public API
 from braze.ops import __all__ as _ops_all
 from braze.ops import tf_image as image
-from braze.ops.tensorflow import (  # noqa: A004 - tf.range is TensorFlow's name
+from braze.ops.tensorflow import (
     compat,
     gather,
-    math,
     random,
-    range,
     repeat,
     shape,
     split,
     tile,
     unstack,
 )
+
+# tf.math and tf.range, kept out of __all__ so that ``from braze import *`` leaves the
+# standard library's math and the builtin range as they are.
+from braze.ops.tensorflow import math as math
 from braze.ops.tensorflow import one_hot as one_hot  # tf.one_hot over braze.ops's, reading its calls alike
+from braze.ops.tensorflow import range as range  # noqa: A004 - TensorFlow's name
 from braze.runtime import metrics
 from braze.runtime.device import CPU, LAZY_CPU, Device, as_device, default_device, set_default_device
 from braze.tensor import Tensor
@@ -103,7 +106,6 @@ __all__ = [
     "keras",
     "lax",
     "image",
-    "math",
     "metrics",
     "models",
     "nn",
@@ -125,7 +127,6 @@ __all__ = [
     "jvp",
     "no_grad",
     "random",
-    "range",
     "repeat",
     "shape",
     "split",

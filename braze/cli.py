@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from braze.bench.arguments import (
+    checkpoint_file,
     existing_directory,
     non_negative_int,
     output_file,
@@ -224,7 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="evaluate each epoch on the first N test (validation) batches only (quick runs; default: all)",
     )
     image_training.add_argument(
-        "--save", type=output_file, default=None, help="write the trained parameters to this .npz file"
+        "--save", type=checkpoint_file, default=None, help="write the trained parameters to this .npz file"
     )
     image_training.add_argument(
         "--autocast",

@@ -52,6 +52,11 @@ ARGUMENT_ERRORS = [
     ),
     ("train lenet --save {tmp}", "argument --save: {tmp} is a directory, expected a file name"),
     (
+        "train lenet --save {tmp}/model.ckpt",
+        "argument --save: {tmp}/model.ckpt: save to a name ending in .keras (the whole model: architecture, "
+        "weights, compile settings) or in .npz or .safetensors (weights and buffers)",
+    ),
+    (
         "train lenet --save {file}/model.npz",
         "argument --save: cannot create {file}/model.npz: {file} is not a directory",
     ),

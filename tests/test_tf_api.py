@@ -203,3 +203,12 @@ def test_assign_records_no_gradient_into_a_non_trainable_variable():
         y = tf.reduce_sum(running * 3 + w)
     assert not running.trainable
     np.testing.assert_array_equal(tape.gradient(y, w).numpy(), [1.0, 1.0, 1.0])
+
+
+def test_one_hot_reads_braze_and_tensorflow_calls_and_star_import_keeps_builtins():
+    labels = np.array([0, 2])
+    assert tf.one_hot(labels, 3, tf.float64).dtype == "float64"  # braze's (labels, num_classes, dtype)
+    np.testing.assert_array_equal(tf.one_hot(labels, 3, 5.0).numpy(), [[5, 0, 0], [0, 0, 5]])  # TF's on_value
+    namespace: dict = {}
+    exec("from braze import *", namespace)
+    assert "range" not in namespace and "math" not in namespace

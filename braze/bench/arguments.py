@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from braze.ir.errors import BrazeError
+from braze.nn.checkpoint import saved_whole
 from braze.runtime.device import Device, as_device
 
 
@@ -104,6 +105,16 @@ def output_file(text: str) -> str:
     if path.is_dir():
         raise argparse.ArgumentTypeError(f"{text} is a directory, expected a file name")
     _check_creatable(text, path.parent)
+    return text
+
+
+def checkpoint_file(text: str) -> str:
+    """argparse type: a file ``Module.save`` can write (a checkpoint's or a model's name)."""
+    output_file(text)
+    try:
+        saved_whole(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
     return text
 
 

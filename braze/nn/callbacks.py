@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+import warnings
 from collections.abc import Iterable
 from typing import Any
 
@@ -243,6 +244,11 @@ class ModelCheckpoint(Callback):
     def _save(self, epoch: int, logs: Logs, batch: int | None = None) -> None:
         path = self.filepath.format(epoch=epoch + 1, batch=(batch or 0) + 1, **logs)
         if self.save_best_only:
+            if batch is not None and self._monitor.monitor not in logs:  # val_ values come at epoch ends
+                warnings.warn(
+                    f"ModelCheckpoint: {self._monitor.monitor} is not in batch {batch}'s logs; no save", stacklevel=2
+                )
+                return
             current = self._monitor.value(logs)
             if not self._monitor.better(current, self._monitor.best):
                 return

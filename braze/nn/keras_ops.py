@@ -64,7 +64,8 @@ def _concatenate(xs: Sequence[Any], axis: int = 0) -> Tensor:
 
 
 def _tile(x: Any, repeats: Any) -> Tensor:
-    return plain(array_api.tile(ops.as_tensor(x), repeats))
+    """NumPy's tile: ``repeats`` an int or one count per axis."""
+    return plain(array_api.tile(ops.as_tensor(x), (repeats,) if isinstance(repeats, int) else repeats))
 
 
 def _repeat(x: Any, repeats: Any, axis: int | None = None) -> Tensor:

@@ -205,8 +205,9 @@ class Module(KerasMethods):
 
     def save_weights(self, path: str | os.PathLike, overwrite: bool = True) -> None:
         """Write the weights and buffers to a checkpoint: ``.safetensors`` for that name,
-        else ``.npz`` (also under a Keras ``.weights.h5`` name, with a warning: braze
-        writes no HDF5, and reads its own file back by its content)."""
+        ``.npz`` for that name and under a Keras ``.weights.h5`` one (with a warning: braze
+        writes no HDF5, and reads its own file back by its content); another name is a
+        ValueError before anything is written."""
         if saved_whole(path) and Path(path).suffix == ".keras":
             raise CheckpointError(f"{path}: a .keras file holds a whole model: use model.save({str(path)!r})")
         warn_if_hdf5(path, "an .npz checkpoint")
@@ -225,7 +226,7 @@ class Module(KerasMethods):
             raise CheckpointError(f"{path}: {error}") from None
 
     def load_weights(
-        self, path: str | os.PathLike, skip_mismatch: bool = False, strict: bool = True
+        self, path: str | os.PathLike, strict: bool = True, *, skip_mismatch: bool = False
     ) -> IncompatibleKeys:
         """Keras's name of :meth:`load`; ``skip_mismatch`` loads what fits and skips, with a
         warning, the weights whose name or shape the model does not have (Keras's)."""

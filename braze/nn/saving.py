@@ -71,8 +71,12 @@ class CustomObjectScope:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        _CUSTOM.clear()
-        _CUSTOM.update(self._saved)
+        # Only this scope's names go; a class registered inside the block stays registered.
+        for name in self._objects:
+            if name in self._saved:
+                _CUSTOM[name] = self._saved[name]
+            else:
+                _CUSTOM.pop(name, None)
 
 
 def serialize(layer: Any) -> Any:

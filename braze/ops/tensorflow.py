@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from braze.ir.dtypes import DEFAULT_FLOAT, float64, int32, int64
+from braze.ir.dtypes import DEFAULT_FLOAT, DType, as_dtype, float64, int32, int64
 from braze.ir.errors import DTypeError, ShapeError
 from braze.ir.prims import indexing as index_prims
 from braze.ir.prims import structural
@@ -188,6 +188,17 @@ def _array_api() -> ModuleType:
     return array_api
 
 
+def _is_dtype(value: Any) -> bool:
+    """Whether ``value`` names a dtype (braze's, a name, or NumPy's), not a number."""
+    if isinstance(value, (DType, str, np.dtype)) or (isinstance(value, type) and issubclass(value, np.generic)):
+        try:
+            as_dtype(value, "one_hot")
+        except DTypeError:
+            return False
+        return True
+    return False
+
+
 def one_hot(
     indices: Any,
     depth: int,
@@ -201,6 +212,8 @@ def one_hot(
     of ``depth`` classes at ``axis`` (the last when None or -1): ``tf.one_hot``. Indices
     outside ``[0, depth)`` give ``off_value`` throughout. The dtype is ``dtype``, else that
     of ``on_value`` or ``off_value``, else float32."""
+    if _is_dtype(on_value) and off_value is None and dtype is None:
+        on_value, dtype = None, on_value  # braze's own one_hot(labels, num_classes, dtype), called so before
     if dtype is None:
         given = on_value if on_value is not None else off_value
         dtype = as_tensor(given).dtype if given is not None else DEFAULT_FLOAT

@@ -92,6 +92,9 @@ class LearningRate(float):
     def numpy(self) -> np.float32:
         return np.float32(self)
 
+    def __reduce__(self) -> tuple:
+        return float, (float(self),)  # a copy (a History's value) is the number, not the optimizer
+
 
 class Optimizer:
     """The base of braze's optimizers: ``zero_grad()`` and ``step()`` over the bound parameters
@@ -144,7 +147,8 @@ class Optimizer:
     def learning_rate(self) -> Hyperparameter:
         """Keras's name of ``lr``: a number (set it between steps; it also answers Keras's
         variable methods, ``assign`` and ``numpy``), a tensor or a schedule."""
-        return LearningRate(self.lr, self) if isinstance(self.lr, float) else self.lr
+        plain = isinstance(self.lr, (int, float, np.number)) and not isinstance(self.lr, bool)
+        return LearningRate(self.lr, self) if plain else self.lr
 
     @learning_rate.setter
     def learning_rate(self, value: Hyperparameter) -> None:

@@ -216,3 +216,11 @@ def test_batch_logs_are_plain_dicts_of_each_batchs_values(jit_compile):
     assert all(type(logs) is dict for logs in kept)  # copied, written into, dumped as JSON like Keras's
     assert [logs["seen"] for logs in kept] == [8.0, 16.0, 24.0, 32.0]  # read at each batch's end
     assert json.loads(json.dumps(kept[0]))["seen"] == 8.0
+
+
+def test_a_checkpoint_every_few_batches_watching_a_validation_value_warns_and_waits(tmp_path):
+    (x, y), validation = diverging_validation()
+    checkpoint = ModelCheckpoint(str(tmp_path / "best.npz"), save_freq=2, save_best_only=True)
+    with pytest.warns(UserWarning, match="val_loss is not in batch"):
+        compiled().fit(x, y, batch_size=16, epochs=1, validation_data=validation, callbacks=[checkpoint], verbose=0)
+    assert not (tmp_path / "best.npz").exists()

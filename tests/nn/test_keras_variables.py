@@ -93,3 +93,28 @@ def test_masking_fails_at_once_naming_what_to_do_instead():
     with pytest.raises(AttributeError, match="Masking: braze has no masks"):
         _ = keras.layers.Masking
     assert keras.layers.Embedding(10, 2, mask_zero=False)(np.array([[1, 2]])).shape == (1, 2, 2)
+
+
+def test_a_learning_rate_copies_as_its_number_and_integer_rates_answer_too():
+    import copy
+
+    optimizer = keras.optimizers.SGD(learning_rate=1)
+    optimizer.learning_rate.assign(0.25)
+    copied = copy.deepcopy({"learning_rate": [optimizer.learning_rate]})
+    assert copied == {"learning_rate": [0.25]} and type(copied["learning_rate"][0]) is float
+
+
+def test_a_custom_object_scope_leaves_what_was_registered_inside_it():
+    with keras.saving.custom_object_scope({"Scoped": CountAbove}):
+
+        @keras.saving.register_keras_serializable(package="test_scope")
+        class RegisteredInside(keras.layers.Layer):
+            pass
+
+        assert keras.saving.get_custom_objects()["Scoped"] is CountAbove
+    assert "Scoped" not in keras.saving.get_custom_objects()
+    assert keras.saving.get_custom_objects()["RegisteredInside"] is RegisteredInside
+
+
+def test_keras_ops_tile_takes_an_int():
+    np.testing.assert_array_equal(keras.ops.tile(np.array([1.0, 2.0]), 2).numpy(), [1.0, 2.0, 1.0, 2.0])
