@@ -50,9 +50,14 @@ class Model(Layer):
     _build_input: Any = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self._build_input is None and args and not is_symbolic(args[0]):
-            self._build_input = _input_spec(args[0])
+        if self._build_input is None:
+            self._record_input(args, kwargs)
         return super().__call__(*args, **kwargs)
+
+    def _record_input(self, args: tuple, kwargs: dict) -> None:
+        arrays = {k: v for k, v in kwargs.items() if k not in ("training", "mask") and hasattr(v, "shape")}
+        if (args or arrays) and not is_symbolic((args, arrays)):
+            self._build_input = {"args": _input_spec(list(args)), "kwargs": _input_spec(arrays)["items"]}
 
     @property
     def build_input(self) -> Any:
@@ -61,7 +66,8 @@ class Model(Layer):
     def build_from(self, spec: Any) -> None:
         """Make the weights by one call, in inference mode, on zeros like ``build_input``."""
         with no_grad():
-            self(_zeros_like(spec), training=False)
+            kwargs = {k: _zeros_like(v) for k, v in spec["kwargs"].items()}
+            self(*_zeros_like(spec["args"]), **kwargs, training=False)
 
     def get_config(self) -> dict[str, Any]:
         """A functional model's whole graph; a subclassed model's constructor arguments."""

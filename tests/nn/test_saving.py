@@ -223,3 +223,24 @@ def test_round_trips_keep_constants_the_keras_embedding_frozen_models_and_the_co
     assert type(keras.models.clone_model(container)) is braze.nn.Sequential
     wrapper = layers.Bidirectional(layers.LSTM(3))
     assert layers.Bidirectional.from_config(wrapper.get_config()).forward_layer is not wrapper.forward_layer
+
+
+class Pair(keras.Model):
+    """A subclassed model of two inputs, given positionally or by name."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.left, self.right = layers.Dense(2), layers.Dense(2)
+
+    def call(self, a, b=None, training=None):
+        return self.left(a) + self.right(b)
+
+
+@pytest.mark.parametrize("by_name", [False, True])
+def test_a_subclassed_model_of_two_inputs_loads(tmp_path, by_name):
+    model = Pair()
+    a, b = np.ones((2, 3), np.float32), np.full((2, 4), 2.0, np.float32)
+    expected = (model(a, b=b) if by_name else model(a, b)).numpy()
+    model.save(tmp_path / "pair.keras")
+    restored = keras.models.load_model(tmp_path / "pair.keras", custom_objects={"Pair": Pair})
+    np.testing.assert_array_equal(restored(a, b).numpy(), expected)
