@@ -32,6 +32,7 @@ from braze.ops.tensorflow import (
     repeat,
     shape,
     split,
+    tensordot,
     tile,
     unstack,
 )
@@ -131,6 +132,7 @@ __all__ = [
     "shape",
     "split",
     "set_default_device",
+    "tensordot",
     "tile",
     "unstack",
     "value_and_grad",

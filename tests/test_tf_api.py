@@ -212,3 +212,12 @@ def test_one_hot_reads_braze_and_tensorflow_calls_and_star_import_keeps_builtins
     namespace: dict = {}
     exec("from braze import *", namespace)
     assert "range" not in namespace and "math" not in namespace
+
+
+def test_tensordot_contracts_the_axes_given():
+    a = np.random.default_rng(3).standard_normal((2, 3, 4)).astype(np.float32)
+    b = np.random.default_rng(4).standard_normal((4, 3, 5)).astype(np.float32)
+    np.testing.assert_allclose(
+        tf.tensordot(a, b, axes=[[1, 2], [1, 0]]).numpy(), np.tensordot(a, b, axes=([1, 2], [1, 0])), rtol=1e-5
+    )
+    np.testing.assert_allclose(tf.tensordot(a, b[:, 0], axes=1).numpy(), np.tensordot(a, b[:, 0], axes=1), rtol=1e-5)

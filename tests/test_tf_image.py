@@ -84,3 +84,22 @@ def test_keras_ops_image_extracts_patches_row_by_row_and_resizes():
     np.testing.assert_array_equal(keras.ops.image.resize(images, (7, 6)).numpy(), images)
     with pytest.raises(NotImplementedError, match="only patches that do not overlap"):
         keras.ops.image.extract_patches(images, size=3, strides=1)
+
+
+def test_area_resize_averages_each_block_of_pixels():
+    x = np.random.default_rng(1).random((2, 6, 9, 3)).astype(np.float32)
+    expected = x.reshape(2, 2, 3, 3, 3, 3).mean(axis=(2, 4))
+    np.testing.assert_allclose(tf.image.resize(x, (2, 3), method="area").numpy(), expected, rtol=1e-6)
+    with pytest.raises(NotImplementedError, match="only to sizes that divide"):
+        tf.image.resize(x, (4, 3), method="area")
+
+
+def test_yuv_is_bt601_and_goes_back_to_rgb_and_psnr_follows_its_formula():
+    rgb = np.random.default_rng(2).random((4, 5, 3)).astype(np.float32)
+    yuv = tf.image.rgb_to_yuv(rgb).numpy()
+    luma = 0.299 * rgb[..., 0] + 0.587 * rgb[..., 1] + 0.114 * rgb[..., 2]  # BT.601's Y
+    np.testing.assert_allclose(yuv[..., 0], luma, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(tf.image.yuv_to_rgb(yuv).numpy(), rgb, atol=1e-5)
+    noisy = np.clip(rgb + 0.05, 0, 1)
+    mse = np.mean((rgb.astype(np.float64) - noisy) ** 2)
+    np.testing.assert_allclose(tf.image.psnr(rgb, noisy, max_val=1.0).numpy(), 10 * np.log10(1.0 / mse), rtol=1e-5)

@@ -190,12 +190,13 @@ class EarlyStopping(Callback):
         if self.wait >= self.patience and epoch > 0:
             self.stopped_epoch = epoch
             self.model.stop_training = True
-            if self.restore_best_weights and self.best_weights is not None:
-                self.model.load_state_dict(self.best_weights)
 
     def on_train_end(self, logs: Logs | None = None) -> None:
         if self.stopped_epoch and self.verbose:
             print(f"Epoch {self.stopped_epoch + 1}: early stopping")
+        # Keras 3's: the best epoch's weights come back whether training stopped early or ran out of epochs.
+        if self.restore_best_weights and self.best_weights is not None:
+            self.model.load_state_dict(self.best_weights)
 
 
 class ModelCheckpoint(Callback):

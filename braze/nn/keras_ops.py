@@ -120,9 +120,7 @@ def _roll(x: Any, shift: Any, axis: Any = None) -> Tensor:
 
 
 def _tensordot(x1: Any, x2: Any, axes: Any = 2) -> Tensor:
-    if not isinstance(axes, (int, np.integer)):  # NumPy's pair of axes, or of lists of axes
-        axes = tuple([a] if isinstance(a, (int, np.integer)) else list(a) for a in axes)
-    return plain(array_api.tensordot(ops.as_tensor(x1), ops.as_tensor(x2), axes=axes))
+    return tf_ops.tensordot(x1, x2, axes)
 
 
 def _eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Tensor:  # noqa: N803 - Keras's names

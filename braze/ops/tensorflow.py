@@ -252,6 +252,14 @@ def gather(
     return indexing.take(params, idx, d)
 
 
+def tensordot(a: Any, b: Any, axes: Any, name: str | None = None) -> Tensor:
+    """The sum of products over ``axes``: the last ``axes`` of ``a`` with the first of ``b``,
+    or a pair of axes (or of lists of axes): ``tf.tensordot``, NumPy's ``tensordot``."""
+    if not isinstance(axes, (int, np.integer)):
+        axes = tuple([d] if isinstance(d, (int, np.integer)) else list(d) for d in axes)
+    return plain(_array_api().tensordot(as_tensor(a), as_tensor(b), axes=axes))
+
+
 def tile(input: Any, multiples: Any, name: str | None = None) -> Tensor:  # noqa: A002 - TensorFlow's name
     """``input`` repeated ``multiples[k]`` times along each axis k (one multiple per axis): ``tf.tile``."""
     x = as_tensor(input)

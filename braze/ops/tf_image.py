@@ -3,15 +3,17 @@ that ``import braze as tf`` reads ``tf.image.resize`` in a ``tf.data`` pipeline.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 from braze.ops import random as random_ops
 from braze.ops.core import as_tensor
 from braze.ops.image import as_batch, resize_to, unbatch
-from braze.ops.math import maximum, sqrt, where
+from braze.ops.linalg import matmul
+from braze.ops.math import log, maximum, sqrt, where
 from braze.ops.reduction import mean
-from braze.ops.shape import expand_dims, flip, transpose
+from braze.ops.shape import expand_dims, flip, reshape, transpose
 from braze.tensor import Tensor
 
 __all__ = [
@@ -20,10 +22,13 @@ __all__ = [
     "flip_left_right",
     "flip_up_down",
     "per_image_standardization",
+    "psnr",
     "random_flip_left_right",
     "random_flip_up_down",
     "resize",
+    "rgb_to_yuv",
     "rot90",
+    "yuv_to_rgb",
 ]
 
 
@@ -49,15 +54,60 @@ def resize(
     """Images resized to ``size`` (height, width), bilinear or nearest, with half-pixel
     centres as TensorFlow 2's ``tf.image.resize``: float32 out of bilinear, the images'
     type out of nearest."""
-    if method not in ("bilinear", "nearest"):
-        raise NotImplementedError(f"tf.image.resize: method={method!r} (only 'bilinear' and 'nearest')")
+    if method not in ("bilinear", "nearest", "area"):
+        raise NotImplementedError(f"tf.image.resize: method={method!r} (only 'bilinear', 'nearest' and 'area')")
     if preserve_aspect_ratio or antialias:
         raise NotImplementedError("tf.image.resize: preserve_aspect_ratio and antialias are not supported")
     given = as_tensor(images)
     x, single = as_batch(given, "tf.image.resize")
     height, width = (int(s) for s in size)
+    if method == "area":
+        return unbatch(_shrink_by_areas(x.astype("float32") if not x.dtype.is_float else x, height, width), single)
     resized = unbatch(resize_to(x, height, width, method), single)
     return resized if method == "bilinear" or given.dtype.is_float else resized.astype(given.dtype)
+
+
+def _shrink_by_areas(x: Tensor, height: int, width: int) -> Tensor:
+    """Each output pixel the mean of the block of input pixels it covers: TensorFlow's area
+    resize, for sizes that divide the images' (blocks of whole pixels)."""
+    n, rows, cols, channels = x.shape
+    if rows % height or cols % width:
+        raise NotImplementedError(
+            f"tf.image.resize: method='area' from {rows}x{cols} to {height}x{width}: only to sizes that divide the "
+            "images' (whole blocks of pixels)"
+        )
+    blocks = reshape(x, (n, height, rows // height, width, cols // width, channels))
+    return mean(blocks, (2, 4))
+
+
+# TensorFlow's YUV (BT.601): rgb @ _RGB_TO_YUV, and back.
+_RGB_TO_YUV = [[0.299, -0.14714119, 0.61497538], [0.587, -0.28886916, -0.51496512], [0.114, 0.43601035, -0.10001026]]
+_YUV_TO_RGB = [[1.0, 1.0, 1.0], [0.0, -0.394642334, 2.03206185], [1.13988303, -0.58062185, 0.0]]
+
+
+def _colour_product(op: str, images: Any, matrix: list[list[float]]) -> Tensor:
+    x = _float_images(op, images)
+    if x.shape[-1] != 3:
+        raise ValueError(f"tf.image.{op}: images need 3 channels last, got shape {x.shape}")
+    return matmul(x, as_tensor(matrix, x.dtype))
+
+
+def rgb_to_yuv(images: Any) -> Tensor:
+    """RGB images (floats in [0, 1]) to YUV, as ``tf.image.rgb_to_yuv``."""
+    return _colour_product("rgb_to_yuv", images, _RGB_TO_YUV)
+
+
+def yuv_to_rgb(images: Any) -> Tensor:
+    """YUV images back to RGB, as ``tf.image.yuv_to_rgb``."""
+    return _colour_product("yuv_to_rgb", images, _YUV_TO_RGB)
+
+
+def psnr(a: Any, b: Any, max_val: float) -> Tensor:
+    """The peak signal-to-noise ratio of each image pair, in dB: 20 log10(max_val) - 10
+    log10(mean squared error over height, width and channels), as ``tf.image.psnr``."""
+    x, y = _float_images("psnr", a), _float_images("psnr", b)
+    error = mean((x - y) * (x - y), (-3, -2, -1))
+    return 20.0 * math.log10(max_val) - (10.0 / math.log(10.0)) * log(error)
 
 
 def flip_left_right(image: Any) -> Tensor:

@@ -88,6 +88,13 @@ def test_early_stopping_restores_the_best_weights():
     assert stopper.best == losses[0]
     for name, value in net.state_dict().items():
         np.testing.assert_array_equal(value, recorder.weights[0][name])
+    # The epochs run out before the patience does: the best epoch's weights come back all the same.
+    recorder, stopper = Recorder(), EarlyStopping(monitor="val_loss", patience=5, restore_best_weights=True)
+    net = compiled()
+    net.fit(*train, epochs=3, validation_data=validation, callbacks=[recorder, stopper], verbose=0)
+    assert stopper.stopped_epoch == 0 and stopper.best_epoch == 0
+    for name, value in net.state_dict().items():
+        np.testing.assert_array_equal(value, recorder.weights[0][name])
 
 
 def test_early_stopping_names_what_it_cannot_monitor():
