@@ -180,6 +180,11 @@ class _Transform(_Augmentation):
         return sample(images, y, x, self.fill_mode, self.interpolation, self.fill_value)
 
 
+def _centre(images: Tensor) -> tuple[float, float]:
+    """The (row, column) of the images' centre, about which they turn and zoom."""
+    return (images.shape[1] - 1) / 2, (images.shape[2] - 1) / 2
+
+
 class RandomRotation(_Transform):
     """Each image rotated about its centre by an angle drawn from ``factor`` (fractions of
     a full turn: 0.1 is up to 36 degrees either way; positive is counter-clockwise)."""
@@ -200,7 +205,7 @@ class RandomRotation(_Transform):
     def _points(self, images: Tensor, rows: Tensor, cols: Tensor) -> tuple[Tensor, Tensor]:
         angle = self._offset(images, *self._range)
         cos, sin = ops.cos(angle), ops.sin(angle)
-        cy, cx = (images.shape[1] - 1) / 2, (images.shape[2] - 1) / 2
+        cy, cx = _centre(images)
         y, x = rows - cy, cols - cx
         return sin * x + cos * y + cy, cos * x - sin * y + cx
 
@@ -227,7 +232,7 @@ class RandomZoom(_Transform):
     def _points(self, images: Tensor, rows: Tensor, cols: Tensor) -> tuple[Tensor, Tensor]:
         zoom_y = 1.0 + self._offset(images, *self._heights)
         zoom_x = zoom_y if self._widths is None else 1.0 + self._offset(images, *self._widths)
-        cy, cx = (images.shape[1] - 1) / 2, (images.shape[2] - 1) / 2
+        cy, cx = _centre(images)
         return (rows - cy) * zoom_y + cy, (cols - cx) * zoom_x + cx
 
 
