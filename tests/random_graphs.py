@@ -37,6 +37,7 @@ KINDS = [
     "rounded_conv",
     "dots_meet",
     "convs_meet",
+    "winograd_conv",
     "window",
     "pool_gradient",
     "iota",
@@ -223,6 +224,28 @@ def graphs(draw) -> Graph:
             first = make("conv", (x, w), **windows)
             second = make("conv", (make(draw(st.sampled_from(UNARY)), (x,)), w), **windows)
             node = make(draw(st.sampled_from(BINARY)), (first, second))
+        elif kind == "winograd_conv" and len(shape) == 4 and min(shape[1:3]) >= 3:
+            # a 3x3 convolution of 32 channels, SAME-padded (Winograd's kernel where the
+            # outputs tile by 2x2), or its input gradient; the image made from x
+            n, h, w, _ = shape
+            wide, filters = Aval((n, h, w, 32), dtype), Aval((3, 3, 32, 32), dtype)
+
+            # values of a few units: an exp of the result stays finite
+            summed = make("reduce_sum", (x,), axes=(3,))
+            spread = make("broadcast_in_dim", (summed,), shape=wide.shape, broadcast_dimensions=(0, 1, 2))
+            channel = make("iota", (), shape=wide.shape, dimension=3, dtype=int32)
+            image = make("add", (spread, make("mul", (make("convert", (channel,), dtype=dtype), splat(1 / 32, wide)))))
+            # the filter from iota (the image may hold infinities and NaNs, the filter not)
+            count = filters.size
+            index = make("convert", (make("iota", (), shape=(count,), dimension=0, dtype=int32),), dtype=dtype)
+            values = make("tanh", (make("mul", (index, splat(0.37, Aval((count,), dtype)))),))
+            weights = make("mul", (make("reshape", (values,), new_sizes=filters.shape), splat(1 / 288, filters)))
+            windows = {"strides": (1, 1), "padding": ((1, 1), (1, 1)), "dilation": (1, 1)}
+            if draw(st.booleans()):
+                node = make("conv", (image, weights), **windows)
+            else:
+                node = make("conv_grad_input", (image, weights), input_hw=(h, w), **windows)
+            node = make(draw(st.sampled_from(UNARY)), (node,))  # an epilogue
         elif kind == "pool_gradient" and (image := pick(_tiles_by_2x2)) is not None:
             # max-pool and its gradient over tiling windows, with an elementwise reader that
             # may join its kernel (as the relu mask does in a CNN)

@@ -481,6 +481,16 @@ def conv(d: Drawer) -> bool:
     stride, mixed = strides[pick], pick == 1
     padding = d.choice(('"SAME"', '"VALID"', "((1, 0), (0, 2))", "1"))
     dilation = d.choice((1, 1, 2, (1, 2)))
+    if pick == 0 and padding == '"SAME"' and dilation == 1:
+        # A 3x3 convolution of 32 channels and more, which Winograd's kernel computes where
+        # the image has even sides: the image repeated along its channels, the filter drawn
+        # from a sine scaled by the drawn filter's mean (so gradients reach both); no extra
+        # draw, so the programs of other draws stay as they were.
+        copies = -(-32 // d.shape(x)[3])
+        taps = (3, 3, copies * d.shape(x)[3], 32)
+        sequence = f"B.arange({np.prod(taps)}, dtype={{1}}.dtype, device={{1}}.device)"
+        filters = f"B.mean({{1}}) * B.reshape(B.sin({sequence} * 0.37), {taps})"
+        return d.add(f'B.conv2d(B.concatenate([{{0}}] * {copies}, axis=-1), {filters}, padding="SAME")', (x, w))
     options = f"stride={stride!r}, padding={padding}, dilation={dilation!r}"
     call = f"B.autocast()(lambda a, b: B.conv2d(a, b, {options}))" if mixed else "B.conv2d"
     return d.add(f"{call}({{0}}, {{1}}{'' if mixed else ', ' + options})", (x, w))

@@ -34,7 +34,8 @@ from braze.backends.cpu.loops import (
     parallel_pragma,
     store_results,
 )
-from braze.backends.cpu.tiles import each_tile, operand, register_tile, vector_tile
+from braze.backends.cpu.tiles import each_tile, operand, register_tile, store_accumulators, vector_tile
+from braze.backends.cpu.winograd import emit_winograd_conv, fits
 from braze.backends.cstyle import Index, c_type
 from braze.ir.dtypes import bfloat16
 from braze.ir.graph import Graph, Node
@@ -371,6 +372,15 @@ def _narrow_conv(p: _Conv, live_rows: tuple[int, int] | None = None) -> None:
     close_loops(em, 3)
 
 
+def _winograd(p: _Conv) -> bool:
+    """Emit ``p`` by Winograd's F(2x2, 3x3) (winograd.py) where it fits and the autotuner
+    has not found the direct kernel quicker on this host; whether it did."""
+    if not fits(p) or p.em.choice("winograd", 2, p.root.aval.size * p.kh * p.kw * p.c):
+        return False
+    emit_winograd_conv(p)
+    return True
+
+
 def _operands(em: Emitter, root: Node) -> tuple[str, str, bool]:
     """The buffers of ``root``'s two operands, and whether the kernel multiplies them as
     bfloat16 pairs; bfloat16 operands the target cannot multiply are widened to float32."""
@@ -400,7 +410,8 @@ def emit_conv(em: Emitter, computation: Graph, outputs: list[str], root: Node) -
     (sh, sw), (dh, dw), (_, oh, ow, _) = root.attr("strides"), root.attr("dilation"), root.shape
     geometry = (rows, cols, n, oh, ow, o, kh, kw, c, sh, sw, dh, dw)
     conv = _Conv(em, computation, outputs, root, t, source, w, *geometry, pairs=pairs)
-    _direct_conv(conv, live_rows=(pt, pt + h) if pt or pb else None)
+    if not _winograd(conv):
+        _direct_conv(conv, live_rows=(pt, pt + h) if pt or pb else None)
 
 
 def emit_conv_grad_input(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
@@ -429,6 +440,8 @@ def emit_conv_grad_input(em: Emitter, computation: Graph, outputs: list[str], ro
     geometry = (rows, cols, n, h, wd, c, kh, kw, o, 1, 1, dh, dw)
     conv = _Conv(em, computation, outputs, root, t, "gpad", "wflip", *geometry, pairs=pairs)
     live_rows = (max(0, top), min(rows, top + (g_node.shape[1] - 1) * sh + 1))
+    if sh == sw == 1 and _winograd(conv):
+        return
     if narrow:
         _narrow_conv(conv, live_rows)
     else:
@@ -580,9 +593,7 @@ def _split_filter_grad(p: _Conv) -> None:
                 lambda j, r=r: f"xr{r}[xo * {p.sw * c} + r0 + {j}]",
             )
             close_loops(em, 1)
-        open_loop(em, "j", width)
-        em.emit(f"memcpy(dst + (r0 + j) * {o} + q0 * {lanes}, acc[j], sizeof(acc[j]));")
-        close_loops(em, 1)
+        store_accumulators(em, width, f"dst + (r0 + j) * {o} + q0 * {lanes}")
         em.pop()
         em.emit("}")
 

@@ -78,6 +78,14 @@ def each_tile(em: Emitter, name: str, total: int, tile: int, body: Callable[[int
         body(total % tile, str(full))
 
 
+def store_accumulators(em: Emitter, width: int, row: str) -> None:
+    """Copy a register tile's accumulator rows ``acc[j]`` (j below ``width``) to ``row``, a
+    C pointer expression of ``j``."""
+    open_loop(em, "j", width)
+    em.emit(f"memcpy({row}, acc[j], sizeof(acc[j]));")
+    close_loops(em, 1)
+
+
 def vector_tile(
     em: Emitter,
     t: str,
