@@ -226,7 +226,7 @@ def graphs(draw) -> Graph:
             node = make(draw(st.sampled_from(BINARY)), (first, second))
         elif kind == "winograd_conv" and len(shape) == 4 and min(shape[1:3]) >= 3:
             # a 3x3 convolution of 32 channels, SAME-padded (Winograd's kernel where the
-            # outputs tile by 2x2), or its input gradient; the image made from x
+            # outputs tile by 2x2), or its input or filter gradient; the image made from x
             n, h, w, _ = shape
             wide, filters = Aval((n, h, w, 32), dtype), Aval((3, 3, 32, 32), dtype)
 
@@ -241,10 +241,13 @@ def graphs(draw) -> Graph:
             values = make("tanh", (make("mul", (index, splat(0.37, Aval((count,), dtype)))),))
             weights = make("mul", (make("reshape", (values,), new_sizes=filters.shape), splat(1 / 288, filters)))
             windows = {"strides": (1, 1), "padding": ((1, 1), (1, 1)), "dilation": (1, 1)}
-            if draw(st.booleans()):
+            which = draw(st.sampled_from(("conv", "conv_grad_input", "conv_grad_filter")))
+            if which == "conv":
                 node = make("conv", (image, weights), **windows)
-            else:
+            elif which == "conv_grad_input":
                 node = make("conv_grad_input", (image, weights), input_hw=(h, w), **windows)
+            else:  # the cotangent from the image too: a sine, so that its signs vary
+                node = make("conv_grad_filter", (image, make("sin", (image,))), filter_hw=(3, 3), **windows)
             node = make(draw(st.sampled_from(UNARY)), (node,))  # an epilogue
         elif kind == "pool_gradient" and (image := pick(_tiles_by_2x2)) is not None:
             # max-pool and its gradient over tiling windows, with an elementwise reader that

@@ -9,6 +9,7 @@ from the CPU target (``em.target``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from braze.backends.cpu import loops
@@ -35,7 +36,13 @@ from braze.backends.cpu.loops import (
     store_results,
 )
 from braze.backends.cpu.tiles import each_tile, operand, register_tile, store_accumulators, vector_tile
-from braze.backends.cpu.winograd import emit_winograd_conv, fits
+from braze.backends.cpu.winograd import (
+    MIN_CHANNELS,
+    MIN_FILTER_GRAD_CHANNELS,
+    emit_winograd_conv,
+    emit_winograd_filter_grad,
+    fits,
+)
 from braze.backends.cstyle import Index, c_type
 from braze.ir.dtypes import bfloat16
 from braze.ir.graph import Graph, Node
@@ -372,12 +379,12 @@ def _narrow_conv(p: _Conv, live_rows: tuple[int, int] | None = None) -> None:
     close_loops(em, 3)
 
 
-def _winograd(p: _Conv) -> bool:
+def _winograd(p: _Conv, emit: Callable[[_Conv], None], least_channels: int = MIN_CHANNELS) -> bool:
     """Emit ``p`` by Winograd's F(2x2, 3x3) (winograd.py) where it fits and the autotuner
     has not found the direct kernel quicker on this host; whether it did."""
-    if not fits(p) or p.em.choice("winograd", 2, p.root.aval.size * p.kh * p.kw * p.c):
+    if not fits(p, least_channels) or p.em.choice("winograd", 2, p.n * p.oh * p.ow * p.kh * p.kw * p.c * p.o):
         return False
-    emit_winograd_conv(p)
+    emit(p)
     return True
 
 
@@ -410,7 +417,7 @@ def emit_conv(em: Emitter, computation: Graph, outputs: list[str], root: Node) -
     (sh, sw), (dh, dw), (_, oh, ow, _) = root.attr("strides"), root.attr("dilation"), root.shape
     geometry = (rows, cols, n, oh, ow, o, kh, kw, c, sh, sw, dh, dw)
     conv = _Conv(em, computation, outputs, root, t, source, w, *geometry, pairs=pairs)
-    if not _winograd(conv):
+    if not _winograd(conv, emit_winograd_conv):
         _direct_conv(conv, live_rows=(pt, pt + h) if pt or pb else None)
 
 
@@ -440,7 +447,7 @@ def emit_conv_grad_input(em: Emitter, computation: Graph, outputs: list[str], ro
     geometry = (rows, cols, n, h, wd, c, kh, kw, o, 1, 1, dh, dw)
     conv = _Conv(em, computation, outputs, root, t, "gpad", "wflip", *geometry, pairs=pairs)
     live_rows = (max(0, top), min(rows, top + (g_node.shape[1] - 1) * sh + 1))
-    if sh == sw == 1 and _winograd(conv):
+    if sh == sw == 1 and _winograd(conv, emit_winograd_conv):
         return
     if narrow:
         _narrow_conv(conv, live_rows)
@@ -469,6 +476,8 @@ def emit_conv_grad_filter(em: Emitter, computation: Graph, outputs: list[str], r
     p = _Conv(em, computation, outputs, root, t, source, g, *geometry, pairs=pairs)
     if pairs:
         _split_filter_grad(p)
+    elif _winograd(p, emit_winograd_filter_grad, MIN_FILTER_GRAD_CHANNELS):
+        return
     elif c == 1 and sw == 1 and kh * kw <= 25 and o < 8 and root.dtype.itemsize == 4:
         _row_filter_grad(p)
     elif o % em.target.lanes(root.dtype.itemsize) == 0 and o * root.dtype.itemsize <= 512 and dw == 1:

@@ -39,6 +39,9 @@ class Emitter(CEmitter):
         self.scratch: list[tuple[str, str, int, bool]] = []  # (C type, name, bytes, per thread)
         self.preamble: list[str] = []  # top-level C the kernel's function needs before it (guarded)
         self.keep_branches = False  # compile the kernel without if-conversion (emit.py says why)
+        # The lowering's branches all enclose loops (none is inside an innermost loop, the only
+        # ones if-conversion touches), so its "if" lines need not turn if-conversion off.
+        self.branches_enclose_loops = False
 
     def scratch_buffer(self, ctype: str, name: str, count: int, per_thread: bool = False) -> None:
         """``name``: a scratch array of ``count`` elements (that many per thread when

@@ -241,7 +241,9 @@ def emit_kernel(
     # if-converts them (NaN lanes of a branchy copy become 0; found by the random-graph
     # test), so kernels with such branches keep their branches, and so do the kernels
     # whose lowering asks (a convolution's loops over plain arrays, contractions.py).
-    branchy = em.keep_branches or any(line.lstrip().startswith(("if (", "} else")) for line in em.lines)
+    branchy = em.keep_branches or (
+        not em.branches_enclose_loops and any(line.lstrip().startswith(("if (", "} else")) for line in em.lines)
+    )
     attribute = '__attribute__((optimize("no-tree-loop-if-convert"))) ' if branchy else ""
     head = f"{C.kernel} void {name}({', '.join(params) or 'void'})"
     definition = "".join(em.preamble) + f"{attribute}{head} {{\n{body}\n}}\n"
