@@ -38,6 +38,7 @@ KINDS = [
     "dots_meet",
     "convs_meet",
     "winograd_conv",
+    "strided_grad_input",
     "window",
     "pool_gradient",
     "iota",
@@ -249,6 +250,19 @@ def graphs(draw) -> Graph:
             else:  # the cotangent from the image too: a sine, so that its signs vary
                 node = make("conv_grad_filter", (image, make("sin", (image,))), filter_hw=(3, 3), **windows)
             node = make(draw(st.sampled_from(UNARY)), (node,))  # an epilogue
+        elif kind == "strided_grad_input" and len(shape) == 4:
+            # the input gradient of a strided convolution (computed phase by phase), with x
+            # as its cotangent, a filter from iota, and an epilogue
+            (sh, sw), (kh, kw) = draw(st.sampled_from([((2, 2), (3, 3)), ((2, 1), (2, 3)), ((3, 2), (3, 2))]))
+            (top, bottom), (left, right) = padding = draw(st.sampled_from([((0, 0), (0, 0)), ((1, 1), (1, 0))]))
+            rows = (shape[1] - 1) * sh + kh - top - bottom + draw(st.integers(0, sh - 1))
+            cols = (shape[2] - 1) * sw + kw - left - right + draw(st.integers(0, sw - 1))
+            filters = Aval((kh, kw, 8, shape[3]), dtype)
+            index = make("convert", (make("iota", (), shape=filters.shape, dimension=3, dtype=int32),), dtype=dtype)
+            weights = make("tanh", (make("add", (index, splat(-1.5, filters))),))
+            windows = {"strides": (sh, sw), "padding": padding, "dilation": (1, 1)}
+            node = make("conv_grad_input", (x, weights), input_hw=(rows, cols), **windows)
+            node = make(draw(st.sampled_from(UNARY)), (node,))
         elif kind == "pool_gradient" and (image := pick(_tiles_by_2x2)) is not None:
             # max-pool and its gradient over tiling windows, with an elementwise reader that
             # may join its kernel (as the relu mask does in a CNN)

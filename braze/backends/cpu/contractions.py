@@ -116,7 +116,9 @@ class _Conv:
     convolution, or the cotangent (n, oh, ow, o) of a filter gradient; (n, oh, ow): the
     output pixels; ``o``: output channels; strides and dilation of the filter's taps.
     ``pairs``: the operands are bfloat16, multiplied in pairs with vdpbf16ps (bf16_conv.py);
-    ``t`` is the accumulators' type."""
+    ``t`` is the accumulators' type. ``placed``: (row step, first row, column step, first
+    column) of the result's pixels this kernel computes, where it computes one phase of a
+    strided input gradient (_phases_of_strided_grad_input); None, all of them."""
 
     em: Emitter
     computation: Graph
@@ -139,6 +141,7 @@ class _Conv:
     dh: int
     dw: int
     pairs: bool = False
+    placed: tuple[int, int, int, int] | None = None
 
     @property
     def operand_type(self) -> str:
@@ -181,7 +184,8 @@ def _direct_conv(p: _Conv, w_hwoi: str | None = None, live_rows: tuple[int, int]
         tile = min(ow, max(1, int(em.target.vector_registers * 3 / 8) // -(-o // lanes))) if wide else min(ow, 16)
     results = computation.outputs
     streamed = (
-        vectors > 0
+        p.placed is None
+        and vectors > 0
         and len(results) == 1
         and results[0].dtype == root.dtype
         and root.dtype.itemsize == 4
@@ -224,7 +228,12 @@ def _direct_conv(p: _Conv, w_hwoi: str | None = None, live_rows: tuple[int, int]
         open_loop(em, "j", width)
         open_loop(em, "cc", channels)
         em.emit(f"const int64_t ox = x0 + j, co = {first} + cc;")
-        index = Index(root.shape, ("bn", "y", "ox", "co"))
+        pixel = ("y", "ox")
+        if p.placed:
+            row_step, first_row, column_step, first_column = p.placed
+            em.emit(f"const int64_t py = y * {row_step} + {first_row}, px = ox * {column_step} + {first_column};")
+            pixel = ("py", "px")
+        index = Index(root.shape, ("bn", *pixel, "co"))
         if streamed:
             em.overrides[id(root)] = lambda _index: value
             em.emit(f"staged[j][co] = {em.value(computation.outputs[0], index)};")
@@ -435,6 +444,9 @@ def emit_conv_grad_input(em: Emitter, computation: Graph, outputs: list[str], ro
     top, left = (kh - 1) * dh - pt, (kw - 1) * dw - pl
     narrow = c < 8 and o >= 8 and root.dtype.itemsize == 4 and not pairs
     n = root.shape[0]
+    if (sh > 1 or sw > 1) and dh == dw == 1 and kh >= sh and kw >= sw and not pairs and not narrow:
+        _phases_of_strided_grad_input(em, computation, outputs, root, g, w)
+        return
     _padded_copy(em, source_t, "gpad", g, g_node.shape, rows, cols, top, left, sh, sw, channel_major=narrow)
     em.scratch_buffer(source_t, "wflip", kh * kw * c * o)
     em.scratch_buffer(source_t, "wflip_oi", kh * kw * c * o)
@@ -453,6 +465,56 @@ def emit_conv_grad_input(em: Emitter, computation: Graph, outputs: list[str], ro
         _narrow_conv(conv, live_rows)
     else:
         _direct_conv(conv, w_hwoi="wflip_oi", live_rows=live_rows)
+
+
+def _phases(size: int, taps: int, step: int, pad: int) -> list[tuple[int, int, int, int]]:
+    """Along one axis of a strided input gradient: per phase f (the pixels f, f + step,
+    ...), (f, its pixels, its taps, s) where the taps are first + step * k for k below
+    ``taps`` (first = (f + pad) % step), and pixel u of the phase reads the cotangent at
+    u + k' + s for its reversed taps k' = taps - 1 - k."""
+    phases = []
+    for f in range(min(step, size)):
+        first = (f + pad) % step
+        own = len(range(first, taps, step))
+        phases.append((f, len(range(f, size, step)), own, (f + pad - first) // step - own + 1))
+    return phases
+
+
+def _phases_of_strided_grad_input(
+    em: Emitter, computation: Graph, outputs: list[str], root: Node, g: str, w: str
+) -> None:
+    """The input gradient of a strided convolution as one stride-1 convolution per phase of
+    its pixels (each pixel whose row is f modulo the stride, and column likewise, meets
+    the same taps): of the cotangent, padded but not dilated, with those taps of the
+    filter, reversed and transposed. The dilated cotangent's zeros (three quarters of the
+    products at stride 2) are never multiplied."""
+    g_node, w_node = root.inputs
+    n, h, wd, c = root.shape
+    _, gh, gw, o = g_node.shape
+    kh, kw = w_node.shape[:2]
+    sh, sw, pt, pl, _, _ = _conv_geometry(root)
+    t = c_type(root.dtype)
+    row_phases = [p for p in _phases(h, kh, sh, pt) if p[1]]
+    column_phases = [p for p in _phases(wd, kw, sw, pl) if p[1]]
+    top = max(0, *(-s for *_, s in row_phases))
+    left = max(0, *(-s for *_, s in column_phases))
+    rows = max(top + gh, *(u + k - 1 + s + top for _, u, k, s in row_phases))
+    cols = max(left + gw, *(v + k - 1 + s + left for _, v, k, s in column_phases))
+    _padded_copy(em, t, "gsub", g, g_node.shape, rows, cols, top, left)
+    for fy, u, taps_y, sy in row_phases:
+        for fx, v, taps_x, sx in column_phases:
+            filters = f"wsub{fy}_{fx}"
+            em.scratch_buffer(t, filters, taps_y * taps_x * o * c)
+            open_loops(em, [("k", taps_y), ("l", taps_x), ("co", o), ("ci", c)])
+            a = f"{(fy + pt) % sh + sh * (taps_y - 1)} - {sh} * k"
+            b = f"{(fx + pl) % sw + sw * (taps_x - 1)} - {sw} * l"
+            source = f"{w}[((({a}) * {kw} + {b}) * {c} + ci) * {o} + co]"
+            em.emit(f"{filters}[((k * {taps_x} + l) * {o} + co) * {c} + ci] = {source};")
+            close_loops(em, 4)
+            start = f"(gsub + {((sy + top) * cols + sx + left) * o})"
+            geometry = (rows, cols, n, u, v, c, taps_y, taps_x, o, 1, 1, 1, 1)
+            phase = _Conv(em, computation, outputs, root, t, start, filters, *geometry, placed=(sh, fy, sw, fx))
+            _direct_conv(phase)
 
 
 def emit_conv_grad_filter(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
