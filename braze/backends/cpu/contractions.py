@@ -35,7 +35,14 @@ from braze.backends.cpu.loops import (
     parallel_pragma,
     store_results,
 )
-from braze.backends.cpu.tiles import each_tile, operand, register_tile, store_accumulators, vector_tile
+from braze.backends.cpu.tiles import (
+    each_tile,
+    load_accumulators,
+    operand,
+    register_tile,
+    store_accumulators,
+    vector_tile,
+)
 from braze.backends.cpu.winograd import (
     MIN_CHANNELS,
     MIN_FILTER_GRAD_CHANNELS,
@@ -647,9 +654,7 @@ def _split_filter_grad(p: _Conv) -> None:
         em.push()
         em.emit(f"const int64_t r0 = {start}, q0 = {first};")
         em.emit(f"braze_v{p.root.dtype.short} acc[{width}][{count}];")
-        open_loop(em, "j", width)
-        em.emit(f"memcpy(acc[j], dst + (r0 + j) * {o} + q0 * {lanes}, sizeof(acc[j]));")
-        close_loops(em, 1)
+        load_accumulators(em, width, f"dst + (r0 + j) * {o} + q0 * {lanes}")
         for r, columns in ((0, ow), (1, "columns1")):
             if p.pairs:
                 paired_pixels(width, count, r)

@@ -78,6 +78,14 @@ def each_tile(em: Emitter, name: str, total: int, tile: int, body: Callable[[int
         body(total % tile, str(full))
 
 
+def load_accumulators(em: Emitter, width: int, row: str) -> None:
+    """Fill a register tile's accumulator rows ``acc[j]`` (j below ``width``) from ``row``, a
+    C pointer expression of ``j``: a tile that goes on summing into what it stored before."""
+    open_loop(em, "j", width)
+    em.emit(f"memcpy(acc[j], {row}, sizeof(acc[j]));")
+    close_loops(em, 1)
+
+
 def store_accumulators(em: Emitter, width: int, row: str) -> None:
     """Copy a register tile's accumulator rows ``acc[j]`` (j below ``width``) to ``row``, a
     C pointer expression of ``j``."""

@@ -35,7 +35,7 @@ from braze.backends.cpu.loops import (
     open_thread_block,
     parallel_pragma,
 )
-from braze.backends.cpu.tiles import each_tile, register_tile, store_accumulators, vector_tile
+from braze.backends.cpu.tiles import each_tile, load_accumulators, register_tile, store_accumulators, vector_tile
 
 if TYPE_CHECKING:
     from braze.backends.cpu.contractions import _Conv
@@ -176,9 +176,7 @@ def _register_block(
     if fresh:
         em.emit("memset(acc, 0, sizeof(acc));")
     else:
-        open_loop(em, "j", width)
-        em.emit(f"memcpy(acc[j], {row}, sizeof(acc[j]));")
-        close_loops(em, 1)
+        load_accumulators(em, width, row)
     open_loop(em, *loop)
     vector_tile(em, "float", width, count, *operands)
     close_loops(em, 1)
@@ -257,20 +255,35 @@ def emit_winograd_conv(p: _Conv) -> None:
     em.emit("#pragma omp simd reduction(+:wild)")
     open_loop(em, "co", o)
 
-    def store(u: int, v: int, value: str) -> None:
-        em.emit("{")
-        em.push()
-        em.emit(f"const int64_t oy = ty * {TILE} + {u}, ox = tx * {TILE} + {v};")
-        em.emit(f"const float y = {value};")
-        em.emit("wild += (y - y) != (y - y);")
-        p.store(("bn", "oy", "ox", "co"), "y")
-        em.pop()
-        em.emit("}")
+    def place(u: int, v: int) -> str:
+        return f"const int64_t oy = ty * {TILE} + {u}, ox = tx * {TILE} + {v};"
 
+    store = _counting_store(p, place, ("bn", "oy", "ox", "co"))
     _transform(em, A_T, lambda i, j: f"wm[{(i * ALPHA + j) * _spaced(block, o)} + tt * {o} + co]", store, "m")
     close_loops(em, 2)
     _recompute_directly(p, block)
     close_loops(em, 2)  # the blocks, the thread block
+
+
+def _counting_store(
+    p: _Conv, place: Callable[[int, int], str], names: tuple[str, str, str, str]
+) -> Callable[[int, int, str], None]:
+    """_transform's ``write`` for a kernel's results: each value ``out[u][v]`` stored with
+    the epilogue at ``names``, which ``place(u, v)`` declares in C, and counted in ``wild``
+    when it is not finite."""
+
+    def store(u: int, v: int, value: str) -> None:
+        em = p.em
+        em.emit("{")
+        em.push()
+        em.emit(place(u, v))
+        em.emit(f"const float y = {value};")
+        em.emit("wild += (y - y) != (y - y);")
+        p.store(names, "y")
+        em.pop()
+        em.emit("}")
+
+    return store
 
 
 def _recompute_directly(p: _Conv, block: int) -> None:
@@ -367,16 +380,7 @@ def _store_filter_grad(p: _Conv, size: int) -> None:
         em.emit(f"float s{xi} = 0;")
         em.emit(f"for (int64_t k = 0; k < copies; k++) s{xi} += wino_s[k * {size} + ({xi * c} + cc) * {o} + co];")
 
-    def store(u: int, v: int, value: str) -> None:
-        em.emit("{")
-        em.push()
-        em.emit(f"const int64_t a = {u}, b = {v};")
-        em.emit(f"const float y = {value};")
-        em.emit("wild += (y - y) != (y - y);")
-        p.store(("a", "b", "cc", "co"), "y")
-        em.pop()
-        em.emit("}")
-
+    store = _counting_store(p, lambda u, v: f"const int64_t a = {u}, b = {v};", ("a", "b", "cc", "co"))
     _transform(em, G_T, lambda i, j: f"s{i * ALPHA + j}", store, "m")
     close_loops(em, 1)
     em.emit("if (wild) {")
