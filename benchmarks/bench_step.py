@@ -75,10 +75,10 @@ def measure_braze(
     work = WORKLOADS[workload](device, **({"batch_size": batch} if batch else {}))
     x, y = work.batch(device)
     if mode == "jit":
-        compiled = braze.jit(lambda model, optimizer, images, labels: work.step(images, labels))
+        compiled = work.jit_step()
 
         def step() -> float:
-            return compiled(work.model, work.optimizer, x, y).item()
+            return compiled(work.model, work.optimizer, work.loss_fn, x, y).item()
     else:
 
         def step() -> float:

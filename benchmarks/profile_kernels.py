@@ -27,14 +27,14 @@ def profile(workload: str, steps: int, with_kernels: bool = False) -> tuple[floa
     themselves instead of their labels when ``with_kernels``."""
     work = WORKLOADS[workload](braze.CPU)
     x, y = work.batch(braze.CPU)
-    step = braze.jit(lambda model, optimizer, images, labels: work.step(images, labels))
+    step = work.jit_step()
     for _ in range(3):  # the first step makes the optimizer's slots; the next compiles once
-        step(work.model, work.optimizer, x, y)
+        step(work.model, work.optimizer, work.loss_fn, x, y)
     (compiled,) = step._compiled.values()
     before = [seconds for _, seconds in compiled.executable.kernel_seconds()]
     start = time.perf_counter()
     for _ in range(steps):
-        step(work.model, work.optimizer, x, y)
+        step(work.model, work.optimizer, work.loss_fn, x, y)
     wall = (time.perf_counter() - start) / steps
     after = compiled.executable.kernel_seconds()
     names = schedule(compiled.executable.graph) if with_kernels else [label for label, _ in after]

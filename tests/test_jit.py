@@ -31,10 +31,10 @@ def test_jit_gives_the_same_values_as_eager(case):
 def test_jitted_lenet_steps_match_eager_and_compile_once():
     eager, jitted = lenet_workload(braze.CPU), lenet_workload(braze.CPU)
     x, y = eager.batch(braze.CPU)
-    step = braze.jit(lambda model, optimizer, images, labels: jitted.step(images, labels))
+    step = jitted.jit_step()
     for _ in range(6):
         expected = eager.step(x, y)
-        got = step(jitted.model, jitted.optimizer, x, y)
+        got = step(jitted.model, jitted.optimizer, jitted.loss_fn, x, y)
         np.testing.assert_allclose(got.item(), expected.item(), rtol=1e-5)
     for p, q in zip(eager.model.parameters(), jitted.model.parameters(), strict=True):
         np.testing.assert_allclose(q.numpy(), p.numpy(), rtol=1e-5, atol=1e-6)

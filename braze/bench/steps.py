@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
 from braze import ops
 from braze.bench.gpt import train_step
+from braze.jit import JittedFunction, jit
 from braze.models import GPTConfig, LeNet, ResNet20, XlaArticleCNN
 from braze.nn import Module, binary_cross_entropy, softmax_cross_entropy
 from braze.optim import SGD, Adam, Optimizer
@@ -18,9 +20,27 @@ from braze.runtime.device import Device
 from braze.tensor import Tensor
 
 
+def classifier_step(
+    model: Module, optimizer: Optimizer, loss_fn: Callable[..., Tensor], x: Tensor, y: Tensor
+) -> Tensor:
+    """One step of a classifier: forward, loss, backward, update."""
+    optimizer.zero_grad()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
+def gpt_step(model: Module, optimizer: Optimizer, loss_fn: Any, x: Tensor, y: Tensor) -> Tensor:
+    """nanoGPT's step: the model computes its own loss, the gradients are clipped at norm 1."""
+    return train_step(model, optimizer, x, y, grad_clip=1.0)
+
+
 @dataclass
 class Workload:
     """A model, its optimizer, one synthetic batch, and the step that trains on it."""
+
+    train: ClassVar[Callable[..., Tensor]] = staticmethod(classifier_step)
 
     name: str
     model: Module
@@ -30,11 +50,13 @@ class Workload:
     loss_fn: Callable[[Tensor, Tensor], Tensor]
 
     def step(self, x: Tensor, y: Tensor) -> Tensor:
-        self.optimizer.zero_grad()
-        loss = self.loss_fn(self.model(x), y)
-        loss.backward()
-        self.optimizer.step()
-        return loss
+        return self.train(self.model, self.optimizer, self.loss_fn, x, y)
+
+    def jit_step(self) -> JittedFunction:
+        """The step under ``braze.jit``, called ``f(model, optimizer, loss_fn, x, y)``. It is
+        given what it trains, not the workload: the workload holds the batch's NumPy arrays,
+        and a jitted function's guard hashes every array it can reach at every call."""
+        return jit(self.train)
 
     def batch(self, device: Device) -> tuple[Tensor, Tensor]:
         return ops.tensor(self.images, device=device), ops.tensor(self.labels, device=device)
@@ -69,10 +91,7 @@ def resnet_workload(device: Device, batch_size: int = 64, seed: int = 0) -> Work
 
 
 class GptWorkload(Workload):
-    """nanoGPT's step: the model computes its own loss, the gradients are clipped at norm 1."""
-
-    def step(self, x: Tensor, y: Tensor) -> Tensor:
-        return train_step(self.model, self.optimizer, x, y, grad_clip=1.0)
+    train = staticmethod(gpt_step)
 
 
 # nanoGPT's CPU run of the Shakespeare character model, and the model of its GPU run (6

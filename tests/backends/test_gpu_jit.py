@@ -20,8 +20,8 @@ def _jitted_lenet_steps(device: braze.Device, steps: int) -> tuple[list[float], 
     # One image: the simulator that stands in for a GPU in CI takes seconds per image.
     work = lenet_workload(device, batch_size=1, seed=3)
     x, y = work.batch(device)
-    step = braze.jit(lambda model, optimizer, images, labels: work.step(images, labels))
-    losses = [step(work.model, work.optimizer, x, y).item() for _ in range(steps)]
+    step = work.jit_step()
+    losses = [step(work.model, work.optimizer, work.loss_fn, x, y).item() for _ in range(steps)]
     return losses, [p.numpy() for p in work.model.parameters()], step
 
 
