@@ -96,7 +96,12 @@ class BatchNormalization(Layer):
         if training and self.trainable:
             mean = ops.mean(x, axis=reduced, keepdims=True)
             centered = x - mean
-            variance = ops.mean(centered * centered, axis=reduced, keepdims=True)
+            # The variance reads the mean detached: its gradient through the mean is a multiple
+            # of sum(x - mean), zero but for rounding (fused batch-norm kernels drop it too).
+            # Without that term the backward's reductions depend on none of each other, so
+            # one pass over the cotangent and the inputs computes them all.
+            deviation = x - mean.detach()
+            variance = ops.mean(deviation * deviation, axis=reduced, keepdims=True)
             self._update_moving(mean.reshape(-1), variance.reshape(-1))
         else:
             centered = x - feature(self.moving_mean)
