@@ -62,6 +62,27 @@ def test_gradients_match_finite_differences_in_float64():
     assert_gradients_match(forward, arrays, wrt=[0, 1, 2], rtol=1e-5, atol=1e-7)
 
 
+def test_the_backward_computes_its_per_feature_sums_in_one_pass():
+    # The variance reads the mean detached, so the backward's four sums over the batch (of
+    # the cotangent, and of it times the centred inputs, for x, gamma and beta) depend on none
+    # of each other: with the forward's mean and variance, three reducing kernels in all.
+    rng = np.random.default_rng(0)
+    bn = layers.BatchNormalization()
+    bn.build((None, 8, 8, 16))
+    bn.to(braze.LAZY_CPU)
+
+    def loss(x, gamma, beta):
+        bn.gamma, bn.beta = gamma, beta
+        return (braze.relu(bn(x, training=True)) ** 2).sum()
+
+    arrays = [rng.standard_normal((4, 8, 8, 16)), rng.uniform(0.5, 2.0, 16), rng.standard_normal(16)]
+    tensors = [braze.tensor(a.astype(np.float32), device=braze.LAZY_CPU) for a in arrays]
+    report = braze.explain(braze.grad(loss, argnums=(0, 1, 2)), *tensors)
+    reducing = [line for line in report.text().splitlines() if line.startswith("kernel") and "reduce_sum" in line]
+    assert len(reducing) == 3, reducing
+    assert "reduce_sum x4" in reducing[-1]
+
+
 def _train(device, mode: str) -> tuple[list[np.ndarray], list[np.ndarray]]:
     braze.manual_seed(0)
     model = braze.keras.Sequential(
