@@ -20,9 +20,12 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from braze import ops
 from braze.autodiff import no_grad
 from braze.data import BlockSampler, CharTokenizer, load_shakespeare
+from braze.data.errors import DataError
 from braze.jit import jit
 from braze.models.gpt_config import GPTConfig
 from braze.nn.checkpoint import CheckpointError
@@ -110,6 +113,28 @@ def train_step(model: GPT, optimizer: Optimizer, x: Tensor, y: Tensor, grad_clip
 def evaluate_batch(model: GPT, x: Tensor, y: Tensor) -> Tensor:
     with no_grad():
         return model(x, y)[1]
+
+
+def split_loss(model: GPT, tokens: np.ndarray, blocks_per_batch: int = 256) -> float:
+    """The model's mean loss over every whole block of ``tokens`` laid side by side (each
+    target the next token): the split's loss itself, of which ``estimate_loss``'s
+    ``eval_iters`` random batches are a sample. Run eagerly on the model's device."""
+    block = model.config.block_size
+    count = (len(tokens) - 1) // block
+    if count < 1:
+        raise DataError(f"split_loss: {len(tokens)} tokens hold no block of {block} with its next token")
+    tokens = np.asarray(tokens, np.int32)
+    inputs = tokens[: count * block].reshape(count, block)
+    targets = tokens[1 : count * block + 1].reshape(count, block)
+    device, training = model.parameters()[0].device, model.training
+    model.eval()
+    total = 0.0
+    for start in range(0, count, blocks_per_batch):
+        rows = slice(start, start + blocks_per_batch)
+        x, y = ops.tensor(inputs[rows], device=device), ops.tensor(targets[rows], device=device)
+        total += evaluate_batch(model, x, y).item() * len(inputs[rows])  # every block is as long
+    model.train(training)
+    return total / count
 
 
 class Trainer:

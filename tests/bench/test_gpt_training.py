@@ -12,7 +12,8 @@ from transformer_layers import needs_transformer_layers
 
 import braze
 from braze import cli
-from braze.bench.gpt import TrainSettings, load_checkpoint, save_checkpoint, train_gpt
+from braze.bench.gpt import TrainSettings, load_checkpoint, save_checkpoint, split_loss, train_gpt
+from braze.data import DataError
 from braze.models import GPTConfig
 from braze.nn import CheckpointError
 
@@ -71,6 +72,26 @@ def test_training_learns_and_reports_as_nanogpt_does():
 
 
 @needs_transformer_layers
+def test_the_whole_split_loss_is_the_mean_over_its_blocks():
+    from braze.models.gpt import GPT
+
+    model = GPT(TINY, seed=4)
+    model.train()
+    tokens = np.random.default_rng(5).integers(0, TINY.vocab_size, 8 * 7 + 5)  # 7 blocks; 4 tokens left over
+    inputs, targets = tokens[:56].reshape(7, 8).astype(np.int32), tokens[1:57].reshape(7, 8).astype(np.int32)
+    model.eval()
+    logits = model(braze.tensor(inputs), braze.tensor(targets))[0].numpy().astype(np.float64)
+    model.train()
+    shifted = logits - logits.max(-1, keepdims=True)
+    log_softmax = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+    expected = -np.take_along_axis(log_softmax, targets[..., None], -1).mean()
+    assert split_loss(model, tokens, blocks_per_batch=3) == pytest.approx(expected, rel=1e-5)
+    assert model.training  # evaluated in inference mode, left as it was
+    with pytest.raises(DataError, match="8 tokens hold no block of 8"):
+        split_loss(model, tokens[:8])
+
+
+@needs_transformer_layers
 def test_bench_compares_eager_and_compiled_runs_from_one_start(tmp_path):
     from braze.bench.gpt_compare import bench_gpt
 
@@ -119,6 +140,7 @@ def test_the_commands_train_save_and_sample(tmp_path, capsys):
     assert cli.main(["train", "gpt", *tiny, *quick, "--out-dir", str(folder)]) == 0
     out = capsys.readouterr().out
     assert "step 3: train loss" in out and f"saved the checkpoint to {folder}" in out
+    assert "val loss over the whole split (13,942 blocks): " in out  # 111,540 characters, blocks of 8
     assert cli.main(["sample", "gpt", "--out-dir", str(folder), "--prompt", "R", "--max-new-tokens", "12"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("R") and len("\n".join(lines[: lines.index("---------------")])) == 13
