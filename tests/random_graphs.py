@@ -253,7 +253,14 @@ def graphs(draw) -> Graph:
         elif kind == "strided_grad_input" and len(shape) == 4:
             # the input gradient of a strided convolution (computed phase by phase), with x
             # as its cotangent, a filter from iota, and an epilogue
-            (sh, sw), (kh, kw) = draw(st.sampled_from([((2, 2), (3, 3)), ((2, 1), (2, 3)), ((3, 2), (3, 2))]))
+            strides_and_filters = [
+                ((2, 2), (3, 3)),
+                ((2, 1), (2, 3)),
+                ((3, 2), (3, 2)),
+                ((2, 2), (1, 1)),
+                ((3, 2), (2, 1)),
+            ]
+            (sh, sw), (kh, kw) = draw(st.sampled_from(strides_and_filters))
             (top, bottom), (left, right) = padding = draw(st.sampled_from([((0, 0), (0, 0)), ((1, 1), (1, 0))]))
             rows = (shape[1] - 1) * sh + kh - top - bottom + draw(st.integers(0, sh - 1))
             cols = (shape[2] - 1) * sw + kw - left - right + draw(st.integers(0, sw - 1))

@@ -1,7 +1,8 @@
 """The input gradient of a strided convolution, computed one phase of its pixels at a time
 (contractions.py, _phases_of_strided_grad_input), against the reference interpreter on
 every CPU target the host runs: strides that divide the image and strides that do not,
-filters as wide as the stride and wider, explicit and SAME padding, with an epilogue."""
+filters narrower than the stride, as wide and wider, explicit and SAME padding, with an
+epilogue."""
 
 from __future__ import annotations
 
@@ -25,6 +26,10 @@ CASES = [
     ((1, 11, 10, 8), (5, 5, 8, 16), {"stride": 3, "padding": ((2, 1), (0, 2))}),
     ((2, 6, 9, 16), (3, 3, 16, 8), {"stride": (1, 2), "padding": "VALID"}),
     ((1, 7, 6, 12), (3, 2, 12, 20), {"stride": (2, 1), "padding": ((1, 1), (1, 0))}),
+    # filters narrower than the stride: phases that meet no tap store the epilogue of zero
+    ((2, 8, 8, 16), (1, 1, 16, 32), {"stride": 2, "padding": "SAME"}),  # ResNet's projection
+    ((1, 9, 10, 8), (2, 1, 8, 16), {"stride": 3, "padding": ((1, 0), (0, 0))}),
+    ((1, 5, 7, 8), (1, 2, 8, 8), {"stride": (2, 3), "padding": "VALID"}),
 ]
 
 

@@ -451,7 +451,7 @@ def emit_conv_grad_input(em: Emitter, computation: Graph, outputs: list[str], ro
     top, left = (kh - 1) * dh - pt, (kw - 1) * dw - pl
     narrow = c < 8 and o >= 8 and root.dtype.itemsize == 4 and not pairs
     n = root.shape[0]
-    if (sh > 1 or sw > 1) and dh == dw == 1 and kh >= sh and kw >= sw and not pairs and not narrow:
+    if (sh > 1 or sw > 1) and dh == dw == 1 and not pairs and not narrow:
         _phases_of_strided_grad_input(em, computation, outputs, root, g, w)
         return
     _padded_copy(em, source_t, "gpad", g, g_node.shape, rows, cols, top, left, sh, sw, channel_major=narrow)
@@ -494,7 +494,8 @@ def _phases_of_strided_grad_input(
     its pixels (each pixel whose row is f modulo the stride, and column likewise, meets
     the same taps): of the cotangent, padded but not dilated, with those taps of the
     filter, reversed and transposed. The dilated cotangent's zeros (three quarters of the
-    products at stride 2) are never multiplied."""
+    products at stride 2) are never multiplied. A phase that meets no tap (most of them,
+    with a filter narrower than the stride: a 1x1 projection's) stores the epilogue of zero."""
     g_node, w_node = root.inputs
     n, h, wd, c = root.shape
     _, gh, gw, o = g_node.shape
@@ -503,11 +504,22 @@ def _phases_of_strided_grad_input(
     t = c_type(root.dtype)
     row_phases = [p for p in _phases(h, kh, sh, pt) if p[1]]
     column_phases = [p for p in _phases(wd, kw, sw, pl) if p[1]]
+    for fy, u, _, _ in row_phases:
+        for fx, v, _, _ in column_phases:
+            if not _taps_of(row_phases, fy) or not _taps_of(column_phases, fx):
+                _store_epilogue_of_zero(em, computation, outputs, root, u, v, (sh, fy, sw, fx))
+    row_phases = [p for p in row_phases if p[2]]
+    column_phases = [p for p in column_phases if p[2]]
+    if not row_phases or not column_phases:
+        return
     top = max(0, *(-s for *_, s in row_phases))
     left = max(0, *(-s for *_, s in column_phases))
     rows = max(top + gh, *(u + k - 1 + s + top for _, u, k, s in row_phases))
     cols = max(left + gw, *(v + k - 1 + s + left for _, v, k, s in column_phases))
-    _padded_copy(em, t, "gsub", g, g_node.shape, rows, cols, top, left)
+    cotangent = g  # padded where a phase's taps reach past it
+    if (rows, cols, top, left) != (gh, gw, 0, 0):
+        _padded_copy(em, t, "gsub", g, g_node.shape, rows, cols, top, left)
+        cotangent = "gsub"
     for fy, u, taps_y, sy in row_phases:
         for fx, v, taps_x, sx in column_phases:
             filters = f"wsub{fy}_{fx}"
@@ -518,10 +530,30 @@ def _phases_of_strided_grad_input(
             source = f"{w}[((({a}) * {kw} + {b}) * {c} + ci) * {o} + co]"
             em.emit(f"{filters}[((k * {taps_x} + l) * {o} + co) * {c} + ci] = {source};")
             close_loops(em, 4)
-            start = f"(gsub + {((sy + top) * cols + sx + left) * o})"
+            start = f"({cotangent} + {((sy + top) * cols + sx + left) * o})"
             geometry = (rows, cols, n, u, v, c, taps_y, taps_x, o, 1, 1, 1, 1)
             phase = _Conv(em, computation, outputs, root, t, start, filters, *geometry, placed=(sh, fy, sw, fx))
             _direct_conv(phase)
+
+
+def _taps_of(phases: list[tuple[int, int, int, int]], first: int) -> int:
+    return next(taps for f, _, taps, _ in phases if f == first)
+
+
+def _store_epilogue_of_zero(
+    em: Emitter, computation: Graph, outputs: list[str], root: Node, rows: int, cols: int, placed: tuple[int, ...]
+) -> None:
+    """Store the results at the ``rows`` x ``cols`` pixels of one phase (``placed``: row
+    step, first row, column step, first column) where the gradient is zero."""
+    n, c = root.shape[0], root.shape[3]
+    row_step, first_row, column_step, first_column = placed
+    open_parallel(em, parallel_pragma(n * rows * cols * c, n * rows), fenced=False)
+    open_loops(em, [("bn", n), ("y", rows), ("x", cols), ("co", c)])
+    em.emit(f"const int64_t py = y * {row_step} + {first_row}, px = x * {column_step} + {first_column};")
+    store_results(
+        em, computation, outputs, root, Index(root.shape, ("bn", "py", "px", "co")), f"({c_type(root.dtype)})0"
+    )
+    close_loops(em, 4)
 
 
 def emit_conv_grad_filter(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
