@@ -20,16 +20,44 @@ from braze.backends.cpu.loops import emit_reduction_kernel
 from braze.backends.cpu.scans import emit_scan_kernel, emit_sort_kernel
 from braze.backends.cpu.scatter import emit_scatter_add
 from braze.backends.cpu.windows import WINDOW_EMITTERS
-from braze.backends.cstyle import ELEMENT_RULES
+from braze.backends.cstyle import ELEMENT_RULES, OPS, elementwise
+from braze.backends.cstyle.ops import OpRule, render
+from braze.ir.dtypes import float32, float64
+from braze.ir.graph import Node
 from braze.ir.primitive import Primitive
+from braze.ir.prims import elementwise as ew
 from braze.ir.prims.collectives import all_reduce
 from braze.ir.prims.indexing import scatter_add
 from braze.ir.prims.loops import scan, while_loop
 from braze.ir.prims.reductions import reduce_max, reduce_prod, reduce_sum
 from braze.ir.prims.scans import argsort, cumprod, cumsum, sort
 
+_PICKS = {float32: ("braze_pickf", "float"), float64: ("braze_pick", "double")}
+
+
+def _branch_free(primitive: Primitive, select: str) -> OpRule:
+    """``primitive``'s float rule with its ternary taken as vmath's bitwise select
+    (``select``: the condition and the two values, of the operand ``{0}`` in C type
+    ``{t}``, with ``{p}`` the select itself). GCC if-converts a ternary, and a comparison
+    taken as a number, before it vectorizes, and the kernels compiled without
+    if-conversion (emit.py's branchy ones: a reduction kernel of several sums) kept a
+    ReLU's or a sign's branch in their loop, which then ran scalar."""
+    table = OPS[primitive]
+
+    def rule(operands: list[str], node: Node) -> str:
+        if node.dtype not in _PICKS:
+            return render(table, operands, node)
+        pick, t = _PICKS[node.dtype]
+        return f"{pick}({select.format(*operands, t=t, p=pick)})"
+
+    return rule
+
+
 LOWERINGS: dict[Primitive, Any] = {
     **ELEMENT_RULES,
+    # NaN stays NaN in both, and either zero gives +0, as NumPy's maximum(x, 0) and sign.
+    ew.relu: elementwise(_branch_free(ew.relu, "{0} <= 0, ({t})0, {0}")),
+    ew.sign: elementwise(_branch_free(ew.sign, "{0} != {0}, {0}, {p}({0} > 0, ({t})1, {p}({0} < 0, ({t})-1, ({t})0))")),
     reduce_sum: emit_reduction_kernel,
     reduce_prod: emit_reduction_kernel,
     reduce_max: emit_reduction_kernel,

@@ -143,7 +143,7 @@ OPS: dict[Primitive, OpRule] = {
     ew.erf: "braze_erf{f}({0})",
     ew.neg: _neg,
     ew.abs_: _abs,
-    ew.relu: "({0} < 0 ? ({t})0 : {0})",  # NaN stays NaN, as in max(x, 0)
+    ew.relu: "({0} <= 0 ? ({t})0 : {0})",  # NaN stays NaN and -0 gives +0, as NumPy's maximum(x, 0)
     ew.sign: _sign,
     ew.add: _arithmetic("+"),
     ew.sub: _arithmetic("-"),

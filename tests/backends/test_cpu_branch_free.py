@@ -1,0 +1,51 @@
+"""A ReLU and a sign in CPU kernels are bitwise selects, not C ternaries: a kernel compiled
+without if-conversion (a reduction kernel of several sums, such as a batch norm's
+gradient) otherwise keeps their branches in its loop, which then runs scalar. The selects
+give the reference interpreter's values bit for bit: NaN stays NaN, infinities keep their
+sign, and a ReLU or a sign of either zero is +0 (NumPy's maximum(x, 0) and sign)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from cpu_targets import use_target, with_parallel
+
+import braze
+from braze.backends import cpu
+from braze.backends.reference.interpreter import evaluate
+from braze.lazy import EXECUTOR, build_graph
+
+pytestmark = pytest.mark.skipif(not cpu.available(), reason="no C compiler")
+
+SPECIAL = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1.5, -2.5, 1e-40, -1e-40, 3e38, -3e38]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("target", with_parallel())
+def test_relu_and_sign_in_a_kernel_of_several_sums_are_selects_with_the_references_values(
+    dtype, target, tmp_path, monkeypatch
+):
+    use_target(target, monkeypatch)
+    rng = np.random.default_rng(0)
+    values = np.resize(np.array(SPECIAL, dtype), (24, 16))
+    values[12:] = rng.standard_normal((12, 16))  # the NaNs of the first rows stay in those columns' sums
+    weights = rng.standard_normal((24, 16)).astype(dtype)
+    x, w = (braze.tensor(a, device=braze.LAZY_CPU) for a in (values, weights))
+    relu, sign = braze.relu(x), braze.sign(x)
+    results = [relu, sign, braze.sign(relu), (relu * w).sum(axis=0), (sign * w).sum(axis=0), sign.sum(axis=0)]
+    traced = build_graph([r._value for r in results])
+    EXECUTOR._live.clear()
+    graph = cpu.optimize(traced.graph)
+    sources = []
+    compile_library = cpu.compile_library
+    monkeypatch.setattr(
+        cpu, "compile_library", lambda c, units, *a: sources.extend(units) or compile_library(c, units, *a)
+    )
+    got = cpu.compile_graph(graph, cpu.DiskCache(tmp_path))(traced.args)
+    kernels = "".join(sources).split("braze_run0_kernel", 1)[1]  # past the prelude's own selects
+    assert "0 ?" not in kernels and "!= (" not in kernels and "braze_pick" in kernels
+    for have, want in zip(got, evaluate(graph, traced.args), strict=True):
+        if have.ndim == 2:  # elementwise: bit for bit, the signs of zeros included
+            np.testing.assert_array_equal(have.view(np.uint8), want.view(np.uint8))
+        else:
+            np.testing.assert_allclose(have, want, rtol=1e-6 if dtype == np.float32 else 1e-12, atol=1e-5)
