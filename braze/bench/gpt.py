@@ -129,11 +129,13 @@ def split_loss(model: GPT, tokens: np.ndarray, blocks_per_batch: int = 256) -> f
     device, training = model.parameters()[0].device, model.training
     model.eval()
     total = 0.0
-    for start in range(0, count, blocks_per_batch):
-        rows = slice(start, start + blocks_per_batch)
-        x, y = ops.tensor(inputs[rows], device=device), ops.tensor(targets[rows], device=device)
-        total += evaluate_batch(model, x, y).item() * len(inputs[rows])  # every block is as long
-    model.train(training)
+    try:
+        for start in range(0, count, blocks_per_batch):
+            rows = slice(start, start + blocks_per_batch)
+            x, y = ops.tensor(inputs[rows], device=device), ops.tensor(targets[rows], device=device)
+            total += evaluate_batch(model, x, y).item() * len(inputs[rows])  # every block is as long
+    finally:
+        model.train(training)
     return total / count
 
 

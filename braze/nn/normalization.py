@@ -96,12 +96,13 @@ class BatchNormalization(Layer):
         if training and self.trainable:
             mean = ops.mean(x, axis=reduced, keepdims=True)
             centered = x - mean
-            # The variance reads the mean detached: its gradient through the mean is a multiple
-            # of sum(x - mean), zero but for rounding (fused batch-norm kernels drop it too).
-            # Without that term the backward's reductions depend on none of each other, so
-            # one pass over the cotangent and the inputs computes them all.
-            deviation = x - mean.detach()
-            variance = ops.mean(deviation * deviation, axis=reduced, keepdims=True)
+            # The variance as mean((x - c)^2) - (mean - c)^2 about c, the mean detached: the
+            # second term is zero in value and carries the variance's dependence on the mean
+            # (so second derivatives are exact), and the backward's per-feature sums over the
+            # batch then depend on none of each other: one pass over the cotangent and the
+            # inputs computes them all.
+            deviation, shift = x - mean.detach(), mean - mean.detach()
+            variance = ops.mean(deviation * deviation, axis=reduced, keepdims=True) - shift * shift
             self._update_moving(mean.reshape(-1), variance.reshape(-1))
         else:
             centered = x - feature(self.moving_mean)

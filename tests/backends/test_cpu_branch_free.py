@@ -17,7 +17,8 @@ from braze.lazy import EXECUTOR, build_graph
 
 pytestmark = pytest.mark.skipif(not cpu.available(), reason="no C compiler")
 
-SPECIAL = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1.5, -2.5, 1e-40, -1e-40, 3e38, -3e38]
+# 1e-40 is a float32 denormal, 5e-324 a float64 one
+SPECIAL = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1.5, -2.5, 1e-40, -1e-40, 5e-324, -5e-324, 3e38, -3e38]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -30,10 +30,12 @@ CASES = [
     ((2, 8, 8, 16), (1, 1, 16, 32), {"stride": 2, "padding": "SAME"}),  # ResNet's projection
     ((1, 9, 10, 8), (2, 1, 8, 16), {"stride": 3, "padding": ((1, 0), (0, 0))}),
     ((1, 5, 7, 8), (1, 2, 8, 8), {"stride": (2, 3), "padding": "VALID"}),
+    ((2, 8, 8, 12), (1, 1, 12, 8), {"stride": 2, "padding": "SAME"}),  # plain arrays, the cotangent in place
+    ((1, 1, 1, 8), (1, 1, 8, 8), {"stride": 3, "padding": ((1, 1), (0, 0))}),  # no phase meets a tap
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda case: f"{'x'.join(map(str, case[0]))}-{case[2]['stride']}")
+@pytest.mark.parametrize("case", CASES, ids=lambda case: "-".join("x".join(map(str, shape)) for shape in case[:2]))
 @pytest.mark.parametrize("target", with_parallel())
 def test_strided_input_gradients_agree_with_the_reference(case, target, tmp_path, monkeypatch):
     use_target(target, monkeypatch)

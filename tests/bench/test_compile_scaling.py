@@ -36,8 +36,8 @@ def calls(work: Callable[[], object]) -> int:
     try:
         profile.enable()
         work()
-        profile.disable()
     finally:
+        profile.disable()
         gc.enable()
     return pstats.Stats(profile).total_calls
 

@@ -62,6 +62,30 @@ def test_gradients_match_finite_differences_in_float64():
     assert_gradients_match(forward, arrays, wrt=[0, 1, 2], rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.parametrize("order", ["reverse over reverse", "forward over reverse"])
+def test_second_derivatives_match_finite_differences_of_the_gradient(order):
+    # The variance's dependence on the mean is kept (a term zero in value), so a Hessian is
+    # exact; the same formula without it was 0.66 off on values of about 13.
+    rng = np.random.default_rng(2)
+    bn = layers.BatchNormalization(dtype="float64")
+    bn.build((None, 3))
+    weights = braze.tensor(rng.standard_normal((5, 3)))
+
+    def loss(x):
+        return (bn(x, training=True) ** 3 * weights).sum()
+
+    gradient = braze.grad(loss)
+    x, v = rng.standard_normal((5, 3)), rng.standard_normal((5, 3))
+    if order == "reverse over reverse":
+        got = braze.grad(lambda x: (gradient(x) * braze.tensor(v)).sum())(braze.tensor(x)).numpy()
+    else:
+        (got,) = braze.hvp(loss, (braze.tensor(x),), (braze.tensor(v),))
+        got = got.numpy()
+    eps = 1e-6
+    expected = (gradient(braze.tensor(x + eps * v)).numpy() - gradient(braze.tensor(x - eps * v)).numpy()) / (2 * eps)
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6 * np.abs(expected).max())
+
+
 def test_the_backward_computes_its_per_feature_sums_in_one_pass():
     # The variance reads the mean detached, so the backward's four sums over the batch (of
     # the cotangent, and of it times the centred inputs, for x, gamma and beta) depend on none

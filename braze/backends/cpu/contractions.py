@@ -520,6 +520,7 @@ def _phases_of_strided_grad_input(
     if (rows, cols, top, left) != (gh, gw, 0, 0):
         _padded_copy(em, t, "gsub", g, g_node.shape, rows, cols, top, left)
         cotangent = "gsub"
+    em.keep_branches = True  # as _padded_copy has it: plain arrays of accumulators keep their branches
     for fy, u, taps_y, sy in row_phases:
         for fx, v, taps_x, sx in column_phases:
             filters = f"wsub{fy}_{fx}"

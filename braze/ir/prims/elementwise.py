@@ -91,7 +91,8 @@ def _logistic(x: np.ndarray) -> np.ndarray:
 
 
 def _relu(x: np.ndarray) -> np.ndarray:
-    return np.maximum(x, x.dtype.type(0))
+    # + 0: either zero gives +0 whichever operand NumPy's maximum returns on a tie
+    return np.maximum(x, x.dtype.type(0)) + x.dtype.type(0)
 
 
 def _rsqrt(x: np.ndarray) -> np.ndarray:
