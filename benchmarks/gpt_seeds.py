@@ -34,14 +34,14 @@ def main() -> None:
     from braze.data import load_shakespeare
 
     print_host()
-    val = load_shakespeare(None).val
+    shakespeare = load_shakespeare(None)  # read and checked once, for every run
     rows = []
     print("| seed | val loss (20 batches) | val loss (whole split) | seconds |")
     print("| --- | --- | --- | --- |")
     for seed in args.seeds:
         settings = replace(TrainSettings(), seed=seed, iters=args.iters, lr_decay_iters=args.iters)
-        model, _, result = train_gpt(settings=settings, report=lambda line: None)
-        rows.append((result.val_loss, split_loss(model, val)))
+        model, _, result = train_gpt(settings=settings, data=shakespeare, report=lambda line: None)
+        rows.append((result.val_loss, split_loss(model, shakespeare.val)))
         print(f"| {seed} | {rows[-1][0]:.4f} | {rows[-1][1]:.4f} | {result.seconds:.0f} |", flush=True)
     for name, values in zip(("20 batches", "whole split"), zip(*rows, strict=True), strict=True):
         spread = statistics.stdev(values) if len(values) > 1 else 0.0

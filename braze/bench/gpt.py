@@ -24,7 +24,7 @@ import numpy as np
 
 from braze import ops
 from braze.autodiff import no_grad
-from braze.data import BlockSampler, CharTokenizer, load_shakespeare
+from braze.data import BlockSampler, CharTokenizer, Shakespeare, load_shakespeare
 from braze.data.errors import DataError
 from braze.jit import jit
 from braze.models.gpt_config import GPTConfig
@@ -186,13 +186,14 @@ def train_gpt(
     config: GPTConfig | None = None,
     settings: TrainSettings | None = None,
     mode: str = "jit",
-    data: str | None = None,
+    data: str | Shakespeare | None = None,
     report: Callable[[str], None] = print,
 ) -> tuple[GPT, CharTokenizer, TrainResult]:
-    """Train nanoGPT's Shakespeare model; print the evaluations (at iteration 0, every
-    ``eval_interval`` and at the end) and every ``log_interval``-th iteration's loss."""
+    """Train nanoGPT's Shakespeare model on ``data`` (the text's path, or the loaded
+    text); print the evaluations (at iteration 0, every ``eval_interval`` and at the end)
+    and every ``log_interval``-th iteration's loss."""
     settings = settings or TrainSettings()
-    shakespeare = load_shakespeare(data)
+    shakespeare = data if isinstance(data, Shakespeare) else load_shakespeare(data)
     from braze.models.gpt import GPT
 
     config = replace(config or GPTConfig(), vocab_size=shakespeare.tokenizer.vocab_size)

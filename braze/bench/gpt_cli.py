@@ -89,11 +89,11 @@ def train(args: argparse.Namespace) -> int:
     from braze.bench.gpt import save_checkpoint, split_loss, train_gpt
     from braze.data import load_shakespeare
 
-    model, tokenizer, result = train_gpt(model_config(args), train_settings(args), args.mode, args.data)
+    shakespeare = load_shakespeare(args.data)
+    model, tokenizer, result = train_gpt(model_config(args), train_settings(args), args.mode, shakespeare)
     print(f"trained {len(result.losses)} iterations in {result.seconds:.1f} s ({args.mode})")
-    val = load_shakespeare(args.data).val
-    blocks = (len(val) - 1) // model.config.block_size
-    print(f"val loss over the whole split ({blocks:,} blocks): {split_loss(model, val):.4f}")
+    blocks = (len(shakespeare.val) - 1) // model.config.block_size
+    print(f"val loss over the whole split ({blocks:,} blocks): {split_loss(model, shakespeare.val):.4f}")
     folder = save_checkpoint(args.out_dir, model, tokenizer, result)
     print(f"saved the checkpoint to {folder}")
     return 0

@@ -101,7 +101,8 @@ class BatchNormalization(Layer):
             # (so second derivatives are exact), and the backward's per-feature sums over the
             # batch then depend on none of each other: one pass over the cotangent and the
             # inputs computes them all.
-            deviation, shift = x - mean.detach(), mean - mean.detach()
+            anchor = mean.detach()
+            deviation, shift = x - anchor, mean - anchor
             variance = ops.mean(deviation * deviation, axis=reduced, keepdims=True) - shift * shift
             self._update_moving(mean.reshape(-1), variance.reshape(-1))
         else:
