@@ -210,7 +210,17 @@ set_binder(bind)
 class Tensor:
     """An n-dimensional array on a device, with operators, NumPy interop and autodiff."""
 
-    __slots__ = ("_value", "_aval", "device", "requires_grad", "grad", "_grad_node", "_tangents", "__weakref__")
+    __slots__ = (
+        "_value",
+        "_aval",
+        "device",
+        "requires_grad",
+        "grad",
+        "_grad_node",
+        "_tangents",
+        "_keras_mask",
+        "__weakref__",
+    )
     __array_priority__ = 1000  # NumPy defers `ndarray op Tensor` to the Tensor's reflected op
 
     @classmethod
@@ -232,6 +242,7 @@ class Tensor:
         t.grad = None
         t._grad_node = None
         t._tangents = None  # {level: tangent} while forward-mode derivatives are taken
+        t._keras_mask = None  # Keras's mask over the leading axes, set by the layer that made it
         return t
 
     @classmethod

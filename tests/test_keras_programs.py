@@ -38,6 +38,15 @@ RESULTS = {
     "augmented_separable": ("history",),
     "regression_normalization": ("horsepower_history", "history", "test_results", "rnn_history"),
     "callbacks_and_configs": ("history", "batch_losses", "features", "predictions", "clone_history"),
+    "masked_sequences": (
+        "history",
+        "transformer_history",
+        "tag_history",
+        "tag_loss",
+        "tag_accuracy",
+        "regression_history",
+        "predictions",
+    ),
 }
 ACCURACY = ("accuracy", "acc", "precision", "recall")
 

@@ -58,6 +58,7 @@ from braze.nn.layers import (
     Softmax,
     Tanh,
 )
+from braze.nn.masking import Masking
 from braze.nn.merging import (
     Add,
     Average,
@@ -123,6 +124,7 @@ __all__ = [
     "LayerNormalization",
     "LeakyReLU",
     "Linear",
+    "Masking",
     "MaxPool1D",
     "MaxPool2D",
     "MaxPooling1D",
@@ -169,7 +171,6 @@ _MISSING = {
     "StringLookup": "braze tensors hold numbers: encode strings to integers with NumPy",
     "IntegerLookup": "map the integers with NumPy",
     "TextVectorization": "braze tensors hold numbers: tokenize with Python and keras.utils.pad_sequences",
-    "Masking": "braze has no masks: pad, and weight the padded steps out with sample_weight",
 }
 
 

@@ -10,13 +10,15 @@ from typing import Any
 
 from braze import ops
 from braze.ir.errors import DTypeError, ShapeError
-from braze.nn import functional, initializers
+from braze.nn import functional, initializers, masks
 from braze.nn.layer import Layer
 from braze.nn.module import Module
 from braze.ops.random import Generator
 from braze.tensor import Tensor, user_error
 
 __all__ = ["MultiHeadAttention"]
+
+_MASKED = -1e9  # Keras's score for a masked key (its softmax's large negative number)
 
 
 class _Projection(Module):
@@ -42,10 +44,14 @@ class MultiHeadAttention(Layer):
     values and the value to ``value_dim`` (``key_dim`` by default); the heads' results are
     projected back to the query's size (or ``output_shape``). Inputs are ``(batch, length,
     features)``. ``attention_mask`` (bool, ``(batch, query length, value length)``) is
-    True where a query position may attend; ``use_causal_mask`` lets position ``i`` attend
-    to positions up to ``i``; ``dropout`` drops attention weights while training. The
-    weights (``query``, ``key``, ``value``, ``attention_output``, each a ``kernel`` and a
+    True where a query position may attend; the inputs' masks (from
+    ``Embedding(mask_zero=True)``, or ``query_mask``, ``value_mask``, ``key_mask``) keep
+    padded keys out, and the query's is the output's; ``use_causal_mask`` lets position
+    ``i`` attend to positions up to ``i``; ``dropout`` drops attention weights while
+    training. The weights (``query``, ``key``, ``value``, ``attention_output``, each a ``kernel`` and a
     ``bias``) are made on the first call, as Keras makes them."""
+
+    supports_masking = True
 
     def __init__(
         self,
@@ -90,6 +96,9 @@ class MultiHeadAttention(Layer):
                 raise user_error(
                     ShapeError, f"MultiHeadAttention: {name} must be (batch, length, features), got {tuple(x.shape)}"
                 )
+        for name, x in (("query", query), ("value", value), ("key", key)):
+            if isinstance(x, Tensor) and x._keras_mask is not None and kwargs.get(f"{name}_mask") is None:
+                kwargs[f"{name}_mask"] = x._keras_mask
         if not self.built:
             self.build(tuple(query.shape), tuple(value.shape), tuple(key.shape))
             self.built = True
@@ -105,22 +114,31 @@ class MultiHeadAttention(Layer):
         attention_mask: Tensor | None = None,
         use_causal_mask: bool = False,
         training: bool | None = None,
+        query_mask: Tensor | None = None,
+        value_mask: Tensor | None = None,
+        key_mask: Tensor | None = None,
     ) -> Tensor:
         key = value if key is None else key
         heads_first = (0, 2, 1, 3)  # (batch, heads, length, per head)
         q = ops.transpose(self.query(query), heads_first)
         k = ops.transpose(self.key(key), heads_first)
         v = ops.transpose(self.value(value), heads_first)
-        mask = None
+        padding = None  # (batch, query length, key length): True where attending is allowed
         if attention_mask is not None:
             if attention_mask.dtype.kind != "b":
                 raise user_error(DTypeError, "MultiHeadAttention: attention_mask must be a bool tensor")
-            mask = attention_mask.reshape(attention_mask.shape[0], 1, *attention_mask.shape[1:])
-            if use_causal_mask:
-                rows = functional.causal_mask(query.shape[1], key.shape[1], query.device)
-                mask = mask & rows
-        elif use_causal_mask:
-            mask = functional.causal_mask(query.shape[1], key.shape[1], query.device)
+            padding = attention_mask
+        if query_mask is not None:
+            padding = masks.both(padding, ops.expand_dims(masks.as_bool(query_mask, query), -1))
+        for steps in (value_mask, key_mask):
+            if steps is not None:
+                padding = masks.both(padding, ops.expand_dims(masks.as_bool(steps, query), 1))
+        mask = None if not use_causal_mask else functional.causal_mask(query.shape[1], key.shape[1], query.device)
+        if padding is not None:
+            # Keras's softmax adds -1e9 where masked: a row masked whole (a padded query)
+            # attends evenly instead of giving NaN.
+            allowed = ops.expand_dims(padding, 1) if mask is None else ops.expand_dims(padding, 1) & mask
+            mask = ops.where(allowed, 0.0, _MASKED).astype(q.dtype)
         rate = self.dropout if (self.training if training is None else training) else 0.0
         y = functional.scaled_dot_product_attention(q, k, v, mask, rate, generator=self._generator)
         return self.attention_output(ops.transpose(y, heads_first))

@@ -217,7 +217,19 @@ class _GlobalPooling(Layer):
 
 
 class GlobalAveragePooling1D(_GlobalPooling):
-    """The mean over the steps of (batch, steps, channels) sequences (``keepdims`` keeps the axis)."""
+    """The mean over the steps of (batch, steps, channels) sequences (``keepdims`` keeps the
+    axis); with a mask, over the kept steps only. Its output has no mask."""
+
+    supports_masking = True
+
+    def call(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        if mask is None:
+            return super().call(x)
+        kept = ops.expand_dims(mask.astype(x.dtype), -1)
+        return ops.sum(x * kept, axis=1, keepdims=self.keepdims) / ops.sum(kept, axis=1, keepdims=self.keepdims)
+
+    def compute_mask(self, inputs: Any, previous_mask: Any) -> None:
+        return None
 
 
 class GlobalAveragePooling2D(_GlobalPooling):

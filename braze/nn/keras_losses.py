@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from braze import ops
+from braze.nn import masks
 from braze.nn.losses import binary_cross_entropy_elements, cross_entropy, is_braze_loss, one_per_example
 from braze.nn.names import snake_case
 from braze.tensor import Tensor
@@ -135,12 +136,7 @@ def reduce_weighted(values: Tensor, sample_weight: Any, reduction: str | None) -
     summed (``"sum"``), divided by their count (``"sum_over_batch_size"``, Keras's
     default, so weights scale the loss rather than renormalise it), or left (``"none"``)."""
     if sample_weight is not None:
-        weight = ops.as_tensor(sample_weight, dtype=values.dtype, device=values.device)
-        while weight.ndim > values.ndim and weight.shape[-1] == 1:
-            weight = weight.reshape(weight.shape[:-1])
-        while weight.ndim < values.ndim:
-            weight = ops.expand_dims(weight, -1)
-        values = values * weight
+        values = values * masks.ranked_weight(sample_weight, values)
     if reduction in ("none", None):
         return values
     total = ops.sum(values)
@@ -161,7 +157,14 @@ class Loss:
         raise NotImplementedError(f"{type(self).__name__} must define call(y_true, y_pred)")
 
     def __call__(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Tensor:
-        return reduce_weighted(self.call(y_true, y_pred), sample_weight, self.reduction)
+        """The reduced loss; where ``y_pred`` carries a mask its masked steps weigh nothing
+        (and a mean is over the kept steps), as Keras's."""
+        values = self.call(y_true, y_pred)
+        mask = getattr(y_pred, "_keras_mask", None)
+        if mask is not None:
+            rescale = self.reduction in ("sum_over_batch_size", "mean")
+            sample_weight = masks.weigh(sample_weight, mask, values, rescale)
+        return reduce_weighted(values, sample_weight, self.reduction)
 
     def get_config(self) -> dict[str, Any]:
         return {"name": self.name, "reduction": self.reduction}

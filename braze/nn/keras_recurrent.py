@@ -9,7 +9,7 @@ from typing import Any
 
 from braze import ops
 from braze.ir.errors import ShapeError
-from braze.nn import activations, initializers
+from braze.nn import activations, initializers, masks
 from braze.nn.layer import Layer
 from braze.nn.recurrent import gru, lstm, rnn
 from braze.ops.random import Generator
@@ -31,9 +31,14 @@ _UNSUPPORTED = (
 
 class _KerasRecurrent(Layer):
     """What SimpleRNN, LSTM and GRU share: ``kernel`` (features, gates * units), ``recurrent_kernel``
-    (units, gates * units), ``bias``, Keras's arguments, the inputs and the results."""
+    (units, gates * units), ``bias``, Keras's arguments, the inputs and the results. A mask
+    (from ``Embedding(mask_zero=True)``, ``Masking`` or ``mask=``) skips steps as Keras's
+    loops do: a masked step keeps the state and repeats the last output (zeros with
+    ``zero_output_for_mask``)."""
 
     gates = 1
+    states = 1
+    supports_masking = True
 
     def __init__(
         self,
@@ -60,6 +65,7 @@ class _KerasRecurrent(Layer):
             if kwargs.pop(option, None):
                 raise NotImplementedError(f"{name}: {option} is not supported")
         self._options(kwargs)
+        self.zero_output_for_mask = bool(kwargs.pop("zero_output_for_mask", False))
         super().__init__(**kwargs)
         self.units = int(units)
         self.activation = activations.get(activation)
@@ -99,6 +105,25 @@ class _KerasRecurrent(Layer):
             )
         seq = ops.transpose(x, (1, 0, 2))
         return ops.flip(seq, 0) if self.go_backwards else seq
+
+    def _steps_mask(self, mask: Tensor | None, x: Tensor) -> Tensor | None:
+        """A (batch, steps) mask as the loops take it: time-major, in the steps' order."""
+        if mask is None:
+            return None
+        mask = masks.as_bool(mask, x)
+        if tuple(mask.shape) != tuple(x.shape[:2]):
+            raise user_error(ShapeError, f"{self.name}: a mask of shape {mask.shape} for inputs of shape {x.shape}")
+        steps = ops.transpose(mask, (1, 0))
+        return ops.flip(steps, 0) if self.go_backwards else steps
+
+    def _loop_options(self, mask: Tensor | None, x: Tensor) -> dict[str, Any]:
+        return {"mask": self._steps_mask(mask, x), "zero_output": self.zero_output_for_mask}
+
+    def compute_mask(self, inputs: Any, previous_mask: Any) -> Any:
+        """The input's mask on every step's output (``return_sequences``), else none; no
+        mask on the states."""
+        output_mask = previous_mask if self.return_sequences else None
+        return [output_mask] + [None] * self.states if self.return_state else output_mask
 
     def _initial(self, initial_state: Any, x: Tensor, count: int) -> list[Tensor]:
         if initial_state is None:
@@ -142,11 +167,11 @@ class SimpleRNN(_KerasRecurrent):
             **kwargs,
         )
 
-    def call(self, x: Tensor, initial_state: Any = None) -> Any:
+    def call(self, x: Tensor, initial_state: Any = None, mask: Tensor | None = None) -> Any:
         seq = self._sequence(x)
         (h,) = self._initial(initial_state, x, 1)
         projected = seq @ self.kernel + self.bias if self.use_bias else seq @ self.kernel
-        hs, h = rnn(projected, h, self.recurrent_kernel, self.activation)
+        hs, h = rnn(projected, h, self.recurrent_kernel, self.activation, **self._loop_options(mask, x))
         return self._results(hs, [h])
 
 
@@ -155,6 +180,7 @@ class LSTM(_KerasRecurrent):
     ``unit_forget_bias`` starts the forget gate's bias at one."""
 
     gates = 4
+    states = 2
 
     def _options(self, kwargs: dict) -> None:
         self.unit_forget_bias = bool(kwargs.pop("unit_forget_bias", True))
@@ -172,11 +198,19 @@ class LSTM(_KerasRecurrent):
 
         return forget_ones
 
-    def call(self, x: Tensor, initial_state: Any = None) -> Any:
+    def call(self, x: Tensor, initial_state: Any = None, mask: Tensor | None = None) -> Any:
         seq = self._sequence(x)
         h, c = self._initial(initial_state, x, 2)
         projected = seq @ self.kernel + self.bias if self.use_bias else seq @ self.kernel
-        hs, h, c = lstm(projected, h, c, self.recurrent_kernel, self.activation, self.recurrent_activation)
+        hs, h, c = lstm(
+            projected,
+            h,
+            c,
+            self.recurrent_kernel,
+            self.activation,
+            self.recurrent_activation,
+            **self._loop_options(mask, x),
+        )
         return self._results(hs, [h, c])
 
 
@@ -194,13 +228,20 @@ class GRU(_KerasRecurrent):
     def _bias_shape(self) -> tuple[int, ...]:
         return (2, self.gates * self.units)
 
-    def call(self, x: Tensor, initial_state: Any = None) -> Any:
+    def call(self, x: Tensor, initial_state: Any = None, mask: Tensor | None = None) -> Any:
         seq = self._sequence(x)
         (h,) = self._initial(initial_state, x, 1)
         projected = seq @ self.kernel + self.bias[0] if self.use_bias else seq @ self.kernel
         recurrent_bias = self.bias[1] if self.use_bias else None
         hs, h = gru(
-            projected, h, self.recurrent_kernel, recurrent_bias, False, self.activation, self.recurrent_activation
+            projected,
+            h,
+            self.recurrent_kernel,
+            recurrent_bias,
+            False,
+            self.activation,
+            self.recurrent_activation,
+            **self._loop_options(mask, x),
         )
         return self._results(hs, [h])
 
@@ -217,7 +258,10 @@ class Bidirectional(Layer):
     """``keras.layers.Bidirectional(layer, merge_mode="concat")``: ``layer`` (a SimpleRNN,
     LSTM or GRU) over the steps and a copy of it (new weights) over the reversed steps,
     their outputs merged (``concat``, ``sum``, ``mul``, ``ave``, or None for the pair); a
-    backward sequence is reversed back so that step t of both sides meets."""
+    backward sequence is reversed back so that step t of both sides meets. Both sides
+    take the input's mask; with ``return_sequences`` their masked steps output zeros."""
+
+    supports_masking = True
 
     def __init__(
         self, layer: _KerasRecurrent, merge_mode: str | None = "concat", backward_layer: Any = None, **kwargs: Any
@@ -237,6 +281,8 @@ class Bidirectional(Layer):
         elif not isinstance(backward_layer, _KerasRecurrent) or backward_layer.go_backwards == layer.go_backwards:
             raise ValueError("Bidirectional: backward_layer must be a recurrent layer going the other way")
         self.backward_layer = backward_layer
+        if layer.return_sequences:  # Keras's rule: the two sides' masked steps meet as zeros
+            layer.zero_output_for_mask = backward_layer.zero_output_for_mask = True
         self._build_if_known()
 
     @classmethod
@@ -252,10 +298,19 @@ class Bidirectional(Layer):
         self.forward_layer._ensure_built(input_shape)
         self.backward_layer._ensure_built(input_shape)
 
-    def call(self, x: Tensor, initial_state: Any = None) -> Any:
+    def compute_mask(self, inputs: Any, previous_mask: Any) -> Any:
+        """The forward layer's rule (the two layers' outputs are masked alike)."""
+        output_mask = self.forward_layer.compute_mask(inputs, previous_mask)
+        if not self.forward_layer.return_state:
+            return [output_mask, output_mask] if self.merge_mode is None else output_mask
+        first = output_mask[0]
+        states = output_mask[1:] * 2
+        return [first, first, *states] if self.merge_mode is None else [first, *states]
+
+    def call(self, x: Tensor, initial_state: Any = None, mask: Tensor | None = None) -> Any:
         half = None if initial_state is None else len(initial_state) // 2
-        forward = self.forward_layer(x, initial_state=None if half is None else initial_state[:half])
-        backward = self.backward_layer(x, initial_state=None if half is None else initial_state[half:])
+        forward = self.forward_layer(x, initial_state=None if half is None else initial_state[:half], mask=mask)
+        backward = self.backward_layer(x, initial_state=None if half is None else initial_state[half:], mask=mask)
         states: list[Tensor] = []
         if self.forward_layer.return_state:
             states = [*forward[1:], *backward[1:]]

@@ -1,7 +1,8 @@
 """Keras's spellings of the transformer's layers, for ``braze.keras``: ``Embedding``
 (``input_dim``, ``output_dim``; its table, ``embeddings``, starts uniform in [-0.05,
-0.05)) and ``LayerNormalization`` (``axis``, ``epsilon``, ``center``, ``scale``; ``gamma``
-and ``beta``, made on the first call). Each subclasses or calls its PyTorch-named twin;
+0.05); ``mask_zero`` masks the steps whose index is 0) and ``LayerNormalization``
+(``axis``, ``epsilon``, ``center``, ``scale``; ``gamma`` and ``beta``, made on the first
+call). Each subclasses or calls its PyTorch-named twin;
 only the names and defaults differ."""
 
 from __future__ import annotations
@@ -33,13 +34,9 @@ class Embedding(transformer.Embedding):
         mask_zero: bool = False,
         **kwargs: Any,
     ) -> None:
-        if mask_zero:
-            raise NotImplementedError(
-                "Embedding: mask_zero=True: braze has no masks; pad with 0 and weight the padded steps out with "
-                "sample_weight, or pool with a mean over the real tokens"
-            )
         self.embeddings_initializer = initializers.get(embeddings_initializer)
         super().__init__(input_dim, output_dim, generator, **kwargs)
+        self.mask_zero = self.supports_masking = bool(mask_zero)
 
     def initial(self, shape: tuple[int, int], generator: Generator | None) -> Tensor:
         return initializers.make_weight(self.embeddings_initializer, shape, generator=generator)
@@ -50,11 +47,17 @@ class Embedding(transformer.Embedding):
         indices = ops.as_tensor(indices)
         return super().forward(indices.astype("int32") if indices.dtype.is_float else indices)
 
+    def compute_mask(self, inputs: Any, previous_mask: Any) -> Tensor | None:
+        """With ``mask_zero``, True where the index is not 0 (the padding)."""
+        return ops.as_tensor(inputs) != 0 if self.mask_zero else None
+
 
 class LayerNormalization(Layer):
     """``keras.layers.LayerNormalization``: normalization over ``axis`` (an axis or several,
     of the whole input, batch included, as Keras counts them), then ``gamma`` (when
     ``scale``) and ``beta`` (when ``center``) of those axes' sizes."""
+
+    supports_masking = True
 
     def __init__(
         self,

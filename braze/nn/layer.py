@@ -12,6 +12,10 @@ input shape was given, with ``add_weight``, and computes in ``call`` (Keras) or 
   ``eval()``), and passed on to ``call`` when ``call`` takes it; where no caller stated it,
   a ``call`` that defaults to ``training=True`` (the augmentation layers) trains.
 
+Masks follow Keras 3 (``masks.py``): a ``call`` that takes ``mask`` receives its first
+input's, a layer that ``supports_masking`` sets ``compute_mask``'s result on its outputs,
+and any other layer given a masked input drops the mask with Keras's warning.
+
 ``add_loss`` collects losses during a call (cleared at each outermost call), ``losses``
 adds the weight regularizers' penalties. Weights (``weights``, ``trainable_weights``,
 ``non_trainable_weights``, ``get_weights``/``set_weights``) follow ``trainable``: a layer
@@ -23,13 +27,14 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from braze.ir.dtypes import as_dtype
-from braze.nn import initializers, regularizers, symbolic, tree
+from braze.nn import initializers, masks, regularizers, symbolic, tree
 from braze.nn.metrics import Mean, Metric
 from braze.nn.module import Module
 from braze.nn.names import snake_case, unique_name
@@ -52,12 +57,13 @@ class _CallContext(threading.local):
 
 
 CALL_CONTEXT = _CallContext()
-# By layer class: whether its call takes ``training``, and whether its default is True.
-_TRAINING_PARAMETER: dict[type, tuple[bool, bool]] = {}
+# By layer class: whether its call takes ``training``, whether its default is True, and
+# whether it takes ``mask`` by name.
+_CALL_PARAMETERS: dict[type, tuple[bool, bool, bool]] = {}
 
 
-def _training_parameter(cls: type) -> tuple[bool, bool]:
-    found = _TRAINING_PARAMETER.get(cls)
+def _call_parameters(cls: type) -> tuple[bool, bool, bool]:
+    found = _CALL_PARAMETERS.get(cls)
     if found is None:
         # A PyTorch-style layer defines forward, which Layer.call passes everything to.
         method = cls.forward if cls.call is Layer.call else cls.call
@@ -67,7 +73,8 @@ def _training_parameter(cls: type) -> tuple[bool, bool]:
             parameters = []
         takes = any(p.name == "training" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
         default = any(p.name == "training" and p.default is True for p in parameters)
-        found = _TRAINING_PARAMETER[cls] = (takes, default)
+        takes_mask = any(p.name == "mask" for p in parameters)
+        found = _CALL_PARAMETERS[cls] = (takes, default, takes_mask)
     return found
 
 
@@ -98,6 +105,7 @@ class Layer(Module):
     input_shape: tuple[int, ...] | None = None  # without the batch dimension, as given
     activity_regularizer: Callable | None = None
     name_stem: str | None = None  # the default name's stem when it is not the class's name
+    supports_masking = False  # whether compute_mask passes a mask on (Keras's attribute)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -244,11 +252,10 @@ class Layer(Module):
             if symbolic.is_symbolic((args, kwargs)):
                 return self._call_symbolic(args, kwargs)
             training = kwargs.pop("training", None)
-            if kwargs.pop("mask", None) is not None:
-                raise NotImplementedError(f"{self.name}: masks are not supported; pad and slice explicitly")
             args = _inputs(args, self)
         context = CALL_CONTEXT
-        takes_training, trains_by_default = _training_parameter(type(self))
+        takes_training, trains_by_default, takes_mask = _call_parameters(type(self))
+        previous_mask = self._mask_argument(args, kwargs, takes_mask)
         stated = training is not None or (context.depth > 0 and context.stated)
         if training is None:
             training = context.training if context.depth else self.training
@@ -274,10 +281,46 @@ class Layer(Module):
             if self.activity_regularizer is not None:
                 for output in tree.leaves(outputs):
                     self.add_loss(self.activity_regularizer(output) / output.shape[0])
+            if self.supports_masking:
+                if previous_mask is not None or type(self).compute_mask is not Layer.compute_mask:
+                    self._attach_mask(args, outputs, previous_mask)
+            elif previous_mask is not None:
+                warnings.warn(
+                    f"Layer '{self.name}' (of type {type(self).__name__}) was passed an input with a mask attached "
+                    "to it. However, this layer does not support masking and will therefore destroy the mask "
+                    "information. Downstream layers will not see the mask.",
+                    stacklevel=2,
+                )
         finally:
             context.depth -= 1
             context.training, context.stated = previous
         return outputs
+
+    def _mask_argument(self, args: tuple, kwargs: dict, takes_mask: bool) -> Any:
+        """The mask this call is about (Keras's ``previous_mask``): the one given as
+        ``mask=``, else its first input's, which a ``call`` taking ``mask`` receives."""
+        given = kwargs.get("mask")
+        if "mask" in kwargs and not takes_mask:
+            raise TypeError(
+                f"{self.name}: {type(self).__name__}.call takes no mask; a layer receives masks by "
+                "call(self, inputs, mask=None)"
+            )
+        if given is not None:
+            return given
+        found = masks.of(args[0]) if args else None
+        if takes_mask and found is not None:
+            kwargs["mask"] = found
+        return found
+
+    def _attach_mask(self, args: tuple, outputs: Any, previous_mask: Any) -> None:
+        """Set ``compute_mask``'s masks on the outputs, unless the call set them all."""
+        if not all(isinstance(o, Tensor) and o._keras_mask is not None for o in tree.leaves(outputs)):
+            masks.attach(outputs, self.compute_mask(args[0] if args else None, previous_mask))
+
+    def compute_mask(self, inputs: Any, previous_mask: Any) -> Any:
+        """The mask of the outputs for ``inputs`` whose mask is ``previous_mask`` (Keras's
+        ``compute_mask``): by default the same mask, for a layer that ``supports_masking``."""
+        return previous_mask
 
     def _call_symbolic(self, args: tuple, kwargs: dict) -> Any:
         """Record this call as a node of a functional model (building the layer first)."""

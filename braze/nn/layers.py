@@ -92,6 +92,8 @@ class KernelAndBias(Layer):
 class Dense(KernelAndBias):
     """``activation(x @ kernel + bias)`` over the last axis; ``input_dim`` builds it at once."""
 
+    supports_masking = True  # computes each step on its own: a mask passes through
+
     def __init__(
         self,
         units: int,
@@ -161,6 +163,8 @@ class Reshape(Layer):
 class Dropout(Layer):
     """Zero a fraction ``rate`` of the inputs while training, scaling the rest by 1/(1-rate)."""
 
+    supports_masking = True
+
     def __init__(
         self,
         rate: float,
@@ -187,6 +191,8 @@ class Dropout(Layer):
 class Activation(Layer):
     """An activation as a layer, by Keras's name (``"relu"``, ``"gelu"``...) or a function."""
 
+    supports_masking = True
+
     def __init__(self, activation: str | Callable, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.activation = activation
@@ -199,6 +205,8 @@ class Activation(Layer):
 class ReLU(Layer):
     """``max(x, 0)``, capped at ``max_value`` if given, with ``negative_slope`` below
     ``threshold`` (Keras's ``ReLU`` layer; also PyTorch's ``nn.ReLU()``)."""
+
+    supports_masking = True
 
     def __init__(
         self, max_value: float | None = None, negative_slope: float = 0.0, threshold: float = 0.0, **kwargs: Any
@@ -217,6 +225,8 @@ class ReLU(Layer):
 class LeakyReLU(Layer):
     """``x`` where positive, else ``negative_slope * x`` (Keras 2's ``alpha`` too)."""
 
+    supports_masking = True
+
     def __init__(self, negative_slope: float = 0.3, **kwargs: Any) -> None:
         alpha = kwargs.pop("alpha", None)  # Keras 2's name
         super().__init__(**kwargs)
@@ -228,6 +238,8 @@ class LeakyReLU(Layer):
 
 class ELU(Layer):
     """``x`` where positive, else ``alpha * (exp(x) - 1)``."""
+
+    supports_masking = True
 
     def __init__(self, alpha: float = 1.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -271,15 +283,21 @@ class Rescaling(Layer):
 
 
 class Lambda(Layer):
-    """A layer computing ``function(inputs)``; it holds no weights of its own."""
+    """A layer computing ``function(inputs)``; it holds no weights of its own. ``mask``
+    (a function of the inputs and their mask, or a mask) is its outputs' mask."""
 
     def __init__(
         self, function: Callable, output_shape: Any = None, arguments: dict | None = None, **kwargs: Any
     ) -> None:
-        if kwargs.pop("mask", None) is not None:
-            raise NotImplementedError("Lambda: masks are not supported")
+        mask = kwargs.pop("mask", None)
         super().__init__(**kwargs)
         self.function, self.arguments = function, dict(arguments or {})
+        self.mask = mask
+        self.supports_masking = mask is not None
 
     def call(self, inputs: Any) -> Any:
         return self.function(inputs, **self.arguments)
+
+    def compute_mask(self, inputs: Any, previous_mask: Any) -> Any:
+        """The ``mask`` given: a function of ``(inputs, previous_mask)``, or a mask."""
+        return self.mask(inputs, previous_mask) if callable(self.mask) else self.mask

@@ -10,6 +10,7 @@ from typing import Any
 
 from braze import ops
 from braze.ir.errors import ShapeError
+from braze.nn import masks
 from braze.nn.layer import Layer
 from braze.tensor import Tensor, user_error
 
@@ -34,6 +35,14 @@ __all__ = [
 class _Merge(Layer):
     combine: Callable[[Tensor, Tensor], Tensor] = staticmethod(ops.add)
     needs_two = False
+    supports_masking = True
+
+    def compute_mask(self, inputs: Any, previous_mask: Any) -> Tensor | None:
+        """The steps every masked input keeps (Keras's rule: an input without a mask
+        keeps every step)."""
+        if previous_mask is None:
+            return None
+        return reduce(masks.both, previous_mask, None)
 
     def call(self, inputs: Sequence[Tensor]) -> Tensor:
         inputs = list(inputs)
@@ -98,6 +107,21 @@ class Concatenate(_Merge):
                 shapes = [x.shape for x in inputs]
                 raise user_error(ShapeError, f"{self.name}: inputs {shapes} differ outside the concatenation axis")
         return ops.concatenate(inputs, axis=axis)
+
+    def compute_mask(self, inputs: Any, previous_mask: Any) -> Tensor | None:
+        """Along a masked axis (the steps), the masks joined, all kept for an input
+        without one; along the features, the steps every masked input keeps."""
+        if previous_mask is None:
+            return None
+        rank = next(m.ndim for m in previous_mask if m is not None)
+        axis = self.axis % inputs[0].ndim
+        if axis >= rank:
+            return super().compute_mask(inputs, previous_mask)
+        whole = [
+            ops.ones(x.shape[:rank], dtype="bool", device=x.device) if m is None else m
+            for x, m in zip(inputs, previous_mask, strict=True)
+        ]
+        return ops.concatenate(whole, axis=axis)
 
 
 def _functional(cls: type[_Merge]) -> Callable[..., Any]:

@@ -16,7 +16,7 @@ import numpy as np
 from braze import ops
 from braze.autodiff import no_grad
 from braze.ir.dtypes import float32, int32
-from braze.nn import initializers, keras_losses
+from braze.nn import initializers, keras_losses, masks
 from braze.nn.names import snake_case
 from braze.nn.state import set_value
 from braze.runtime.device import default_device
@@ -111,12 +111,7 @@ class Metric:
 def _weights(values: Tensor, sample_weight: Any) -> Tensor | None:
     if sample_weight is None:
         return None
-    weight = ops.as_tensor(sample_weight, dtype=values.dtype, device=values.device)
-    while weight.ndim > values.ndim and weight.shape[-1] == 1:
-        weight = weight.reshape(weight.shape[:-1])
-    while weight.ndim < values.ndim:
-        weight = ops.expand_dims(weight, -1)
-    return ops.broadcast_to(weight, values.shape)
+    return ops.broadcast_to(masks.ranked_weight(sample_weight, values), values.shape)
 
 
 class Mean(Metric):
@@ -164,9 +159,15 @@ class MeanMetricWrapper(Mean):
         self.fn, self.kwargs = fn, kwargs
 
     def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> None:
+        """Add the batch's values; where ``y_pred`` carries a mask and weights are given,
+        the masked steps weigh nothing (Keras 3's rule: without weights, every step counts)."""
+        mask = getattr(y_pred, "_keras_mask", None)
         y_pred = ops.as_tensor(y_pred)
         y_true = ops.as_tensor(y_true, device=y_pred.device)
-        super().update_state(self.fn(y_true, y_pred, **self.kwargs), sample_weight)
+        values = self.fn(y_true, y_pred, **self.kwargs)
+        if mask is not None and sample_weight is not None:
+            sample_weight = masks.weigh(sample_weight, mask, values, rescale=False)
+        super().update_state(values, sample_weight)
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), **self.kwargs}

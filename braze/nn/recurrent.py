@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 from braze import lax, ops
 from braze.ir.errors import ShapeError
@@ -26,16 +27,44 @@ __all__ = ["GRU", "LSTM", "RNN", "gru", "lstm", "rnn"]
 Activation = Callable[[Tensor], Tensor]
 
 
-def rnn(projected: Tensor, h: Tensor, recurrent: Tensor, activation: Activation = ops.tanh) -> tuple[Tensor, Tensor]:
+def _scan(step: Callable, carry: Any, projected: Tensor, mask: Tensor | None, zero_output: bool) -> tuple[Any, Tensor]:
+    """``lax.scan(step, carry, projected)``; with a time-major ``mask`` (steps, batch; Keras's),
+    a masked step keeps each example's state and outputs its hidden state as it was (zeros
+    with ``zero_output``), as Keras's loops do."""
+    if mask is None:
+        return lax.scan(step, carry, projected)
+
+    def masked(state: Any, x_and_kept: tuple[Tensor, Tensor]) -> tuple[Any, Tensor]:
+        x, kept = x_and_kept
+        new, y = step(state, x)
+        kept = kept.reshape(kept.shape[0], 1)
+        hidden = state if isinstance(state, Tensor) else state[0]
+        y = ops.where(kept, y, ops.zeros_like(y) if zero_output else hidden)
+        if isinstance(new, Tensor):
+            return ops.where(kept, new, state), y
+        return tuple(ops.where(kept, n, o) for n, o in zip(new, state, strict=True)), y
+
+    return lax.scan(masked, carry, (projected, mask))
+
+
+def rnn(
+    projected: Tensor,
+    h: Tensor,
+    recurrent: Tensor,
+    activation: Activation = ops.tanh,
+    mask: Tensor | None = None,
+    zero_output: bool = False,
+) -> tuple[Tensor, Tensor]:
     """An Elman network over time-major ``projected`` inputs (steps, batch, units: the
     input's product with the input weights plus the biases), ``h = activation(x + h @
-    recurrent)``: the hidden state of every step, and the last."""
+    recurrent)``: the hidden state of every step, and the last (``mask``, ``zero_output``:
+    Keras's masked steps, as ``_scan``)."""
 
     def step(h: Tensor, x: Tensor) -> tuple[Tensor, Tensor]:
         h = activation(x + h @ recurrent)
         return h, h
 
-    h, hs = lax.scan(step, h, projected)
+    h, hs = _scan(step, h, projected, mask, zero_output)
     return hs, h
 
 
@@ -46,6 +75,8 @@ def lstm(
     recurrent: Tensor,
     activation: Activation = ops.tanh,
     recurrent_activation: Activation = ops.sigmoid,
+    mask: Tensor | None = None,
+    zero_output: bool = False,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """An LSTM over time-major ``projected`` inputs (steps, batch, 4 * units: the input's
     product with the input weights plus the biases, gates in the order input, forget,
@@ -58,7 +89,7 @@ def lstm(
         h = recurrent_activation(o) * activation(c)
         return (h, c), h
 
-    (h, c), hs = lax.scan(step, (h, c), projected)
+    (h, c), hs = _scan(step, (h, c), projected, mask, zero_output)
     return hs, h, c
 
 
@@ -70,6 +101,8 @@ def gru(
     reset_first: bool,
     activation: Activation = ops.tanh,
     recurrent_activation: Activation = ops.sigmoid,
+    mask: Tensor | None = None,
+    zero_output: bool = False,
 ) -> tuple[Tensor, Tensor]:
     """A GRU (the reset gate applied after the recurrent product, as PyTorch and Keras's
     default) over time-major ``projected`` inputs (steps, batch, 3 * units): gates in the
@@ -86,7 +119,7 @@ def gru(
         h = (1.0 - update) * new + update * h
         return h, h
 
-    h, hs = lax.scan(step, h, projected)
+    h, hs = _scan(step, h, projected, mask, zero_output)
     return hs, h
 
 

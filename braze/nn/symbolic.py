@@ -48,6 +48,7 @@ class KerasTensor:
     def __init__(self, shape: tuple[int | None, ...], dtype: DType, node: Node | None = None, name: str = "") -> None:
         self.shape, self.dtype, self.name = tuple(shape), dtype, name
         self.node = node
+        self._keras_mask: KerasTensor | None = None  # the symbolic mask, where a layer made one
 
     @property
     def ndim(self) -> int:
@@ -124,7 +125,10 @@ def example(symbolic: KerasTensor, run: int) -> Tensor:
     """Zeros of ``symbolic``'s shape, its unfixed dimensions at their size for ``run``."""
     sizes = [(_EXAMPLE_SIZES[0] if i == 0 else _EXAMPLE_SIZES[1])[run] for i in range(symbolic.ndim)]
     shape = tuple(size if d is None else d for d, size in zip(symbolic.shape, sizes, strict=True))
-    return ops.zeros(shape, symbolic.dtype)
+    value = ops.zeros(shape, symbolic.dtype)
+    if symbolic._keras_mask is not None:  # every step kept: a layer reading the mask sees one
+        value._keras_mask = ops.ones(shape[: symbolic._keras_mask.ndim], "bool")
+    return value
 
 
 def call_symbolic(call: Callable, args: tuple, kwargs: dict, layer: Any = None) -> Any:
@@ -149,6 +153,9 @@ def call_symbolic(call: Callable, args: tuple, kwargs: dict, layer: Any = None) 
     node.outputs = [
         KerasTensor(_merged_shape(a.shape, b.shape), a.dtype, node, name) for a, b in zip(first, second, strict=True)
     ]
+    for output, value in zip(node.outputs, first, strict=True):
+        if value._keras_mask is not None:
+            output._keras_mask = KerasTensor(output.shape[: value._keras_mask.ndim], value._keras_mask.dtype, node)
     node.output_structure = runs[0]
     return tree.unflatten(runs[0], node.outputs)
 

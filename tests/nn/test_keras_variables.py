@@ -87,14 +87,6 @@ def test_callbacks_braze_lacks_name_what_comes_nearest():
         _ = keras.callbacks.TensorBoard
 
 
-def test_masking_fails_at_once_naming_what_to_do_instead():
-    with pytest.raises(NotImplementedError, match="mask_zero=True: braze has no masks"):
-        keras.layers.Embedding(10, 2, mask_zero=True)
-    with pytest.raises(AttributeError, match="Masking: braze has no masks"):
-        _ = keras.layers.Masking
-    assert keras.layers.Embedding(10, 2, mask_zero=False)(np.array([[1, 2]])).shape == (1, 2, 2)
-
-
 def test_a_learning_rate_copies_as_its_number_and_integer_rates_answer_too():
     import copy
 

@@ -137,7 +137,7 @@ def test_unknown_arguments_are_errors_that_name_them_and_x_minus_equals_works_as
         layers.Dense(3, units_=4)
     with pytest.raises(NotImplementedError, match="weight constraints"):
         layers.Dense(3, kernel_constraint="max_norm")
-    with pytest.raises(NotImplementedError, match="masks are not supported"):
+    with pytest.raises(TypeError, match="Dense.call takes no mask"):
         layers.Dense(2)(braze.ones((1, 2)), mask=braze.ones((1,)))
     w = braze.tensor([1.0, 2.0], requires_grad=True)
     x = w * 3.0
