@@ -219,6 +219,7 @@ class Tensor:
         "_grad_node",
         "_tangents",
         "_keras_mask",
+        "_keras_path",
         "__weakref__",
     )
     __array_priority__ = 1000  # NumPy defers `ndarray op Tensor` to the Tensor's reflected op
@@ -243,6 +244,7 @@ class Tensor:
         t._grad_node = None
         t._tangents = None  # {level: tangent} while forward-mode derivatives are taken
         t._keras_mask = None  # Keras's mask over the leading axes, set by the layer that made it
+        t._keras_path = None  # a Keras layer's weight: "layer/weight", set by the layer
         return t
 
     @classmethod
@@ -295,6 +297,17 @@ class Tensor:
     def trainable(self) -> bool:
         """Whether training updates it (TensorFlow's ``Variable.trainable``): ``requires_grad``."""
         return self.requires_grad
+
+    @property
+    def name(self) -> str | None:
+        """A Keras layer's weight's name (Keras's ``Variable.name``: ``"kernel"``); None for
+        other tensors."""
+        return None if self._keras_path is None else self._keras_path.rsplit("/", 1)[-1]
+
+    @property
+    def path(self) -> str | None:
+        """A Keras layer's weight's path, ``"dense/kernel"`` (Keras's ``Variable.path``)."""
+        return self._keras_path
 
     def __len__(self) -> int:
         if not self.shape:

@@ -80,7 +80,6 @@ def train_cnn(
         verbose=int(not distributed or rank() == 0),
         validation_data=validation,
         steps_per_epoch=steps_per_epoch or max(train.samples // batch_size, 1),
-        # every image (the last batch smaller) unless eval_steps cuts it short
-        validation_steps=min(eval_steps or validation.samples, -(-validation.samples // batch_size)),
+        validation_steps=eval_steps,  # None: every image (the last batch smaller)
     )
     return model, history

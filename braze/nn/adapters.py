@@ -81,12 +81,15 @@ def batch_size(batch: Any) -> int:
 
 class Batches:
     """The batches of one epoch at a time from ``source``; for ``predict`` (``inputs_only``)
-    only the inputs of each batch."""
+    only the inputs of each batch. With a number of steps per epoch, as in Keras 3, an epoch
+    takes up where the last one stopped, and the data starts over (reshuffled) once every
+    batch of it was taken, within an epoch too."""
 
     def __init__(self, source: Iterable, caller: str, inputs_only: bool = False, class_weight: Any = None) -> None:
         self.source, self.caller, self.inputs_only = source, caller, inputs_only
         self.class_weight = class_weight
         self.one_shot = isinstance(source, Iterator)
+        self._running: Iterator | None = None  # the pass over the data that steps per epoch continue
 
     def __len__(self) -> int:
         return len(self.source) if self.sized else 0
@@ -96,19 +99,43 @@ class Batches:
         """Whether the source knows its number of batches (a generator does not)."""
         return hasattr(self.source, "__len__")
 
-    def epoch(self, steps: int | None = None) -> Iterator[Any]:
+    def epoch(self, steps: int | None = None, resume: bool = True) -> Iterator[Any]:
+        """One epoch's batches: all of a pass, or ``steps`` of them, from where the last
+        epoch stopped unless ``resume`` is False (a pass of its own)."""
         if steps is not None and steps < 1:
             raise ValueError(f"{self.caller}: steps must be at least 1 (or None for all batches), got {steps}")
-        iterator = self.source if self.one_shot else iter(self.source)
         try:
-            for batch in itertools.islice(iterator, steps):
-                yield self._unpack(batch)
+            if steps is None or self.one_shot or not resume:
+                iterator = self.source if self.one_shot else iter(self.source)
+                try:
+                    for batch in itertools.islice(iterator, steps):
+                        yield self._unpack(batch)
+                finally:
+                    _close(iterator, self.one_shot)
+            else:
+                yield from self._continued(steps)
         finally:
-            if not self.one_shot and hasattr(iterator, "close"):
-                iterator.close()  # a prefetching loader stops its thread now, not at collection
             end = getattr(self.source, "on_epoch_end", None)
             if end is not None:
                 end()  # a keras.utils.Sequence reshuffles here
+
+    def _continued(self, steps: int) -> Iterator[Any]:
+        """``steps`` batches from the pass in progress, a new pass begun whenever one ends
+        (Keras 3's epoch iterator)."""
+        taken = 0
+        while taken < steps:
+            fresh = self._running is None
+            if fresh:
+                self._running = iter(self.source)
+            before = taken
+            for batch in itertools.islice(self._running, steps - taken):
+                taken += 1
+                yield self._unpack(batch)
+            if taken < steps:  # this pass is over
+                _close(self._running, False)
+                self._running = None
+                if fresh and taken == before:
+                    return  # the data has no batch at all
 
     def _unpack(self, batch: Any) -> Any:
         if self.inputs_only:
@@ -121,6 +148,13 @@ class Batches:
         if weight is not None:
             raise ValueError(f"{self.caller}: give class_weight or sample_weight, not both")
         return x, y, class_weights(self.class_weight, y)
+
+
+def _close(iterator: Iterator, one_shot: bool) -> None:
+    """Stop a prefetching loader's thread now, not at collection (not a generator the
+    caller gave, which may go on)."""
+    if not one_shot and hasattr(iterator, "close"):
+        iterator.close()
 
 
 def class_weights(class_weight: dict[int, float], y: Any) -> np.ndarray:

@@ -229,6 +229,8 @@ class Layer(Module):
         if regularizer is not None:
             self.__dict__.setdefault("_weight_regularizers", []).append((weight, regularizer))
         self._weights_added.append(weight)
+        if name:
+            _name_weight(weight, f"{self.name}/{name}")
         if name and name.isidentifier() and name not in vars(self) and not hasattr(type(self), name):
             setattr(self, name, weight)
         return weight
@@ -385,13 +387,15 @@ class Layer(Module):
 
     def _weights_with_trainability(self, parent_trainable: bool) -> Iterator[tuple[Tensor, bool]]:
         trainable = parent_trainable and self.trainable
-        for _, value in self._items():
+        for attribute, value in self._items():
             if isinstance(value, Layer):
                 yield from value._weights_with_trainability(trainable)
             elif isinstance(value, Module):
-                for t in value._state().values():
+                for key, t in value._state().items():
+                    _name_weight(t, f"{self.name}/{attribute}/{key}")
                     yield t, trainable and t.requires_grad
             elif isinstance(value, Tensor) and (value.requires_grad or is_buffer(value)):
+                _name_weight(value, f"{self.name}/{attribute}")
                 yield value, trainable and value.requires_grad
 
     @property
@@ -450,6 +454,13 @@ class Layer(Module):
     def input(self) -> Any:
         node = self._node("input")
         return node.args[0] if len(node.args) == 1 else list(node.args)
+
+
+def _name_weight(weight: Tensor, path: str) -> None:
+    """Give ``weight`` Keras's ``path`` (``"dense/kernel"``; its ``name`` is the last part)
+    unless a layer named it first."""
+    if weight._keras_path is None:
+        weight._keras_path = path.replace(".", "/")
 
 
 def _takes_no_shape(build: Callable) -> bool:

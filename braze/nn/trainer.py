@@ -132,6 +132,7 @@ class Trainer:
     ) -> dict[str, Any] | None:
         """One epoch of training steps; the epoch's logs, read once it is over, or None when
         the data had no batch left (a generator that ran out)."""
+        given = steps is not None  # the user's steps per epoch, which take up where the last epoch stopped
         agree = getattr(self.optimizer, "agree_steps", None)
         if agree is not None:  # data-parallel: every step is a collective, so every rank takes as many
             if not train.sized and steps is None:
@@ -148,7 +149,7 @@ class Trainer:
         bar = ProgressBar(steps or len(train), title)
         logs, batches = None, 0
         read = hooks.read_batch_logs("on_train_batch_end")
-        for batch_number, batch in enumerate(train.epoch(steps)):
+        for batch_number, batch in enumerate(train.epoch(steps, resume=given)):
             hooks.call("on_train_batch_begin", batch_number, {})
             logs = self._step(self.train_function, batch)
             batches += 1

@@ -144,7 +144,8 @@ class BatchCounter(Callback):
 def test_fit_generator_takes_steps_per_epoch_as_keras_does():
     x, y = data()
     counter = BatchCounter()
-    # A loader starts over each epoch: 2 of its 5 batches per epoch.
+    # A loader's pass goes on from epoch to epoch, 2 of its 5 batches each, and starts over
+    # once it is spent (Keras 3's rule); a validation loader's pass goes on the same way.
     net = compiled()
     history = net.fit_generator(
         DataLoader((x, y), 16),
@@ -161,6 +162,31 @@ def test_fit_generator_takes_steps_per_epoch_as_keras_does():
     with pytest.warns(UserWarning, match="the training data ran out at epoch 4; training stops"):
         history = compiled().fit(batches, steps_per_epoch=2, epochs=5, callbacks=[counter], verbose=0)
     assert counter.per_epoch == [2, 2, 1, 0] and history.epoch == [0, 1, 2]
+
+
+class Passes:
+    """Batches that note the index of each one taken."""
+
+    def __init__(self, batches):
+        self.batches, self.taken = batches, []
+
+    def __len__(self):
+        return len(self.batches)
+
+    def __iter__(self):
+        for i, batch in enumerate(self.batches):
+            self.taken.append(i)
+            yield batch
+
+
+def test_steps_per_epoch_go_on_with_the_pass_and_start_it_over_once_spent():
+    x, y = data()
+    batches = Passes([(x[i : i + 16], y[i : i + 16]) for i in range(0, 80, 16)])
+    compiled().fit(batches, steps_per_epoch=2, epochs=4, verbose=0)
+    assert batches.taken == [0, 1, 2, 3, 4, 0, 1, 2]
+    whole = Passes(batches.batches)
+    compiled().fit(whole, epochs=2, verbose=0)  # without steps, a pass an epoch
+    assert whole.taken == [0, 1, 2, 3, 4] * 2
 
 
 def test_initial_epoch_and_epoch_numbers():

@@ -199,3 +199,30 @@ def test_layers_braze_lacks_are_errors_that_say_so():
         layers.TextVectorization  # noqa: B018
     with pytest.raises(AttributeError, match="braze ships only mnist"):
         keras.datasets.cifar10  # noqa: B018
+
+
+def test_weights_have_keras_names_and_paths():
+    model = keras.Sequential(
+        [keras.Input((4,)), layers.Dense(3, name="dense"), layers.BatchNormalization(name="batch_normalization")]
+    )
+    assert [w.path for w in model.weights] == [
+        "dense/kernel",
+        "dense/bias",
+        "batch_normalization/gamma",
+        "batch_normalization/beta",
+        "batch_normalization/moving_mean",
+        "batch_normalization/moving_variance",
+    ]
+    assert [w.name for w in model.layers[0].weights] == ["kernel", "bias"]
+
+    class Scale(layers.Layer):
+        def build(self, input_shape):
+            self.factor = self.add_weight(shape=(input_shape[-1],), initializer="ones", name="scale")
+
+        def call(self, inputs):
+            return inputs * self.factor
+
+    layer = Scale(name="scaler")
+    layer(np.ones((1, 2), "float32"))
+    assert layer.factor.name == "scale" and layer.factor.path == "scaler/scale"
+    assert (braze.ones((2,)) * 2).name is None  # a computed tensor has no name
