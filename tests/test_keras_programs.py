@@ -38,6 +38,7 @@ RESULTS = {
     "augmented_separable": ("history",),
     "regression_normalization": ("horsepower_history", "history", "test_results", "rnn_history"),
     "callbacks_and_configs": ("history", "batch_losses", "features", "predictions", "clone_history"),
+    "addition_rnn": ("history", "attentive_history"),
     "masked_sequences": (
         "history",
         "transformer_history",

@@ -12,6 +12,7 @@ from braze.nn.augmentation import (
     RandomZoom,
     Resizing,
 )
+from braze.nn.categorical import CategoryEncoding, Discretization
 from braze.nn.conv import (
     AveragePooling1D,
     AveragePooling2D,
@@ -40,7 +41,10 @@ from braze.nn.functional_api import (
     Input,
     InputLayer,
 )
+from braze.nn.keras_attention import AdditiveAttention, Attention, Dot, dot
+from braze.nn.keras_cells import RNN, GRUCell, LSTMCell, SimpleRNNCell, StackedRNNCells
 from braze.nn.keras_recurrent import GRU, LSTM, Bidirectional, SimpleRNN
+from braze.nn.keras_simple import ActivityRegularization, GroupNormalization, Identity, PReLU, UnitNormalization
 from braze.nn.keras_spellings import Embedding, LayerNormalization
 from braze.nn.layers import (
     ELU,
@@ -76,18 +80,22 @@ from braze.nn.merging import (
     subtract,
 )
 from braze.nn.names import missing_names
+from braze.nn.noise import GaussianDropout, GaussianNoise, SpatialDropout1D, SpatialDropout2D
 from braze.nn.normalization import (
     BatchNormalization,
     Normalization,
 )
+from braze.nn.reshaping import Cropping1D, Cropping2D, Permute, RepeatVector, ZeroPadding1D, ZeroPadding2D
 from braze.nn.saving import deserialize, serialize
 from braze.nn.upsampling import Conv1DTranspose, Conv2DTranspose, UpSampling1D, UpSampling2D
+from braze.nn.wrappers import TimeDistributed
 
 __all__ = [
-    "GRU",
-    "LSTM",
     "Activation",
+    "ActivityRegularization",
     "Add",
+    "AdditiveAttention",
+    "Attention",
     "Average",
     "AveragePooling1D",
     "AveragePooling2D",
@@ -95,6 +103,7 @@ __all__ = [
     "AvgPool2D",
     "BatchNormalization",
     "Bidirectional",
+    "CategoryEncoding",
     "CenterCrop",
     "Concatenate",
     "Conv1D",
@@ -103,12 +112,20 @@ __all__ = [
     "Conv2DTranspose",
     "Convolution1D",
     "Convolution2D",
+    "Cropping1D",
+    "Cropping2D",
     "Dense",
     "DepthwiseConv2D",
+    "Discretization",
+    "Dot",
     "Dropout",
     "ELU",
     "Embedding",
     "Flatten",
+    "GRU",
+    "GRUCell",
+    "GaussianDropout",
+    "GaussianNoise",
     "GlobalAveragePooling1D",
     "GlobalAveragePooling2D",
     "GlobalAvgPool1D",
@@ -117,8 +134,12 @@ __all__ = [
     "GlobalMaxPool2D",
     "GlobalMaxPooling1D",
     "GlobalMaxPooling2D",
+    "GroupNormalization",
+    "Identity",
     "Input",
     "InputLayer",
+    "LSTM",
+    "LSTMCell",
     "Lambda",
     "Layer",
     "LayerNormalization",
@@ -134,6 +155,9 @@ __all__ = [
     "MultiHeadAttention",
     "Multiply",
     "Normalization",
+    "PReLU",
+    "Permute",
+    "RNN",
     "RandomBrightness",
     "RandomContrast",
     "RandomCrop",
@@ -142,21 +166,31 @@ __all__ = [
     "RandomTranslation",
     "RandomZoom",
     "ReLU",
+    "RepeatVector",
     "Rescaling",
+    "Reshape",
     "Resizing",
     "SeparableConv2D",
-    "Reshape",
     "Sigmoid",
     "SimpleRNN",
+    "SimpleRNNCell",
     "Softmax",
+    "SpatialDropout1D",
+    "SpatialDropout2D",
+    "StackedRNNCells",
     "Subtract",
     "Tanh",
+    "TimeDistributed",
+    "UnitNormalization",
     "UpSampling1D",
     "UpSampling2D",
+    "ZeroPadding1D",
+    "ZeroPadding2D",
     "add",
     "average",
     "concatenate",
     "deserialize",
+    "dot",
     "maximum",
     "minimum",
     "multiply",
@@ -171,6 +205,23 @@ _MISSING = {
     "StringLookup": "braze tensors hold numbers: encode strings to integers with NumPy",
     "IntegerLookup": "map the integers with NumPy",
     "TextVectorization": "braze tensors hold numbers: tokenize with Python and keras.utils.pad_sequences",
+    "Hashing": "map the values to bins with NumPy, or Discretization for numbers in ranges",
+    "Conv3D": "braze's convolutions are 1-D and 2-D: fold an axis into the batch (TimeDistributed(Conv2D))",
+    "Conv3DTranspose": "braze's transposed convolutions are 1-D and 2-D",
+    "MaxPooling3D": "braze's pooling is 1-D and 2-D: TimeDistributed(MaxPooling2D) pools each frame",
+    "AveragePooling3D": "braze's pooling is 1-D and 2-D: TimeDistributed(AveragePooling2D) pools each frame",
+    "GlobalAveragePooling3D": "ops.mean over the three axes",
+    "GlobalMaxPooling3D": "ops.max over the three axes",
+    "UpSampling3D": "braze's upsampling is 1-D and 2-D",
+    "ZeroPadding3D": "ops.pad",
+    "Cropping3D": "slice the tensor",
+    "SpatialDropout3D": "SpatialDropout2D on frames folded into the batch",
+    "ConvLSTM1D": "TimeDistributed(Conv1D) then an LSTM, or an RNN over a cell of your own",
+    "ConvLSTM2D": "TimeDistributed(Conv2D) then an LSTM, or an RNN over a cell of your own",
+    "EinsumDense": "Dense, or ops.einsum with weights of your own layer",
+    "SpectralNormalization": "no weight normalizations: normalize the kernel in a layer of your own",
+    "AlphaDropout": "Dropout, or GaussianDropout",
+    "GroupQueryAttention": "MultiHeadAttention",
 }
 
 

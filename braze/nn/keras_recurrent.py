@@ -29,16 +29,47 @@ _UNSUPPORTED = (
 )
 
 
-class _KerasRecurrent(Layer):
-    """What SimpleRNN, LSTM and GRU share: ``kernel`` (features, gates * units), ``recurrent_kernel``
-    (units, gates * units), ``bias``, Keras's arguments, the inputs and the results. A mask
-    (from ``Embedding(mask_zero=True)``, ``Masking`` or ``mask=``) skips steps as Keras's
-    loops do: a masked step keeps the state and repeats the last output (zeros with
-    ``zero_output_for_mask``)."""
+class Sequences(Layer):
+    """What the recurrent layers share (``RNN`` of any cell too): the steps of (batch, steps,
+    features) inputs taken time-major, reversed with ``go_backwards``, and Keras's masks: a
+    mask (from ``Embedding(mask_zero=True)``, ``Masking`` or ``mask=``) skips steps as
+    Keras's loops do, a masked step keeping the state and repeating the last output (zeros
+    with ``zero_output_for_mask``)."""
 
-    gates = 1
     states = 1
     supports_masking = True
+    return_sequences = return_state = go_backwards = zero_output_for_mask = False
+
+    def _time_major(self, x: Tensor) -> Tensor:
+        seq = ops.transpose(x, (1, 0, 2))
+        return ops.flip(seq, 0) if self.go_backwards else seq
+
+    def _steps_mask(self, mask: Tensor | None, x: Tensor) -> Tensor | None:
+        """A (batch, steps) mask as the loops take it: time-major, in the steps' order."""
+        if mask is None:
+            return None
+        mask = masks.as_bool(mask, x)
+        if tuple(mask.shape) != tuple(x.shape[:2]):
+            raise user_error(ShapeError, f"{self.name}: a mask of shape {mask.shape} for inputs of shape {x.shape}")
+        steps = ops.transpose(mask, (1, 0))
+        return ops.flip(steps, 0) if self.go_backwards else steps
+
+    def _loop_options(self, mask: Tensor | None, x: Tensor) -> dict[str, Any]:
+        return {"mask": self._steps_mask(mask, x), "zero_output": self.zero_output_for_mask}
+
+    def compute_mask(self, inputs: Any, previous_mask: Any) -> Any:
+        """The input's mask on every step's output (``return_sequences``), else none; no
+        mask on the states."""
+        output_mask = previous_mask if self.return_sequences else None
+        return [output_mask] + [None] * self.states if self.return_state else output_mask
+
+
+class _KerasRecurrent(Sequences):
+    """What SimpleRNN, LSTM and GRU share: ``kernel`` (features, gates * units), ``recurrent_kernel``
+    (units, gates * units), ``bias``, Keras's arguments, the inputs and the results."""
+
+    gates = 1
+    input_rank = 3  # (batch, steps, features); a cell's inputs are one step, (batch, features)
 
     def __init__(
         self,
@@ -82,10 +113,9 @@ class _KerasRecurrent(Layer):
         """Take the arguments of one layer kind out of ``kwargs``."""
 
     def build(self, input_shape: tuple[int | None, ...]) -> None:
-        if len(input_shape) != 3 or input_shape[-1] is None:
-            raise user_error(
-                ShapeError, f"{self.name}: inputs are (batch, steps, features) with known features, got {input_shape}"
-            )
+        if len(input_shape) != self.input_rank or input_shape[-1] is None:
+            shape = "(batch, steps, features)" if self.input_rank == 3 else "(batch, features)"
+            raise user_error(ShapeError, f"{self.name}: inputs are {shape} with known features, got {input_shape}")
         width = self.gates * self.units
         self.kernel = self.add_weight(shape=(input_shape[-1], width), initializer=self.kernel_initializer)
         self.recurrent_kernel = self.add_weight(shape=(self.units, width), initializer=self.recurrent_initializer)
@@ -103,27 +133,7 @@ class _KerasRecurrent(Layer):
             raise user_error(
                 ShapeError, f"{self.name}: inputs of shape {x.shape}, expected (batch, steps, {self.kernel.shape[0]})"
             )
-        seq = ops.transpose(x, (1, 0, 2))
-        return ops.flip(seq, 0) if self.go_backwards else seq
-
-    def _steps_mask(self, mask: Tensor | None, x: Tensor) -> Tensor | None:
-        """A (batch, steps) mask as the loops take it: time-major, in the steps' order."""
-        if mask is None:
-            return None
-        mask = masks.as_bool(mask, x)
-        if tuple(mask.shape) != tuple(x.shape[:2]):
-            raise user_error(ShapeError, f"{self.name}: a mask of shape {mask.shape} for inputs of shape {x.shape}")
-        steps = ops.transpose(mask, (1, 0))
-        return ops.flip(steps, 0) if self.go_backwards else steps
-
-    def _loop_options(self, mask: Tensor | None, x: Tensor) -> dict[str, Any]:
-        return {"mask": self._steps_mask(mask, x), "zero_output": self.zero_output_for_mask}
-
-    def compute_mask(self, inputs: Any, previous_mask: Any) -> Any:
-        """The input's mask on every step's output (``return_sequences``), else none; no
-        mask on the states."""
-        output_mask = previous_mask if self.return_sequences else None
-        return [output_mask] + [None] * self.states if self.return_state else output_mask
+        return self._time_major(x)
 
     def _initial(self, initial_state: Any, x: Tensor, count: int) -> list[Tensor]:
         if initial_state is None:

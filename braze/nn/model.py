@@ -20,7 +20,8 @@ import numpy as np
 
 from braze import ops
 from braze.autodiff import no_grad
-from braze.nn import tree
+from braze.ir.dtypes import as_dtype
+from braze.nn import symbolic, tree
 from braze.nn.functional_api import FunctionalGraph, Input, InputLayer
 from braze.nn.layer import Layer
 from braze.nn.module import Module
@@ -206,8 +207,10 @@ class Sequential(Model):
         for layer in items:
             self.add(layer)
 
-    def _start(self, input_shape: tuple[int, ...]) -> None:
+    def _start(self, input_shape: tuple[int, ...], dtype: Any = None) -> None:
         self.input_shape = input_shape
+        if dtype is not None or "_input_dtype" not in self.__dict__:  # inputs are cast to it, as Keras casts them
+            self._input_dtype = as_dtype(dtype or "float32", "Input")
         self._output_shape = input_shape if None not in input_shape else None
         self.built = self._output_shape is not None
         self._drop_chain(0)
@@ -245,7 +248,8 @@ class Sequential(Model):
         if isinstance(layer, (KerasTensor, InputLayer)):
             if self.layers:
                 raise ValueError(f"{self.name}: an Input can only be the first element of a Sequential model")
-            self._start(tuple((layer.symbolic if isinstance(layer, InputLayer) else layer).shape[1:]))
+            symbolic_input = layer.symbolic if isinstance(layer, InputLayer) else layer
+            self._start(tuple(symbolic_input.shape[1:]), symbolic_input.dtype)
             return
         if not isinstance(layer, Module):
             raise TypeError(f"{self.name}.add: expected a layer, got {type(layer).__name__}")
@@ -306,6 +310,16 @@ class Sequential(Model):
 
     def call(self, x: Any, training: bool | None = None) -> Any:
         x = _matching_rank(x, self.input_shape)
+        dtype = self.__dict__.get("_input_dtype")
+        # Booleans and integers become the Input's dtype (Keras's cast); a float input keeps
+        # its precision (a model moved to float64 by to() takes float64).
+        if (
+            isinstance(x, Tensor)
+            and dtype is not None
+            and x.dtype != dtype
+            and not (x.dtype.is_float and dtype.is_float)
+        ):
+            x = x.astype(dtype)
         for layer in self.layers:
             x = layer(x)
         return x
@@ -351,7 +365,7 @@ def _matching_rank(x: Any, input_shape: tuple[int, ...] | None) -> Any:
 def _shape_after(layer: Module, input_shape: tuple[int, ...]) -> tuple[int, ...]:
     """Build ``layer`` (and what it holds) on one example of zeros, in inference mode; its
     output shape, without the batch dimension."""
-    with no_grad():
+    with no_grad(), symbolic.example_runs():
         x = ops.zeros((1, *input_shape))
         out = layer(x, training=False) if isinstance(layer, Layer) else layer(x)
     return tuple(out.shape[1:]) if isinstance(out, Tensor) else input_shape

@@ -28,6 +28,17 @@ from braze.nn.layers import reject_constraints
 from braze.tensor import Tensor
 
 
+def adapt_array(data: Any, steps: int | None, who: str) -> np.ndarray:
+    """What a preprocessing layer's ``adapt`` learns from, as one float64 array: an array,
+    a tensor, a list, or the first ``steps`` batches of an iterable (a ``tf.data.Dataset``)."""
+    if isinstance(data, (np.ndarray, Tensor, list)):
+        return np.asarray(data.numpy() if isinstance(data, Tensor) else data, np.float64)
+    batches = list(itertools.islice(data, steps))
+    if not batches:
+        raise ValueError(f"{who}.adapt: the data holds no batch")
+    return np.concatenate([np.asarray(b.numpy() if isinstance(b, Tensor) else b, np.float64) for b in batches])
+
+
 class BatchNormalization(Layer):
     """Keras's batch normalization: batch statistics while training (and moving averages of
     them updated in place), the moving statistics in inference; see the module's text."""
@@ -195,13 +206,7 @@ class Normalization(Layer):
         but ``axis``, in float64."""
         if self._given is not None:
             raise ValueError(f"{self.name}.adapt: the layer was given its mean and variance; adapt learns them")
-        if isinstance(data, (np.ndarray, Tensor, list)):
-            array = np.asarray(data.numpy() if isinstance(data, Tensor) else data, np.float64)
-        else:
-            batches = list(itertools.islice(data, steps))
-            if not batches:
-                raise ValueError(f"{self.name}.adapt: the data holds no batch")
-            array = np.concatenate([np.asarray(b.numpy() if isinstance(b, Tensor) else b, np.float64) for b in batches])
+        array = adapt_array(data, steps, self.name)
         if not self.built:  # built by its data, whose shape a Sequential model then starts from
             self.input_shape = self.input_shape or array.shape[1:]
             self.build(array.shape)

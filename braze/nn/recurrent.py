@@ -27,7 +27,9 @@ __all__ = ["GRU", "LSTM", "RNN", "gru", "lstm", "rnn"]
 Activation = Callable[[Tensor], Tensor]
 
 
-def _scan(step: Callable, carry: Any, projected: Tensor, mask: Tensor | None, zero_output: bool) -> tuple[Any, Tensor]:
+def masked_scan(
+    step: Callable, carry: Any, projected: Tensor, mask: Tensor | None, zero_output: bool
+) -> tuple[Any, Tensor]:
     """``lax.scan(step, carry, projected)``; with a time-major ``mask`` (steps, batch; Keras's),
     a masked step keeps each example's state and outputs its hidden state as it was (zeros
     with ``zero_output``), as Keras's loops do."""
@@ -58,14 +60,19 @@ def rnn(
     """An Elman network over time-major ``projected`` inputs (steps, batch, units: the
     input's product with the input weights plus the biases), ``h = activation(x + h @
     recurrent)``: the hidden state of every step, and the last (``mask``, ``zero_output``:
-    Keras's masked steps, as ``_scan``)."""
+    Keras's masked steps, as ``masked_scan``)."""
 
     def step(h: Tensor, x: Tensor) -> tuple[Tensor, Tensor]:
-        h = activation(x + h @ recurrent)
+        h = rnn_step(h, x, recurrent, activation)
         return h, h
 
-    h, hs = _scan(step, h, projected, mask, zero_output)
+    h, hs = masked_scan(step, h, projected, mask, zero_output)
     return hs, h
+
+
+def rnn_step(h: Tensor, x: Tensor, recurrent: Tensor, activation: Activation) -> Tensor:
+    """One step of an Elman network on the projected input ``x``: the next hidden state."""
+    return activation(x + h @ recurrent)
 
 
 def lstm(
@@ -83,14 +90,21 @@ def lstm(
     cell, output): the hidden state of every step, and the last hidden and cell states."""
 
     def step(carry: tuple[Tensor, Tensor], x: Tensor) -> tuple[tuple[Tensor, Tensor], Tensor]:
-        h, c = carry
-        i, f, g, o = ops.chunk(x + h @ recurrent, 4, dim=-1)
-        c = recurrent_activation(f) * c + recurrent_activation(i) * activation(g)
-        h = recurrent_activation(o) * activation(c)
+        h, c = lstm_step(*carry, x, recurrent, activation, recurrent_activation)
         return (h, c), h
 
-    (h, c), hs = _scan(step, (h, c), projected, mask, zero_output)
+    (h, c), hs = masked_scan(step, (h, c), projected, mask, zero_output)
     return hs, h, c
+
+
+def lstm_step(
+    h: Tensor, c: Tensor, x: Tensor, recurrent: Tensor, activation: Activation, recurrent_activation: Activation
+) -> tuple[Tensor, Tensor]:
+    """One LSTM step on the projected input ``x`` (gates input, forget, cell, output): the
+    next hidden and cell states."""
+    i, f, g, o = ops.chunk(x + h @ recurrent, 4, dim=-1)
+    c = recurrent_activation(f) * c + recurrent_activation(i) * activation(g)
+    return recurrent_activation(o) * activation(c), c
 
 
 def gru(
@@ -110,17 +124,31 @@ def gru(
     The hidden state of every step, and the last."""
 
     def step(h: Tensor, x: Tensor) -> tuple[Tensor, Tensor]:
-        rec = h @ recurrent if recurrent_bias is None else h @ recurrent + recurrent_bias
-        x_a, x_b, x_n = ops.chunk(x, 3, dim=-1)
-        h_a, h_b, h_n = ops.chunk(rec, 3, dim=-1)
-        a, b = recurrent_activation(x_a + h_a), recurrent_activation(x_b + h_b)
-        reset, update = (a, b) if reset_first else (b, a)
-        new = activation(x_n + reset * h_n)
-        h = (1.0 - update) * new + update * h
+        h = gru_step(h, x, recurrent, recurrent_bias, reset_first, activation, recurrent_activation)
         return h, h
 
-    h, hs = _scan(step, h, projected, mask, zero_output)
+    h, hs = masked_scan(step, h, projected, mask, zero_output)
     return hs, h
+
+
+def gru_step(
+    h: Tensor,
+    x: Tensor,
+    recurrent: Tensor,
+    recurrent_bias: Tensor | None,
+    reset_first: bool,
+    activation: Activation,
+    recurrent_activation: Activation,
+) -> Tensor:
+    """One GRU step on the projected input ``x`` (the gates' order as ``gru``'s): the next
+    hidden state."""
+    rec = h @ recurrent if recurrent_bias is None else h @ recurrent + recurrent_bias
+    x_a, x_b, x_n = ops.chunk(x, 3, dim=-1)
+    h_a, h_b, h_n = ops.chunk(rec, 3, dim=-1)
+    a, b = recurrent_activation(x_a + h_a), recurrent_activation(x_b + h_b)
+    reset, update = (a, b) if reset_first else (b, a)
+    new = activation(x_n + reset * h_n)
+    return (1.0 - update) * new + update * h
 
 
 # PyTorch: nn.LSTM and nn.GRU ---------------------------------------------------------------

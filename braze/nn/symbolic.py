@@ -13,7 +13,9 @@ tensors (``braze/nn/functional_api.py``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -131,6 +133,29 @@ def example(symbolic: KerasTensor, run: int) -> Tensor:
     return value
 
 
+class _ExampleRuns(threading.local):
+    depth = 0
+
+
+_EXAMPLE_RUNS = _ExampleRuns()
+
+
+@contextlib.contextmanager
+def example_runs() -> Iterator[None]:
+    _EXAMPLE_RUNS.depth += 1
+    try:
+        yield
+    finally:
+        _EXAMPLE_RUNS.depth -= 1
+
+
+def shapes_only() -> bool:
+    """Whether this call runs on example inputs to find a symbolic call's output shapes (a
+    layer that needs data it has not seen yet, such as an unadapted one, may return
+    zeros of the right shape then)."""
+    return _EXAMPLE_RUNS.depth > 0
+
+
 def call_symbolic(call: Callable, args: tuple, kwargs: dict, layer: Any = None) -> Any:
     """Record ``call(*args, **kwargs)`` on symbolic tensors as a node and return its
     symbolic outputs, with their shapes found by two example runs."""
@@ -142,7 +167,7 @@ def call_symbolic(call: Callable, args: tuple, kwargs: dict, layer: Any = None) 
         )
         if layer is not None:
             run_kwargs = {**run_kwargs, "training": False}  # no dropout draws, no moving-statistics updates
-        with no_grad(), np.errstate(all="ignore"):
+        with no_grad(), np.errstate(all="ignore"), example_runs():
             runs.append(call(*run_args, **run_kwargs))
     first, second = (tree.leaves(r) for r in runs)
     for value in first:

@@ -264,3 +264,16 @@ def test_fit_with_a_schedule_and_dropout_matches_eager_under_jit_compile_and_set
             np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-5)
     # One step graph per batch size (16, and the last batch's 6), whatever the learning rate and masks.
     assert jitted._trainer.train_function.compiles == 2
+
+
+def test_a_sequential_model_casts_boolean_and_integer_inputs_to_its_input_dtype():
+    from braze import keras
+    from braze.keras import layers
+
+    model = keras.Sequential([keras.Input((3,)), layers.Dense(2)])
+    flags = np.array([[True, False, True], [False, False, True]])
+    np.testing.assert_array_equal(model.predict(flags, verbose=0), model.predict(flags.astype("float32"), verbose=0))
+    model.compile(optimizer="sgd", loss="mse")
+    assert np.isfinite(model.fit(flags, flags[:, :2], verbose=0).history["loss"][0])
+    tokens = keras.Sequential([keras.Input((2,), dtype="int32"), layers.Embedding(5, 2)])
+    assert tokens.predict(np.array([[1.0, 4.0]]), verbose=0).shape == (1, 2, 2)

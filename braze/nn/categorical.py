@@ -1,0 +1,108 @@
+"""Keras's preprocessing layers for numbers that stand for categories:
+``CategoryEncoding`` (integer tokens to one-hot, multi-hot or count vectors) and
+``Discretization`` (values to the index of their bin)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from braze import ops
+from braze.ir.errors import ShapeError
+from braze.nn import symbolic
+from braze.nn.layer import Layer
+from braze.nn.normalization import adapt_array
+from braze.tensor import Tensor, user_error
+
+__all__ = ["CategoryEncoding", "Discretization"]
+
+_MODES = ("one_hot", "multi_hot", "count")
+
+
+class CategoryEncoding(Layer):
+    """Integer tokens in [0, ``num_tokens``) to vectors of ``num_tokens``: ``"one_hot"``
+    (each token its own vector; a trailing axis of 1 is the token's), ``"multi_hot"`` (1
+    for each token a row holds) or ``"count"`` (how many times, weighted by
+    ``count_weights``). A row is the last axis; a 1-D input is one row, as in Keras. A
+    value outside the range counts in no position."""
+
+    def __init__(self, num_tokens: int, output_mode: str = "multi_hot", sparse: bool = False, **kwargs: Any):
+        if output_mode not in _MODES:
+            raise ValueError(f"CategoryEncoding: output_mode must be one of {_MODES}, got {output_mode!r}")
+        if sparse:
+            raise NotImplementedError("CategoryEncoding: sparse=True is not supported (braze tensors are dense)")
+        super().__init__(**kwargs)
+        self.num_tokens, self.output_mode = int(num_tokens), output_mode
+
+    def call(self, inputs: Tensor, count_weights: Any = None) -> Tensor:
+        x = ops.as_tensor(inputs)
+        if x.ndim > 2:
+            raise user_error(ShapeError, f"{self.name}: inputs of rank 1 or 2, got {x.shape}")
+        if x.ndim == 0:
+            x = x.reshape(1)
+        if self.output_mode == "one_hot" and x.ndim == 2 and x.shape[-1] == 1:
+            x = x.reshape(x.shape[0])
+        tokens = ops.arange(self.num_tokens, dtype=x.dtype, device=x.device)
+        hot = (ops.expand_dims(x, -1) == tokens).astype("float32")
+        if self.output_mode == "one_hot":
+            return hot
+        if self.output_mode == "multi_hot":
+            return ops.max(hot, axis=-2)
+        if count_weights is not None:
+            hot = hot * ops.expand_dims(ops.as_tensor(count_weights, dtype="float32", device=x.device), -1)
+        return ops.sum(hot, axis=-2)
+
+
+class Discretization(Layer):
+    """Each value to the index of its bin (int64): ``bin_boundaries`` [b0, b1, ...] make the
+    bins (-inf, b0), [b0, b1), ..., [bn, inf); or ``adapt(data)`` places ``num_bins`` - 1
+    boundaries at the data's quantiles (exact ones, where Keras approximates within
+    ``epsilon``)."""
+
+    def __init__(
+        self,
+        bin_boundaries: Sequence[float] | None = None,
+        num_bins: int | None = None,
+        epsilon: float = 0.01,
+        output_mode: str = "int",
+        sparse: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        if output_mode != "int" or sparse:
+            raise NotImplementedError(
+                "Discretization: only output_mode='int' (dense); follow it with CategoryEncoding for one-hot vectors"
+            )
+        if bin_boundaries is None and num_bins is None:
+            raise ValueError("Discretization: give bin_boundaries, or num_bins and adapt the layer")
+        if bin_boundaries is not None and num_bins is not None and len(bin_boundaries) != num_bins - 1:
+            raise ValueError(
+                f"Discretization: {len(bin_boundaries)} bin_boundaries make {len(bin_boundaries) + 1} bins, "
+                f"not num_bins={num_bins}"
+            )
+        super().__init__(**kwargs)
+        self.num_bins, self.epsilon = num_bins, float(epsilon)
+        self.bin_boundaries = None if bin_boundaries is None else [float(b) for b in bin_boundaries]
+
+    def get_config(self) -> dict[str, Any]:
+        """The arguments, with the boundaries that ``adapt`` placed."""
+        return {**super().get_config(), "bin_boundaries": self.bin_boundaries}
+
+    def adapt(self, data: Any, batch_size: int | None = None, steps: int | None = None) -> None:
+        """Boundaries at the quantiles 1/num_bins, 2/num_bins, ... of ``data``'s values."""
+        if self.num_bins is None:
+            raise ValueError(f"{self.name}.adapt: the layer was given its bin_boundaries")
+        values = adapt_array(data, steps, self.name).reshape(-1)
+        quantiles = np.quantile(values, np.linspace(0, 1, self.num_bins + 1)[1:-1])
+        self.bin_boundaries = [float(q) for q in quantiles]
+
+    def call(self, x: Tensor) -> Tensor:
+        x = ops.as_tensor(x)
+        if self.bin_boundaries is None:
+            if symbolic.shapes_only():  # a model built before adapt: only the shape counts
+                return ops.zeros(x.shape, "int64", x.device)
+            raise ValueError(f"{self.name}: adapt the layer to data before calling it")
+        x = x if x.dtype.is_float else x.astype("float64")
+        boundaries = ops.as_tensor(np.asarray(self.bin_boundaries, np.float64), dtype=x.dtype, device=x.device)
+        return ops.sum((ops.expand_dims(x, -1) >= boundaries).astype("int64"), axis=-1)

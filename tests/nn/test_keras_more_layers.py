@@ -1,0 +1,285 @@
+"""Keras's reshaping, noise, attention, wrapper, preprocessing and cell layers against
+NumPy references (and float64 finite differences for the learned ones); a model of them
+trains alike eagerly and compiled."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import braze
+from braze import keras
+from braze.keras import layers, ops
+from tests.gradcheck import assert_gradients_match
+
+rng = np.random.default_rng(0)
+SEQUENCES = rng.normal(size=(3, 5, 4)).astype("float32")
+IMAGES = rng.normal(size=(2, 6, 7, 4)).astype("float32")
+
+
+def test_reshaping_layers_match_numpy():
+    vectors = SEQUENCES[:, 0]
+    np.testing.assert_array_equal(layers.RepeatVector(3)(vectors).numpy(), np.repeat(vectors[:, None], 3, axis=1))
+    np.testing.assert_array_equal(layers.Permute((2, 1))(SEQUENCES).numpy(), SEQUENCES.transpose(0, 2, 1))
+    np.testing.assert_array_equal(
+        layers.ZeroPadding1D((1, 2))(SEQUENCES).numpy(), np.pad(SEQUENCES, ((0, 0), (1, 2), (0, 0)))
+    )
+    np.testing.assert_array_equal(
+        layers.ZeroPadding2D(((1, 2), (3, 0)))(IMAGES).numpy(), np.pad(IMAGES, ((0, 0), (1, 2), (3, 0), (0, 0)))
+    )
+    np.testing.assert_array_equal(
+        layers.ZeroPadding2D(1)(IMAGES).numpy(), np.pad(IMAGES, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    )
+    np.testing.assert_array_equal(layers.Cropping1D((1, 2))(SEQUENCES).numpy(), SEQUENCES[:, 1:3])
+    np.testing.assert_array_equal(layers.Cropping2D(((1, 2), (0, 3)))(IMAGES).numpy(), IMAGES[:, 1:4, 0:4])
+    np.testing.assert_array_equal(layers.Cropping2D((1, 2))(IMAGES).numpy(), IMAGES[:, 1:5, 2:5])
+    with pytest.raises(ValueError, match="permutation"):
+        layers.Permute((1, 3))
+    with pytest.raises(braze.ShapeError, match="cropping 3 \\+ 2"):
+        layers.Cropping1D((3, 2))(SEQUENCES)
+
+
+def test_noise_layers_pass_inputs_in_inference_and_draw_the_right_noise_in_training():
+    x = np.ones((200, 50, 10), "float32")
+    for layer in (layers.GaussianNoise(0.5), layers.GaussianDropout(0.2), layers.SpatialDropout1D(0.3)):
+        np.testing.assert_array_equal(layer(x, training=False).numpy(), x)
+    n = x.size
+    noise = layers.GaussianNoise(0.5, seed=1)(x, training=True).numpy() - 1.0
+    assert abs(noise.mean()) < 5 * 0.5 / np.sqrt(n) and abs(noise.std() - 0.5) < 5 * 0.5 / np.sqrt(2 * n)
+    factor = layers.GaussianDropout(0.2, seed=2)(x, training=True).numpy()
+    spread = np.sqrt(0.2 / 0.8)
+    assert abs(factor.mean() - 1) < 5 * spread / np.sqrt(n) and abs(factor.std() - spread) < 5 * spread / np.sqrt(2 * n)
+    dropped = layers.SpatialDropout1D(0.3, seed=3)(x, training=True).numpy()
+    per_channel = dropped[:, 0, :]
+    assert np.all(dropped == per_channel[:, None, :])  # a channel is kept or dropped over every step
+    assert set(np.unique(per_channel)) <= {0.0, np.float32(1 / 0.7)}
+    channels = per_channel.size
+    assert abs((per_channel == 0).mean() - 0.3) < 5 * np.sqrt(0.3 * 0.7 / channels)
+    pixels = layers.SpatialDropout2D(0.5, seed=4)(IMAGES, training=True).numpy()
+    kept = pixels[:, :1, :1, :] != 0
+    np.testing.assert_array_equal(pixels, np.where(kept, IMAGES * 2, 0))
+
+
+def test_identity_and_activity_regularization():
+    np.testing.assert_array_equal(layers.Identity()(SEQUENCES).numpy(), SEQUENCES)
+    layer = layers.ActivityRegularization(l1=0.1, l2=0.01)
+    np.testing.assert_array_equal(layer(SEQUENCES).numpy(), SEQUENCES)
+    expected = (0.1 * np.abs(SEQUENCES).sum() + 0.01 * (SEQUENCES**2).sum()) / len(SEQUENCES)
+    np.testing.assert_allclose(float(layer.losses[0]), expected, rtol=1e-5)
+
+
+def test_prelu_unit_and_group_normalization_match_numpy():
+    prelu = layers.PReLU(alpha_initializer=keras.initializers.Constant(0.25), shared_axes=[1])
+    y = prelu(SEQUENCES).numpy()
+    assert prelu.alpha.shape == (1, 4)
+    np.testing.assert_allclose(y, np.where(SEQUENCES > 0, SEQUENCES, 0.25 * SEQUENCES), rtol=1e-6)
+    norms = np.sqrt((SEQUENCES.astype(np.float64) ** 2).sum(-1, keepdims=True))
+    np.testing.assert_allclose(layers.UnitNormalization()(SEQUENCES).numpy(), SEQUENCES / norms, rtol=1e-5)
+    group = layers.GroupNormalization(groups=2, epsilon=1e-3)
+    got = group(IMAGES).numpy()
+    grouped = IMAGES.astype(np.float64).reshape(2, 6, 7, 2, 2)
+    mean = grouped.mean(axis=(1, 2, 4), keepdims=True)
+    variance = grouped.var(axis=(1, 2, 4), keepdims=True)
+    np.testing.assert_allclose(
+        got, ((grouped - mean) / np.sqrt(variance + 1e-3)).reshape(IMAGES.shape), rtol=1e-4, atol=1e-5
+    )
+    with pytest.raises(braze.ShapeError, match="do not split into 3 groups"):
+        layers.GroupNormalization(groups=3)(IMAGES)
+
+
+def test_learned_layers_gradients_match_finite_differences():
+    x = rng.normal(size=(2, 3, 4))
+    for layer in (layers.PReLU(dtype="float64"), layers.GroupNormalization(groups=2, dtype="float64")):
+        layer(braze.tensor(x))
+        layer.set_weights([rng.normal(size=w.shape) for w in layer.get_weights()])
+        assert_gradients_match(layer, [x], [0], rtol=1e-5, atol=1e-7)
+    attention = layers.AdditiveAttention(dtype="float64")
+    assert_gradients_match(lambda q: attention([q, q]), [x], [0], rtol=1e-5, atol=1e-7)
+
+
+def test_dot_matches_einsum():
+    a, b = SEQUENCES, rng.normal(size=(3, 6, 4)).astype("float32")
+    np.testing.assert_allclose(layers.Dot(axes=2)([a, b]).numpy(), np.einsum("btd,bsd->bts", a, b), rtol=1e-5)
+    np.testing.assert_allclose(layers.Dot(axes=(1, 1))([a, a]).numpy(), np.einsum("btd,bte->bde", a, a), rtol=1e-5)
+    u, v = a[:, 0], a[:, 1]
+    np.testing.assert_allclose(layers.dot([u, v], axes=1).numpy(), (u * v).sum(1, keepdims=True), rtol=1e-5)
+    cosine = (u * v).sum(1) / np.linalg.norm(u, axis=1) / np.linalg.norm(v, axis=1)
+    np.testing.assert_allclose(layers.Dot(axes=-1, normalize=True)([u, v]).numpy()[:, 0], cosine, rtol=1e-5)
+
+
+def _softmax(z):
+    e = np.exp(z - z.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def test_attention_layers_match_numpy_with_masks():
+    q, v = SEQUENCES.astype(np.float64), rng.normal(size=(3, 6, 4))
+    query_mask = np.array([[1, 1, 1, 0, 0], [1] * 5, [1, 1, 0, 0, 0]], bool)
+    value_mask = np.array([[1, 1, 1, 1, 0, 0], [1] * 6, [1, 0, 0, 0, 0, 0]], bool)
+    masks = [braze.tensor(query_mask), braze.tensor(value_mask)]
+
+    def expected(scores):
+        weights = _softmax(scores - 1e9 * ~value_mask[:, None, :])
+        return (weights @ v) * query_mask[..., None]
+
+    got = layers.Attention()([q, v], mask=masks).numpy()
+    np.testing.assert_allclose(got, expected(q @ v.transpose(0, 2, 1)), rtol=1e-5, atol=1e-6)
+    additive = layers.AdditiveAttention()
+    got = additive([q, v], mask=masks).numpy()
+    scale = additive.scale.numpy()
+    np.testing.assert_allclose(
+        got, expected((np.tanh(q[:, :, None] + v[:, None]) * scale).sum(-1)), rtol=1e-5, atol=1e-6
+    )
+    concat = layers.Attention(score_mode="concat")([q, v], mask=masks).numpy()
+    np.testing.assert_allclose(concat, expected(np.tanh(q[:, :, None] + v[:, None]).sum(-1)), rtol=1e-5, atol=1e-6)
+    causal, weights = layers.Attention()([q, q], use_causal_mask=True, return_attention_scores=True)
+    assert np.allclose(np.triu(weights.numpy(), 1), 0) and np.allclose(weights.numpy().sum(-1), 1)
+    # Masks from Embedding(mask_zero=True) reach the layer without being passed.
+    tokens = np.array([[3, 4, 0], [5, 0, 0]])
+    e = layers.Embedding(8, 4, mask_zero=True)(tokens)
+    out = layers.Attention()([e, e])
+    np.testing.assert_array_equal(out._keras_mask.numpy(), tokens != 0)
+    assert np.all(out.numpy()[tokens == 0] == 0)
+
+
+def test_time_distributed_applies_one_layer_to_every_step():
+    dense = layers.Dense(2)
+    wrapped = layers.TimeDistributed(dense)
+    y = wrapped(SEQUENCES).numpy()
+    for step in range(SEQUENCES.shape[1]):
+        np.testing.assert_allclose(y[:, step], dense(SEQUENCES[:, step]).numpy(), rtol=1e-6)
+    assert len(wrapped.weights) == 2
+    frames = rng.normal(size=(2, 3, 8, 8, 1)).astype("float32")
+    assert layers.TimeDistributed(layers.Conv2D(4, 3))(frames).shape == (2, 3, 6, 6, 4)
+    tokens = np.array([[3, 4, 0], [5, 0, 0]])
+    masked = layers.TimeDistributed(layers.Dense(2))(layers.Embedding(8, 4, mask_zero=True)(tokens))
+    np.testing.assert_array_equal(masked._keras_mask.numpy(), tokens != 0)
+
+
+def test_category_encoding_and_discretization_match_numpy():
+    tokens = np.array([[1, 1, 4], [0, 2, 2]])
+    eye = np.eye(5, dtype="float32")
+    np.testing.assert_array_equal(layers.CategoryEncoding(5, "one_hot")(np.array([1, 3])).numpy(), eye[[1, 3]])
+    np.testing.assert_array_equal(layers.CategoryEncoding(5, "one_hot")(np.array([[1], [3]])).numpy(), eye[[1, 3]])
+    counts = np.stack([np.bincount(row, minlength=5) for row in tokens]).astype("float32")
+    np.testing.assert_array_equal(layers.CategoryEncoding(5, "count")(tokens).numpy(), counts)
+    np.testing.assert_array_equal(layers.CategoryEncoding(5)(tokens).numpy(), (counts > 0).astype("float32"))
+    weights = np.array([[0.5, 1.0, 2.0], [1.0, 1.0, 3.0]], "float32")
+    weighted = layers.CategoryEncoding(5, "count")(tokens, count_weights=weights).numpy()
+    expected = np.stack([np.bincount(t, w, minlength=5) for t, w in zip(tokens, weights, strict=True)])
+    np.testing.assert_allclose(weighted, expected)
+    values = np.array([[-1.5, 0.0, 0.5], [1.0, 2.5, -0.2]], "float32")
+    bins = layers.Discretization(bin_boundaries=[-1.0, 0.0, 1.0])(values).numpy()
+    np.testing.assert_array_equal(bins, np.digitize(values, [-1.0, 0.0, 1.0]))
+    data = rng.normal(size=1000)
+    adapted = layers.Discretization(num_bins=4)
+    adapted.adapt(data)
+    np.testing.assert_allclose(adapted.bin_boundaries, np.quantile(data, [0.25, 0.5, 0.75]))
+    assert np.bincount(adapted(data).numpy(), minlength=4).tolist() == [250] * 4
+
+
+class RunningSumCell(layers.Layer):
+    """A cell of one's own with two states: ``h = tanh(x kernel + h recurrent)`` and the
+    running sum of the outputs."""
+
+    def __init__(self, units, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.state_size = [units, units]
+
+    def build(self, input_shape):
+        self.kernel = self.add_weight(shape=(input_shape[-1], self.units), name="kernel")
+        self.recurrent = self.add_weight(shape=(self.units, self.units), name="recurrent")
+
+    def call(self, inputs, states):
+        h, total = states
+        h = ops.tanh(ops.matmul(inputs, self.kernel) + ops.matmul(h, self.recurrent))
+        return h, [h, total + h]
+
+
+def test_rnn_runs_a_cell_of_ones_own():
+    cell = RunningSumCell(3)
+    outputs, h_last, total_last = layers.RNN(cell, return_sequences=True, return_state=True)(SEQUENCES)
+    kernel, recurrent = cell.kernel.numpy().astype(np.float64), cell.recurrent.numpy().astype(np.float64)
+    h, total = np.zeros((3, 3)), np.zeros((3, 3))
+    for step in range(SEQUENCES.shape[1]):
+        h = np.tanh(SEQUENCES[:, step] @ kernel + h @ recurrent)
+        total = total + h
+        np.testing.assert_allclose(outputs.numpy()[:, step], h, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(h_last.numpy(), h, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(total_last.numpy(), total, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["SimpleRNN", "LSTM", "GRU"])
+def test_rnn_of_a_built_in_cell_is_its_layer(kind):
+    layer = getattr(layers, kind)(3, return_sequences=True, go_backwards=True)
+    expected = layer(SEQUENCES).numpy()
+    rnn = layers.RNN(getattr(layers, f"{kind}Cell")(3), return_sequences=True, go_backwards=True)
+    rnn(SEQUENCES)
+    rnn.set_weights(layer.get_weights())
+    np.testing.assert_allclose(rnn(SEQUENCES).numpy(), expected, rtol=1e-5, atol=1e-6)
+    with pytest.raises(TypeError, match="return_sequences"):
+        getattr(layers, f"{kind}Cell")(3, return_sequences=True)
+
+
+def test_stacked_cells_are_stacked_layers_and_masks_skip_steps():
+    first, second = layers.LSTM(4, return_sequences=True, return_state=True), layers.GRU(2, return_sequences=True)
+    out, h, c = first(SEQUENCES)
+    expected = second(out).numpy()
+    stacked = layers.RNN([layers.LSTMCell(4), layers.GRUCell(2)], return_sequences=True, return_state=True)
+    stacked(SEQUENCES)
+    stacked.set_weights(first.get_weights() + second.get_weights())
+    got, *states = stacked(SEQUENCES)
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(states[0].numpy(), h.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(states[1].numpy(), c.numpy(), rtol=1e-5, atol=1e-6)
+    rnn = layers.RNN(RunningSumCell(3))
+    mask = np.array([[1, 1, 1, 0, 0], [1] * 5, [1, 1, 0, 0, 0]], bool)
+    final = rnn(SEQUENCES, mask=braze.tensor(mask)).numpy()
+    for row, length in enumerate(mask.sum(1)):
+        np.testing.assert_allclose(final[row], rnn(SEQUENCES[row : row + 1, :length]).numpy()[0], rtol=1e-5, atol=1e-6)
+
+
+def test_a_model_of_these_layers_trains_alike_eagerly_and_compiled():
+    x = rng.normal(size=(32, 6, 3)).astype("float32")
+    y = (x.sum(axis=(1, 2)) > 0).astype("float32")
+    histories = []
+    for jit in (False, True):
+        keras.utils.set_random_seed(4)
+        inputs = keras.Input((6, 3))
+        h = layers.GaussianNoise(0.1)(inputs)
+        h = layers.TimeDistributed(layers.Dense(4))(h)
+        h = layers.PReLU()(h)
+        h = layers.ZeroPadding1D(1)(h)
+        h = layers.Cropping1D((1, 1))(h)
+        h = layers.Add()([h, layers.Attention(use_scale=True)([h, h])])
+        h = layers.RNN(layers.GRUCell(4), return_sequences=True)(h)
+        h = layers.GroupNormalization(groups=2)(h)
+        h = layers.SpatialDropout1D(0.1)(h)
+        h = layers.GlobalAveragePooling1D()(h)
+        outputs = layers.Dense(1, activation="sigmoid")(layers.UnitNormalization()(h))
+        model = keras.Model(inputs, outputs)
+        model.compile(optimizer="adam", loss="binary_crossentropy", jit_compile=jit)
+        histories.append(model.fit(x, y, batch_size=8, epochs=2, verbose=0).history["loss"])
+    np.testing.assert_allclose(histories[1], histories[0], rtol=1e-4)
+
+
+def test_models_of_these_layers_save_and_load(tmp_path):
+    inputs = keras.Input((6, 3))
+    h = layers.TimeDistributed(layers.Dense(4))(inputs)
+    h = layers.Add()([h, layers.AdditiveAttention()([h, h])])
+    h = layers.RNN([layers.LSTMCell(4), layers.SimpleRNNCell(2)], return_sequences=True)(h)
+    h = layers.GlobalAveragePooling1D()(layers.ZeroPadding1D(1)(h))
+    model = keras.Model(inputs, layers.Dense(1)(h))
+    x = rng.normal(size=(2, 6, 3)).astype("float32")
+    model.save(tmp_path / "model.keras")
+    restored = keras.models.load_model(tmp_path / "model.keras")
+    np.testing.assert_array_equal(restored.predict(x, verbose=0), model.predict(x, verbose=0))
+    # A preprocessing model built before adapt, adapted, saved with its boundaries.
+    binner = keras.Sequential([keras.Input((3,)), layers.Discretization(num_bins=3), layers.CategoryEncoding(3)])
+    binner.layers[0].adapt(rng.normal(size=(100, 3)))
+    binner.save(tmp_path / "binner.keras")
+    restored = keras.models.load_model(tmp_path / "binner.keras")
+    np.testing.assert_array_equal(restored.predict(x[0], verbose=0), binner.predict(x[0], verbose=0))
+    with pytest.raises(ValueError, match="adapt the layer"):
+        layers.Discretization(num_bins=3)(x[0])
