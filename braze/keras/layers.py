@@ -12,7 +12,7 @@ from braze.nn.augmentation import (
     RandomZoom,
     Resizing,
 )
-from braze.nn.categorical import CategoryEncoding, Discretization
+from braze.nn.categorical import CategoryEncoding, Discretization, IntegerLookup
 from braze.nn.conv import (
     AveragePooling1D,
     AveragePooling2D,
@@ -138,6 +138,7 @@ __all__ = [
     "Identity",
     "Input",
     "InputLayer",
+    "IntegerLookup",
     "LSTM",
     "LSTMCell",
     "Lambda",
@@ -203,7 +204,6 @@ _MISSING = {
     "SeparableConv1D": "SeparableConv2D on a height of 1, or Conv1D with a full kernel",
     "DepthwiseConv1D": "DepthwiseConv2D on a height of 1",
     "StringLookup": "braze tensors hold numbers: encode strings to integers with NumPy",
-    "IntegerLookup": "map the integers with NumPy",
     "TextVectorization": "braze tensors hold numbers: tokenize with Python and keras.utils.pad_sequences",
     "Hashing": "map the values to bins with NumPy, or Discretization for numbers in ranges",
     "Conv3D": "braze's convolutions are 1-D and 2-D: fold an axis into the batch (TimeDistributed(Conv2D))",

@@ -1,6 +1,7 @@
 """Keras's preprocessing layers for numbers that stand for categories:
-``CategoryEncoding`` (integer tokens to one-hot, multi-hot or count vectors) and
-``Discretization`` (values to the index of their bin)."""
+``CategoryEncoding`` (integer tokens to one-hot, multi-hot or count vectors),
+``Discretization`` (values to the index of their bin) and ``IntegerLookup`` (values to
+their index in a vocabulary)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from braze.nn.layer import Layer
 from braze.nn.normalization import adapt_array
 from braze.tensor import Tensor, user_error
 
-__all__ = ["CategoryEncoding", "Discretization"]
+__all__ = ["CategoryEncoding", "Discretization", "IntegerLookup"]
 
 _MODES = ("one_hot", "multi_hot", "count")
 
@@ -106,3 +107,86 @@ class Discretization(Layer):
         x = x if x.dtype.is_float else x.astype("float64")
         boundaries = ops.as_tensor(np.asarray(self.bin_boundaries, np.float64), dtype=x.dtype, device=x.device)
         return ops.sum((ops.expand_dims(x, -1) >= boundaries).astype("int64"), axis=-1)
+
+
+class IntegerLookup(Layer):
+    """Integer values to indices in a vocabulary (``vocabulary``, or learned by
+    ``adapt``: the ``max_tokens`` most frequent values, ties in decreasing order). Index 0
+    is the out-of-vocabulary one (1, after the ``mask_token``'s 0, when there is one); the
+    vocabulary follows. ``output_mode`` ``"one_hot"``, ``"multi_hot"`` or ``"count"``
+    encodes the indices as ``CategoryEncoding`` does; ``invert=True`` maps indices back to
+    values (``oov_token`` for the out-of-vocabulary one)."""
+
+    def __init__(
+        self,
+        max_tokens: int | None = None,
+        num_oov_indices: int = 1,
+        mask_token: int | None = None,
+        oov_token: int = -1,
+        vocabulary: Sequence[int] | None = None,
+        vocabulary_dtype: str = "int64",
+        invert: bool = False,
+        output_mode: str = "int",
+        sparse: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        if num_oov_indices != 1:
+            raise NotImplementedError("IntegerLookup: num_oov_indices other than 1 is not supported")
+        if output_mode not in ("int", *_MODES):
+            raise ValueError(f"IntegerLookup: output_mode must be 'int' or one of {_MODES}, got {output_mode!r}")
+        if sparse or (invert and output_mode != "int"):
+            raise NotImplementedError("IntegerLookup: sparse outputs, and invert with an output_mode but 'int'")
+        for option in ("idf_weights", "pad_to_max_tokens"):
+            if kwargs.pop(option, None):
+                raise NotImplementedError(f"IntegerLookup: {option} is not supported")
+        super().__init__(**kwargs)
+        self.max_tokens, self.mask_token, self.oov_token = max_tokens, mask_token, int(oov_token)
+        self.vocabulary_dtype, self.invert, self.output_mode = vocabulary_dtype, invert, output_mode
+        self.vocabulary = None if vocabulary is None else [int(v) for v in vocabulary]
+
+    def get_config(self) -> dict[str, Any]:
+        """The arguments, with the vocabulary that ``adapt`` learned."""
+        return {**super().get_config(), "vocabulary": self.vocabulary}
+
+    def adapt(self, data: Any, batch_size: int | None = None, steps: int | None = None) -> None:
+        values = adapt_array(data, steps, self.name).reshape(-1).astype(np.int64)
+        if self.mask_token is not None:
+            values = values[values != self.mask_token]
+        tokens, counts = np.unique(values, return_counts=True)
+        order = np.lexsort((-tokens, -counts))  # the most frequent first, ties by decreasing value (Keras's)
+        kept = None if self.max_tokens is None else self.max_tokens - 1 - (self.mask_token is not None)
+        self.vocabulary = [int(t) for t in tokens[order][:kept]]
+
+    def _offset(self) -> int:
+        return 1 + (self.mask_token is not None)
+
+    def get_vocabulary(self) -> list[int]:
+        """Every index's value: the mask token, the out-of-vocabulary token, the vocabulary."""
+        head = [] if self.mask_token is None else [self.mask_token]
+        return [*head, self.oov_token, *(self.vocabulary or [])]
+
+    def vocabulary_size(self) -> int:
+        return len(self.get_vocabulary())
+
+    def call(self, x: Any) -> Tensor:
+        vocabulary = self.vocabulary
+        if vocabulary is None:
+            if not symbolic.shapes_only():  # a model built before adapt needs only the shapes
+                raise ValueError(f"{self.name}: give a vocabulary or adapt the layer to data before calling it")
+            vocabulary = []
+        x = ops.as_tensor(x)
+        x = x.astype("int64") if x.dtype.is_float else x
+        if self.invert:
+            table = ops.as_tensor(np.asarray(self.get_vocabulary(), np.int64), device=x.device)
+            return ops.take(table, ops.clip(x, 0, len(table) - 1).astype("int32"))
+        values = ops.as_tensor(np.asarray(vocabulary, np.int64), dtype=x.dtype, device=x.device)
+        matches = (ops.expand_dims(x, -1) == values).astype("int64")  # one match at most
+        offset = self._offset()
+        positions = ops.arange(offset, offset + len(vocabulary), dtype="int64", device=x.device)
+        unknown = 1 - ops.sum(matches, axis=-1)
+        index = ops.sum(matches * positions, axis=-1) + unknown * (offset - 1)
+        if self.mask_token is not None:
+            index = ops.where(x == self.mask_token, ops.zeros_like(index), index)
+        if self.output_mode == "int":
+            return index
+        return CategoryEncoding(offset + len(vocabulary), self.output_mode)(index)

@@ -283,3 +283,32 @@ def test_models_of_these_layers_save_and_load(tmp_path):
     np.testing.assert_array_equal(restored.predict(x[0], verbose=0), binner.predict(x[0], verbose=0))
     with pytest.raises(ValueError, match="adapt the layer"):
         layers.Discretization(num_bins=3)(x[0])
+    codes = keras.Sequential([keras.Input((2,), dtype="int64"), layers.IntegerLookup(output_mode="count")])
+    codes.layers[0].adapt(np.array([[3, 5], [5, 9], [5, 3]]))
+    codes.save(tmp_path / "codes.keras")
+    ids = np.array([[5, 7], [3, 3]])
+    np.testing.assert_array_equal(
+        keras.models.load_model(tmp_path / "codes.keras").predict(ids, verbose=0), codes.predict(ids, verbose=0)
+    )
+
+
+def test_integer_lookup_indexes_as_keras_documents():
+    data = np.array([[12, 1138, 42], [42, 1000, 36]])
+    learned = layers.IntegerLookup()
+    learned.adapt(data)
+    assert learned.get_vocabulary() == [-1, 42, 1138, 1000, 36, 12]  # by frequency, ties by decreasing value
+    given = layers.IntegerLookup(vocabulary=[12, 36, 1138, 42])
+    np.testing.assert_array_equal(given(data).numpy(), [[1, 3, 4], [4, 0, 2]])
+    masked = layers.IntegerLookup(vocabulary=[12, 36, 1138, 42], mask_token=0)
+    np.testing.assert_array_equal(masked(np.array([[12, 0, 7]])).numpy(), [[2, 0, 1]])
+    hot = layers.IntegerLookup(vocabulary=[12, 36, 1138, 42], output_mode="multi_hot")
+    np.testing.assert_array_equal(
+        hot(np.array([[12, 1138, 42, 42], [42, 7, 36, 7]])).numpy(), [[0, 1, 0, 1, 1], [1, 0, 1, 0, 1]]
+    )
+    inverse = layers.IntegerLookup(vocabulary=[12, 36, 1138, 42], invert=True)
+    np.testing.assert_array_equal(inverse(np.array([[1, 3, 4], [4, 0, 2]])).numpy(), [[12, 1138, 42], [42, -1, 36]])
+    capped = layers.IntegerLookup(max_tokens=3)
+    capped.adapt(data)
+    assert capped.get_vocabulary() == [-1, 42, 1138]
+    with pytest.raises(ValueError, match="adapt the layer"):
+        layers.IntegerLookup()(data)
