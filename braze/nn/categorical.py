@@ -47,6 +47,8 @@ class CategoryEncoding(Layer):
             x = x.reshape(x.shape[0])
         tokens = ops.arange(self.num_tokens, dtype=x.dtype, device=x.device)
         hot = (ops.expand_dims(x, -1) == tokens).astype("float32")
+        if count_weights is not None and self.output_mode != "count":
+            raise ValueError(f"{self.name}: count_weights counts only with output_mode='count'")
         if self.output_mode == "one_hot":
             return hot
         if self.output_mode == "multi_hot":

@@ -13,6 +13,7 @@ from typing import Any
 
 from braze import ops
 from braze.ir.errors import ShapeError
+from braze.nn import masks
 from braze.nn.layer import Layer
 from braze.nn.layers import KernelAndBias, reject_constraints
 from braze.ops.random import Generator
@@ -225,10 +226,10 @@ class GlobalAveragePooling1D(_GlobalPooling):
     def call(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         if mask is None:
             return super().call(x)
-        kept = ops.expand_dims(mask.astype(x.dtype), -1)
+        kept = ops.expand_dims(masks.as_bool(mask, x).astype(x.dtype), -1)
         return ops.sum(x * kept, axis=1, keepdims=self.keepdims) / ops.sum(kept, axis=1, keepdims=self.keepdims)
 
-    def compute_mask(self, inputs: Any, previous_mask: Any) -> None:
+    def compute_mask(self, inputs: Any, mask: Any = None) -> None:
         return None
 
 

@@ -165,6 +165,8 @@ class FunctionalGraph:
             )
             for symbolic, value in zip(node.outputs, tree.leaves(node.call(*args, **kwargs)), strict=True):
                 values[id(symbolic)] = value
+                if symbolic._keras_mask is not None:  # a later call may take the mask itself
+                    values[id(symbolic._keras_mask)] = value._keras_mask
         return tree.map_leaves(lambda t: values[id(t)], self.outputs)
 
     def _match(self, inputs: Any) -> list[Any]:

@@ -87,7 +87,7 @@ class _BaseAttention(Layer):
             raise ValueError(f"{self.name}: call it on [query, value] or [query, value, key], got {len(inputs)}")
         query, value = inputs[0], inputs[1]
         key = inputs[2] if len(inputs) == 3 else value
-        query_mask, value_mask = (list(mask) + [None, None])[:2] if mask is not None else (None, None)
+        query_mask, value_mask = self._masks(mask)
         scores = self.scores(query, key)
         allowed = None if value_mask is None else ops.expand_dims(masks.as_bool(value_mask, scores), 1)
         if use_causal_mask:
@@ -102,8 +102,20 @@ class _BaseAttention(Layer):
             result = result * ops.expand_dims(masks.as_bool(query_mask, result).astype(result.dtype), -1)
         return (result, weights) if return_attention_scores else result
 
-    def compute_mask(self, inputs: Any, previous_mask: Any) -> Tensor | None:
-        return None if previous_mask is None else previous_mask[0]
+    def _masks(self, mask: Any) -> tuple[Tensor | None, Tensor | None]:
+        """The query's and the value's masks from Keras's ``mask=[query_mask, value_mask]``
+        (a key's mask, a third, is the value's)."""
+        if mask is None:
+            return None, None
+        if not isinstance(mask, (list, tuple)) or not 2 <= len(mask) <= 3:
+            raise ValueError(
+                f"{self.name}: mask must be a list [query_mask, value_mask] (or with a key_mask), got "
+                f"{type(mask).__name__}{f' of {len(mask)}' if isinstance(mask, (list, tuple)) else ''}"
+            )
+        return mask[0], mask[1]
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Tensor | None:
+        return self._masks(mask)[0]
 
 
 class Attention(_BaseAttention):

@@ -137,7 +137,7 @@ class StackedRNNCells(Layer):
         for cell in self.cells:
             count = len(_sizes(cell))
             mine, states = states[:count], states[count:]
-            x, updated = cell(x, mine if count > 1 else mine[0])
+            x, updated = cell(x, mine)  # a list, whatever the count: cells index their states
             new.extend(updated if isinstance(updated, (list, tuple)) else [updated])
         return x, new
 
@@ -206,8 +206,10 @@ class RNN(Sequences):
             new = list(new) if isinstance(new, (list, tuple)) else [new]
             return (new[0] if single else tuple(new)), output
 
+        start = states[0] if single else tuple(states)
+        first = ops.zeros((x.shape[0], _output_size(self.cell)), x.dtype, x.device)  # repeated before a kept step
         carry, outputs = masked_scan(
-            step, states[0] if single else tuple(states), self._time_major(x), **self._loop_options(mask, x)
+            step, start, self._time_major(x), **self._loop_options(mask, x), first_output=first
         )
         final = [carry] if single else list(carry)
         output = ops.transpose(outputs, (1, 0, 2)) if self.return_sequences else outputs[-1]

@@ -57,10 +57,10 @@ class Sequences(Layer):
     def _loop_options(self, mask: Tensor | None, x: Tensor) -> dict[str, Any]:
         return {"mask": self._steps_mask(mask, x), "zero_output": self.zero_output_for_mask}
 
-    def compute_mask(self, inputs: Any, previous_mask: Any) -> Any:
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         """The input's mask on every step's output (``return_sequences``), else none; no
         mask on the states."""
-        output_mask = previous_mask if self.return_sequences else None
+        output_mask = mask if self.return_sequences else None
         return [output_mask] + [None] * self.states if self.return_state else output_mask
 
 
@@ -146,7 +146,9 @@ class _KerasRecurrent(Sequences):
         return states
 
     def _results(self, hs: Tensor, states: list[Tensor]) -> Any:
-        output = ops.transpose(hs, (1, 0, 2)) if self.return_sequences else states[0]
+        # The last step's output, Keras's: the final hidden state, or zeros where the last
+        # step is masked under zero_output_for_mask.
+        output = ops.transpose(hs, (1, 0, 2)) if self.return_sequences else hs[-1]
         return [output, *states] if self.return_state else output
 
 
@@ -265,34 +267,36 @@ _MERGES: dict[str, Any] = {
 
 
 class Bidirectional(Layer):
-    """``keras.layers.Bidirectional(layer, merge_mode="concat")``: ``layer`` (a SimpleRNN,
-    LSTM or GRU) over the steps and a copy of it (new weights) over the reversed steps,
-    their outputs merged (``concat``, ``sum``, ``mul``, ``ave``, or None for the pair); a
-    backward sequence is reversed back so that step t of both sides meets. Both sides
-    take the input's mask; with ``return_sequences`` their masked steps output zeros."""
+    """``keras.layers.Bidirectional(layer, merge_mode="concat")``: copies of ``layer`` (a
+    SimpleRNN, LSTM, GRU or RNN; new weights, as Keras makes them), ``forward_layer`` over
+    the steps and ``backward_layer`` over the reversed steps, their outputs merged
+    (``concat``, ``sum``, ``mul``, ``ave``, or None for the pair); a backward sequence is
+    reversed back so that step t of both sides meets. Both sides take the input's mask;
+    with ``return_sequences`` their masked steps output zeros."""
 
     supports_masking = True
 
     def __init__(
-        self, layer: _KerasRecurrent, merge_mode: str | None = "concat", backward_layer: Any = None, **kwargs: Any
+        self, layer: Sequences, merge_mode: str | None = "concat", backward_layer: Any = None, **kwargs: Any
     ) -> None:
-        if not isinstance(layer, _KerasRecurrent):
-            raise TypeError(f"Bidirectional: wraps a SimpleRNN, LSTM or GRU, got {type(layer).__name__}")
+        if not isinstance(layer, Sequences):
+            raise TypeError(f"Bidirectional: wraps a SimpleRNN, LSTM, GRU or RNN, got {type(layer).__name__}")
         if merge_mode is not None and merge_mode not in _MERGES:
             raise ValueError(f"Bidirectional: merge_mode must be one of {sorted(_MERGES)} or None, got {merge_mode!r}")
         if kwargs.pop("weights", None) is not None:
             raise NotImplementedError("Bidirectional: weights= is not supported; set_weights after building")
         super().__init__(**kwargs)
         self.merge_mode = merge_mode
-        self.forward_layer = layer
+        name = layer.name.removeprefix("forward_")
+        self.forward_layer = type(layer).from_config({**layer.get_config(), "name": f"forward_{name}"})
         if backward_layer is None:
-            config = {**layer.get_config(), "go_backwards": not layer.go_backwards, "name": f"backward_{layer.name}"}
+            config = {**layer.get_config(), "go_backwards": not layer.go_backwards, "name": f"backward_{name}"}
             backward_layer = type(layer).from_config(config)
-        elif not isinstance(backward_layer, _KerasRecurrent) or backward_layer.go_backwards == layer.go_backwards:
+        elif not isinstance(backward_layer, Sequences) or backward_layer.go_backwards == layer.go_backwards:
             raise ValueError("Bidirectional: backward_layer must be a recurrent layer going the other way")
         self.backward_layer = backward_layer
         if layer.return_sequences:  # Keras's rule: the two sides' masked steps meet as zeros
-            layer.zero_output_for_mask = backward_layer.zero_output_for_mask = True
+            self.forward_layer.zero_output_for_mask = backward_layer.zero_output_for_mask = True
         self._build_if_known()
 
     @classmethod
@@ -308,9 +312,9 @@ class Bidirectional(Layer):
         self.forward_layer._ensure_built(input_shape)
         self.backward_layer._ensure_built(input_shape)
 
-    def compute_mask(self, inputs: Any, previous_mask: Any) -> Any:
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         """The forward layer's rule (the two layers' outputs are masked alike)."""
-        output_mask = self.forward_layer.compute_mask(inputs, previous_mask)
+        output_mask = self.forward_layer.compute_mask(inputs, mask)
         if not self.forward_layer.return_state:
             return [output_mask, output_mask] if self.merge_mode is None else output_mask
         first = output_mask[0]

@@ -12,7 +12,7 @@ from typing import Any
 
 from braze import ops
 from braze.ir.errors import ShapeError
-from braze.nn import functional, initializers, transformer
+from braze.nn import functional, initializers, symbolic, transformer
 from braze.nn.layer import Layer
 from braze.ops.random import Generator
 from braze.tensor import Tensor, user_error
@@ -47,9 +47,14 @@ class Embedding(transformer.Embedding):
         indices = ops.as_tensor(indices)
         return super().forward(indices.astype("int32") if indices.dtype.is_float else indices)
 
-    def compute_mask(self, inputs: Any, previous_mask: Any) -> Tensor | None:
-        """With ``mask_zero``, True where the index is not 0 (the padding)."""
-        return ops.as_tensor(inputs) != 0 if self.mask_zero else None
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Tensor | None:
+        """With ``mask_zero``, True where the index is not 0 (the padding); a symbolic mask
+        for a ``keras.Input``."""
+        if not self.mask_zero:
+            return None
+        if isinstance(inputs, symbolic.KerasTensor):
+            return symbolic.call_symbolic(self.compute_mask, (inputs,), {})
+        return ops.as_tensor(inputs) != 0
 
 
 class LayerNormalization(Layer):

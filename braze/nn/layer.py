@@ -84,13 +84,16 @@ def _shape_of(value: Any) -> Any:
 
 
 def _marking_built(build: Callable) -> Callable:
-    """``build`` that marks the layer built once it returns, as Keras's does: a layer built
-    by hand (``layer.build(shape)``) is not built again, afresh, by its first call."""
+    """``build`` that marks the layer built once it returns, as Keras's does (a layer built
+    by hand, ``layer.build(shape)``, is not built again, afresh, by its first call), and
+    names the weights it made."""
 
     @functools.wraps(build)
     def build_then_mark(self: Layer, *args: Any, **kwargs: Any) -> Any:
         result = build(self, *args, **kwargs)
         self.built = True
+        for _ in self._weights_with_trainability(True):
+            pass  # each weight gets its name now, as Keras's do when made
         return result
 
     build_then_mark.marks_built = True
@@ -319,7 +322,7 @@ class Layer(Module):
         if not all(isinstance(o, Tensor) and o._keras_mask is not None for o in tree.leaves(outputs)):
             masks.attach(outputs, self.compute_mask(args[0] if args else None, previous_mask))
 
-    def compute_mask(self, inputs: Any, previous_mask: Any) -> Any:
+    def compute_mask(self, inputs: Any, previous_mask: Any = None) -> Any:
         """The mask of the outputs for ``inputs`` whose mask is ``previous_mask`` (Keras's
         ``compute_mask``): by default the same mask, for a layer that ``supports_masking``."""
         return previous_mask

@@ -14,7 +14,7 @@ from typing import Any
 
 from braze import ops
 from braze.ir.errors import ShapeError
-from braze.nn import activations, keras_random, regularizers
+from braze.nn import activations, keras_random, masks, regularizers
 from braze.nn.layer import Layer, new_generator
 from braze.ops.random import Generator
 from braze.tensor import Tensor, user_error
@@ -250,13 +250,18 @@ class ELU(Layer):
 
 
 class Softmax(Layer):
-    """The softmax over ``axis`` (the last by default) as a layer."""
+    """The softmax over ``axis`` (the last by default) as a layer; where ``mask`` (which
+    broadcasts to the input) is False, the input is lowered by 1e9 first (Keras's)."""
+
+    supports_masking = True
 
     def __init__(self, axis: int = -1, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.axis = axis
 
-    def call(self, x: Tensor) -> Tensor:
+    def call(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        if mask is not None:
+            x = x - 1e9 * ops.logical_not(masks.as_bool(mask, x)).astype(x.dtype)
         return ops.softmax(x, self.axis)
 
 
@@ -298,6 +303,6 @@ class Lambda(Layer):
     def call(self, inputs: Any) -> Any:
         return self.function(inputs, **self.arguments)
 
-    def compute_mask(self, inputs: Any, previous_mask: Any) -> Any:
-        """The ``mask`` given: a function of ``(inputs, previous_mask)``, or a mask."""
-        return self.mask(inputs, previous_mask) if callable(self.mask) else self.mask
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        """The ``mask`` given: a function of ``(inputs, mask)``, or a mask."""
+        return self.mask(inputs, mask) if callable(self.mask) else self.mask

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from braze import ops
+from braze.nn import symbolic
 from braze.nn.layer import Layer
 from braze.tensor import Tensor
 
@@ -32,5 +33,7 @@ class Masking(Layer):
         y._keras_mask = kept.reshape(kept.shape[:-1]) > 0
         return y
 
-    def compute_mask(self, inputs: Any, previous_mask: Any) -> Tensor:
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Tensor:
+        if isinstance(inputs, symbolic.KerasTensor):
+            return symbolic.call_symbolic(self.compute_mask, (inputs,), {})
         return self._kept(ops.as_tensor(inputs)).reshape(inputs.shape[:-1]) > 0

@@ -37,12 +37,12 @@ class _Merge(Layer):
     needs_two = False
     supports_masking = True
 
-    def compute_mask(self, inputs: Any, previous_mask: Any) -> Tensor | None:
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Tensor | None:
         """The steps every masked input keeps (Keras's rule: an input without a mask
         keeps every step)."""
-        if previous_mask is None:
+        if mask is None:
             return None
-        return reduce(masks.both, previous_mask, None)
+        return reduce(masks.both, mask, None)
 
     def call(self, inputs: Sequence[Tensor]) -> Tensor:
         inputs = list(inputs)
@@ -108,20 +108,20 @@ class Concatenate(_Merge):
                 raise user_error(ShapeError, f"{self.name}: inputs {shapes} differ outside the concatenation axis")
         return ops.concatenate(inputs, axis=axis)
 
-    def compute_mask(self, inputs: Any, previous_mask: Any) -> Tensor | None:
-        """Along a masked axis (the steps), the masks joined, all kept for an input
-        without one; along the features, the steps every masked input keeps."""
-        if previous_mask is None:
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Tensor | None:
+        """Keras's rule: each input's mask spread over its features (all kept for an input
+        without one), joined along ``axis``; a step is kept where any of its features is."""
+        if mask is None or all(m is None for m in mask):
             return None
-        rank = next(m.ndim for m in previous_mask if m is not None)
-        axis = self.axis % inputs[0].ndim
-        if axis >= rank:
-            return super().compute_mask(inputs, previous_mask)
-        whole = [
-            ops.ones(x.shape[:rank], dtype="bool", device=x.device) if m is None else m
-            for x, m in zip(inputs, previous_mask, strict=True)
+        spread = [
+            ops.ones(x.shape, dtype="bool", device=x.device)
+            if m is None
+            else ops.broadcast_to(ops.expand_dims(m, -1), x.shape)
+            if m.ndim < x.ndim
+            else m
+            for x, m in zip(inputs, mask, strict=True)
         ]
-        return ops.concatenate(whole, axis=axis)
+        return ops.max(ops.concatenate(spread, axis=self.axis).astype("int32"), axis=-1) > 0
 
 
 def _functional(cls: type[_Merge]) -> Callable[..., Any]:

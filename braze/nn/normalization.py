@@ -22,7 +22,7 @@ import numpy as np
 
 from braze import ops
 from braze.autodiff import no_grad
-from braze.nn import regularizers
+from braze.nn import masks, regularizers
 from braze.nn.layer import Layer
 from braze.nn.layers import reject_constraints
 from braze.tensor import Tensor
@@ -41,7 +41,10 @@ def adapt_array(data: Any, steps: int | None, who: str) -> np.ndarray:
 
 class BatchNormalization(Layer):
     """Keras's batch normalization: batch statistics while training (and moving averages of
-    them updated in place), the moving statistics in inference; see the module's text."""
+    them updated in place), the moving statistics in inference; see the module's text. With
+    a mask (a padded sequence's), the statistics are the kept steps' alone."""
+
+    supports_masking = True
 
     def __init__(
         self,
@@ -96,7 +99,7 @@ class BatchNormalization(Layer):
         self.moving_mean = self.add_weight(shape=shape, initializer=init["moving_mean"], trainable=False)
         self.moving_variance = self.add_weight(shape=shape, initializer=init["moving_variance"], trainable=False)
 
-    def call(self, x: Tensor, training: bool = False) -> Tensor:
+    def call(self, x: Tensor, training: bool = False, mask: Tensor | None = None) -> Tensor:
         axis = self.axis % x.ndim
         reduced = tuple(d for d in range(x.ndim) if d != axis)
         broadcast = tuple(x.shape[d] if d == axis else 1 for d in range(x.ndim))
@@ -104,7 +107,11 @@ class BatchNormalization(Layer):
         def feature(t: Tensor) -> Tensor:
             return t if axis == x.ndim - 1 else t.reshape(broadcast)
 
-        if training and self.trainable:
+        if training and self.trainable and mask is not None:
+            mean, variance = _masked_moments(x, masks.as_bool(mask, x), reduced)
+            centered = x - mean
+            self._update_moving(mean.reshape(-1), variance.reshape(-1))
+        elif training and self.trainable:
             mean = ops.mean(x, axis=reduced, keepdims=True)
             centered = x - mean
             # The variance as mean((x - c)^2) - (mean - c)^2 about c, the mean detached: the
@@ -131,6 +138,16 @@ class BatchNormalization(Layer):
         with no_grad():
             self.moving_mean._assign(self.moving_mean * momentum + mean.detach() * (1.0 - momentum))
             self.moving_variance._assign(self.moving_variance * momentum + variance.detach() * (1.0 - momentum))
+
+
+def _masked_moments(x: Tensor, mask: Tensor, reduced: tuple[int, ...]) -> tuple[Tensor, Tensor]:
+    """The mean and variance over ``reduced`` of the kept steps of ``x`` (Keras's: the
+    counts offset by 1e-7, so an all-masked batch gives zeros)."""
+    weight = mask.astype(x.dtype).reshape(*mask.shape, *([1] * (x.ndim - mask.ndim)))
+    count = ops.sum(ops.broadcast_to(weight, x.shape), axis=reduced, keepdims=True) + _EPSILON
+    mean = ops.sum(x * weight, axis=reduced, keepdims=True) / count
+    deviation = x - mean
+    return mean, ops.sum(deviation * deviation * weight, axis=reduced, keepdims=True) / count
 
 
 _EPSILON = 1e-7  # Keras's backend.epsilon(): the smallest standard deviation divided by

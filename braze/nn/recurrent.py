@@ -28,25 +28,33 @@ Activation = Callable[[Tensor], Tensor]
 
 
 def masked_scan(
-    step: Callable, carry: Any, projected: Tensor, mask: Tensor | None, zero_output: bool
+    step: Callable,
+    carry: Any,
+    projected: Tensor,
+    mask: Tensor | None,
+    zero_output: bool,
+    first_output: Tensor | None = None,
 ) -> tuple[Any, Tensor]:
     """``lax.scan(step, carry, projected)``; with a time-major ``mask`` (steps, batch; Keras's),
-    a masked step keeps each example's state and outputs its hidden state as it was (zeros
+    a masked step keeps each example's state and repeats its last output (``first_output``
+    before the first kept step, zeros of the hidden state's shape by default; zeros always
     with ``zero_output``), as Keras's loops do."""
     if mask is None:
         return lax.scan(step, carry, projected)
 
-    def masked(state: Any, x_and_kept: tuple[Tensor, Tensor]) -> tuple[Any, Tensor]:
-        x, kept = x_and_kept
+    def masked(both: tuple[Any, Tensor], x_and_kept: tuple[Tensor, Tensor]) -> tuple[tuple[Any, Tensor], Tensor]:
+        (state, last), (x, kept) = both, x_and_kept
         new, y = step(state, x)
         kept = kept.reshape(kept.shape[0], 1)
-        hidden = state if isinstance(state, Tensor) else state[0]
-        y = ops.where(kept, y, ops.zeros_like(y) if zero_output else hidden)
+        y = ops.where(kept, y, ops.zeros_like(y) if zero_output else last)
         if isinstance(new, Tensor):
-            return ops.where(kept, new, state), y
-        return tuple(ops.where(kept, n, o) for n, o in zip(new, state, strict=True)), y
+            return (ops.where(kept, new, state), y), y
+        return (tuple(ops.where(kept, n, o) for n, o in zip(new, state, strict=True)), y), y
 
-    return lax.scan(masked, carry, (projected, mask))
+    if first_output is None:
+        first_output = ops.zeros_like(carry if isinstance(carry, Tensor) else carry[0])
+    (carry, _), ys = lax.scan(masked, (carry, first_output), (projected, mask))
+    return carry, ys
 
 
 def rnn(

@@ -182,8 +182,10 @@ def test_merges_combine_masks():
     unmasked = braze.tensor(np.ones((2, 2, 3), "float32"))
     joined = layers.Concatenate(axis=1)([a, unmasked])._keras_mask.numpy()
     np.testing.assert_array_equal(joined, np.concatenate([a._keras_mask.numpy(), np.ones((2, 2), bool)], axis=1))
-    features = layers.Concatenate()([a, b])._keras_mask.numpy()
-    np.testing.assert_array_equal(features, a._keras_mask.numpy() & b._keras_mask.numpy())
+    features = layers.Concatenate()([a, b])._keras_mask.numpy()  # Keras's rule: a step any input keeps
+    np.testing.assert_array_equal(features, a._keras_mask.numpy() | b._keras_mask.numpy())
+    plain = braze.tensor(np.ones((2, 4, 3), "float32"))
+    assert layers.Concatenate()([a, plain])._keras_mask.numpy().all()
 
 
 def test_custom_layer_receives_the_mask_and_computes_its_own():
@@ -248,3 +250,71 @@ def test_masked_recurrent_gradients_match_finite_differences():
     assert_gradients_match(fn, [x], [0], rtol=1e-5, atol=1e-7)
     grad = braze.grad(lambda t: braze.reduce_sum(fn(t) ** 2))(braze.tensor(x)).numpy()
     assert np.all(grad[0, 3:] == 0)  # a masked step's input reaches nothing
+
+
+def test_batch_norm_statistics_and_softmax_leave_masked_steps_out():
+    x = np.random.default_rng(11).normal(size=(2, 4, 3)).astype("float32")
+    mask = np.array([[1, 1, 0, 0], [1, 1, 1, 1]], bool)
+    norm = layers.BatchNormalization(momentum=0.0, epsilon=1e-3)
+    y = norm(x, training=True, mask=braze.tensor(mask)).numpy()
+    kept = x[mask].astype(np.float64)
+    np.testing.assert_allclose(norm.moving_mean.numpy(), kept.mean(0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(norm.moving_variance.numpy(), kept.var(0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(y[mask], (kept - kept.mean(0)) / np.sqrt(kept.var(0) + 1e-3), rtol=1e-5, atol=1e-5)
+    scores = np.random.default_rng(12).normal(size=(2, 3, 4)).astype("float32")
+    allowed = np.random.default_rng(13).random((2, 3, 4)) < 0.7
+    allowed[..., 0] = True
+    got = layers.Softmax()(scores, mask=braze.tensor(allowed)).numpy()
+    e = np.exp(scores - scores.max(-1, keepdims=True)) * allowed
+    np.testing.assert_allclose(got, e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+def test_stacked_and_own_cells_skip_masked_steps():
+    keras.utils.set_random_seed(12)
+    x = padded_tokens()
+    embedding = layers.Embedding(20, 4, mask_zero=True)
+    for cells in ([layers.SimpleRNNCell(3), layers.SimpleRNNCell(3)], [layers.LSTMCell(4), layers.GRUCell(2)]):
+        rnn = layers.RNN(cells)
+        final = rnn(embedding(x)).numpy()
+        for row, length in enumerate(LENGTHS):
+            np.testing.assert_allclose(
+                final[row], rnn(embedding(x[row : row + 1, :length])).numpy()[0], rtol=1e-5, atol=1e-6
+            )
+
+
+def test_masks_are_arguments_in_the_functional_api_and_compute_mask_takes_keras_keywords():
+    keras.utils.set_random_seed(13)
+    inputs = keras.Input(shape=(None,), dtype="int32")
+    embedding = layers.Embedding(20, 4, mask_zero=True)
+    e = embedding(inputs)
+    symbolic_mask = embedding.compute_mask(inputs)
+    h = layers.LSTM(3, return_sequences=True)(e, mask=e._keras_mask)
+    model = keras.Model(inputs, layers.GlobalAveragePooling1D()(h, mask=symbolic_mask))
+    x = padded_tokens()
+    values = model(x).numpy()
+    for row, length in enumerate(LENGTHS):
+        np.testing.assert_allclose(values[row], model(x[row : row + 1, :length]).numpy()[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(embedding.compute_mask(x, mask=None).numpy(), x != 0)
+    pooled = layers.GlobalAveragePooling1D()(np.ones((2, 3, 2), "float32"), mask=np.array([[1, 0, 0], [1, 1, 0]], bool))
+    np.testing.assert_array_equal(pooled.numpy(), np.ones((2, 2)))
+
+
+def test_attention_takes_a_list_of_masks_only():
+    q = braze.tensor(np.ones((2, 3, 4), "float32"))
+    with pytest.raises(ValueError, match=r"mask must be a list \[query_mask, value_mask\]"):
+        layers.Attention()([q, q], mask=braze.tensor(np.ones((2, 3), bool)))
+    with pytest.raises(ValueError, match="mask must be a list"):
+        layers.Attention()([q, q], mask=[braze.tensor(np.ones((2, 3), bool))])
+
+
+def test_bidirectional_wraps_copies_of_any_recurrent_layer():
+    keras.utils.set_random_seed(14)
+    x = padded_tokens()
+    embedding = layers.Embedding(20, 4, mask_zero=True)
+    cell_layer = layers.RNN(layers.GRUCell(3), return_sequences=True)
+    both = layers.Bidirectional(cell_layer)
+    values = both(embedding(x)).numpy()
+    assert both.forward_layer is not cell_layer and both.forward_layer.name.startswith("forward_")
+    for row, length in enumerate(LENGTHS):
+        alone = both(embedding(x[row : row + 1, :length])).numpy()[0]
+        np.testing.assert_allclose(values[row, :length], alone, rtol=1e-5, atol=1e-6)

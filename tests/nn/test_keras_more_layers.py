@@ -168,6 +168,8 @@ def test_category_encoding_and_discretization_match_numpy():
     weighted = layers.CategoryEncoding(5, "count")(tokens, count_weights=weights).numpy()
     expected = np.stack([np.bincount(t, w, minlength=5) for t, w in zip(tokens, weights, strict=True)])
     np.testing.assert_allclose(weighted, expected)
+    with pytest.raises(ValueError, match="count_weights counts only"):
+        layers.CategoryEncoding(5)(tokens, count_weights=weights)
     values = np.array([[-1.5, 0.0, 0.5], [1.0, 2.5, -0.2]], "float32")
     bins = layers.Discretization(bin_boundaries=[-1.0, 0.0, 1.0])(values).numpy()
     np.testing.assert_array_equal(bins, np.digitize(values, [-1.0, 0.0, 1.0]))

@@ -226,3 +226,6 @@ def test_weights_have_keras_names_and_paths():
     layer(np.ones((1, 2), "float32"))
     assert layer.factor.name == "scale" and layer.factor.path == "scaler/scale"
     assert (braze.ones((2,)) * 2).name is None  # a computed tensor has no name
+    built = layers.Dense(2, name="made")
+    built.build((None, 3))
+    assert built.kernel.path == "made/kernel"  # named when made, before weights is read

@@ -304,7 +304,7 @@ def test_bidirectional_runs_a_copy_over_the_reversed_steps_and_merges():
     np.testing.assert_allclose(h_forward.numpy(), want_forward, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(h_backward.numpy(), want_backward, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(merged.numpy(), want_forward + want_backward, rtol=1e-5, atol=1e-6)
-    with pytest.raises(TypeError, match="wraps a SimpleRNN, LSTM or GRU"):
+    with pytest.raises(TypeError, match="wraps a SimpleRNN, LSTM, GRU or RNN"):
         keras.layers.Bidirectional(keras.layers.Dense(3))
 
 
