@@ -96,9 +96,6 @@ class MultiHeadAttention(Layer):
                 raise user_error(
                     ShapeError, f"MultiHeadAttention: {name} must be (batch, length, features), got {tuple(x.shape)}"
                 )
-        for name, x in (("query", query), ("value", value), ("key", key)):
-            if isinstance(x, Tensor) and x._keras_mask is not None and kwargs.get(f"{name}_mask") is None:
-                kwargs[f"{name}_mask"] = x._keras_mask
         if not self.built:
             self.build(tuple(query.shape), tuple(value.shape), tuple(key.shape))
             self.built = True

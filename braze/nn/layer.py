@@ -29,7 +29,7 @@ import inspect
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -57,24 +57,37 @@ class _CallContext(threading.local):
 
 
 CALL_CONTEXT = _CallContext()
-# By layer class: whether its call takes ``training``, whether its default is True, and
-# whether it takes ``mask`` by name.
-_CALL_PARAMETERS: dict[type, tuple[bool, bool, bool]] = {}
+class _CallSpec(NamedTuple):
+    """What a layer class's ``call`` (or ``forward``) takes, read once per class."""
+
+    takes_training: bool
+    trains_by_default: bool  # its ``training`` defaults to True (the augmentation layers')
+    takes_mask: bool
+    named_masks: tuple[str, ...]  # arguments ``x`` with an ``x_mask`` beside them (Keras fills it)
+    signature: inspect.Signature | None
 
 
-def _call_parameters(cls: type) -> tuple[bool, bool, bool]:
-    found = _CALL_PARAMETERS.get(cls)
+_CALL_SPECS: dict[type, _CallSpec] = {}
+
+
+def _call_spec(cls: type) -> _CallSpec:
+    found = _CALL_SPECS.get(cls)
     if found is None:
         # A PyTorch-style layer defines forward, which Layer.call passes everything to.
         method = cls.forward if cls.call is Layer.call else cls.call
         try:
-            parameters = list(inspect.signature(method).parameters.values())
+            signature = inspect.signature(method)
         except (TypeError, ValueError):
-            parameters = []
-        takes = any(p.name == "training" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
-        default = any(p.name == "training" and p.default is True for p in parameters)
-        takes_mask = any(p.name == "mask" for p in parameters)
-        found = _CALL_PARAMETERS[cls] = (takes, default, takes_mask)
+            signature = None
+        parameters = list(signature.parameters.values()) if signature is not None else []
+        names = {p.name for p in parameters}
+        found = _CALL_SPECS[cls] = _CallSpec(
+            any(p.name == "training" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters),
+            any(p.name == "training" and p.default is True for p in parameters),
+            "mask" in names,
+            tuple(name for name in names if f"{name}_mask" in names),
+            signature,
+        )
     return found
 
 
@@ -259,8 +272,9 @@ class Layer(Module):
             training = kwargs.pop("training", None)
             args = _inputs(args, self)
         context = CALL_CONTEXT
-        takes_training, trains_by_default, takes_mask = _call_parameters(type(self))
-        previous_mask = self._mask_argument(args, kwargs, takes_mask)
+        spec = _call_spec(type(self))
+        takes_training, trains_by_default = spec.takes_training, spec.trains_by_default
+        previous_mask = self._mask_argument(args, kwargs, spec)
         stated = training is not None or (context.depth > 0 and context.stated)
         if training is None:
             training = context.training if context.depth else self.training
@@ -301,9 +315,13 @@ class Layer(Module):
             context.training, context.stated = previous
         return outputs
 
-    def _mask_argument(self, args: tuple, kwargs: dict, takes_mask: bool) -> Any:
+    def _mask_argument(self, args: tuple, kwargs: dict, spec: _CallSpec) -> Any:
         """The mask this call is about (Keras's ``previous_mask``): the one given as
-        ``mask=``, else its first input's, which a ``call`` taking ``mask`` receives."""
+        ``mask=``, else its first input's, which a ``call`` taking ``mask`` receives; and,
+        as Keras does, each tensor argument's mask for the ``call``'s ``<argument>_mask``."""
+        if spec.named_masks and spec.signature is not None:
+            self._fill_named_masks(args, kwargs, spec)
+        takes_mask = spec.takes_mask
         given = kwargs.get("mask")
         if "mask" in kwargs and not takes_mask:
             raise TypeError(
@@ -316,6 +334,16 @@ class Layer(Module):
         if takes_mask and found is not None:
             kwargs["mask"] = found
         return found
+
+    def _fill_named_masks(self, args: tuple, kwargs: dict, spec: _CallSpec) -> None:
+        try:
+            arguments = spec.signature.bind_partial(self, *args, **kwargs).arguments
+        except TypeError:
+            return  # the call itself will say what is wrong with its arguments
+        for name in spec.named_masks:
+            value = arguments.get(name)
+            if isinstance(value, Tensor) and value._keras_mask is not None and arguments.get(f"{name}_mask") is None:
+                kwargs[f"{name}_mask"] = value._keras_mask
 
     def _attach_mask(self, args: tuple, outputs: Any, previous_mask: Any) -> None:
         """Set ``compute_mask``'s masks on the outputs, unless the call set them all."""

@@ -318,3 +318,23 @@ def test_bidirectional_wraps_copies_of_any_recurrent_layer():
     for row, length in enumerate(LENGTHS):
         alone = both(embedding(x[row : row + 1, :length])).numpy()[0]
         np.testing.assert_allclose(values[row, :length], alone, rtol=1e-5, atol=1e-6)
+
+
+def test_a_layer_receives_each_tensor_arguments_mask_by_name():
+    class Pair(layers.Layer):
+        supports_masking = True
+
+        def call(self, inputs, context, inputs_mask=None, context_mask=None):
+            self.seen = (inputs_mask, context_mask)
+            return inputs
+
+    x = padded_tokens()
+    e = layers.Embedding(20, 4, mask_zero=True)(x)
+    plain = braze.tensor(np.ones((4, 7, 4), "float32"))
+    pair = Pair()
+    pair(e, context=plain)
+    np.testing.assert_array_equal(pair.seen[0].numpy(), x != 0)
+    assert pair.seen[1] is None
+    pair(plain, e)
+    assert pair.seen[0] is None
+    np.testing.assert_array_equal(pair.seen[1].numpy(), x != 0)
