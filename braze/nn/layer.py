@@ -57,6 +57,8 @@ class _CallContext(threading.local):
 
 
 CALL_CONTEXT = _CallContext()
+
+
 class _CallSpec(NamedTuple):
     """What a layer class's ``call`` (or ``forward``) takes, read once per class."""
 
