@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from braze import ops
-from braze.ir.errors import DTypeError, ShapeError
+from braze.ir.errors import ShapeError
 from braze.nn import functional, initializers, masks
 from braze.nn.layer import Layer
 from braze.nn.module import Module
@@ -43,8 +43,8 @@ class MultiHeadAttention(Layer):
     """Attention of ``num_heads`` heads, each projecting the query and key to ``key_dim``
     values and the value to ``value_dim`` (``key_dim`` by default); the heads' results are
     projected back to the query's size (or ``output_shape``). Inputs are ``(batch, length,
-    features)``. ``attention_mask`` (bool, ``(batch, query length, value length)``) is
-    True where a query position may attend; the inputs' masks (from
+    features)``. ``attention_mask`` (``(batch, query length, value length)``, bool or
+    0/1) is True where a query position may attend; the inputs' masks (from
     ``Embedding(mask_zero=True)``, or ``query_mask``, ``value_mask``, ``key_mask``) keep
     padded keys out, and the query's is the output's; ``use_causal_mask`` lets position
     ``i`` attend to positions up to ``i``; ``dropout`` drops attention weights while
@@ -122,9 +122,7 @@ class MultiHeadAttention(Layer):
         v = ops.transpose(self.value(value), heads_first)
         padding = None  # (batch, query length, key length): True where attending is allowed
         if attention_mask is not None:
-            if attention_mask.dtype.kind != "b":
-                raise user_error(DTypeError, "MultiHeadAttention: attention_mask must be a bool tensor")
-            padding = attention_mask
+            padding = masks.as_bool(attention_mask, query)  # Keras casts it: nonzero attends
         if query_mask is not None:
             padding = masks.both(padding, ops.expand_dims(masks.as_bool(query_mask, query), -1))
         for steps in (value_mask, key_mask):

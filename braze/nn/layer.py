@@ -318,24 +318,26 @@ class Layer(Module):
         return outputs
 
     def _mask_argument(self, args: tuple, kwargs: dict, spec: _CallSpec) -> Any:
-        """The mask this call is about (Keras's ``previous_mask``): the one given as
-        ``mask=``, else its first input's, which a ``call`` taking ``mask`` receives; and,
-        as Keras does, each tensor argument's mask for the ``call``'s ``<argument>_mask``."""
-        if spec.named_masks and spec.signature is not None:
-            self._fill_named_masks(args, kwargs, spec)
-        takes_mask = spec.takes_mask
-        given = kwargs.get("mask")
-        if "mask" in kwargs and not takes_mask:
+        """Keras's masks for this call. Its ``call`` receives, unless given: with one tensor
+        argument, that argument's mask as ``mask``; with several, each one's as
+        ``<argument>_mask`` where it takes one. The mask the call is about (Keras's
+        ``previous_mask``) is ``mask``, else the first argument's."""
+        if "mask" in kwargs and not spec.takes_mask:
             raise TypeError(
                 f"{self.name}: {type(self).__name__}.call takes no mask; a layer receives masks by "
                 "call(self, inputs, mask=None)"
             )
-        if given is not None:
-            return given
-        found = masks.of(args[0]) if args else None
-        if takes_mask and found is not None:
-            kwargs["mask"] = found
-        return found
+        if spec.takes_mask or spec.named_masks:
+            tensors = [a for a in args if _tensor_like(a)]
+            tensors += [v for k, v in kwargs.items() if k != "mask" and _tensor_like(v)]
+            if len(tensors) == 1 and spec.takes_mask and kwargs.get("mask") is None:
+                found = masks.of(tensors[0])
+                if found is not None:
+                    kwargs["mask"] = found
+            elif len(tensors) > 1 and spec.named_masks and spec.signature is not None:
+                self._fill_named_masks(args, kwargs, spec)
+        given = kwargs.get("mask")
+        return given if given is not None else (masks.of(args[0]) if args else None)
 
     def _fill_named_masks(self, args: tuple, kwargs: dict, spec: _CallSpec) -> None:
         try:
@@ -494,6 +496,17 @@ def _name_weight(weight: Tensor, path: str) -> None:
     unless a layer named it first."""
     if weight._keras_path is None:
         weight._keras_path = path.replace(".", "/")
+
+
+def _tensor_like(value: Any) -> bool:
+    """A tensor argument as Keras counts them: a tensor, or a list, tuple or dict of tensors
+    (None among them)."""
+    if isinstance(value, Tensor):
+        return True
+    if not isinstance(value, (list, tuple, dict)) or not value:
+        return False
+    leaves = tree.leaves(value)
+    return bool(leaves) and all(leaf is None or isinstance(leaf, Tensor) for leaf in leaves)
 
 
 def _takes_no_shape(build: Callable) -> bool:

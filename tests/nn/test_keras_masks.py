@@ -338,3 +338,22 @@ def test_a_layer_receives_each_tensor_arguments_mask_by_name():
     pair(plain, e)
     assert pair.seen[0] is None
     np.testing.assert_array_equal(pair.seen[1].numpy(), x != 0)
+
+
+def test_with_two_tensor_arguments_mask_is_not_filled_as_in_keras():
+    class Decoder(layers.Layer):
+        supports_masking = True
+
+        def call(self, inputs, encoder_outputs, mask=None):
+            self.seen = mask
+            return inputs
+
+    e = layers.Embedding(20, 4, mask_zero=True)(padded_tokens())
+    decoder = Decoder()
+    decoder(e, e)
+    assert decoder.seen is None  # Keras fills mask only for a call of one tensor argument
+    attention = layers.MultiHeadAttention(num_heads=1, key_dim=2)
+    ints = (padded_tokens() != 0).astype("int32")
+    by_ints = attention(e, e, attention_mask=braze.tensor(ints[:, None, :] * np.ones((1, 7, 1), "int32")))
+    by_bools = attention(e, e, attention_mask=braze.tensor(np.broadcast_to(ints[:, None, :] != 0, (4, 7, 7)).copy()))
+    np.testing.assert_array_equal(by_ints.numpy(), by_bools.numpy())  # 0/1 masks as Keras casts them
