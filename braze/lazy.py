@@ -31,8 +31,8 @@ import numpy as np
 
 from braze.ir.errors import TraceError
 from braze.ir.graph import Graph, Node, parameter
-from braze.ir.primitive import Aval, Primitive
-from braze.ir.prims.sources import constant
+from braze.ir.primitive import Aval, Category, Primitive
+from braze.ir.prims.sources import constant, iota
 from braze.ir.text import format_aval
 from braze.passes.report import Report, build_report
 from braze.runtime import collector, metrics
@@ -375,7 +375,7 @@ class LazyExecutor:
         return Expr(None, (), {}, _aval_of(array), None, data=data)
 
     def to_numpy(self, expr: Expr, device: Device) -> np.ndarray:
-        if getattr(_HOLD, "recording", False):
+        if getattr(_HOLD, "recording", False) and not _fixed_while_recording(expr):
             raise TraceError(
                 f"a {format_aval(expr.aval)} tensor's value was read while tracing (at {user_location()}): a "
                 "compiled call runs no Python, so the value read now would be frozen into every later call. "
@@ -491,6 +491,35 @@ class Recording:
     def made_before(self, expr: Expr) -> bool:
         return expr.seq < self._start
 
+    def fixed(self, expr: Expr) -> bool:
+        """Whether ``expr``'s value is the same on every call of the recorded function:
+        computed from data the function made itself (Python numbers and lists, which the
+        call's guards cover: a shape, ``[1, 1]``) by ops that draw nothing, and not from its
+        inputs, the tensors it captured, random draws or a number that changes between
+        calls (a learning rate). Such a value may be read while recording, as TensorFlow
+        folds a shape computed with ops."""
+        leaves = {id(leaf) for leaf in self.leaves}
+        stack, seen = [expr], set()
+        while stack:
+            e = stack.pop()
+            if id(e) in seen:
+                continue
+            seen.add(id(e))
+            if e.data is not None:
+                if self.made_before(e) or id(e) in leaves:
+                    return False
+            elif e.primitive.category is Category.SOURCE and e.primitive is not iota:
+                if e.primitive is not constant or e.attrs["value"].is_input:
+                    return False
+            else:
+                stack.extend(i for i in e.inputs if isinstance(i, Expr))
+        return True
+
+
+def _fixed_while_recording(expr: Expr) -> bool:
+    current = getattr(_HOLD, "current", None)
+    return current is not None and current.fixed(expr)
+
 
 @contextlib.contextmanager
 def recording(tensors: Sequence[Tensor], device: Device = LAZY) -> Iterator[Recording]:
@@ -510,13 +539,14 @@ def recording(tensors: Sequence[Tensor], device: Device = LAZY) -> Iterator[Reco
     try:
         for t, array in zip(tensors, arrays, strict=True):
             t.device, t._value, t.grad, t._grad_node = device, EXECUTOR.from_numpy(array, device), None, None
-        previous = getattr(_HOLD, "recording", False)
-        _HOLD.recording = True
+        previous = getattr(_HOLD, "recording", False), getattr(_HOLD, "current", None)
+        block = Recording([t._value for t in tensors], start)
+        _HOLD.recording, _HOLD.current = True, block
         try:
             with barriers_held():
-                yield Recording([t._value for t in tensors], start)
+                yield block
         finally:
-            _HOLD.recording = previous
+            _HOLD.recording, _HOLD.current = previous
     finally:
         set_default_device(default)
         EXECUTOR._live.pop(device, None)

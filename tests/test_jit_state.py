@@ -309,6 +309,32 @@ def test_reading_a_value_while_tracing_is_an_error_that_says_what_to_do():
         braze.jit(branchy)(braze.ones(3))
 
 
+def test_a_value_computed_from_python_numbers_alone_may_be_read_while_tracing():
+    from braze.keras import ops
+
+    def tiled(x):  # a shape computed with ops, as Keras programs do: TensorFlow folds it
+        reps = ops.concatenate([ops.expand_dims(x.shape[0], -1), ops.convert_to_tensor([1])], axis=0)
+        return ops.tile(x[:1], reps) + x
+
+    x = braze.tensor(np.arange(6, dtype="float32").reshape(3, 2))
+    np.testing.assert_array_equal(braze.jit(tiled)(x).numpy(), tiled(x).numpy())
+    captured = braze.ones(3)
+
+    def reads(what):
+        def fn(x):
+            return x * 2.0 if float(what(x).sum()) > 0 else x
+
+        return fn
+
+    for what in (
+        lambda x: x,  # the input
+        lambda x: captured,  # a tensor the function closes over
+        lambda x: braze.rand((2,)) + ops.convert_to_tensor([1.0, 1.0]),  # a random draw
+    ):
+        with pytest.raises(braze.TraceError, match="value was read while tracing"):
+            braze.jit(reads(what))(braze.ones(3))
+
+
 def test_setting_an_input_number_inside_the_function_is_an_error():
     (model, optimizer), _ = twins(lambda m: SGD(m, lr=0.1))
 

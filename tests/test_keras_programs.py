@@ -39,6 +39,7 @@ RESULTS = {
     "regression_normalization": ("horsepower_history", "history", "test_results", "rnn_history"),
     "callbacks_and_configs": ("history", "batch_losses", "features", "predictions", "clone_history"),
     "addition_rnn": ("history", "attentive_history"),
+    "translation_transformer": ("history", "probabilities"),
     "masked_sequences": (
         "history",
         "transformer_history",

@@ -123,7 +123,6 @@ class Layer(Module):
     input_shape: tuple[int, ...] | None = None  # without the batch dimension, as given
     activity_regularizer: Callable | None = None
     name_stem: str | None = None  # the default name's stem when it is not the class's name
-    supports_masking = False  # whether compute_mask passes a mask on (Keras's attribute)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -178,6 +177,17 @@ class Layer(Module):
         self.built = type(self).build is Layer.build
 
     # Identity --------------------------------------------------------------------------
+
+    @property
+    def supports_masking(self) -> bool:
+        """Whether the layer sets ``compute_mask``'s mask on its outputs (Keras's attribute):
+        by default, when its class defines ``compute_mask``, as in Keras 3."""
+        found = self.__dict__.get("_supports_masking")
+        return found if found is not None else type(self).compute_mask is not Layer.compute_mask
+
+    @supports_masking.setter
+    def supports_masking(self, value: bool) -> None:
+        self.__dict__["_supports_masking"] = bool(value)
 
     @property
     def name(self) -> str:
