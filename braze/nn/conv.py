@@ -93,7 +93,7 @@ class _Conv(KernelAndBias):
 
     def build(self, input_shape: tuple[int | None, ...]) -> None:
         if len(input_shape) != self.rank + 2:
-            layout = "NHWC images" if self.rank == 2 else "(batch, steps, channels) sequences"
+            layout = {1: "(batch, steps, channels) sequences", 2: "NHWC images", 3: "NDHWC volumes"}[self.rank]
             raise user_error(ShapeError, f"{self.name}: expected {layout}, got inputs of shape {input_shape}")
         self._add_kernel_and_bias((*self.kernel_size, input_shape[-1], self.filters))
 

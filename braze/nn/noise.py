@@ -1,6 +1,6 @@
 """Keras's regularization layers that draw noise while training and pass their inputs
 unchanged in inference: ``GaussianNoise``, ``GaussianDropout`` and ``SpatialDropout1D``/
-``2D`` (whole channels dropped). Each draws afresh at every training step, compiled steps
+``2D``/``3D`` (whole channels dropped). Each draws afresh at every training step, compiled steps
 too, from its ``seed`` (or braze's ``generator``) or the global stream."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from braze.nn.layer import Layer, new_generator
 from braze.ops.random import Generator
 from braze.tensor import Tensor, user_error
 
-__all__ = ["GaussianDropout", "GaussianNoise", "SpatialDropout1D", "SpatialDropout2D"]
+__all__ = ["GaussianDropout", "GaussianNoise", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D"]
 
 
 class _Noise(Layer):
@@ -91,3 +91,9 @@ class SpatialDropout2D(SpatialDropout1D):
     """Dropout of whole channels of NHWC images, each kept over every pixel or zeroed."""
 
     axes = 2
+
+
+class SpatialDropout3D(SpatialDropout1D):
+    """Dropout of whole channels of NDHWC volumes, each kept over every voxel or zeroed."""
+
+    axes = 3

@@ -1,6 +1,6 @@
 """Keras's reshaping layers beyond ``Flatten`` and ``Reshape``: ``RepeatVector``,
-``Permute``, ``ZeroPadding1D``/``2D`` and ``Cropping1D``/``2D`` (channels last, as
-braze's images are)."""
+``Permute``, ``ZeroPadding1D``/``2D``/``3D`` and ``Cropping1D``/``2D``/``3D`` (channels
+last, as braze's images are)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,16 @@ from braze.nn.conv import channels_last
 from braze.nn.layer import Layer
 from braze.tensor import Tensor, user_error
 
-__all__ = ["Cropping1D", "Cropping2D", "Permute", "RepeatVector", "ZeroPadding1D", "ZeroPadding2D"]
+__all__ = [
+    "Cropping1D",
+    "Cropping2D",
+    "Cropping3D",
+    "Permute",
+    "RepeatVector",
+    "ZeroPadding1D",
+    "ZeroPadding2D",
+    "ZeroPadding3D",
+]
 
 
 class RepeatVector(Layer):
@@ -76,7 +85,9 @@ class _Spatial(Layer):
 
     def _check(self, x: Tensor) -> None:
         if x.ndim != self.axes + 2:
-            shape = "(batch, steps, channels)" if self.axes == 1 else "(batch, height, width, channels)"
+            shape = {1: "(batch, steps, channels)", 2: "(batch, height, width, channels)"}.get(
+                self.axes, "(batch, depth, height, width, channels)"
+            )
             raise user_error(ShapeError, f"{self.name}: inputs are {shape}, got {x.shape}")
 
 
@@ -121,4 +132,21 @@ class Cropping2D(Cropping1D):
     axes = 2
 
     def __init__(self, cropping: Any = ((0, 0), (0, 0)), **kwargs: Any) -> None:
+        super().__init__(cropping, **kwargs)
+
+
+class ZeroPadding3D(ZeroPadding1D):
+    """Zeros added around NDHWC volumes: ``padding`` an int, (depth, rows, columns) or a
+    (before, after) pair for each."""
+
+    axes = 3
+
+
+class Cropping3D(Cropping1D):
+    """Voxels removed around NDHWC volumes: ``cropping`` an int, (depth, rows, columns) or a
+    (before, after) pair for each."""
+
+    axes = 3
+
+    def __init__(self, cropping: Any = ((1, 1), (1, 1), (1, 1)), **kwargs: Any) -> None:
         super().__init__(cropping, **kwargs)
