@@ -36,7 +36,7 @@ from braze.nn.conv import (
     MaxPooling1D,
     MaxPooling2D,
 )
-from braze.nn.depthwise import DepthwiseConv2D, SeparableConv2D
+from braze.nn.depthwise import DepthwiseConv1D, DepthwiseConv2D, SeparableConv1D, SeparableConv2D
 from braze.nn.functional_api import (
     Input,
     InputLayer,
@@ -142,6 +142,7 @@ __all__ = [
     "Cropping2D",
     "Cropping3D",
     "Dense",
+    "DepthwiseConv1D",
     "DepthwiseConv2D",
     "Discretization",
     "Dot",
@@ -204,6 +205,7 @@ __all__ = [
     "Rescaling",
     "Reshape",
     "Resizing",
+    "SeparableConv1D",
     "SeparableConv2D",
     "Sigmoid",
     "SimpleRNN",
@@ -237,8 +239,6 @@ __all__ = [
 
 # Keras layers braze does not have, with what comes nearest in braze.
 _MISSING = {
-    "SeparableConv1D": "SeparableConv2D on a height of 1, or Conv1D with a full kernel",
-    "DepthwiseConv1D": "DepthwiseConv2D on a height of 1",
     "StringLookup": "braze tensors hold numbers: encode strings to integers with NumPy",
     "TextVectorization": "braze tensors hold numbers: tokenize with Python and keras.utils.pad_sequences",
     "Hashing": "map the values to bins with NumPy, or Discretization for numbers in ranges",

@@ -1,4 +1,5 @@
-"""Keras's depthwise and separable convolutions over NHWC images: ``DepthwiseConv2D``
+"""Keras's depthwise and separable convolutions over NHWC images (and, one row high,
+(batch, steps, channels) sequences: ``DepthwiseConv1D``, ``SeparableConv1D``): ``DepthwiseConv2D``
 filters each input channel on its own (``depthwise_kernel`` of shape (height, width,
 channels, depth_multiplier)); ``SeparableConv2D`` follows that with a 1x1 convolution
 mixing the channels (``pointwise_kernel`` of shape (1, 1, channels * depth_multiplier,
@@ -18,12 +19,14 @@ from braze.nn.layers import reject_constraints
 from braze.ops.random import Generator
 from braze.tensor import Tensor, user_error
 
-__all__ = ["DepthwiseConv2D", "SeparableConv2D"]
+__all__ = ["DepthwiseConv1D", "DepthwiseConv2D", "SeparableConv1D", "SeparableConv2D"]
 
 
 class DepthwiseConv2D(Layer):
     """``keras.layers.DepthwiseConv2D``: each channel convolved with ``depth_multiplier``
     filters of its own, then the bias and the activation."""
+
+    rank = 2
 
     def __init__(
         self,
@@ -49,8 +52,8 @@ class DepthwiseConv2D(Layer):
         if int(depth_multiplier) < 1:
             raise ValueError(f"{kind}: depth_multiplier must be a positive integer, got {depth_multiplier!r}")
         super().__init__(**kwargs)
-        self.kernel_size, self.strides = int_tuple(kernel_size, 2), int_tuple(strides, 2)
-        self.padding, self.dilation_rate = padding.lower(), int_tuple(dilation_rate, 2)
+        self.kernel_size, self.strides = int_tuple(kernel_size, self.rank), int_tuple(strides, self.rank)
+        self.padding, self.dilation_rate = padding.lower(), int_tuple(dilation_rate, self.rank)
         self.depth_multiplier = int(depth_multiplier)
         self.depthwise_regularizer = regularizers.get(depthwise_regularizer)
         self.activation, self.use_bias = activations.get(activation), bool(use_bias)
@@ -59,9 +62,12 @@ class DepthwiseConv2D(Layer):
         self._generator = generator
         self._build_if_known()
 
+    def _layout(self) -> str:
+        return "NHWC images" if self.rank == 2 else "(batch, steps, channels) sequences"
+
     def _channels(self, input_shape: tuple[int | None, ...]) -> int:
-        if len(input_shape) != 4 or input_shape[-1] is None:
-            raise user_error(ShapeError, f"{self.name}: expected NHWC images of known channels, got {input_shape}")
+        if len(input_shape) != self.rank + 2 or input_shape[-1] is None:
+            raise user_error(ShapeError, f"{self.name}: expected {self._layout()} of known channels, got {input_shape}")
         return int(input_shape[-1])
 
     def build(self, input_shape: tuple[int | None, ...]) -> None:
@@ -85,9 +91,15 @@ class DepthwiseConv2D(Layer):
         return y
 
     def _depthwise(self, x: Tensor) -> Tensor:
-        if x.ndim != 4:
-            raise user_error(ShapeError, f"{self.name}: expected NHWC images, got inputs of shape {x.shape}")
-        return ops.depthwise_conv2d(x, self.depthwise_kernel, self.strides, self.padding, self.dilation_rate)
+        if x.ndim != self.rank + 2:
+            raise user_error(ShapeError, f"{self.name}: expected {self._layout()}, got inputs of shape {x.shape}")
+        if self.rank == 2:
+            return ops.depthwise_conv2d(x, self.depthwise_kernel, self.strides, self.padding, self.dilation_rate)
+        # A sequence as an image one row high.
+        kernel = self.depthwise_kernel.reshape(1, *self.depthwise_kernel.shape)
+        row = x.reshape(x.shape[0], 1, *x.shape[1:])
+        y = ops.depthwise_conv2d(row, kernel, (1, *self.strides), self.padding, (1, *self.dilation_rate))
+        return y.reshape(y.shape[0], *y.shape[2:])
 
     def call(self, x: Tensor) -> Tensor:
         y = self._pointwise(self._depthwise(x))
@@ -141,11 +153,26 @@ class SeparableConv2D(DepthwiseConv2D):
 
     def _add_pointwise(self, channels: int) -> int:
         self.pointwise_kernel = self.add_weight(
-            shape=(1, 1, channels, self.filters),
+            shape=(*([1] * self.rank), channels, self.filters),
             initializer=self.pointwise_initializer,
             regularizer=self.pointwise_regularizer,
         )
         return self.filters
 
     def _pointwise(self, y: Tensor) -> Tensor:
-        return y @ self.pointwise_kernel[0, 0]  # a 1x1 convolution: a product over the channels
+        # A 1x1 convolution: a product over the channels.
+        return y @ self.pointwise_kernel.reshape(self.pointwise_kernel.shape[-2:])
+
+
+class DepthwiseConv1D(DepthwiseConv2D):
+    """``keras.layers.DepthwiseConv1D`` over (batch, steps, channels): a (width, channels,
+    depth_multiplier) ``depthwise_kernel``."""
+
+    rank = 1
+
+
+class SeparableConv1D(SeparableConv2D):
+    """``keras.layers.SeparableConv1D`` over (batch, steps, channels): a depthwise convolution
+    along the steps, then a (1, channels, filters) pointwise one."""
+
+    rank = 1

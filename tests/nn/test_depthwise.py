@@ -64,8 +64,8 @@ def test_bad_arguments_are_named():
         keras.layers.DepthwiseConv2D(3, depth_multiplier=0)
     with pytest.raises(NotImplementedError, match="depthwise_constraint"):
         keras.layers.SeparableConv2D(2, 3, depthwise_constraint="non_neg")
-    with pytest.raises(AttributeError, match="SeparableConv1D: SeparableConv2D on a height of 1"):
-        keras.layers.SeparableConv1D  # noqa: B018 - the attribute lookup is what fails
+    with pytest.raises(AttributeError, match="Conv3DTranspose: braze's transposed convolutions are 1-D and 2-D"):
+        keras.layers.Conv3DTranspose  # noqa: B018 - the attribute lookup is what fails
 
 
 @pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit_compile"])
@@ -85,3 +85,20 @@ def test_a_separable_model_trains_and_saves(tmp_path, jit):
     model.save(tmp_path / "separable.keras")
     loaded = keras.models.load_model(tmp_path / "separable.keras")
     np.testing.assert_array_equal(loaded.predict(X, verbose=0), model.predict(X, verbose=0))
+
+
+def test_one_dimensional_depthwise_and_separable_convolutions_are_the_2d_ones_one_row_high():
+    sequences = RNG.standard_normal((2, 9, 3)).astype(np.float32)
+    depthwise = keras.layers.DepthwiseConv1D(3, strides=2, padding="same", depth_multiplier=2)
+    separable = keras.layers.SeparableConv1D(4, 2, dilation_rate=2, use_bias=False)
+    got_depthwise, got_separable = depthwise(sequences).numpy(), separable(sequences).numpy()
+    kernel = depthwise.depthwise_kernel.numpy()
+    assert kernel.shape == (3, 3, 2)
+    want = depthwise_ref(sequences[:, None], kernel[None], stride=(1, 2), padding="SAME")[:, 0]
+    np.testing.assert_allclose(got_depthwise, want + depthwise.bias.numpy(), rtol=1e-5, atol=1e-5)
+    inner, pointwise = separable.depthwise_kernel.numpy(), separable.pointwise_kernel.numpy()
+    assert inner.shape == (2, 3, 1) and pointwise.shape == (1, 3, 4)
+    want = depthwise_ref(sequences[:, None], inner[None], dilation=(1, 2))[:, 0] @ pointwise[0]
+    np.testing.assert_allclose(got_separable, want, rtol=1e-5, atol=1e-5)
+    with pytest.raises(braze.ShapeError, match=r"\(batch, steps, channels\) sequences"):
+        depthwise(X)
