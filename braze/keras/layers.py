@@ -36,6 +36,7 @@ from braze.nn.conv import (
     MaxPooling1D,
     MaxPooling2D,
 )
+from braze.nn.conv_lstm import ConvLSTM2D
 from braze.nn.depthwise import DepthwiseConv1D, DepthwiseConv2D, SeparableConv1D, SeparableConv2D
 from braze.nn.functional_api import (
     Input,
@@ -135,6 +136,7 @@ __all__ = [
     "Conv2D",
     "Conv2DTranspose",
     "Conv3D",
+    "ConvLSTM2D",
     "Convolution1D",
     "Convolution2D",
     "Convolution3D",
@@ -243,8 +245,7 @@ _MISSING = {
     "TextVectorization": "braze tensors hold numbers: tokenize with Python and keras.utils.pad_sequences",
     "Hashing": "map the values to bins with NumPy, or Discretization for numbers in ranges",
     "Conv3DTranspose": "braze's transposed convolutions are 1-D and 2-D",
-    "ConvLSTM1D": "TimeDistributed(Conv1D) then an LSTM, or an RNN over a cell of your own",
-    "ConvLSTM2D": "TimeDistributed(Conv2D) then an LSTM, or an RNN over a cell of your own",
+    "ConvLSTM1D": "ConvLSTM2D over images one row high",
     "EinsumDense": "Dense, or ops.einsum with weights of your own layer",
     "SpectralNormalization": "no weight normalizations: normalize the kernel in a layer of your own",
     "AlphaDropout": "Dropout, or GaussianDropout",

@@ -41,7 +41,7 @@ class Sequences(Layer):
     return_sequences = return_state = go_backwards = zero_output_for_mask = False
 
     def _time_major(self, x: Tensor) -> Tensor:
-        seq = ops.transpose(x, (1, 0, 2))
+        seq = ops.transpose(x, (1, 0, *range(2, x.ndim)))
         return ops.flip(seq, 0) if self.go_backwards else seq
 
     def _steps_mask(self, mask: Tensor | None, x: Tensor) -> Tensor | None:
@@ -152,6 +152,20 @@ class _KerasRecurrent(Sequences):
         return [output, *states] if self.return_state else output
 
 
+def forget_gate_ones(units: int, initializer: Any) -> Any:
+    """An LSTM bias initializer (gates input, forget, cell, output) whose forget gate
+    starts at one, the others as ``initializer`` makes them (``unit_forget_bias``)."""
+    base = initializers.get(initializer)
+
+    def forget_ones(shape: Any, dtype: Any = None) -> Tensor:
+        values = base((units,), dtype)
+        return ops.concatenate(
+            [values, ops.ones((units,), dtype=values.dtype, device=values.device), base((2 * units,), dtype)]
+        )
+
+    return forget_ones
+
+
 class SimpleRNN(_KerasRecurrent):
     """``keras.layers.SimpleRNN(units)``: ``h = activation(x kernel + h recurrent_kernel +
     bias)``, a recurrent layer without gates (so without ``recurrent_activation``)."""
@@ -198,17 +212,7 @@ class LSTM(_KerasRecurrent):
         self.unit_forget_bias = bool(kwargs.pop("unit_forget_bias", True))
 
     def _bias_initial(self) -> Any:
-        if not self.unit_forget_bias:
-            return self.bias_initializer
-        units, base = self.units, initializers.get(self.bias_initializer)
-
-        def forget_ones(shape: Any, dtype: Any = None) -> Tensor:
-            values = base((units,), dtype)
-            return ops.concatenate(
-                [values, ops.ones((units,), dtype=values.dtype, device=values.device), base((2 * units,), dtype)]
-            )
-
-        return forget_ones
+        return forget_gate_ones(self.units, self.bias_initializer) if self.unit_forget_bias else self.bias_initializer
 
     def call(self, x: Tensor, initial_state: Any = None, mask: Tensor | None = None) -> Any:
         seq = self._sequence(x)

@@ -45,11 +45,14 @@ def masked_scan(
     def masked(both: tuple[Any, Tensor], x_and_kept: tuple[Tensor, Tensor]) -> tuple[tuple[Any, Tensor], Tensor]:
         (state, last), (x, kept) = both, x_and_kept
         new, y = step(state, x)
-        kept = kept.reshape(kept.shape[0], 1)
-        y = ops.where(kept, y, ops.zeros_like(y) if zero_output else last)
+
+        def keep(fresh: Tensor, old: Tensor) -> Tensor:  # per example, whatever the rank
+            return ops.where(kept.reshape(kept.shape[0], *([1] * (fresh.ndim - 1))), fresh, old)
+
+        y = keep(y, ops.zeros_like(y) if zero_output else last)
         if isinstance(new, Tensor):
-            return (ops.where(kept, new, state), y), y
-        return (tuple(ops.where(kept, n, o) for n, o in zip(new, state, strict=True)), y), y
+            return (keep(new, state), y), y
+        return (tuple(keep(n, o) for n, o in zip(new, state, strict=True)), y), y
 
     if first_output is None:
         first_output = ops.zeros_like(carry if isinstance(carry, Tensor) else carry[0])
