@@ -40,6 +40,7 @@ RESULTS = {
     "callbacks_and_configs": ("history", "batch_losses", "features", "predictions", "clone_history"),
     "addition_rnn": ("history", "attentive_history"),
     "translation_transformer": ("history", "probabilities"),
+    "structured_lookup": ("history", "predictions"),
     "masked_sequences": (
         "history",
         "transformer_history",

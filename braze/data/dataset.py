@@ -42,6 +42,16 @@ def _map(fn: Callable[[Any], Any], structure: Any) -> Any:
     return fn(structure)
 
 
+def _normalized(structure: Any) -> Any:
+    """A dataset's tensors as TensorFlow reads them: tuples and dicts are structures, and
+    anything else (a list of numbers too) one array."""
+    if isinstance(structure, tuple):
+        return type(structure)(_normalized(item) for item in structure)
+    if isinstance(structure, dict):
+        return {key: _normalized(item) for key, item in structure.items()}
+    return np.asarray(structure.numpy() if hasattr(structure, "numpy") else structure)
+
+
 def _stack(elements: list[Any]) -> Any:
     first = elements[0]
     if isinstance(first, (list, tuple)):
@@ -74,7 +84,9 @@ class Dataset:
     def from_tensor_slices(tensors: Any) -> Dataset:
         """One element per row of ``tensors`` (an array, or a tuple, list or dict of arrays
         with the same number of rows)."""
-        arrays = _map(lambda a: np.asarray(a.numpy() if hasattr(a, "numpy") else a), tensors)
+        arrays = _normalized(tensors)
+        if any(a.ndim == 0 for a in _leaves(arrays)):
+            raise ValueError("Dataset.from_tensor_slices: a scalar has no rows to slice")
         rows = {len(a) for a in _leaves(arrays)}
         if len(rows) != 1:
             raise ValueError(f"Dataset.from_tensor_slices: the arrays have different numbers of rows: {sorted(rows)}")
@@ -88,7 +100,7 @@ class Dataset:
 
     @staticmethod
     def from_tensors(tensors: Any) -> Dataset:
-        element = _map(np.asarray, tensors)
+        element = _normalized(tensors)
         return Dataset(lambda: iter([element]), 1)
 
     @staticmethod

@@ -69,3 +69,19 @@ def test_elements_answer_numpy_as_tensorflows_tensors_do():
     row = next(iter(Dataset.from_tensor_slices(labels)))
     assert row.numpy() == 0
     assert all(type(a) is np.ndarray for a in next(Dataset.from_tensor_slices((images, labels)).as_numpy_iterator()))
+
+
+def test_lists_are_tensors_and_tuples_and_dicts_structures_as_in_tensorflow():
+    numbers = list(Dataset.from_tensor_slices([1, 2, 3]))
+    assert [int(n) for n in numbers] == [1, 2, 3]
+    pairs = list(Dataset.from_tensor_slices(([[1, 2], [3, 4]], [0, 1])))
+    np.testing.assert_array_equal(pairs[1][0], [3, 4])
+    assert int(pairs[1][1]) == 1
+    table = Dataset.from_tensor_slices(({"a": [1.0, 2.0, 3.0], "b": [4, 5, 6]}, [0, 1, 0]))
+    features, labels = next(iter(table.batch(2)))
+    np.testing.assert_array_equal(features["b"], [4, 5])
+    np.testing.assert_array_equal(labels, [0, 1])
+    (whole,) = list(Dataset.from_tensors([1, 2]))
+    np.testing.assert_array_equal(whole, [1, 2])
+    with pytest.raises(ValueError, match="a scalar has no rows"):
+        Dataset.from_tensor_slices(5)
