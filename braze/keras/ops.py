@@ -160,6 +160,7 @@ __all__ = [
     "greater_equal",
     "hstack",
     "identity",
+    "core",
     "image",
     "isfinite",
     "isnan",
@@ -188,7 +189,9 @@ __all__ = [
     "negative",
     "norm",
     "normalize",
+    "nn",
     "not_equal",
+    "numpy",
     "one_hot",
     "ones",
     "ones_like",
@@ -242,3 +245,33 @@ __all__ = [
 
 image = SimpleNamespace(**IMAGE_FUNCTIONS)
 """``keras.ops.image``: ``resize`` (as ``tf.image.resize``) and ``extract_patches``."""
+
+# Keras 3's sub-namespaces of the same functions: ``keras.ops.nn`` the activations and the
+# losses, ``keras.ops.core`` the control flow and conversions, ``keras.ops.numpy`` the rest.
+_NN = {
+    "binary_crossentropy",
+    "categorical_crossentropy",
+    "elu",
+    "gelu",
+    "leaky_relu",
+    "log_softmax",
+    "moments",
+    "normalize",
+    "one_hot",
+    "relu",
+    "relu6",
+    "selu",
+    "sigmoid",
+    "silu",
+    "softmax",
+    "softplus",
+    "sparse_categorical_crossentropy",
+    "swish",
+}
+_CORE = {"cond", "convert_to_numpy", "convert_to_tensor", "scan", "slice", "stop_gradient", "unstack", "shape"}
+nn = SimpleNamespace(**{name: f for name, f in FUNCTIONS.items() if name in _NN})
+"""``keras.ops.nn``: the activations, ``one_hot``, ``normalize`` and the cross-entropies."""
+core = SimpleNamespace(**{name: f for name, f in FUNCTIONS.items() if name in _CORE})
+"""``keras.ops.core``: ``cond``, ``convert_to_tensor``, ``shape``, ``stop_gradient``..."""
+numpy = SimpleNamespace(**{name: f for name, f in FUNCTIONS.items() if name not in _NN | _CORE})
+"""``keras.ops.numpy``: the NumPy-named functions."""

@@ -7,12 +7,13 @@ only the names and defaults differ."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 from braze import ops
 from braze.ir.errors import ShapeError
-from braze.nn import functional, initializers, symbolic, transformer
+from braze.nn import functional, initializers, regularizers, symbolic, transformer
 from braze.nn.layer import Layer
 from braze.ops.random import Generator
 from braze.tensor import Tensor, user_error
@@ -30,13 +31,24 @@ class Embedding(transformer.Embedding):
         input_dim: int,
         output_dim: int,
         embeddings_initializer: Any = "uniform",
+        embeddings_regularizer: Any = None,
         generator: Generator | None = None,
         mask_zero: bool = False,
         **kwargs: Any,
     ) -> None:
+        for option in ("embeddings_constraint", "lora_rank"):
+            if kwargs.pop(option, None) is not None:
+                raise NotImplementedError(f"Embedding: {option} is not supported")
+        if kwargs.pop("sparse", False):
+            raise NotImplementedError("Embedding: sparse=True is not supported (braze tensors are dense)")
+        if kwargs.pop("input_length", None) is not None:
+            warnings.warn("Embedding: input_length is deprecated (as in Keras 3) and changes nothing", stacklevel=2)
         self.embeddings_initializer = initializers.get(embeddings_initializer)
         super().__init__(input_dim, output_dim, generator, **kwargs)
         self.mask_zero = self.supports_masking = bool(mask_zero)
+        regularizer = regularizers.get(embeddings_regularizer)
+        if regularizer is not None:  # its penalty joins the layer's losses, as add_weight's
+            self.__dict__.setdefault("_weight_regularizers", []).append((self.embeddings, regularizer))
 
     def initial(self, shape: tuple[int, int], generator: Generator | None) -> Tensor:
         return initializers.make_weight(self.embeddings_initializer, shape, generator=generator)

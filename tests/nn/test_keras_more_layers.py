@@ -314,3 +314,18 @@ def test_integer_lookup_indexes_as_keras_documents():
     assert capped.get_vocabulary() == [-1, 42, 1138]
     with pytest.raises(ValueError, match="adapt the layer"):
         layers.IntegerLookup()(data)
+
+
+def test_embedding_takes_a_regularizer_and_ops_have_keras_sub_namespaces():
+    embedding = layers.Embedding(6, 3, embeddings_regularizer=keras.regularizers.l2(0.5))
+    embedding(np.array([[1, 2]]))
+    table = embedding.embeddings.numpy().astype(np.float64)
+    np.testing.assert_allclose(float(sum(embedding.losses)), 0.5 * (table**2).sum(), rtol=1e-5)
+    with pytest.warns(UserWarning, match="input_length is deprecated"):
+        layers.Embedding(6, 3, input_length=4)
+    with pytest.raises(NotImplementedError, match="embeddings_constraint"):
+        layers.Embedding(6, 3, embeddings_constraint="non_neg")
+    x = np.array([-1.0, 0.0, 2.0], "float32")
+    np.testing.assert_allclose(ops.nn.sigmoid(x).numpy(), 1 / (1 + np.exp(-x)), rtol=1e-6)
+    np.testing.assert_array_equal(ops.numpy.maximum(x, 0).numpy(), np.maximum(x, 0))
+    assert ops.core.shape(braze.ones((2, 3))) == (2, 3)
