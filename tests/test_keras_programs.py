@@ -41,6 +41,7 @@ RESULTS = {
     "addition_rnn": ("history", "attentive_history"),
     "translation_transformer": ("history", "probabilities"),
     "structured_lookup": ("history", "predictions"),
+    "collaborative_filtering": ("history", "predicted"),
     "masked_sequences": (
         "history",
         "transformer_history",

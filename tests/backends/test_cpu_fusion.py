@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from random_graphs import random_args
 
+import braze
 from braze.backends import cpu
 from braze.backends.cpu.fusion import MAX_SUMMED_CHANNELS
 from braze.backends.reference.interpreter import evaluate
@@ -82,3 +83,18 @@ def test_the_cpu_compiles_what_its_hooks_left(tmp_path):
     args = random_args(graph)
     (got,) = cpu.compile_graph(cpu.optimize(graph), cpu.DiskCache(tmp_path))(args)
     np.testing.assert_allclose(got, evaluate(graph, args)[0], rtol=1e-5)
+
+
+def test_a_full_contraction_to_a_scalar_compiles_where_its_sum_could_be_an_epilogue():
+    # The backward of a scalar contraction broadcast over a batch (keras-io's recommender:
+    # ops.tensordot(users, movies, 2) plus per-row biases) offered the CPU policy an
+    # epilogue sum on a 0-d result, which it indexed by its channels and crashed on.
+    def loss(u, v, b):
+        return braze.sigmoid(braze.tensordot(u, v, 2) + b).sum()
+
+    rng = np.random.default_rng(0)
+    arrays = [rng.normal(size=s).astype("float32") for s in ((4, 3), (4, 3), (4, 1))]
+    compiled = braze.jit(braze.grad(loss, argnums=(0, 1, 2)))(*map(braze.tensor, arrays))
+    eager = braze.grad(loss, argnums=(0, 1, 2))(*map(braze.tensor, arrays))
+    for got, want in zip(compiled, eager, strict=True):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)

@@ -39,7 +39,7 @@ class CpuFusionPolicy(FusionPolicy):
         return reads_bfloat16(node) or conv_reads_bfloat16(node)
 
     def epilogue_sum(self, root: Node, last: Node, users: list[Node]) -> Node | None:
-        if last.shape[-1] > MAX_SUMMED_CHANNELS:
+        if not last.shape or last.shape[-1] > MAX_SUMMED_CHANNELS:  # a scalar has no channels to sum
             return None
         return super().epilogue_sum(root, last, users)
 
