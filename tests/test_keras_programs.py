@@ -42,6 +42,14 @@ RESULTS = {
     "translation_transformer": ("history", "probabilities"),
     "structured_lookup": ("history", "predictions"),
     "collaborative_filtering": ("history", "predicted"),
+    "knowledge_distillation": (
+        "teacher_loss",
+        "teacher_accuracy",
+        "history",
+        "distilled_loss",
+        "distilled_accuracy",
+        "scratch_history",
+    ),
     "masked_sequences": (
         "history",
         "transformer_history",

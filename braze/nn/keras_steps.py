@@ -9,6 +9,8 @@ The default ``train_step`` records the loss and metrics before it applies the gr
 
 from __future__ import annotations
 
+import functools
+import inspect
 import warnings
 from typing import Any
 
@@ -69,6 +71,13 @@ class KerasSteps:
         for term in terms[1:]:
             total = total + term
         return total
+
+    def _compute_loss(self, x: Any, y: Any, y_pred: Any, sample_weight: Any, training: bool) -> Tensor:
+        """``compute_loss``, told ``training`` where it takes it: an override written before
+        Keras 3.3 added the argument (Keras's knowledge-distillation example's) does not."""
+        if _takes_training(type(self).compute_loss):
+            return self.compute_loss(x, y, y_pred, sample_weight, training=training)
+        return self.compute_loss(x, y, y_pred, sample_weight)
 
     # Metrics ----------------------------------------------------------------------------
 
@@ -132,7 +141,7 @@ class KerasSteps:
         x, y, sample_weight = unpack(data)
         with GradientTape() as tape:
             y_pred = call_model(self, x, training=True)
-            loss = self.compute_loss(x, y, y_pred, sample_weight, training=True)
+            loss = self._compute_loss(x, y, y_pred, sample_weight, training=True)
         logs = self._record(loss, x, y, y_pred, sample_weight)
         weights = self._trainable()
         if weights:
@@ -145,7 +154,7 @@ class KerasSteps:
         """One batch of evaluation in inference mode; returns the metrics' results."""
         x, y, sample_weight = unpack(data)
         y_pred = call_model(self, x, training=False)
-        loss = self.compute_loss(x, y, y_pred, sample_weight, training=False)
+        loss = self._compute_loss(x, y, y_pred, sample_weight, training=False)
         return self._record(loss, x, y, y_pred, sample_weight)
 
     def predict_step(self, data: Any) -> Any:
@@ -155,3 +164,12 @@ class KerasSteps:
     def _trainable(self) -> list[Tensor]:
         weights = getattr(self, "trainable_weights", None)
         return list(weights if weights is not None else self.parameters())
+
+
+@functools.cache
+def _takes_training(method: Any) -> bool:
+    try:
+        parameters = inspect.signature(method).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(p.name == "training" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
