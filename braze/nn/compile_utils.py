@@ -32,12 +32,16 @@ def _per_output(spec: Any, names: list[str], what: str) -> list[Any]:
     return [spec] * len(names)
 
 
-def targets_per_output(y_true: Any, names: list[str]) -> list[Any]:
-    """The targets of each output, from a dict by name, a list in order or one target."""
+def targets_per_output(y_true: Any, names: list[str], taking: list[int] | None = None) -> list[Any]:
+    """The targets of each output, from a dict by name, a list in order or one target. One
+    target for several outputs goes to the one output that takes a target (``taking``: the
+    outputs with a loss or metrics), as Keras 3 gives it to ``loss=[loss_fn, None]``."""
     if isinstance(y_true, dict):
         return [y_true.get(name) for name in names]
     if len(names) == 1:
         return [y_true]
+    if not isinstance(y_true, (list, tuple)) and taking is not None and len(taking) <= 1:
+        return [y_true if i in taking else None for i in range(len(names))]
     if not isinstance(y_true, (list, tuple)) or len(y_true) != len(names):
         given = f"{len(y_true)} targets" if isinstance(y_true, (list, tuple)) else "one target"
         raise ValueError(
@@ -53,9 +57,12 @@ def weights_per_output(sample_weight: Any, names: list[str]) -> list[Any]:
     return targets_per_output(sample_weight, names)
 
 
-def per_output(y_true: Any, y_pred: Any, sample_weight: Any, names: list[str]) -> tuple[list, list, list]:
-    """The predictions, targets and sample weights of each output."""
-    return tree.leaves(y_pred), targets_per_output(y_true, names), weights_per_output(sample_weight, names)
+def per_output(
+    y_true: Any, y_pred: Any, sample_weight: Any, names: list[str], taking: list[int] | None = None
+) -> tuple[list, list, list]:
+    """The predictions, targets and sample weights of each output (``taking``: as
+    ``targets_per_output``)."""
+    return tree.leaves(y_pred), targets_per_output(y_true, names, taking), weights_per_output(sample_weight, names)
 
 
 def _names(y_pred: Any, output_names: list[str]) -> list[str]:
@@ -79,6 +86,7 @@ class CompileLoss:
         self.weights: list[float] = []
         self.names: list[str] = []
         self.output_trackers: list[Mean] = []
+        self._tracker_of: dict[int, int] = {}  # an output's tracker, by the output's index
         if output_names:
             self.resolve(output_names)
 
@@ -87,7 +95,10 @@ class CompileLoss:
         self.losses = [None if s is None else keras_losses.get(s) for s in _per_output(self.spec, names, "losses")]
         weights = _per_output(self.loss_weights, names, "loss_weights") if self.loss_weights is not None else None
         self.weights = [1.0 if w is None else float(w) for w in (weights or [None] * len(names))]
-        self.output_trackers = [Mean(f"{name}_loss") for name in names] if len(names) > 1 else []
+        # A tracker per output with a loss (Keras logs ``name_loss``) where several have one.
+        with_loss = [name for name, loss in zip(names, self.losses, strict=True) if loss is not None]
+        self.output_trackers = [Mean(f"{name}_loss") for name in with_loss] if len(with_loss) > 1 else []
+        self._tracker_of = {i: k for k, i in enumerate(i for i, loss in enumerate(self.losses) if loss is not None)}
 
     def __call__(
         self, y_true: Any, y_pred: Any, sample_weight: Any = None, regularization_losses: Any = None
@@ -113,14 +124,15 @@ class CompileLoss:
         names = _names(y_pred, self.names)
         if self.losses is None or len(self.losses) != len(names):
             self.resolve(names)
-        preds, targets, weights = per_output(y_true, y_pred, sample_weight, names)
+        taking = [i for i, loss in enumerate(self.losses) if loss is not None]
+        preds, targets, weights = per_output(y_true, y_pred, sample_weight, names, taking)
         total = None
         for i, (loss, weight) in enumerate(zip(self.losses, self.weights, strict=True)):
             if loss is None or targets[i] is None:
                 continue
             value = loss(targets[i], preds[i], weights[i])
             if self.output_trackers:  # unweighted, averaged by batch size as the total is (Keras's)
-                self.output_trackers[i].update_state(value, sample_weight=preds[i].shape[0])
+                self.output_trackers[self._tracker_of[i]].update_state(value, sample_weight=preds[i].shape[0])
             term = value * weight if weight != 1.0 else value
             total = term if total is None else total + term
         return total
@@ -173,7 +185,8 @@ class CompileMetrics(Metric):
         names = _names(y_pred, self.names)
         if self.by_output is None or len(self.by_output) != len(names):
             self.resolve(names)
-        preds, targets, weights = per_output(y_true, y_pred, sample_weight, names)
+        taking = [i for i, (plain, weighted) in enumerate(self.by_output) if plain or weighted]
+        preds, targets, weights = per_output(y_true, y_pred, sample_weight, names, taking)
         for (plain, weighted), target, pred, weight in zip(self.by_output, targets, preds, weights, strict=True):
             if target is None:
                 continue

@@ -277,3 +277,24 @@ def test_a_sequential_model_casts_boolean_and_integer_inputs_to_its_input_dtype(
     assert np.isfinite(model.fit(flags, flags[:, :2], verbose=0).history["loss"][0])
     tokens = keras.Sequential([keras.Input((2,), dtype="int32"), layers.Embedding(5, 2)])
     assert tokens.predict(np.array([[1.0, 4.0]]), verbose=0).shape == (1, 2, 2)
+
+
+def test_one_target_goes_to_the_one_output_with_a_loss_as_in_keras():
+    from braze import keras
+    from braze.keras import layers
+
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((4,))
+    hidden = layers.Dense(3, name="hidden")(inputs)
+    logits = layers.Dense(2, name="logits")(hidden)
+    model = keras.Model(inputs, [logits, hidden])  # keras-io's miniature GPT returns its features too
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    model.compile("adam", loss=[loss, None])
+    x = np.random.default_rng(1).normal(size=(8, 4)).astype("float32")
+    y = np.array([0, 1, 1, 0, 1, 0, 0, 1])
+    predicted, _ = model.predict(x, verbose=0)
+    np.testing.assert_allclose(model.evaluate(x, y, verbose=0), float(loss(y, predicted)), rtol=1e-5)
+    assert sorted(model.fit(x, y, verbose=0).history) == ["loss"]
+    with pytest.raises(ValueError, match="one target for a model with 2 outputs"):
+        model.compile("adam", loss=[loss, loss])
+        model.fit(x, y, verbose=0)
