@@ -501,10 +501,10 @@ class GradientTape:
         GradientTape._open.remove(self)
 
     def watch(self, tensor: Any) -> None:
-        """Record gradients for ``tensor`` (or each tensor of a structure), a leaf."""
+        """Record gradients for ``tensor`` (or each tensor of a structure); one computed
+        from recorded tensors (WGAN-GP's interpolated images, inside the outer tape) is
+        recorded already, and a gradient by it stops there."""
         for t in trees.flatten(tensor, "GradientTape.watch")[0]:
-            if not t.is_leaf:
-                raise RuntimeError("GradientTape.watch: only tensors not yet computed from others can be watched")
             if not t.requires_grad:
                 t.requires_grad_()
 
@@ -519,12 +519,6 @@ class GradientTape:
         leaves, rebuild = trees.flatten(sources, "GradientTape.gradient")
         if not target.requires_grad:
             return rebuild([None] * len(leaves))
-        for t in leaves:
-            if not t.is_leaf:
-                raise RuntimeError(
-                    "GradientTape.gradient: sources must be variables (leaf tensors that require grad), not computed "
-                    "tensors"
-                )
         seed = _seed(target, output_gradients) if output_gradients is not None else ops.ones_like(target)
         targets = Targets(leaves)
         outer = any(tape is not self for tape in GradientTape._open)

@@ -42,6 +42,7 @@ RESULTS = {
     "translation_transformer": ("history", "probabilities"),
     "structured_lookup": ("history", "predictions"),
     "collaborative_filtering": ("history", "predicted"),
+    "wgan_gp": ("history",),
     "knowledge_distillation": (
         "teacher_loss",
         "teacher_accuracy",

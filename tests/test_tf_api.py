@@ -151,6 +151,21 @@ def test_nested_tapes_give_the_second_derivative():
     np.testing.assert_allclose(d2.numpy(), np.exp(v) * (v + 2), rtol=1e-12)
 
 
+def test_a_tape_watches_a_computed_tensor_as_wgan_gp_does():
+    """The gradient by a tensor computed inside the outer tape stops at it, and the outer
+    tape differentiates the penalty made of it: here g = 3 (2v)^2, so d sum(g) / dv = 24 v."""
+    v = tf.Variable(np.array([0.5, -1.5, 2.0], np.float64))
+    with tf.GradientTape() as outer:
+        x = v * 2.0
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            y = tf.reduce_sum(x**3)
+        g = inner.gradient(y, [x])[0]
+        penalty = tf.reduce_sum(g)
+    np.testing.assert_allclose(g.numpy(), 3 * (2 * v.numpy()) ** 2, rtol=1e-12)
+    np.testing.assert_allclose(outer.gradient(penalty, v).numpy(), 24 * v.numpy(), rtol=1e-12)
+
+
 def test_compat_converts_between_text_and_bytes():
     assert tf.compat.as_bytes("JFIF") in b"\xff\xd8\xff\xe0\x00\x10JFIF" and tf.compat.as_bytes(b"ab") == b"ab"
     assert tf.compat.as_text(b"caf\xc3\xa9") == "café" == tf.compat.as_str("café")

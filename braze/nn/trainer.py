@@ -21,7 +21,7 @@ from braze.nn import adapters, tree
 from braze.nn.callbacks import CallbackList
 from braze.nn.progress import ProgressBar
 from braze.nn.training import evaluating
-from braze.runtime.device import Device, default_device
+from braze.runtime.device import Device, default_device, set_default_device
 from braze.tensor import Tensor
 
 
@@ -112,8 +112,15 @@ class Trainer:
 
     def _step(self, function: Any, batch: Any) -> Any:
         data = self.tensors(batch)
-        result = function(self.model, data)
         device = self.device()
+        # Tensors the step makes without a device (a GAN's noise) are made on the model's,
+        # whichever device is the default (set_jit called after the model was made).
+        before = default_device()
+        set_default_device(device)
+        try:
+            result = function(self.model, data)
+        finally:
+            set_default_device(before)
         if device.is_lazy:
             barrier(device)  # a step ends here even if it never called the optimizer
         return result

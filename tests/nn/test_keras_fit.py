@@ -298,3 +298,24 @@ def test_one_target_goes_to_the_one_output_with_a_loss_as_in_keras():
     with pytest.raises(ValueError, match="one target for a model with 2 outputs"):
         model.compile("adam", loss=[loss, loss])
         model.fit(x, y, verbose=0)
+
+
+def test_tensors_a_step_makes_without_a_device_are_made_on_the_models():
+    from braze import keras
+    from braze.keras import layers
+
+    class Noisy(keras.Model):  # a GAN's step draws its noise without naming a device
+        def __init__(self):
+            super().__init__()
+            self.dense = layers.Dense(1)
+
+        def call(self, x):
+            return self.dense(x + braze.randn(x.shape))
+
+    model = Noisy()
+    model(np.ones((1, 2), "float32"))
+    model.to(braze.LAZY_CPU)  # the default device stays the eager CPU
+    model.compile(optimizer="sgd", loss="mse")
+    x, y = np.ones((4, 2), "float32"), np.zeros((4, 1), "float32")
+    assert np.isfinite(model.fit(x, y, verbose=0).history["loss"][0])
+    assert braze.default_device() == braze.CPU
