@@ -175,10 +175,12 @@ def graphs(draw) -> Graph:
             other = float64 if dtype != float64 else float32
             node = make("convert", (make("convert", (x,), dtype=other),), dtype=dtype)
         elif kind == "dot" and len(shape) == 2:
-            axis = draw(st.integers(0, 1))
-            node = make(
-                "dot_general", (x, x), lhs_contracting=(axis,), rhs_contracting=(axis,), lhs_batch=(), rhs_batch=()
-            )
+            axes = draw(st.sampled_from([(0,), (1,), (0, 1)]))  # (0, 1): a full contraction, to a scalar
+            node = make("dot_general", (x, x), lhs_contracting=axes, rhs_contracting=axes, lhs_batch=(), rhs_batch=())
+            if len(axes) == 2:  # the scalar spread over x and summed by rows (tensordot(u, v, 2) + bias)
+                spread = make("broadcast_in_dim", (node,), shape=shape, broadcast_dimensions=())
+                rows = x if x.aval.dtype == node.aval.dtype else make("convert", (x,), dtype=node.aval.dtype)
+                node = make("reduce_sum", (make("mul", (spread, rows)),), axes=(1,))
         elif kind == "rounded_dot" and len(shape) == 2 and dtype == float32:
             # what autocast records: a float32 product of operands rounded to bfloat16, which
             # the CPU computes from the bfloat16 values (vdpbf16ps where it has the instruction)
