@@ -18,8 +18,6 @@ from braze.tensor import Tensor, user_error
 
 __all__ = ["MultiHeadAttention"]
 
-_MASKED = -1e9  # Keras's score for a masked key (its softmax's large negative number)
-
 
 class _Projection(Module):
     """Keras's ``EinsumDense`` of an attention layer: a kernel of shape ``(*inputs,
@@ -133,7 +131,7 @@ class MultiHeadAttention(Layer):
             # Keras's softmax adds -1e9 where masked: a row masked whole (a padded query)
             # attends evenly instead of giving NaN.
             allowed = ops.expand_dims(padding, 1) if mask is None else ops.expand_dims(padding, 1) & mask
-            mask = ops.where(allowed, 0.0, _MASKED).astype(q.dtype)
+            mask = ops.where(allowed, 0.0, -masks.MASKED_SCORE).astype(q.dtype)
         rate = self.dropout if (self.training if training is None else training) else 0.0
         y = functional.scaled_dot_product_attention(q, k, v, mask, rate, generator=self._generator)
         return self.attention_output(ops.transpose(y, heads_first))

@@ -11,17 +11,12 @@ from typing import Any
 from braze import ops
 from braze.ir.errors import ShapeError
 from braze.nn import functional, keras_random, masks
+from braze.nn.keras_simple import NORM_EPSILON, normalize
 from braze.nn.layer import Layer, new_generator
 from braze.ops.random import Generator
 from braze.tensor import Tensor, user_error
 
 __all__ = ["AdditiveAttention", "Attention", "Dot", "dot"]
-
-_MASKED = 1e9  # what Keras subtracts from a masked key's score
-
-
-def _l2_normalized(x: Tensor, axis: int) -> Tensor:
-    return x * ops.rsqrt(ops.maximum(ops.sum(x * x, axis=axis, keepdims=True), 1e-12))
 
 
 class Dot(Layer):
@@ -44,7 +39,7 @@ class Dot(Layer):
         if 0 in axes or a.shape[axes[0]] != b.shape[axes[1]]:
             raise user_error(ShapeError, f"{self.name}: axes {self.axes} of inputs {a.shape} and {b.shape}")
         if self.normalize:
-            a, b = _l2_normalized(a, axes[0]), _l2_normalized(b, axes[1])
+            a, b = normalize(a, axes[0], epsilon=NORM_EPSILON), normalize(b, axes[1], epsilon=NORM_EPSILON)
         a = ops.transpose(a, (*(d for d in range(a.ndim) if d != axes[0]), axes[0]))  # (batch, ..., k)
         b = ops.transpose(b, (0, axes[1], *(d for d in range(1, b.ndim) if d != axes[1])))  # (batch, k, ...)
         rest_a, rest_b = a.shape[1:-1], b.shape[2:]
@@ -93,7 +88,7 @@ class _BaseAttention(Layer):
         if use_causal_mask:
             allowed = masks.both(allowed, functional.causal_mask(query.shape[1], key.shape[1], query.device))
         if allowed is not None:
-            scores = scores - _MASKED * ops.logical_not(allowed).astype(scores.dtype)
+            scores = masks.lowered(scores, allowed)
         weights = ops.softmax(scores, -1)
         if training and self.dropout > 0:
             weights = keras_random.dropout(weights, self.dropout, seed=self._generator)

@@ -9,11 +9,15 @@ from typing import Any
 from braze import ops
 from braze.ir.errors import ShapeError
 from braze.nn import functional
+from braze.nn.keras_ops import FUNCTIONS
 from braze.nn.layer import Layer
 from braze.nn.regularizers import L1L2
 from braze.tensor import Tensor, user_error
 
 __all__ = ["ActivityRegularization", "GroupNormalization", "Identity", "PReLU", "UnitNormalization"]
+
+normalize = FUNCTIONS["normalize"]  # keras.ops.normalize: x over its norm along an axis
+NORM_EPSILON = 1e-6  # the smallest norm divided by: Keras's 1e-12 on the squared norm
 
 
 class Identity(Layer):
@@ -77,8 +81,7 @@ class UnitNormalization(Layer):
         self.axis = axis if isinstance(axis, int) else tuple(axis)
 
     def call(self, x: Tensor) -> Tensor:
-        squares = ops.sum(x * x, axis=self.axis, keepdims=True)
-        return x * ops.rsqrt(ops.maximum(squares, 1e-12))
+        return normalize(x, self.axis, epsilon=NORM_EPSILON)
 
 
 class GroupNormalization(Layer):

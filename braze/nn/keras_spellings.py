@@ -48,7 +48,7 @@ class Embedding(transformer.Embedding):
         self.mask_zero = self.supports_masking = bool(mask_zero)
         regularizer = regularizers.get(embeddings_regularizer)
         if regularizer is not None:  # its penalty joins the layer's losses, as add_weight's
-            self.__dict__.setdefault("_weight_regularizers", []).append((self.embeddings, regularizer))
+            self._penalize(self.embeddings, regularizer)
 
     def initial(self, shape: tuple[int, int], generator: Generator | None) -> Tensor:
         return initializers.make_weight(self.embeddings_initializer, shape, generator=generator)

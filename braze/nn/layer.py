@@ -12,9 +12,10 @@ input shape was given, with ``add_weight``, and computes in ``call`` (Keras) or 
   ``eval()``), and passed on to ``call`` when ``call`` takes it; where no caller stated it,
   a ``call`` that defaults to ``training=True`` (the augmentation layers) trains.
 
-Masks follow Keras 3 (``masks.py``): a ``call`` that takes ``mask`` receives its first
-input's, a layer that ``supports_masking`` sets ``compute_mask``'s result on its outputs,
-and any other layer given a masked input drops the mask with Keras's warning.
+Masks follow Keras 3 (``masks.py``): a ``call`` of one tensor argument that takes ``mask``
+receives that argument's (of several, each one's as ``<argument>_mask``), a layer that
+``supports_masking`` sets ``compute_mask``'s result on its outputs, and any other layer
+given a masked input drops the mask with Keras's warning.
 
 ``add_loss`` collects losses during a call (cleared at each outermost call), ``losses``
 adds the weight regularizers' penalties. Weights (``weights``, ``trainable_weights``,
@@ -255,13 +256,17 @@ class Layer(Module):
         if not trainable:
             mark_buffer(weight)
         if regularizer is not None:
-            self.__dict__.setdefault("_weight_regularizers", []).append((weight, regularizer))
+            self._penalize(weight, regularizer)
         self._weights_added.append(weight)
         if name:
             _name_weight(weight, f"{self.name}/{name}")
         if name and name.isidentifier() and name not in vars(self) and not hasattr(type(self), name):
             setattr(self, name, weight)
         return weight
+
+    def _penalize(self, weight: Tensor, regularizer: Callable[[Tensor], Tensor]) -> None:
+        """Add ``regularizer(weight)`` to the layer's losses (``losses``, what fit minimises)."""
+        self.__dict__.setdefault("_weight_regularizers", []).append((weight, regularizer))
 
     add_variable = add_weight  # Keras 3's name (shape first), and tf.keras's (name first)
 

@@ -261,7 +261,7 @@ class Softmax(Layer):
 
     def call(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         if mask is not None:
-            x = x - 1e9 * ops.logical_not(masks.as_bool(mask, x)).astype(x.dtype)
+            x = masks.lowered(x, masks.as_bool(mask, x))
         return ops.softmax(x, self.axis)
 
 

@@ -39,6 +39,15 @@ def attach(outputs: Any, output_masks: Any) -> None:
             output._keras_mask = as_bool(mask, output)
 
 
+MASKED_SCORE = 1e9  # what Keras's softmax takes from a masked entry (its large negative number)
+
+
+def lowered(scores: Tensor, allowed: Tensor) -> Tensor:
+    """``scores`` lowered by ``MASKED_SCORE`` where ``allowed`` is False, as Keras masks a
+    softmax: a row masked whole comes out even, not NaN."""
+    return scores - MASKED_SCORE * ops.logical_not(allowed).astype(scores.dtype)
+
+
 def as_bool(mask: Any, like: Tensor) -> Tensor:
     """``mask`` as a bool tensor on ``like``'s device."""
     mask = ops.as_tensor(mask, device=like.device)
