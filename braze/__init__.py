@@ -24,6 +24,7 @@ from braze.jit import RecompileWarning, jit
 from braze.lazy import barrier, explain
 from braze.ops import *  # noqa: F403 - the op library is the public API
 from braze.ops import __all__ as _ops_all
+from braze.ops import strings
 from braze.ops import tf_image as image
 from braze.ops.tensorflow import (
     compat,
@@ -36,6 +37,7 @@ from braze.ops.tensorflow import (
     tile,
     unstack,
 )
+from braze.ops.tensorflow import expand_dims as expand_dims  # tf.expand_dims, which takes text too
 
 # tf.math and tf.range, kept out of __all__ so that ``from braze import *`` leaves the
 # standard library's math and the builtin range as they are.
@@ -133,6 +135,7 @@ __all__ = [
     "split",
     "set_default_device",
     "tensordot",
+    "strings",
     "tile",
     "unstack",
     "value_and_grad",

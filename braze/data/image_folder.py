@@ -76,7 +76,7 @@ def _open_regular(path: Path) -> BinaryIO:
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise DataError(f"{path}: not a regular file, not an image")
+        raise DataError(f"{path}: not a regular file")
     return os.fdopen(fd, "rb")
 
 
@@ -90,19 +90,19 @@ def _check_pixels(path: Path, size: tuple[int, int], limit: int | None) -> None:
         )
 
 
-def _list_images(class_dir: Path) -> list[Path]:
-    """Image files under ``class_dir`` (recursively), in a stable sorted order like Keras;
-    a name with an image's extension that is not a regular file is a :class:`DataError`."""
+def list_files(class_dir: Path, extensions: tuple[str, ...] = IMAGE_EXTENSIONS) -> list[Path]:
+    """Files with one of ``extensions`` under ``class_dir`` (recursively), in a stable sorted
+    order like Keras; such a name that is not a regular file is a :class:`DataError`."""
     found = []
     for root, _, files in sorted(os.walk(class_dir), key=lambda entry: entry[0]):
-        found.extend(Path(root) / f for f in sorted(files) if f.lower().endswith(IMAGE_EXTENSIONS))
+        found.extend(Path(root) / f for f in sorted(files) if f.lower().endswith(extensions))
     for path in found:
         try:
             regular = stat.S_ISREG(path.stat().st_mode)
         except OSError as error:
             raise DataError(f"{path}: cannot read ({error.strerror or error})") from None
         if not regular:
-            raise DataError(f"{path}: not a regular file, not an image")
+            raise DataError(f"{path}: not a regular file")
     return found
 
 
@@ -187,7 +187,7 @@ class ImageFolder:
                 f"found {len(class_names)}: {class_names}"
             )
         self.class_indices = {name: i for i, name in enumerate(class_names)}
-        files = [(f, i) for name, i in self.class_indices.items() for f in _list_images(self.directory / name)]
+        files = [(f, i) for name, i in self.class_indices.items() for f in list_files(self.directory / name)]
         if not files:
             raise DataError(
                 f"empty image folder: no images with extensions {', '.join(IMAGE_EXTENSIONS)} "

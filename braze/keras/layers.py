@@ -97,6 +97,7 @@ from braze.nn.reshaping import (
     ZeroPadding3D,
 )
 from braze.nn.saving import deserialize, serialize
+from braze.nn.text import StringLookup, TextVectorization
 from braze.nn.upsampling import Conv1DTranspose, Conv2DTranspose, UpSampling1D, UpSampling2D
 from braze.nn.volumes import (
     AveragePooling3D,
@@ -216,9 +217,11 @@ __all__ = [
     "SpatialDropout1D",
     "SpatialDropout2D",
     "SpatialDropout3D",
+    "StringLookup",
     "StackedRNNCells",
     "Subtract",
     "Tanh",
+    "TextVectorization",
     "TimeDistributed",
     "UnitNormalization",
     "UpSampling1D",
@@ -241,8 +244,6 @@ __all__ = [
 
 # Keras layers braze does not have, with what comes nearest in braze.
 _MISSING = {
-    "StringLookup": "braze tensors hold numbers: encode strings to integers with NumPy",
-    "TextVectorization": "braze tensors hold numbers: tokenize with Python and keras.utils.pad_sequences",
     "Hashing": "map the values to bins with NumPy, or Discretization for numbers in ranges",
     "Conv3DTranspose": "braze's transposed convolutions are 1-D and 2-D",
     "ConvLSTM1D": "ConvLSTM2D over images one row high",

@@ -3,6 +3,7 @@
 from braze.data.image_dataset import image_dataset_from_directory
 from braze.data.image_folder import array_to_img, img_to_array, load_img
 from braze.data.keras_utils import PyDataset, Sequence, pad_sequences, to_categorical
+from braze.data.text_dataset import text_dataset_from_directory
 from braze.data.timeseries import timeseries_dataset_from_array
 from braze.nn.adapters import pack as pack_x_y_sample_weight
 from braze.nn.adapters import unpack as unpack_x_y_sample_weight
@@ -28,6 +29,7 @@ __all__ = [
     "pad_sequences",
     "serialize_keras_object",
     "set_random_seed",
+    "text_dataset_from_directory",
     "timeseries_dataset_from_array",
     "to_categorical",
     "unpack_x_y_sample_weight",

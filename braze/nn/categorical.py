@@ -17,7 +17,7 @@ from braze.nn.layer import Layer
 from braze.nn.normalization import adapt_array
 from braze.tensor import Tensor, user_error
 
-__all__ = ["CategoryEncoding", "Discretization", "IntegerLookup"]
+__all__ = ["CategoryEncoding", "Discretization", "IntegerLookup", "encode_categories"]
 
 _MODES = ("one_hot", "multi_hot", "count")
 
@@ -38,24 +38,31 @@ class CategoryEncoding(Layer):
         self.num_tokens, self.output_mode = int(num_tokens), output_mode
 
     def call(self, inputs: Tensor, count_weights: Any = None) -> Tensor:
-        x = ops.as_tensor(inputs)
-        if x.ndim > 2:
-            raise user_error(ShapeError, f"{self.name}: inputs of rank 1 or 2, got {x.shape}")
-        if x.ndim == 0:
-            x = x.reshape(1)
-        if self.output_mode == "one_hot" and x.ndim == 2 and x.shape[-1] == 1:
-            x = x.reshape(x.shape[0])
-        tokens = ops.arange(self.num_tokens, dtype=x.dtype, device=x.device)
-        hot = (ops.expand_dims(x, -1) == tokens).astype("float32")
-        if count_weights is not None and self.output_mode != "count":
-            raise ValueError(f"{self.name}: count_weights counts only with output_mode='count'")
-        if self.output_mode == "one_hot":
-            return hot
-        if self.output_mode == "multi_hot":
-            return ops.max(hot, axis=-2)
-        if count_weights is not None:
-            hot = hot * ops.expand_dims(ops.as_tensor(count_weights, dtype="float32", device=x.device), -1)
-        return ops.sum(hot, axis=-2)
+        return encode_categories(inputs, self.num_tokens, self.output_mode, count_weights, self.name)
+
+
+def encode_categories(
+    inputs: Any, num_tokens: int, output_mode: str, count_weights: Any = None, who: str = "CategoryEncoding"
+) -> Tensor:
+    """``CategoryEncoding``'s vectors of ``inputs`` (see the class), for the lookup layers too."""
+    x = ops.as_tensor(inputs)
+    if x.ndim > 2:
+        raise user_error(ShapeError, f"{who}: inputs of rank 1 or 2, got {x.shape}")
+    if x.ndim == 0:
+        x = x.reshape(1)
+    if output_mode == "one_hot" and x.ndim == 2 and x.shape[-1] == 1:
+        x = x.reshape(x.shape[0])
+    tokens = ops.arange(num_tokens, dtype=x.dtype, device=x.device)
+    hot = (ops.expand_dims(x, -1) == tokens).astype("float32")
+    if count_weights is not None and output_mode != "count":
+        raise ValueError(f"{who}: count_weights counts only with output_mode='count'")
+    if output_mode == "one_hot":
+        return hot
+    if output_mode == "multi_hot":
+        return ops.max(hot, axis=-2)
+    if count_weights is not None:
+        hot = hot * ops.expand_dims(ops.as_tensor(count_weights, dtype="float32", device=x.device), -1)
+    return ops.sum(hot, axis=-2)
 
 
 class Discretization(Layer):
@@ -191,4 +198,4 @@ class IntegerLookup(Layer):
             index = ops.where(x == self.mask_token, ops.zeros_like(index), index)
         if self.output_mode == "int":
             return index
-        return CategoryEncoding(offset + len(vocabulary), self.output_mode)(index)
+        return encode_categories(index, offset + len(vocabulary), self.output_mode, who=self.name)

@@ -54,7 +54,11 @@ class InputLayer(Layer):
         self.input_shape = full[1:]
         dtype = "float32" if dtype is None else dtype
         if str(dtype) in ("string", "str"):
-            raise NotImplementedError("Input(dtype='string') is not supported: braze tensors hold numbers")
+            raise NotImplementedError(
+                "Input(dtype='string') is not supported: braze tensors hold numbers. Turn text into numbers before "
+                "the model, as Keras does on its JAX and PyTorch backends: dataset.map(lambda text, label: "
+                "(text_vectorization(text), label)), and an Input of the indices' shape"
+            )
         self._symbolic = spec(full, dtype, self.name)
         node = Node(self, (), {}, layer=self)
         node.outputs, node.output_structure = [self._symbolic], self._symbolic

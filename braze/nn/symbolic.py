@@ -7,8 +7,11 @@ was called with (other symbolic tensors among them). Calling a layer or a ``kera
 function on symbolic tensors records a node; its output shapes come from running it twice
 on zeros of two different sizes for every unfixed dimension (in inference mode, recording no
 gradients), so any layer works, including a user's, and a dimension that follows an unfixed
-one stays unfixed. ``keras.Model(inputs, outputs)`` later runs the recorded nodes on real
-tensors (``braze/nn/functional_api.py``).
+one stays unfixed. The sizes are tried in turn until the call takes them: 4 and 9 first
+(apart enough that strides of 2, 3 and 4 keep them apart), then 3 and 5 (a positional
+embedding of 8 steps refuses 9), then larger ones (strided, unpadded convolutions need
+sequences longer than their windows). ``keras.Model(inputs, outputs)`` later runs the
+recorded nodes on real tensors (``braze/nn/functional_api.py``).
 """
 
 from __future__ import annotations
@@ -26,8 +29,11 @@ from braze.ir.dtypes import DType, as_dtype
 from braze.nn import tree
 from braze.tensor import Tensor
 
-# The two sizes an unfixed dimension takes in the two example runs (the batch, then others).
-_EXAMPLE_SIZES = ((2, 3), (4, 5))
+# The two sizes an unfixed dimension takes in the two example runs: the batch's, then the
+# other dimensions', tried in turn until the call takes them (see the module's text).
+_BATCH_SIZES = (2, 3)
+_EXAMPLE_SIZES = ((4, 9), (3, 5), (24, 49), (96, 193))
+_COLLAPSED = 2  # an output dimension this small, fixed on the first examples, is checked on larger ones
 
 
 class Node:
@@ -123,9 +129,10 @@ def is_symbolic(structure: Any) -> bool:
     return any(isinstance(leaf, KerasTensor) for leaf in tree.leaves(structure))
 
 
-def example(symbolic: KerasTensor, run: int) -> Tensor:
-    """Zeros of ``symbolic``'s shape, its unfixed dimensions at their size for ``run``."""
-    sizes = [(_EXAMPLE_SIZES[0] if i == 0 else _EXAMPLE_SIZES[1])[run] for i in range(symbolic.ndim)]
+def example(symbolic: KerasTensor, run: int, sizes: tuple[int, int] = _EXAMPLE_SIZES[0]) -> Tensor:
+    """Zeros of ``symbolic``'s shape, its unfixed dimensions at their size for ``run``
+    (``sizes``: the two runs' sizes of dimensions other than the batch)."""
+    sizes = [(_BATCH_SIZES if i == 0 else sizes)[run] for i in range(symbolic.ndim)]
     shape = tuple(size if d is None else d for d, size in zip(symbolic.shape, sizes, strict=True))
     value = ops.zeros(shape, symbolic.dtype)
     if symbolic._keras_mask is not None:  # every step kept: a layer reading the mask sees one
@@ -158,31 +165,61 @@ def shapes_only() -> bool:
 
 def call_symbolic(call: Callable, args: tuple, kwargs: dict, layer: Any = None) -> Any:
     """Record ``call(*args, **kwargs)`` on symbolic tensors as a node and return its
-    symbolic outputs, with their shapes found by two example runs."""
+    symbolic outputs, with their shapes found by example runs (see the module's text)."""
     node = Node(call, args, kwargs, layer)
-    runs = []
-    for run in range(2):
-        run_args, run_kwargs = tree.map_leaves(
-            lambda a, run=run: example(a, run) if isinstance(a, KerasTensor) else a, (args, kwargs)
-        )
-        if layer is not None:
-            run_kwargs = {**run_kwargs, "training": False}  # no dropout draws, no moving-statistics updates
-        with no_grad(), np.errstate(all="ignore"), example_runs():
-            runs.append(call(*run_args, **run_kwargs))
+    unfixed = any(None in a.shape[1:] for a in tree.leaves((args, kwargs)) if isinstance(a, KerasTensor))
+    ladder = _EXAMPLE_SIZES if unfixed else _EXAMPLE_SIZES[:1]
+    refused = None
+    for k, sizes in enumerate(ladder):
+        try:
+            runs = [_example_run(call, args, kwargs, layer, run, sizes) for run in range(2)]
+            larger = next((pair for pair in ladder[k + 1 :] if pair[0] > sizes[0]), None)
+            break
+        except Exception as error:  # noqa: BLE001 - raised again below if no sizes suit the call
+            refused = refused or error
+    else:
+        raise refused
     first, second = (tree.leaves(r) for r in runs)
     for value in first:
         if not isinstance(value, Tensor):
             what = getattr(layer, "name", getattr(call, "__name__", "the call"))
             raise TypeError(f"{what} returned a {type(value).__name__} on symbolic inputs; a layer must return tensors")
+    shapes = [_merged_shape(a.shape, b.shape) for a, b in zip(first, second, strict=True)]
+    if larger and any(d is not None and d <= _COLLAPSED for shape in shapes for d in shape[1:]):
+        shapes = _checked_larger(shapes, call, args, kwargs, layer, larger)
     name = getattr(layer, "name", getattr(call, "__name__", "op"))
-    node.outputs = [
-        KerasTensor(_merged_shape(a.shape, b.shape), a.dtype, node, name) for a, b in zip(first, second, strict=True)
-    ]
+    node.outputs = [KerasTensor(shape, a.dtype, node, name) for shape, a in zip(shapes, first, strict=True)]
     for output, value in zip(node.outputs, first, strict=True):
         if value._keras_mask is not None:
             output._keras_mask = KerasTensor(output.shape[: value._keras_mask.ndim], value._keras_mask.dtype, node)
     node.output_structure = runs[0]
     return tree.unflatten(runs[0], node.outputs)
+
+
+def _checked_larger(
+    shapes: list[tuple], call: Callable, args: tuple, kwargs: dict, layer: Any, sizes: tuple[int, int]
+) -> list[tuple]:
+    """``shapes`` with the dimensions that differ on examples of larger ``sizes`` unfixed
+    too: strides and pooling bring small examples of two sizes down to one size (4 and 9
+    steps pooled by 2 three times both give 1), which would look fixed."""
+    try:
+        runs = [tree.leaves(_example_run(call, args, kwargs, layer, run, sizes)) for run in range(2)]
+    except Exception:  # noqa: BLE001 - the call took the smaller examples: their shapes stand
+        return shapes
+    return [
+        tuple(None if d is None or d != x or d != y else d for d, x, y in zip(shape, a.shape, b.shape, strict=True))
+        for shape, a, b in zip(shapes, *runs, strict=True)
+    ]
+
+
+def _example_run(call: Callable, args: tuple, kwargs: dict, layer: Any, run: int, sizes: tuple[int, int]) -> Any:
+    run_args, run_kwargs = tree.map_leaves(
+        lambda a: example(a, run, sizes) if isinstance(a, KerasTensor) else a, (args, kwargs)
+    )
+    if layer is not None:
+        run_kwargs = {**run_kwargs, "training": False}  # no dropout draws, no moving-statistics updates
+    with no_grad(), np.errstate(all="ignore"), example_runs():
+        return call(*run_args, **run_kwargs)
 
 
 def _merged_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int | None, ...]:

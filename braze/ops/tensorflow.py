@@ -16,7 +16,7 @@ from braze.ir.dtypes import DEFAULT_FLOAT, DType, as_dtype, float64, int32, int6
 from braze.ir.errors import DTypeError, ShapeError
 from braze.ir.prims import indexing as index_prims
 from braze.ir.prims import structural
-from braze.ops import creation, indexing, reduction, selection, sorting
+from braze.ops import creation, indexing, reduction, selection, sorting, strings
 from braze.ops import math as math_ops
 from braze.ops import random as random_ops
 from braze.ops import shape as shape_ops
@@ -250,6 +250,14 @@ def gather(
     d = normalize_axis("gather", 0 if axis is None else int(axis), params.ndim)
     idx = indexing.checked("gather", indexing.index_tensor("gather", indices, params.device), params.shape[d], d, False)
     return indexing.take(params, idx, d)
+
+
+def expand_dims(input: Any, axis: int, name: str | None = None) -> Any:  # noqa: A002 - TensorFlow's name
+    """``input`` with a new axis of size 1 at ``axis``: ``tf.expand_dims``, which takes text
+    too (a NumPy array of ``str``, braze's string tensor: see :mod:`braze.ops.strings`)."""
+    if isinstance(input, (str, bytes)) or (isinstance(input, np.ndarray) and input.dtype.kind in "USO"):
+        return np.expand_dims(strings.as_strings(input, "tf.expand_dims"), axis)
+    return shape_ops.expand_dims(input, axis)
 
 
 def tensordot(a: Any, b: Any, axes: Any, name: str | None = None) -> Tensor:

@@ -57,6 +57,24 @@ def test_unfixed_dimensions_stay_unfixed():
         assert model(np.zeros((2, steps, 3), np.float32)).shape == (2, 5)
 
 
+def test_unfixed_dimensions_through_strided_valid_convolutions_and_pooling():
+    # The example runs that find the shapes need sizes these layers take (4 and 5 steps are
+    # shorter than the first window), and the result keeps its dimensions unfixed.
+    tokens = keras.Input(shape=(None,), dtype="int64")
+    x = layers.Embedding(10, 4)(tokens)
+    x = layers.Conv1D(6, 7, strides=3)(layers.Conv1D(6, 7, strides=3)(x))
+    assert x.shape == (None, None, 6)
+    images = keras.Input(shape=(None, None, 3))
+    y = images
+    for _ in range(3):
+        y = layers.MaxPooling2D()(layers.Conv2D(2, 3)(y))
+    assert y.shape == (None, None, None, 2)
+    model = keras.Model(tokens, layers.GlobalMaxPooling1D()(x))
+    assert model(np.zeros((2, 40), np.int64)).shape == (2, 6)
+    with pytest.raises(braze.ShapeError, match="does not fit"):
+        model(np.zeros((2, 12), np.int64))
+
+
 def test_a_model_is_a_layer_of_another_and_layer_outputs_make_feature_extractors():
     inner_in = keras.Input(shape=(4,))
     hidden = layers.Dense(3, activation="relu", name="hidden")(inner_in)
