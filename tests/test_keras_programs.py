@@ -43,7 +43,7 @@ RESULTS = {
     "structured_lookup": ("history", "predictions"),
     "collaborative_filtering": ("history", "predicted"),
     "wgan_gp": ("history",),
-    "text_from_scratch": ("history", "score", "vocabulary"),
+    "text_from_scratch": ("history", "score", "vocabulary", "end_to_end_score"),
     "knowledge_distillation": (
         "teacher_loss",
         "teacher_accuracy",

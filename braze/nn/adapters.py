@@ -32,6 +32,18 @@ def is_array(value: Any) -> bool:
     return isinstance(value, (np.ndarray, Tensor))
 
 
+def is_text(value: Any) -> bool:
+    """A NumPy array of strings: text, which only text layers read."""
+    return isinstance(value, np.ndarray) and value.dtype.kind in "USO"
+
+
+def _texts_as_array(x: Any) -> Any:
+    """A list of texts (one a sample, for a model of one text input) as an array of them."""
+    if isinstance(x, (list, tuple)) and x and all(isinstance(v, (str, bytes)) for v in x):
+        return np.array(x)
+    return x
+
+
 def is_arrays(value: Any) -> bool:
     """An array, or a list, tuple or dict of arrays (several inputs or outputs); a list of
     ``(x, y)`` tuples is a list of batches instead."""
@@ -211,6 +223,7 @@ def _arrays(x: Any, y: Any, sample_weight: Any, caller: str) -> Any:
 def _source(x: Any, y: Any, sample_weight: Any, caller: str, allow_no_targets: bool = True) -> Any:
     """The arrays of ``x, y`` (or of an ``(x, y[, w])`` tuple given as ``x``), or None for a
     source of batches."""
+    x = _texts_as_array(x)
     if y is None and sample_weight is None and isinstance(x, tuple) and len(x) in (2, 3) and all(map(is_arrays, x)):
         x, y, sample_weight = unpack(x)
     if not is_arrays(x):
@@ -276,6 +289,7 @@ def training_batches(
 def prediction_batches(x: Any, batch_size: int | None) -> Batches:
     if x is None:
         raise ValueError("predict: no data: give an array of inputs or a loader of batches")
+    x = _texts_as_array(x)
     if is_arrays(x):
         return Batches(_ArrayBatches(pack(x), batch_size, False), "predict", inputs_only=True)
     return Batches(x, "predict", inputs_only=True)

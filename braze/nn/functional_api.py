@@ -7,6 +7,13 @@ two nodes: shared weights), orders the nodes so that each runs after those it re
 runs them on real tensors. Inputs are matched by position or, in a dict, by the names of
 the ``Input`` s; each is checked against its ``Input``'s fixed dimensions and cast to its
 dtype, as Keras does.
+
+A text input (``keras.Input(shape=(1,), dtype="string")``) takes NumPy arrays of ``str``,
+which only the layers that turn text into tensors read (``TextVectorization``,
+``StringLookup``: the graph's *text nodes*). They run where the text is, on the host,
+before the rest of the graph: ``fit``, ``evaluate`` and ``predict`` run them on each batch
+(:meth:`FunctionalGraph.with_text_read`) and hand a compiled step their tensors, so that a
+step compiled once serves every batch of text.
 """
 
 from __future__ import annotations
@@ -17,7 +24,8 @@ from typing import Any
 from braze.ir.errors import ShapeError
 from braze.nn import tree
 from braze.nn.layer import Layer
-from braze.nn.symbolic import KerasTensor, Node, spec
+from braze.nn.symbolic import TEXT, KerasTensor, Node, spec
+from braze.ops import strings
 from braze.ops.core import as_tensor
 from braze.tensor import Tensor, user_error
 
@@ -53,12 +61,6 @@ class InputLayer(Layer):
             raise TypeError("Input: give shape= (without the batch dimension) or batch_shape=")
         self.input_shape = full[1:]
         dtype = "float32" if dtype is None else dtype
-        if str(dtype) in ("string", "str"):
-            raise NotImplementedError(
-                "Input(dtype='string') is not supported: braze tensors hold numbers. Turn text into numbers before "
-                "the model, as Keras does on its JAX and PyTorch backends: dataset.map(lambda text, label: "
-                "(text_vectorization(text), label)), and an Input of the indices' shape"
-            )
         self._symbolic = spec(full, dtype, self.name)
         node = Node(self, (), {}, layer=self)
         node.outputs, node.output_structure = [self._symbolic], self._symbolic
@@ -113,6 +115,7 @@ class FunctionalGraph:
         self.output_leaves: list[KerasTensor] = tree.leaves(outputs)
         self.nodes = self._order()
         self.layers = self._layers()
+        self.text_nodes = self._text_nodes()
 
     def _order(self) -> list[Node]:
         sources = {id(t) for t in self.input_leaves}
@@ -148,6 +151,23 @@ class FunctionalGraph:
                 found.append(layer)
         return found
 
+    def _text_nodes(self) -> list[Node]:
+        """The nodes that read text: each reads only text inputs and numbers (a layer of
+        text and of tensors computed in the graph could not run before the graph)."""
+        found = []
+        for node in self.nodes:
+            read = node.inputs
+            if not any(t.dtype is TEXT for t in read):
+                continue
+            computed = [t for t in read if t.dtype is not TEXT]
+            if computed:
+                raise ValueError(
+                    f"Model: {getattr(node.layer, 'name', 'a call')} reads text and tensors ({computed[0].name}); a "
+                    "layer that reads text reads only text inputs, and turns them into tensors"
+                )
+            found.append(node)
+        return found
+
     @property
     def input_names(self) -> list[str]:
         return [t.name for t in self.input_leaves]
@@ -159,19 +179,54 @@ class FunctionalGraph:
         return [t.node.layer.name if t.node.layer is not None else t.name for t in self.output_leaves]
 
     def run(self, inputs: Any) -> Any:
-        """The outputs for real ``inputs`` (tensors or arrays in the inputs' structure)."""
+        """The outputs for real ``inputs`` (tensors or arrays in the inputs' structure, or
+        what :meth:`with_text_read` made of them)."""
         values: dict[int, Any] = {}
+        done: set[int] = set()
+        if isinstance(inputs, TextRead):
+            for node, outputs in zip(self.text_nodes, inputs.node_outputs(self.text_nodes), strict=True):
+                self._keep(node, outputs, values)
+                done.add(id(node))
+            inputs = inputs.inputs
         for symbolic, value in zip(self.input_leaves, self._match(inputs), strict=True):
-            values[id(symbolic)] = _checked(symbolic, value)
+            if value is not None or symbolic.dtype is not TEXT:
+                values[id(symbolic)] = _checked(symbolic, value)
         for node in self.nodes:
-            args, kwargs = tree.map_leaves(
-                lambda a: values[id(a)] if isinstance(a, KerasTensor) else a, (node.args, node.kwargs)
-            )
-            for symbolic, value in zip(node.outputs, tree.leaves(node.call(*args, **kwargs)), strict=True):
-                values[id(symbolic)] = value
-                if symbolic._keras_mask is not None:  # a later call may take the mask itself
-                    values[id(symbolic._keras_mask)] = value._keras_mask
+            if id(node) not in done:
+                self._keep(node, self._call(node, values), values)
         return tree.map_leaves(lambda t: values[id(t)], self.outputs)
+
+    def with_text_read(self, inputs: Any) -> Any:
+        """``inputs`` with the text nodes run on them (see the module's text), or as they
+        are in a graph without text."""
+        if not self.text_nodes or isinstance(inputs, TextRead):
+            return inputs
+        values: dict[int, Any] = {}
+        matched = self._match(inputs)
+        for symbolic, value in zip(self.input_leaves, matched, strict=True):
+            if symbolic.dtype is TEXT:
+                values[id(symbolic)] = _checked(symbolic, value)
+        read = []
+        for node in self.text_nodes:
+            outputs = self._call(node, values)
+            self._keep(node, outputs, values)
+            read.append(tree.leaves(outputs))
+        text_free = [None if s.dtype is TEXT else v for s, v in zip(self.input_leaves, matched, strict=True)]
+        return TextRead(tree.unflatten(self.inputs, text_free), [t for outputs in read for t in outputs])
+
+    @staticmethod
+    def _call(node: Node, values: dict[int, Any]) -> Any:
+        args, kwargs = tree.map_leaves(
+            lambda a: values[id(a)] if isinstance(a, KerasTensor) else a, (node.args, node.kwargs)
+        )
+        return node.call(*args, **kwargs)
+
+    @staticmethod
+    def _keep(node: Node, outputs: Any, values: dict[int, Any]) -> None:
+        for symbolic, value in zip(node.outputs, tree.leaves(outputs), strict=True):
+            values[id(symbolic)] = value
+            if symbolic._keras_mask is not None:  # a later call may take the mask itself
+                values[id(symbolic._keras_mask)] = value._keras_mask
 
     def _match(self, inputs: Any) -> list[Any]:
         """The real inputs in the order of ``input_leaves``."""
@@ -190,11 +245,31 @@ class FunctionalGraph:
         return given
 
 
-def _checked(symbolic: KerasTensor, value: Any) -> Tensor:
-    """``value`` as a tensor of the ``Input``'s dtype, if its shape fits the ``Input``'s; a
-    trailing axis of 1 is added or dropped to match it, as Keras does (images of (28, 28) for
-    an Input of (28, 28, 1))."""
-    value = value if isinstance(value, Tensor) else as_tensor(value)
+class TextRead:
+    """A batch whose text the graph's text nodes have read: ``inputs``, the batch's other
+    inputs (None where text was), and ``tensors``, what the text nodes made of the text.
+    Both are public attributes, so a compiled step finds the tensors as its inputs."""
+
+    def __init__(self, inputs: Any, tensors: list[Tensor]) -> None:
+        self.inputs, self.tensors = inputs, tensors
+
+    def node_outputs(self, nodes: list[Node]) -> list[list[Tensor]]:
+        """The tensors, split by the nodes that made them."""
+        found, start = [], 0
+        for node in nodes:
+            found.append(self.tensors[start : start + len(node.outputs)])
+            start += len(node.outputs)
+        return found
+
+
+def _checked(symbolic: KerasTensor, value: Any) -> Any:
+    """``value`` as a tensor of the ``Input``'s dtype (a NumPy array of ``str`` for a text
+    input), if its shape fits the ``Input``'s; a trailing axis of 1 is added or dropped to
+    match it, as Keras does (images of (28, 28) for an Input of (28, 28, 1))."""
+    if symbolic.dtype is TEXT:
+        value = strings.as_strings(value.numpy() if hasattr(value, "numpy") else value, f"input {symbolic.name!r}")
+    else:
+        value = value if isinstance(value, Tensor) else as_tensor(value)
     if value.ndim == symbolic.ndim - 1 and symbolic.shape[-1] == 1:
         value = value.reshape(*value.shape, 1)
     elif value.ndim == symbolic.ndim + 1 and value.shape[-1] == 1:
@@ -207,4 +282,6 @@ def _checked(symbolic: KerasTensor, value: Any) -> Tensor:
             ShapeError,
             f"input {symbolic.name!r}: expected shape {symbolic.shape}, got {value.shape} (None: any size)",
         )
-    return value if value.dtype == symbolic.dtype else value.astype(symbolic.dtype)
+    if symbolic.dtype is TEXT or value.dtype == symbolic.dtype:
+        return value
+    return value.astype(symbolic.dtype)

@@ -36,6 +36,29 @@ _EXAMPLE_SIZES = ((4, 9), (3, 5), (24, 49), (96, 193))
 _COLLAPSED = 2  # an output dimension this small, fixed on the first examples, is checked on larger ones
 
 
+class _Text:
+    """The dtype of a text input, ``keras.Input(dtype="string")``: its values are NumPy
+    arrays of ``str`` (braze tensors hold numbers), read by the text layers
+    (``TextVectorization``, ``StringLookup``) that turn them into tensors."""
+
+    name = "string"
+    is_float = False
+
+    def __eq__(self, other: object) -> bool:
+        return other is self or other in ("string", "str")
+
+    __hash__ = object.__hash__
+
+    def __str__(self) -> str:
+        return "string"
+
+    def __repr__(self) -> str:
+        return "string"
+
+
+TEXT = _Text()
+
+
 class Node:
     """One call recorded on symbolic tensors: ``call(*args, **kwargs)``, where ``call`` is a
     layer (``layer`` is then that layer) or an op, and the symbolic tensors it returned."""
@@ -129,11 +152,13 @@ def is_symbolic(structure: Any) -> bool:
     return any(isinstance(leaf, KerasTensor) for leaf in tree.leaves(structure))
 
 
-def example(symbolic: KerasTensor, run: int, sizes: tuple[int, int] = _EXAMPLE_SIZES[0]) -> Tensor:
+def example(symbolic: KerasTensor, run: int, sizes: tuple[int, int] = _EXAMPLE_SIZES[0]) -> Any:
     """Zeros of ``symbolic``'s shape, its unfixed dimensions at their size for ``run``
-    (``sizes``: the two runs' sizes of dimensions other than the batch)."""
-    sizes = [(_BATCH_SIZES if i == 0 else sizes)[run] for i in range(symbolic.ndim)]
-    shape = tuple(size if d is None else d for d, size in zip(symbolic.shape, sizes, strict=True))
+    (``sizes``: the two runs' sizes of dimensions other than the batch); for a text input,
+    texts of as many words as that size, so that their sequences differ in length too."""
+    shape = tuple((_BATCH_SIZES if i == 0 else sizes)[run] if d is None else d for i, d in enumerate(symbolic.shape))
+    if symbolic.dtype is TEXT:
+        return np.full(shape, " ".join(["a"] * sizes[run]), dtype=object).astype(str)
     value = ops.zeros(shape, symbolic.dtype)
     if symbolic._keras_mask is not None:  # every step kept: a layer reading the mask sees one
         value._keras_mask = ops.ones(shape[: symbolic._keras_mask.ndim], "bool")
@@ -167,7 +192,9 @@ def call_symbolic(call: Callable, args: tuple, kwargs: dict, layer: Any = None) 
     """Record ``call(*args, **kwargs)`` on symbolic tensors as a node and return its
     symbolic outputs, with their shapes found by example runs (see the module's text)."""
     node = Node(call, args, kwargs, layer)
-    unfixed = any(None in a.shape[1:] for a in tree.leaves((args, kwargs)) if isinstance(a, KerasTensor))
+    unfixed = any(
+        None in a.shape[1:] or a.dtype is TEXT for a in tree.leaves((args, kwargs)) if isinstance(a, KerasTensor)
+    )
     ladder = _EXAMPLE_SIZES if unfixed else _EXAMPLE_SIZES[:1]
     refused = None
     for k, sizes in enumerate(ladder):
@@ -183,7 +210,10 @@ def call_symbolic(call: Callable, args: tuple, kwargs: dict, layer: Any = None) 
     for value in first:
         if not isinstance(value, Tensor):
             what = getattr(layer, "name", getattr(call, "__name__", "the call"))
-            raise TypeError(f"{what} returned a {type(value).__name__} on symbolic inputs; a layer must return tensors")
+            raise TypeError(
+                f"{what} returned a {type(value).__name__} on symbolic inputs; a layer must return tensors (a text "
+                "input is read by the layers that turn text into tensors, such as TextVectorization)"
+            )
     shapes = [_merged_shape(a.shape, b.shape) for a, b in zip(first, second, strict=True)]
     if larger and any(d is not None and d <= _COLLAPSED for shape in shapes for d in shape[1:]):
         shapes = _checked_larger(shapes, call, args, kwargs, layer, larger)
@@ -241,5 +271,7 @@ def symbolic_op(op: Callable) -> Callable:
 
 
 def spec(shape: Any, dtype: Any = "float32", name: str = "") -> KerasTensor:
-    """A symbolic input of ``shape`` (batch first, None where unfixed)."""
-    return KerasTensor(tuple(None if d is None else int(d) for d in shape), as_dtype(dtype, "Input"), None, name)
+    """A symbolic input of ``shape`` (batch first, None where unfixed); ``"string"`` makes
+    a text input."""
+    kind = TEXT if dtype is TEXT or str(dtype) in ("string", "str") else as_dtype(dtype, "Input")
+    return KerasTensor(tuple(None if d is None else int(d) for d in shape), kind, None, name)

@@ -85,13 +85,21 @@ class Trainer:
         device = self.device()
 
         def convert(value: Any) -> Any:
-            if value is None or isinstance(value, (str, bytes)):
+            if value is None or isinstance(value, (str, bytes)) or adapters.is_text(value):
                 return value
             if isinstance(value, Tensor):
                 return value if value.device == device else value.to(device)
             return ops.tensor(adapters.as_input(value, self.model), device=device)
 
         data = tree.map_leaves(convert, batch)
+        graph = getattr(self.model, "_graph", None)
+        if graph is not None and graph.text_nodes:
+            # The text layers run here, on the host, where text lives; a compiled step
+            # takes the tensors they make.
+            x, y, sample_weight = adapters.unpack(data)
+            read = graph.with_text_read(x)
+            read.tensors = [convert(t) for t in read.tensors]
+            data = adapters.pack(read, y, sample_weight)
         if not self._built:
             self._build(data)
         return data

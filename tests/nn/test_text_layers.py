@@ -216,9 +216,55 @@ def test_text_vectorization_refuses_bad_arguments(kwargs, error, match):
         layers.TextVectorization(**kwargs)
 
 
-def test_string_inputs_to_a_model_are_refused_with_the_way_to_vectorize():
-    with pytest.raises(NotImplementedError, match="dataset.map"):
-        tf.keras.Input(shape=(1,), dtype="string")
+# A model of a text input.
+
+TEXTS = np.array(["good movie", "bad film", "great great", "awful", "good", "bad bad film"])
+LABELS = np.array([1, 0, 1, 0, 1, 0])
+
+
+def text_model(jit_compile: bool):
+    tf.keras.utils.set_random_seed(0)
+    vectorize = layers.TextVectorization(max_tokens=20, output_sequence_length=5)
+    vectorize.adapt(TEXTS)
+    tokens = tf.keras.Input(shape=(None,), dtype="int64")
+    pooled = layers.GlobalAveragePooling1D()(layers.Embedding(20, 4)(tokens))
+    numeric = tf.keras.Model(tokens, layers.Dense(1, activation="sigmoid")(pooled))
+    text = tf.keras.Input(shape=(1,), dtype="string")
+    indices = vectorize(text)
+    assert indices.shape == (None, 5) and indices.dtype == "int64"
+    model = tf.keras.Model(text, numeric(indices))
+    model.compile(loss="binary_crossentropy", optimizer="adam", jit_compile=jit_compile)
+    return model, numeric, vectorize
+
+
+def test_a_model_of_a_text_input_computes_what_its_layers_compute_on_the_indices():
+    model, numeric, vectorize = text_model(jit_compile=False)
+    expected = values(numeric(vectorize(TEXTS)))
+    np.testing.assert_allclose(model.predict(list(TEXTS), verbose=0), expected, rtol=1e-6)
+    np.testing.assert_allclose(values(model(TEXTS[:, None])), expected, rtol=1e-6)
+
+
+def test_a_compiled_model_of_a_text_input_reads_the_text_outside_its_step_and_compiles_once():
+    data = tf.data.Dataset.from_tensor_slices((TEXTS, LABELS)).batch(2)
+    eager, _, _ = text_model(jit_compile=False)
+    compiled, _, _ = text_model(jit_compile=True)
+    before = tf.metrics.counter("JitCompile")
+    histories = [m.fit(data, epochs=2, verbose=0).history["loss"] for m in (eager, compiled)]
+    assert tf.metrics.counter("JitCompile") == before + 1  # the training step, once for the three batches
+    np.testing.assert_allclose(histories[1], histories[0], rtol=1e-5)
+    np.testing.assert_allclose(compiled.evaluate(data, verbose=0), eager.evaluate(data, verbose=0), rtol=1e-5)
+
+
+def test_a_layer_of_text_and_computed_tensors_is_refused():
+    text = tf.keras.Input(shape=(1,), dtype="string")
+    number = tf.keras.Input(shape=(2,))
+
+    class Both(layers.Layer):
+        def call(self, text, number):
+            return number
+
+    with pytest.raises(ValueError, match="reads text and tensors"):
+        tf.keras.Model([text, number], Both()(text, layers.Dense(2)(number)))
 
 
 # braze.strings against Python's own string methods.
