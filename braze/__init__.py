@@ -55,6 +55,10 @@ if TYPE_CHECKING:
 device = as_device
 """A device from its name, as ``braze.device("cpu:0:lazy")`` or ``braze.device("gpu")``: ``as_device``."""
 
+string = "string"
+"""``tf.string``: the dtype of text, which braze holds in NumPy arrays of ``str`` (see
+``braze.strings``); ``keras.Input(dtype=tf.string)`` makes a text input."""
+
 # Loaded by __getattr__ on first access (PEP 562); importing a submodule also binds it here,
 # so later accesses are plain attribute reads. ``distributed`` is listed before it exists.
 _SUBPACKAGES = ("data", "distributed", "keras", "lax", "models", "nn", "optim")

@@ -41,6 +41,7 @@ RESULTS = {
     "addition_rnn": ("history", "attentive_history"),
     "translation_transformer": ("history", "probabilities"),
     "structured_lookup": ("history", "predictions"),
+    "structured_strings": ("history", "predictions"),
     "collaborative_filtering": ("history", "predicted"),
     "wgan_gp": ("history",),
     "text_from_scratch": ("history", "score", "vocabulary", "end_to_end_score"),

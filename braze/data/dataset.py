@@ -49,7 +49,10 @@ def _normalized(structure: Any) -> Any:
         return type(structure)(_normalized(item) for item in structure)
     if isinstance(structure, dict):
         return {key: _normalized(item) for key, item in structure.items()}
-    return np.asarray(structure.numpy() if hasattr(structure, "numpy") else structure)
+    array = np.asarray(structure.numpy() if hasattr(structure, "numpy") else structure)
+    if array.dtype == object and array.size and all(isinstance(v, str) for v in array.reshape(-1)):
+        return array.astype(str)  # text (a pandas column of it is of objects)
+    return array
 
 
 def _stack(elements: list[Any]) -> Any:
@@ -61,12 +64,46 @@ def _stack(elements: list[Any]) -> Any:
     return np.stack([np.asarray(e) for e in elements])
 
 
+class TextDType:
+    """The dtype of text elements as TensorFlow code compares it (``x.dtype == "string"``,
+    ``x.dtype == tf.string``): NumPy's ``str`` or ``bytes`` dtype otherwise, whose
+    attributes it answers and which ``np.dtype`` of it gives."""
+
+    _is_numeric = False  # what NumPy asks of a dtype's class (its testing functions do)
+
+    def __init__(self, numpy: np.dtype) -> None:
+        self.dtype = numpy
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str) and other in ("string", "str"):
+            return True
+        try:
+            return self.dtype == (other.dtype if isinstance(other, TextDType) else other)
+        except TypeError:
+            return False
+
+    def __hash__(self) -> int:
+        return hash(self.dtype)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.dtype, name)
+
+    def __repr__(self) -> str:
+        return repr(self.dtype)
+
+
 class Element(np.ndarray):
     """A NumPy array that also answers ``numpy()``, as TensorFlow's eager tensors do, so that
-    a loop over a dataset can write ``images[0].numpy()`` (its views are elements too)."""
+    a loop over a dataset can write ``images[0].numpy()`` (its views are elements too); a
+    text element's dtype equals ``"string"``, as a TensorFlow string tensor's does."""
 
     def numpy(self) -> np.ndarray:
         return np.asarray(self)
+
+    @property
+    def dtype(self) -> Any:  # type: ignore[override]
+        numpy = np.ndarray.dtype.__get__(self)
+        return TextDType(numpy) if numpy.kind in "US" else numpy
 
 
 def _answering_numpy(value: Any) -> Any:

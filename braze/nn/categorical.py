@@ -10,16 +10,17 @@ from typing import Any
 
 import numpy as np
 
-from braze import ops
+from braze import lazy, ops
 from braze.ir.errors import ShapeError
 from braze.nn import symbolic
 from braze.nn.layer import Layer
 from braze.nn.normalization import adapt_array
 from braze.tensor import Tensor, user_error
 
-__all__ = ["CategoryEncoding", "Discretization", "IntegerLookup", "encode_categories"]
+__all__ = ["CategoryEncoding", "Discretization", "IntegerLookup", "KERAS_2_MODES", "encode_categories"]
 
 _MODES = ("one_hot", "multi_hot", "count")
+KERAS_2_MODES = {"binary": "multi_hot", "tf-idf": "tf_idf"}  # output modes by their older names, as Keras takes them
 
 
 class CategoryEncoding(Layer):
@@ -29,7 +30,13 @@ class CategoryEncoding(Layer):
     ``count_weights``). A row is the last axis; a 1-D input is one row, as in Keras. A
     value outside the range counts in no position."""
 
-    def __init__(self, num_tokens: int, output_mode: str = "multi_hot", sparse: bool = False, **kwargs: Any):
+    def __init__(
+        self, num_tokens: int | None = None, output_mode: str = "multi_hot", sparse: bool = False, **kwargs: Any
+    ) -> None:
+        num_tokens = kwargs.pop("max_tokens", num_tokens)  # its older name, which Keras still takes
+        if num_tokens is None:
+            raise ValueError("CategoryEncoding: give num_tokens, the number of categories")
+        output_mode = KERAS_2_MODES.get(output_mode, output_mode)
         if output_mode not in _MODES:
             raise ValueError(f"CategoryEncoding: output_mode must be one of {_MODES}, got {output_mode!r}")
         if sparse:
@@ -139,8 +146,12 @@ class IntegerLookup(Layer):
         sparse: bool = False,
         **kwargs: Any,
     ) -> None:
-        if num_oov_indices != 1:
-            raise NotImplementedError("IntegerLookup: num_oov_indices other than 1 is not supported")
+        if num_oov_indices not in (0, 1):
+            raise NotImplementedError(
+                "IntegerLookup: num_oov_indices of 0 or 1 (more hash unknown values over several indices, which braze "
+                "does not)"
+            )
+        output_mode = KERAS_2_MODES.get(output_mode, output_mode)
         if output_mode not in ("int", *_MODES):
             raise ValueError(f"IntegerLookup: output_mode must be 'int' or one of {_MODES}, got {output_mode!r}")
         if sparse or (invert and output_mode != "int"):
@@ -150,6 +161,7 @@ class IntegerLookup(Layer):
                 raise NotImplementedError(f"IntegerLookup: {option} is not supported")
         super().__init__(**kwargs)
         self.max_tokens, self.mask_token, self.oov_token = max_tokens, mask_token, int(oov_token)
+        self.num_oov_indices = int(num_oov_indices)
         self.vocabulary_dtype, self.invert, self.output_mode = vocabulary_dtype, invert, output_mode
         self.vocabulary = None if vocabulary is None else [int(v) for v in vocabulary]
 
@@ -163,16 +175,16 @@ class IntegerLookup(Layer):
             values = values[values != self.mask_token]
         tokens, counts = np.unique(values, return_counts=True)
         order = np.lexsort((-tokens, -counts))  # the most frequent first, ties by decreasing value (Keras's)
-        kept = None if self.max_tokens is None else self.max_tokens - 1 - (self.mask_token is not None)
+        kept = None if self.max_tokens is None else self.max_tokens - self._offset()
         self.vocabulary = [int(t) for t in tokens[order][:kept]]
 
     def _offset(self) -> int:
-        return 1 + (self.mask_token is not None)
+        return self.num_oov_indices + (self.mask_token is not None)
 
     def get_vocabulary(self) -> list[int]:
         """Every index's value: the mask token, the out-of-vocabulary token, the vocabulary."""
         head = [] if self.mask_token is None else [self.mask_token]
-        return [*head, self.oov_token, *(self.vocabulary or [])]
+        return [*head, *[self.oov_token] * self.num_oov_indices, *(self.vocabulary or [])]
 
     def vocabulary_size(self) -> int:
         return len(self.get_vocabulary())
@@ -193,9 +205,25 @@ class IntegerLookup(Layer):
         offset = self._offset()
         positions = ops.arange(offset, offset + len(vocabulary), dtype="int64", device=x.device)
         unknown = 1 - ops.sum(matches, axis=-1)
+        if not self.num_oov_indices and not symbolic.shapes_only():
+            self._refuse_unknown(x, unknown)
         index = ops.sum(matches * positions, axis=-1) + unknown * (offset - 1)
         if self.mask_token is not None:
             index = ops.where(x == self.mask_token, ops.zeros_like(index), index)
         if self.output_mode == "int":
             return index
         return encode_categories(index, offset + len(vocabulary), self.output_mode, who=self.name)
+
+    def _refuse_unknown(self, x: Tensor, unknown: Tensor) -> None:
+        """Keras's error for a value outside a vocabulary without an out-of-vocabulary
+        index: the values are read, which a traced or lazy call cannot do."""
+        if lazy.is_recording() or x.device.is_lazy:
+            raise NotImplementedError(
+                f"{self.name}: num_oov_indices=0 reads every value to refuse unknown ones, which a compiled or lazy "
+                "call cannot: apply the layer to the data (in a dataset's map) or keep an out-of-vocabulary index"
+            )
+        found = np.asarray(x.numpy())[np.asarray(unknown.numpy()) > 0]
+        if found.size:
+            raise ValueError(
+                f"{self.name}: {sorted(set(found.tolist()))[:5]} are not in the vocabulary and num_oov_indices is 0"
+            )

@@ -49,10 +49,21 @@ class _Merge(Layer):
         if len(inputs) < 2 or (self.needs_two and len(inputs) != 2):
             expected = "exactly 2" if self.needs_two else "at least 2"
             raise ValueError(f"{self.name}: expects a list of {expected} inputs, got {len(inputs)}")
-        return self.merge(inputs)
+        return self.merge(_one_dtype(inputs))
 
     def merge(self, inputs: list[Tensor]) -> Tensor:
         return reduce(self.combine, inputs)
+
+
+def _one_dtype(inputs: list[Any]) -> list[Tensor]:
+    """The inputs in one dtype, as Keras's merge layers promote them: the widest float among
+    them, else the widest integer (an int64 one-hot beside float32 features is float32)."""
+    tensors = [ops.as_tensor(x) for x in inputs]
+    dtypes = {t.dtype for t in tensors}
+    if len(dtypes) == 1:
+        return tensors
+    target = max(dtypes, key=lambda d: (d.is_float, d.kind != "b", d.itemsize))
+    return [t if t.dtype == target else t.astype(target) for t in tensors]
 
 
 class Add(_Merge):

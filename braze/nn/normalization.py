@@ -28,15 +28,20 @@ from braze.nn.layers import reject_constraints
 from braze.tensor import Tensor
 
 
-def adapt_array(data: Any, steps: int | None, who: str) -> np.ndarray:
+def adapt_array(data: Any, steps: int | None, who: str, vectors_are_samples: bool = False) -> np.ndarray:
     """What a preprocessing layer's ``adapt`` learns from, as one float64 array: an array,
-    a tensor, a list, or the first ``steps`` batches of an iterable (a ``tf.data.Dataset``)."""
+    a tensor, a list, or the first ``steps`` batches of an iterable (a ``tf.data.Dataset``).
+    With ``vectors_are_samples``, an iterable of 1-D arrays (a dataset not batched, such as
+    one of ``expand_dims(scalar, -1)``) gives one sample each, as Keras batches such a
+    dataset before it adapts."""
     if isinstance(data, (np.ndarray, Tensor, list)):
         return np.asarray(data.numpy() if isinstance(data, Tensor) else data, np.float64)
-    batches = list(itertools.islice(data, steps))
+    batches = [np.asarray(b.numpy() if isinstance(b, Tensor) else b, np.float64) for b in itertools.islice(data, steps)]
     if not batches:
         raise ValueError(f"{who}.adapt: the data holds no batch")
-    return np.concatenate([np.asarray(b.numpy() if isinstance(b, Tensor) else b, np.float64) for b in batches])
+    if vectors_are_samples and all(b.ndim == 1 and b.shape == batches[0].shape for b in batches):
+        return np.stack(batches)
+    return np.concatenate(batches)
 
 
 class BatchNormalization(Layer):
@@ -223,7 +228,7 @@ class Normalization(Layer):
         but ``axis``, in float64."""
         if self._given is not None:
             raise ValueError(f"{self.name}.adapt: the layer was given its mean and variance; adapt learns them")
-        array = adapt_array(data, steps, self.name)
+        array = adapt_array(data, steps, self.name, vectors_are_samples=True)
         if not self.built:  # built by its data, whose shape a Sequential model then starts from
             self.input_shape = self.input_shape or array.shape[1:]
             self.build(array.shape)

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from braze import ops
-from braze.nn.categorical import encode_categories
+from braze.nn.categorical import KERAS_2_MODES, encode_categories
 from braze.nn.layer import Layer
 from braze.ops import strings
 from braze.runtime.device import default_device
@@ -70,6 +70,7 @@ class StringLookup(Layer):
         **kwargs: Any,
     ) -> None:
         kind = type(self).__name__
+        output_mode = KERAS_2_MODES.get(output_mode, output_mode)
         if num_oov_indices not in (0, 1):
             raise NotImplementedError(
                 f"{kind}: num_oov_indices of 0 or 1 (more hash unknown strings over several indices, which braze "

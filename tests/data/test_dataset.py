@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import braze
 from braze.data import Dataset, Sequence, pad_sequences, to_categorical
 from braze.data.mnist import load_data
 
@@ -85,3 +86,13 @@ def test_lists_are_tensors_and_tuples_and_dicts_structures_as_in_tensorflow():
     np.testing.assert_array_equal(whole, [1, 2])
     with pytest.raises(ValueError, match="a scalar has no rows"):
         Dataset.from_tensor_slices(5)
+
+
+def test_text_elements_compare_as_tensorflow_string_tensors():
+    data = Dataset.from_tensor_slices(({"thal": np.array(["fixed", "normal"], dtype=object)}, np.arange(2)))
+    (first, _), (_, _) = list(data)
+    assert first["thal"].dtype == "string" and first["thal"].dtype == braze.string
+    assert first["thal"].dtype.kind == "U" and np.dtype(first["thal"].dtype) == np.dtype("<U5")
+    ((batch, labels),) = list(data.batch(2))
+    assert batch["thal"].dtype == "string" and labels.dtype != "string"
+    np.testing.assert_array_equal(np.unique(batch["thal"]), ["fixed", "normal"])

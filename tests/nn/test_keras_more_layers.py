@@ -316,6 +316,28 @@ def test_integer_lookup_indexes_as_keras_documents():
         layers.IntegerLookup()(data)
 
 
+def test_lookups_without_an_out_of_vocabulary_index_and_keras_2_output_modes():
+    exact = layers.IntegerLookup(vocabulary=[12, 36], num_oov_indices=0, output_mode="binary")  # binary: multi_hot
+    np.testing.assert_array_equal(exact(np.array([[36, 36], [12, 36]])).numpy(), [[0, 1], [1, 1]])
+    assert exact.get_vocabulary() == [12, 36]
+    with pytest.raises(ValueError, match=r"\[7\] are not in the vocabulary"):
+        exact(np.array([7, 12]))
+    np.testing.assert_array_equal(
+        layers.CategoryEncoding(max_tokens=3, output_mode="binary")([0, 2]).numpy(), [1, 0, 1]
+    )
+    strings = layers.StringLookup(vocabulary=["a", "b"], num_oov_indices=0, output_mode="tf-idf", idf_weights=[2, 3])
+    np.testing.assert_allclose(strings([["b", "b"]]).numpy(), [[0, 6]])
+
+
+def test_merge_layers_promote_their_inputs_to_one_dtype_as_keras_does():
+    ints = np.array([[1, 0]], np.int64)
+    floats = np.array([[0.5]], np.float32)
+    joined = layers.Concatenate()([ints, floats])
+    assert joined.dtype == braze.float32
+    np.testing.assert_array_equal(joined.numpy(), [[1, 0, 0.5]])
+    assert layers.Add()([np.array([1], np.int32), np.array([2], np.int64)]).dtype == braze.int64
+
+
 def test_embedding_takes_a_regularizer_and_ops_have_keras_sub_namespaces():
     embedding = layers.Embedding(6, 3, embeddings_regularizer=keras.regularizers.l2(0.5))
     embedding(np.array([[1, 2]]))

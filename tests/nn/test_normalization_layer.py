@@ -28,6 +28,11 @@ def test_adapt_learns_numpys_mean_and_variance_from_an_array_or_a_dataset():
     first = keras.layers.Normalization()
     first.adapt(tf.data.Dataset.from_tensor_slices(DATA).batch(64), steps=1)
     np.testing.assert_allclose(first.adapt_mean.numpy(), DATA[:64].astype(np.float64).mean(0), rtol=1e-5)
+    # A dataset not batched, of one feature a sample: Keras batches it before it adapts.
+    samples = keras.layers.Normalization()
+    samples.adapt(tf.data.Dataset.from_tensor_slices(DATA[:, 0]).map(lambda x: tf.expand_dims(x, -1)))
+    np.testing.assert_allclose(samples.adapt_mean.numpy(), DATA[:, :1].astype(np.float64).mean(0), rtol=1e-6)
+    np.testing.assert_allclose(samples.adapt_variance.numpy(), DATA[:, :1].astype(np.float64).var(0), rtol=1e-6)
 
 
 @pytest.mark.parametrize("device", [braze.CPU, braze.LAZY_CPU], ids=["eager", "lazy"])

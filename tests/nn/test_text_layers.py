@@ -105,7 +105,7 @@ def test_string_lookup_without_out_of_vocabulary_index_refuses_unknown_strings()
         ({"vocabulary": ["a", ""], "mask_token": ""}, "mask token"),
         ({"vocabulary": VOCAB, "max_tokens": 3}, "more than max_tokens"),
         ({"vocabulary": VOCAB, "output_mode": "tf_idf"}, "needs its idf_weights"),
-        ({"output_mode": "binary"}, "output_mode"),
+        ({"output_mode": "hot"}, "output_mode"),
         ({"invert": True, "output_mode": "count"}, "invert"),
     ],
 )
