@@ -49,10 +49,18 @@ def _normalized(structure: Any) -> Any:
         return type(structure)(_normalized(item) for item in structure)
     if isinstance(structure, dict):
         return {key: _normalized(item) for key, item in structure.items()}
-    array = np.asarray(structure.numpy() if hasattr(structure, "numpy") else structure)
-    if array.dtype == object and array.size and all(isinstance(v, str) for v in array.reshape(-1)):
-        return array.astype(str)  # text (a pandas column of it is of objects)
+    array = _as_array(structure)
+    if array.dtype == object and array.size and all(isinstance(v, (str, bytes)) for v in array.reshape(-1)):
+        # Text (a pandas column of it is of objects), held as str.
+        return np.array([v.decode("utf-8") if isinstance(v, bytes) else v for v in array.reshape(-1)]).reshape(
+            array.shape
+        )
     return array
+
+
+def _as_array(value: Any) -> np.ndarray:
+    """An array, or a tensor's values, as NumPy's (an element's text stays ``str``)."""
+    return np.asarray(value if isinstance(value, np.ndarray) or not hasattr(value, "numpy") else value.numpy())
 
 
 def _stack(elements: list[Any]) -> Any:
@@ -95,10 +103,17 @@ class TextDType:
 class Element(np.ndarray):
     """A NumPy array that also answers ``numpy()``, as TensorFlow's eager tensors do, so that
     a loop over a dataset can write ``images[0].numpy()`` (its views are elements too); a
-    text element's dtype equals ``"string"``, as a TensorFlow string tensor's does."""
+    text element's dtype equals ``"string"`` and its ``numpy()`` is bytes, as a TensorFlow
+    string tensor's."""
 
-    def numpy(self) -> np.ndarray:
-        return np.asarray(self)
+    def numpy(self) -> Any:
+        """The values as NumPy's; text as TensorFlow gives it, UTF-8 bytes (a ``bytes``
+        for one string, an array of them otherwise)."""
+        array = np.asarray(self)
+        if array.dtype.kind != "U":
+            return array
+        encoded = np.array([s.encode("utf-8") for s in array.reshape(-1)], dtype=object).reshape(array.shape)
+        return encoded[()] if array.ndim == 0 else encoded
 
     @property
     def dtype(self) -> Any:  # type: ignore[override]
@@ -208,7 +223,7 @@ class Dataset:
                 result = map_func(*element) if isinstance(element, tuple) else map_func(element)
             finally:
                 set_default_device(previous)
-            return _map(lambda v: np.asarray(v.numpy() if hasattr(v, "numpy") else v), result)
+            return _map(_as_array, result)
 
         return Dataset(lambda: (apply(e) for e in self), self._length)
 

@@ -1,6 +1,7 @@
 """``keras.losses``: loss functions in Keras's ``(y_true, y_pred)`` order and Loss classes."""
 
 from braze.nn.keras_losses import (
+    CTC,
     BinaryCrossentropy,
     CategoricalCrossentropy,
     CosineSimilarity,
@@ -18,6 +19,7 @@ from braze.nn.keras_losses import (
     binary_crossentropy,
     categorical_crossentropy,
     cosine_similarity,
+    ctc,
     get,
     hinge,
     huber,
@@ -36,6 +38,7 @@ from braze.nn.keras_losses import (
 )
 
 __all__ = [
+    "CTC",
     "BinaryCrossentropy",
     "CategoricalCrossentropy",
     "CosineSimilarity",
@@ -53,6 +56,7 @@ __all__ = [
     "binary_crossentropy",
     "categorical_crossentropy",
     "cosine_similarity",
+    "ctc",
     "get",
     "hinge",
     "huber",

@@ -25,6 +25,8 @@ convert_to_numpy = FUNCTIONS["convert_to_numpy"]
 convert_to_tensor = FUNCTIONS["convert_to_tensor"]
 cos = FUNCTIONS["cos"]
 count_nonzero = FUNCTIONS["count_nonzero"]
+ctc_decode = FUNCTIONS["ctc_decode"]
+ctc_loss = FUNCTIONS["ctc_loss"]
 cumsum = FUNCTIONS["cumsum"]
 divide = FUNCTIONS["divide"]
 dot = FUNCTIONS["dot"]
@@ -142,6 +144,8 @@ __all__ = [
     "convert_to_tensor",
     "cos",
     "count_nonzero",
+    "ctc_decode",
+    "ctc_loss",
     "cumsum",
     "divide",
     "dot",
@@ -249,6 +253,8 @@ image = SimpleNamespace(**IMAGE_FUNCTIONS)
 # Keras 3's sub-namespaces of the same functions: ``keras.ops.nn`` the activations and the
 # losses, ``keras.ops.core`` the control flow and conversions, ``keras.ops.numpy`` the rest.
 _NN = {
+    "ctc_decode",
+    "ctc_loss",
     "binary_crossentropy",
     "categorical_crossentropy",
     "elu",

@@ -14,6 +14,7 @@ from typing import Any
 
 from braze import ops
 from braze.nn import masks
+from braze.nn.ctc import ctc
 from braze.nn.losses import binary_cross_entropy_elements, cross_entropy, is_braze_loss, one_per_example
 from braze.nn.names import snake_case
 from braze.tensor import Tensor
@@ -119,6 +120,7 @@ FUNCTIONS: dict[str, Callable[..., Tensor]] = {
     "poisson": poisson,
     "hinge": hinge,
     "cosine_similarity": cosine_similarity,
+    "ctc": ctc,
 }
 mse, mae, mape, kld, logcosh = (
     mean_squared_error,
@@ -234,6 +236,7 @@ KLDivergence = _loss_class("KLDivergence", kl_divergence)
 Poisson = _loss_class("Poisson", poisson)
 Hinge = _loss_class("Hinge", hinge)
 CosineSimilarity = _loss_class("CosineSimilarity", cosine_similarity, axis=-1)
+CTC = _loss_class("CTC", ctc)
 
 CLASSES: dict[str, type[Loss]] = {
     cls.__name__: cls
@@ -250,6 +253,7 @@ CLASSES: dict[str, type[Loss]] = {
         Poisson,
         Hinge,
         CosineSimilarity,
+        CTC,
     )
 }
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from braze import array_api, ops
 from braze.ir.errors import TraceError
-from braze.nn import activations
+from braze.nn import activations, ctc
 from braze.nn.losses import binary_cross_entropy_elements
 from braze.nn.symbolic import KerasTensor, symbolic_op
 from braze.ops import tensorflow as tf_ops
@@ -375,6 +375,8 @@ _WRAPPED = {
     "convert_to_tensor": ops.as_tensor,
     "cos": _of_floats(ops.cos),
     "count_nonzero": _count_nonzero,
+    "ctc_decode": ctc.ctc_decode,
+    "ctc_loss": ctc.ctc_loss,
     "cumsum": _cumsum,
     "divide": ops.divide,
     "dot": _dot,

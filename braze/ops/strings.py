@@ -23,6 +23,7 @@ __all__ = [
     "length",
     "lower",
     "ngrams",
+    "reduce_join",
     "regex_replace",
     "split",
     "strip",
@@ -109,6 +110,20 @@ def join(inputs: Sequence[Any], separator: str = "", name: str | None = None) ->
     arrays = np.broadcast_arrays(*[as_strings(x, "tf.strings.join") for x in inputs])
     out = [separator.join(parts) for parts in zip(*(a.reshape(-1) for a in arrays), strict=True)]
     return np.array(out, dtype=str).reshape(arrays[0].shape) if out else arrays[0]
+
+
+def reduce_join(
+    inputs: Any, axis: int | None = None, keepdims: bool = False, separator: str = "", name: str | None = None
+) -> np.ndarray:
+    """The strings of ``inputs`` joined along ``axis`` (all of them when None), as
+    ``tf.strings.reduce_join``."""
+    array = as_strings(inputs, "tf.strings.reduce_join")
+    if axis is None:
+        return np.array(separator.join(array.reshape(-1)), dtype=str)
+    rows = np.moveaxis(array, axis, -1)
+    joined = np.array([separator.join(row) for row in rows.reshape(-1, rows.shape[-1])], dtype=str)
+    joined = joined.reshape(rows.shape[:-1])
+    return np.expand_dims(joined, axis) if keepdims else joined
 
 
 def split(input: Any, sep: str | None = None, maxsplit: int = -1, name: str | None = None) -> Any:

@@ -96,3 +96,7 @@ def test_text_elements_compare_as_tensorflow_string_tensors():
     ((batch, labels),) = list(data.batch(2))
     assert batch["thal"].dtype == "string" and labels.dtype != "string"
     np.testing.assert_array_equal(np.unique(batch["thal"]), ["fixed", "normal"])
+    assert first["thal"].numpy() == b"fixed"  # TensorFlow's text: UTF-8 bytes
+    assert batch["thal"].numpy().tolist() == [b"fixed", b"normal"]
+    mapped = data.map(lambda x, y: x["thal"]).batch(2)
+    assert next(iter(mapped)).dtype == "string"  # still text after a map

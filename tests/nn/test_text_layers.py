@@ -287,6 +287,10 @@ def test_strings_functions_agree_with_python():
     np.testing.assert_array_equal(tf.strings.length(text, unit="UTF8_CHAR"), [len(s) for s in text])
     np.testing.assert_array_equal(tf.strings.join([np.array(["a", "b"]), "x"], separator="-"), ["a-x", "b-x"])
     assert tf.strings.ngrams([["a", "b", "c"]], (1, 3)) == [["a", "b", "c", "a b c"]]
+    assert tf.strings.reduce_join(np.array(["a", "b", "c"])) == "abc"
+    long_last = np.array([["a", "b"], ["cc", "dddd"]])
+    np.testing.assert_array_equal(tf.strings.reduce_join(long_last, axis=1, separator="-"), ["a-b", "cc-dddd"])
+    np.testing.assert_array_equal(tf.strings.reduce_join(long_last, axis=0, keepdims=True), [["acc", "bdddd"]])
     with pytest.raises(TypeError, match="expected strings"):
         tf.strings.lower(np.arange(3))
 
