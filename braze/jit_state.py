@@ -5,8 +5,10 @@ callable object itself, a function's default values, the cells it closes over an
 globals its code names, and the same of every user function met on the way (functions of
 braze, the standard library and installed packages are only compared by identity). From the roots the walk
 follows lists, tuples, dicts and the public attributes of objects (names without a
-leading underscore, in their ``__dict__`` or ``__slots__``), at most ``MAX_DEPTH`` deep,
-and sorts what it meets:
+leading underscore, in their ``__dict__`` or ``__slots__``) and, for an object of a class
+the user wrote, its class's methods (whose globals and closures a model's ``call`` reads
+as a function's) and public class attributes, at most ``MAX_DEPTH`` deep, and sorts what
+it meets:
 
 - **tensors** are state: their values are the executable's inputs, read on every call;
 - **numbers held in an attribute that the object's class lists in** ``jit_inputs`` (an
@@ -34,7 +36,9 @@ import dis
 import enum
 import functools
 import hashlib
+import inspect
 import os
+import sys
 import sysconfig
 import types
 from collections.abc import Callable, Iterator
@@ -192,11 +196,15 @@ def read(roots: list[tuple[str, Any]]) -> Reads:
             # An object without a __dict__ is also its identity, or its value where it hashes
             # by value: its private slots (a Fraction's) are not walked.
             entries.append((path, kind) if hasattr(value, "__dict__") else (path, _identity(value)))
+            own = getattr(value, "__dict__", {})
             for name, item in _attributes(value, kind):
                 child = f"{path}.{name}"
                 if name in lifted and _lift(reads, value, name, item, child):
                     continue
                 visit(item, child, depth + 1)
+            for name, item in _class_state(kind):
+                if name not in own:
+                    visit(item, f"{path}.{name}", depth + 1)
         elif category == _SEQUENCE:
             seen.add(id(value))
             entries.append((path, kind, len(value)))
@@ -258,6 +266,42 @@ def _attributes(value: Any, kind: type) -> Iterator[tuple[str, Any]]:
             yield name, getattr(value, name)
         except AttributeError:  # a slot never assigned
             continue
+
+
+_CLASS_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _class_state(kind: type) -> Iterator[tuple[str, Any]]:
+    """What the classes a user wrote hold for their instances, read now: their methods
+    (``call``, ``train_step``...), whose globals, closures and defaults a call reads as a
+    function's are, and their public class attributes (``self.scale`` of ``scale = 2.0``
+    in the class body). Dunder methods but ``__call__`` are left out: ``__init__`` runs
+    before any compiled call."""
+    names = _CLASS_NAMES.get(kind)
+    if names is None:
+        found: dict[str, None] = {}
+        for cls in kind.__mro__:
+            if _written_by_user(cls):
+                found.update(dict.fromkeys(n for n in vars(cls) if not n.startswith("__") or n == "__call__"))
+        names = _CLASS_NAMES[kind] = tuple(found)
+    for name in names:
+        item = inspect.getattr_static(kind, name, None)
+        if isinstance(item, (staticmethod, classmethod)):
+            item = item.__func__
+        elif isinstance(item, property):
+            item = item.fget
+        if isinstance(item, types.FunctionType) or not (name.startswith("_") or callable(item)):
+            yield name, item
+
+
+def _written_by_user(cls: type) -> bool:
+    """A class of the user's program (or of braze's fuzzer's), not of braze, the standard
+    library or an installed package."""
+    module = sys.modules.get(cls.__module__)
+    if module is None or cls.__module__ == "builtins":
+        return False
+    source = getattr(module, "__file__", None)
+    return source is None or not source.startswith(_LIBRARY) or source.startswith(_USER_IN_BRAZE)
 
 
 def _identity(value: Any) -> Any:

@@ -233,6 +233,43 @@ def test_a_global_number_is_a_guard():
     assert jitted.compiles == 2
 
 
+GAIN = 1.0
+
+
+class Gained(braze.nn.Module):
+    """A model whose method reads a global and a class attribute, and calls a layer that
+    only a global holds."""
+
+    offset = 0.0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dense = Dense(2, input_dim=3, generator=braze.Generator(0))
+
+    def forward(self, x):
+        return OUTSIDE(self.dense(x)) * GAIN + self.offset
+
+
+OUTSIDE = Dense(2, input_dim=2, generator=braze.Generator(1))
+
+
+def test_what_a_models_methods_read_from_globals_and_its_class_is_read_again():
+    global GAIN
+    model = Gained()
+    jitted = braze.jit(lambda x: model(x))
+    x = braze.tensor(np.ones((1, 3), np.float32))
+    try:
+        for gain, offset in ((1.0, 0.0), (3.0, 0.0), (3.0, 2.0), (3.0, 2.0)):
+            GAIN, Gained.offset = gain, offset
+            np.testing.assert_allclose(jitted(x).numpy(), model(x).numpy(), rtol=RTOL, atol=ATOL)
+        with braze.no_grad():
+            OUTSIDE.kernel *= 2.0  # the global layer's parameter: an input
+        np.testing.assert_allclose(jitted(x).numpy(), model(x).numpy(), rtol=RTOL, atol=ATOL)
+    finally:
+        GAIN, Gained.offset = 1.0, 0.0
+    assert jitted.compiles == 3
+
+
 class Scaling:
     """A settings object with slots, which have no __dict__."""
 
