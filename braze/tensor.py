@@ -496,8 +496,9 @@ class Tensor:
 
     def assign(self, value: Any) -> Tensor:
         """Set this tensor's value in place, recording no gradient (TensorFlow's
-        ``Variable.assign``: a trainable weight takes it too)."""
-        return self._assign_without_grad(lambda _, new: new.detach(), value)
+        ``Variable.assign``: a trainable weight takes it too); the value is converted to
+        this tensor's dtype, as Keras's ``assign`` converts it."""
+        return self._assign_without_grad(lambda mine, new: new.detach().astype(mine.dtype), value)
 
     def assign_add(self, value: Any) -> Tensor:
         """``self += value`` in place, recording no gradient (``Variable.assign_add``)."""

@@ -44,6 +44,19 @@ def test_dtype_mix_is_an_error_that_says_so():
         a * b
 
 
+def test_host_data_beside_a_float_tensor_takes_its_dtype_as_a_python_number_does():
+    kernel = braze.ones((2, 3), dtype=braze.float32)
+    mask = np.tril(np.ones((2, 3)))  # float64, as NumPy makes it
+    product = kernel * mask
+    assert product.dtype == braze.float32
+    np.testing.assert_array_equal(product.numpy(), mask.astype(np.float32))
+    np.testing.assert_allclose(([4, 9] ** braze.tensor(0.5)).numpy(), [2.0, 3.0])  # TensorFlow's list and variable
+    with pytest.raises(braze.DTypeError, match="dtypes differ"):
+        braze.ones((2,), dtype=braze.int32) * np.array([0.5, 1.5])  # an integer tensor takes no fractions
+    kernel.assign(np.full((2, 3), 0.25))  # Keras's assign converts to the variable's dtype
+    assert kernel.dtype == braze.float32 and kernel.numpy().tolist() == [[0.25] * 3] * 2
+
+
 def test_unsupported_dtype():
     with pytest.raises(braze.DTypeError, match=r"tensor: unsupported dtype 'complex128'; braze supports bool, int32"):
         braze.tensor(np.array([1 + 2j]))

@@ -201,8 +201,7 @@ def operands(op: str, *values: Any) -> list[Tensor]:
         elif isinstance(y, Tensor) and is_number(x) and weak_result_dtype(y.dtype, x) is y.dtype:
             return [scalar_operand(x, y.dtype, y.device, y._aval.shape, op), y]
     anchor = next((v for v in values if isinstance(v, Tensor)), None)
-    device = anchor.device if anchor is not None else None
-    items = [v if isinstance(v, Tensor) or is_number(v) else as_tensor(v, device=device) for v in values]
+    items = [v if isinstance(v, Tensor) or is_number(v) else _host_operand(v, anchor) for v in values]
     if not any(isinstance(v, Tensor) for v in items):
         items[0] = as_tensor(items[0])
     tensors = [v for v in items if isinstance(v, Tensor)]
@@ -213,6 +212,19 @@ def operands(op: str, *values: Any) -> list[Tensor]:
             dtype = weak_result_dtype(dtype, v)
     converted = [astype(v, dtype) if isinstance(v, Tensor) else scalar(v, dtype, target) for v in items]
     return _broadcast_all(op, converted)
+
+
+def _host_operand(value: Any, anchor: Tensor | None) -> Tensor:
+    """A list, tuple or NumPy array of numbers beside a float tensor takes the tensor's
+    dtype, as a Python number does: host data is weakly typed (``np.zeros``'s float64 mask
+    times a float32 kernel, TensorFlow's list times a variable); two tensors of different
+    dtypes still never mix."""
+    device = anchor.device if anchor is not None else None
+    if anchor is not None and anchor.dtype.is_float:
+        array = np.asarray(value)
+        if array.dtype.kind in "biuf":
+            return as_tensor(array, dtype=anchor.dtype, device=device)
+    return as_tensor(value, device=device)
 
 
 def _broadcast_all(op: str, tensors: list[Tensor]) -> list[Tensor]:
