@@ -59,7 +59,7 @@ class InputLayer(Layer):
             full = (batch_size, *(tuple(shape) if isinstance(shape, (list, tuple)) else (shape,)))
         else:
             raise TypeError("Input: give shape= (without the batch dimension) or batch_shape=")
-        self.input_shape = full[1:]
+        self._declared_shape = full[1:]
         dtype = "float32" if dtype is None else dtype
         self._symbolic = spec(full, dtype, self.name)
         node = Node(self, (), {}, layer=self)

@@ -121,7 +121,7 @@ class Layer(Module):
 
     built = False
     trainable = True
-    input_shape: tuple[int, ...] | None = None  # without the batch dimension, as given
+    _declared_shape: tuple[int, ...] | None = None  # Keras's input_shape=, without the batch dimension
     activity_regularizer: Callable | None = None
     name_stem: str | None = None  # the default name's stem when it is not the class's name
 
@@ -172,7 +172,7 @@ class Layer(Module):
         if input_shape is None and input_dim is not None:
             input_shape = (int(input_dim),)
         if input_shape is not None:
-            self.input_shape = tuple(input_shape)
+            self._declared_shape = tuple(input_shape)
         # A layer with nothing to build is built from the start (a compiled step that calls it
         # first then sees no change in it).
         self.built = type(self).build is Layer.build
@@ -216,8 +216,8 @@ class Layer(Module):
 
     def _build_if_known(self) -> None:
         """Build at once when the input shape was given (Keras's ``input_shape=``)."""
-        if self.input_shape is not None and not self.built:
-            self.build((None, *self.input_shape))
+        if self._declared_shape is not None and not self.built:
+            self.build((None, *self._declared_shape))
             self.built = True
 
     def _ensure_built(self, input_shape: Any) -> None:

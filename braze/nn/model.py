@@ -98,7 +98,7 @@ class Model(Layer):
         self.layers = self._graph.layers
         self.built = True
         if len(self._graph.input_leaves) == 1:  # so a Sequential that starts with this model knows its input
-            self.input_shape = tuple(self._graph.input_leaves[0].shape[1:])
+            self._declared_shape = tuple(self._graph.input_leaves[0].shape[1:])
 
     # Functional models -----------------------------------------------------------------
 
@@ -121,6 +121,29 @@ class Model(Layer):
     @property
     def input_names(self) -> list[str]:
         return self._functional().input_names
+
+    @property
+    def input_shape(self) -> Any:
+        """Keras's input shape, batch first (None): a tuple, or a list of them for several
+        inputs; a subclassed model's is what it sets."""
+        if "_set_input_shape" in self.__dict__:
+            return self.__dict__["_set_input_shape"]
+        return _shapes(self._functional().input_leaves)
+
+    @input_shape.setter
+    def input_shape(self, value: Any) -> None:
+        self.__dict__["_set_input_shape"] = value
+
+    @property
+    def output_shape(self) -> Any:
+        """Keras's output shape, batch first (None): a tuple, or a list of them."""
+        if "_set_output_shape" in self.__dict__:
+            return self.__dict__["_set_output_shape"]
+        return _shapes(self._functional().output_leaves)
+
+    @output_shape.setter
+    def output_shape(self, value: Any) -> None:
+        self.__dict__["_set_output_shape"] = value
 
     @property
     def output_names(self) -> list[str]:
@@ -208,7 +231,7 @@ class Sequential(Model):
             self.add(layer)
 
     def _start(self, input_shape: tuple[int, ...], dtype: Any = None) -> None:
-        self.input_shape = input_shape
+        self._declared_shape = input_shape
         if dtype is not None or "_input_dtype" not in self.__dict__:  # inputs are cast to it, as Keras casts them
             self._input_dtype = as_dtype(dtype or "float32", "Input")
         self._output_shape = input_shape if None not in input_shape else None
@@ -229,13 +252,13 @@ class Sequential(Model):
         """The symbolic tensors of a call on a ``keras.Input`` of the input shape, one per
         layer: each new layer is called on the last (Keras's Sequential graph)."""
         chain = self.__dict__.setdefault("_chain", [])
-        if self.input_shape is None:
+        if self._declared_shape is None:
             raise AttributeError(
                 f"{self.name} has no symbolic inputs and outputs yet: give it an input shape (a keras.Input first, "
                 "or input_shape=)"
             )
         if not chain:
-            chain.append(Input(shape=self.input_shape))
+            chain.append(Input(shape=self._declared_shape))
         while len(chain) <= len(self.layers):
             layer = self.layers[len(chain) - 1]
             if not isinstance(layer, Layer):
@@ -254,11 +277,12 @@ class Sequential(Model):
         if not isinstance(layer, Module):
             raise TypeError(f"{self.name}.add: expected a layer, got {type(layer).__name__}")
         self.layers.append(layer)
-        if self.input_shape is None and len(self.layers) == 1 and getattr(layer, "input_shape", None) is not None:
-            self._start(tuple(layer.input_shape))
+        first_shape = getattr(layer, "_declared_shape", None) if len(self.layers) == 1 else None
+        if self._declared_shape is None and first_shape is not None:
+            self._start(tuple(first_shape))
         if self._output_shape is not None:
             self._output_shape = _shape_after(layer, self._output_shape)
-        elif self.input_shape is None:
+        elif self._declared_shape is None:
             # Without an input shape there is nothing to build while every layer is built.
             self.built = all(getattr(m, "built", True) for m in self.layers)
         if isinstance(layer, Layer):  # its ``output``, asked for first, makes this model's graph
@@ -267,17 +291,17 @@ class Sequential(Model):
     def pop(self) -> Module:
         layer = self.layers.pop()
         self._drop_chain(len(self.layers))
-        if self.input_shape is not None and None not in self.input_shape:
-            self._output_shape = self.input_shape
+        if self._declared_shape is not None and None not in self._declared_shape:
+            self._output_shape = self._declared_shape
             for kept in self.layers:
                 self._output_shape = _shape_after(kept, self._output_shape)
         return layer
 
     def build(self, input_shape: Any = None) -> None:
         if input_shape is None:
-            if self.input_shape is None:
+            if self._declared_shape is None:
                 raise ValueError(f"{self.name}.build: give the input shape (batch first), e.g. (None, 28, 28, 1)")
-            input_shape = (None, *self.input_shape)
+            input_shape = (None, *self._declared_shape)
         self._start(tuple(input_shape)[1:])
         for layer in self.layers:
             if self._output_shape is None:
@@ -306,10 +330,10 @@ class Sequential(Model):
 
     def _ensure_built(self, input_shape: Any) -> None:
         if not self.built:  # the declared input shape, where there is one, not the first batch's
-            self.build(None if self.input_shape is not None else input_shape)
+            self.build(None if self._declared_shape is not None else input_shape)
 
     def call(self, x: Any, training: bool | None = None) -> Any:
-        x = _matching_rank(x, self.input_shape)
+        x = _matching_rank(x, self._declared_shape)
         dtype = self.__dict__.get("_input_dtype")
         # Booleans and integers become the Input's dtype (Keras's cast); a float input keeps
         # its precision (a model moved to float64 by to() takes float64).
@@ -347,6 +371,11 @@ def _zeros_like(spec: Any) -> Any:
         return {k: _zeros_like(v) for k, v in spec["items"].items()}
     shape = spec["shape"]
     return ops.zeros((1, *shape[1:]) if shape else (), spec["dtype"])  # one example: the batch size is free
+
+
+def _shapes(leaves: list[KerasTensor]) -> Any:
+    shapes = [tuple(t.shape) for t in leaves]
+    return shapes[0] if len(shapes) == 1 else shapes
 
 
 def _matching_rank(x: Any, input_shape: tuple[int, ...] | None) -> Any:

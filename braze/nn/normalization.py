@@ -230,7 +230,7 @@ class Normalization(Layer):
             raise ValueError(f"{self.name}.adapt: the layer was given its mean and variance; adapt learns them")
         array = adapt_array(data, steps, self.name, vectors_are_samples=True)
         if not self.built:  # built by its data, whose shape a Sequential model then starts from
-            self.input_shape = self.input_shape or array.shape[1:]
+            self._declared_shape = self._declared_shape or array.shape[1:]
             self.build(array.shape)
             self.built = True
         kept = self._kept(array.ndim)

@@ -256,7 +256,8 @@ def model_config(model: Model) -> dict[str, Any]:
     frozen = {} if model.trainable else {"trainable": False}  # a frozen model comes back frozen
     if isinstance(model, Sequential):
         layers = [_layer_config(m) for m in model.layers]
-        return {"name": model.name, "layers": layers, "input_shape": _encode(model.input_shape, model.name), **frozen}
+        shape = _encode(model._declared_shape, model.name)
+        return {"name": model.name, "layers": layers, "input_shape": shape, **frozen}
     return {**_graph_config(model), **frozen}
 
 

@@ -29,14 +29,14 @@ def _rows(model: Any) -> list[tuple[str, str, int]]:
     if layers is None:
         children = [m for name, m in model.named_modules() if name and name.count(".") == 1]
         return [(_title(m), "multiple", _count(m)) for m in children]
-    if getattr(model, "input_shape", None) is None:
+    if getattr(model, "_declared_shape", None) is None:
         raise ValueError(
             f"{_name(model)} has not been built yet: give its first layer an input_shape "
             "(Keras's input_shape=...) or call it on a batch first"
         )
     rows = []
     with no_grad():
-        x = ops.zeros((1, *model.input_shape), device=model.device)
+        x = ops.zeros((1, *model._declared_shape), device=model.device)
         for layer in layers:
             x = layer(x, training=False) if hasattr(layer, "trainable_weights") else layer(x)
             rows.append((_title(layer), _shape(x.shape), _count(layer)))

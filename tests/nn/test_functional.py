@@ -167,3 +167,14 @@ def test_a_sequential_starting_with_a_functional_model_is_built_from_its_input()
     x = np.ones((2, 4), np.float32)
     expected = numpy_dense(model.layers[1], numpy_dense(inner.layers[1], x))
     np.testing.assert_allclose(model(x).numpy(), expected, rtol=1e-6)
+
+
+def test_models_give_kerass_input_and_output_shapes_batch_first():
+    images = keras.Input(shape=(28, 28, 1))
+    assert keras.Model(images, layers.Conv2D(2, 3)(images)).input_shape == (None, 28, 28, 1)
+    assert keras.Model(images, layers.Conv2D(2, 3)(images)).output_shape == (None, 26, 26, 2)
+    stack = keras.Sequential([layers.Dense(3, input_shape=(4,)), layers.Dense(2)])
+    assert (stack.input_shape, stack.output_shape) == ((None, 4), (None, 2))
+    a, b = keras.Input((2,)), keras.Input((3, 4))
+    both = keras.Model([a, b], [layers.Dense(1)(a), b])
+    assert both.input_shape == [(None, 2), (None, 3, 4)] and both.output_shape == [(None, 1), (None, 3, 4)]
