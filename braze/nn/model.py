@@ -39,6 +39,28 @@ class _ChildLayers:
         return [value for _, value in model._items() if isinstance(value, Layer)]
 
 
+class _KerasShape:
+    """A model's Keras ``input_shape`` or ``output_shape``, batch first (None): a tuple, or a
+    list of them for several; a subclassed model's is what it sets."""
+
+    def __init__(self, leaves: str) -> None:
+        self.leaves = leaves
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.stored = f"_set_{name}"
+
+    def __get__(self, model: Any, owner: type | None = None) -> Any:
+        if model is None:
+            return self
+        if self.stored in model.__dict__:
+            return model.__dict__[self.stored]
+        shapes = [tuple(t.shape) for t in getattr(model._functional(), self.leaves)]
+        return shapes[0] if len(shapes) == 1 else shapes
+
+    def __set__(self, model: Any, value: Any) -> None:
+        model.__dict__[self.stored] = value
+
+
 class Model(Layer):
     """``keras.Model``: ``Model(inputs, outputs)`` over symbolic tensors, or a subclass
     defining ``call`` (and, if it likes, ``train_step``/``test_step``/``predict_step``)."""
@@ -122,28 +144,8 @@ class Model(Layer):
     def input_names(self) -> list[str]:
         return self._functional().input_names
 
-    @property
-    def input_shape(self) -> Any:
-        """Keras's input shape, batch first (None): a tuple, or a list of them for several
-        inputs; a subclassed model's is what it sets."""
-        if "_set_input_shape" in self.__dict__:
-            return self.__dict__["_set_input_shape"]
-        return _shapes(self._functional().input_leaves)
-
-    @input_shape.setter
-    def input_shape(self, value: Any) -> None:
-        self.__dict__["_set_input_shape"] = value
-
-    @property
-    def output_shape(self) -> Any:
-        """Keras's output shape, batch first (None): a tuple, or a list of them."""
-        if "_set_output_shape" in self.__dict__:
-            return self.__dict__["_set_output_shape"]
-        return _shapes(self._functional().output_leaves)
-
-    @output_shape.setter
-    def output_shape(self, value: Any) -> None:
-        self.__dict__["_set_output_shape"] = value
+    input_shape = _KerasShape("input_leaves")
+    output_shape = _KerasShape("output_leaves")
 
     @property
     def output_names(self) -> list[str]:
@@ -371,11 +373,6 @@ def _zeros_like(spec: Any) -> Any:
         return {k: _zeros_like(v) for k, v in spec["items"].items()}
     shape = spec["shape"]
     return ops.zeros((1, *shape[1:]) if shape else (), spec["dtype"])  # one example: the batch size is free
-
-
-def _shapes(leaves: list[KerasTensor]) -> Any:
-    shapes = [tuple(t.shape) for t in leaves]
-    return shapes[0] if len(shapes) == 1 else shapes
 
 
 def _matching_rank(x: Any, input_shape: tuple[int, ...] | None) -> Any:
