@@ -26,7 +26,7 @@ import functools
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from braze import backward_replay, trees
+from braze import backward_replay, lazy, trees
 from braze.ir.prims import structural
 from braze.tangents import LEVELS
 from braze.tensor import GRAD_MODE, GradNode, Tensor
@@ -494,6 +494,8 @@ class GradientTape:
         self._used = False
 
     def __enter__(self) -> GradientTape:
+        if not GradientTape._open:
+            lazy.step_boundary()  # a hand-written training loop's step starts here
         GradientTape._open.append(self)
         return self
 

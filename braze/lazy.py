@@ -574,6 +574,22 @@ def barrier(devices: Device | Iterable[Device] | None = None) -> None:
         targets = list(devices)
     for device in targets:
         EXECUTOR.barrier(device)
+    _CUT[0] = next(_SEQUENCE)
+
+
+# Expressions made since the last barrier past which a step boundary cuts the trace.
+LONG_TRACE = 1000
+_CUT = [0]  # the expression sequence number at the last barrier
+
+
+def step_boundary() -> None:
+    """Where a training step may begin (a ``GradientTape`` block opening): the pending trace
+    runs first if more than ``LONG_TRACE`` expressions were made since the last barrier.
+    A loop that reaches no barrier (variables updated by ``assign_sub``, no optimizer)
+    then compiles graphs of a few steps, one like the next, instead of one graph that
+    grows with every step; a step that ends at a barrier (an optimizer's) is not cut."""
+    if EXECUTOR._live and not getattr(_HOLD, "held", False) and next(_SEQUENCE) - _CUT[0] > LONG_TRACE:
+        barrier()
 
 
 def cache_size() -> int:

@@ -454,3 +454,26 @@ def test_a_number_kept_pending_is_a_graph_input_at_the_barrier():
     assert len(trace.leaves) == 2 and any(leaf is half._value for leaf in trace.leaves)
     braze.barrier()
     assert half.item() == 0.5 and y.tolist() == [0.0, 0.5, 1.0]
+
+
+def test_a_hand_written_tape_loop_without_a_barrier_compiles_graphs_of_a_few_steps():
+    # Curve fitting as TensorFlow users write it: variables updated by assign_sub, no
+    # optimizer, no value read until the end. The trace is cut as a tape block opens once
+    # it is long, so the graphs stay small and one like the next, and the values are eager's.
+    x = np.array([165.0, 330.0, 825.0, 1651.0], np.float32)
+    y = np.array([0.81, 0.87, 0.90, 0.91], np.float32)
+    results = {}
+    for device in (braze.CPU, braze.LAZY_CPU):
+        a = braze.tensor(np.float32(0.1), device=device)
+        b = braze.tensor(np.float32(0.1), device=device)
+        for _ in range(300):
+            with braze.GradientTape() as tape:
+                tape.watch([a, b])
+                loss = ((a * braze.tensor(x, device=device) ** b - braze.tensor(y, device=device)) ** 2).mean()
+            grad_a, grad_b = tape.gradient(loss, [a, b])
+            a.assign_sub(grad_a * 0.01)
+            b.assign_sub(grad_b * 0.01)
+        results[device] = (a.item(), b.item())
+    np.testing.assert_allclose(results[braze.LAZY_CPU], results[braze.CPU], rtol=1e-5)
+    assert metrics.value("GraphNodes").maximum < 3 * lazy.LONG_TRACE  # not 300 steps' worth
+    assert metrics.counter("Barrier") >= 300 * 20 // lazy.LONG_TRACE  # about one cut per LONG_TRACE expressions
