@@ -24,7 +24,7 @@ from typing import BinaryIO
 import numpy as np
 
 from braze.nn.errors import CheckpointError
-from braze.nn.npz import read_npz, write_npz
+from braze.nn.npz import read_model_weights, read_npz, write_npz
 from braze.nn.safetensors import read_safetensors, write_safetensors
 
 __all__ = ["CheckpointError", "read_checkpoint", "write_checkpoint", "write_npz", "write_safetensors"]
@@ -148,7 +148,9 @@ def read_checkpoint(path: str | os.PathLike) -> dict[str, np.ndarray]:
     if not magic:
         raise CheckpointError(f"{path}: empty file, not a checkpoint")
     if magic[:4] in _ZIP_MAGICS:
-        state = read_npz(path)
+        state = read_model_weights(path)  # a whole model's file, which Keras's load_weights reads too
+        if state is None:
+            state = read_npz(path)
     elif magic[8:9] == b"{":
         state = read_safetensors(Path(path))
     else:

@@ -11,6 +11,7 @@ declared size and no further.
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import zipfile
@@ -66,14 +67,15 @@ def _member(path: str | os.PathLike, archive: zipfile.ZipFile, info: zipfile.Zip
         return array
 
 
-def read_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """The arrays of the ``.npz`` archive ``path``, by name (CheckpointError naming the file
-    and what is wrong with it otherwise)."""
+def read_npz(path: str | os.PathLike, source: io.BytesIO | None = None) -> dict[str, np.ndarray]:
+    """The arrays of the ``.npz`` archive ``path`` (or of ``source``, an archive read from
+    inside ``path``), by name (CheckpointError naming the file and what is wrong with it
+    otherwise)."""
     try:
-        with zipfile.ZipFile(path) as archive:
+        with zipfile.ZipFile(path if source is None else source) as archive:
             infos = archive.infolist()
             declared = sum(info.file_size for info in infos)
-            size = os.path.getsize(path)
+            size = os.path.getsize(path) if source is None else source.getbuffer().nbytes
             if declared > MAX_RATIO * size + SLACK:
                 raise CheckpointError(
                     f"{path}: not loaded: its arrays declare {declared:,} bytes, {declared / max(size, 1):,.0f} times "
@@ -92,3 +94,24 @@ def read_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
         if isinstance(error, CheckpointError):
             raise
         raise CheckpointError(f"{path}: not a checkpoint: {error}") from None
+
+
+MODEL_WEIGHTS = "model.weights.npz"  # the weights' member of a model saved whole (model.save)
+
+
+def read_model_weights(path: str | os.PathLike) -> dict[str, np.ndarray] | None:
+    """The model's weights (not its optimizer's) in a ``.keras`` archive written by
+    ``model.save``, within the same size checks; None for any other archive."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+            if "config.json" not in names or MODEL_WEIGHTS not in names:
+                return None
+            info = archive.getinfo(MODEL_WEIGHTS)
+            if info.file_size > MAX_RATIO * os.path.getsize(path) + SLACK:
+                raise CheckpointError(f"{path}: not loaded: its weights declare {info.file_size:,} bytes")
+            inner = io.BytesIO(archive.read(info))
+    except (zipfile.BadZipFile, EOFError, zlib.error) as error:
+        raise CheckpointError(f"{path}: truncated or corrupt checkpoint ({error})") from None
+    state = read_npz(path, inner)
+    return {name: value for name, value in state.items() if not name.startswith("optimizer/")}

@@ -32,6 +32,7 @@ from braze.nn.keras_ops import _WRAPPED
 from braze.nn.layer import Layer
 from braze.nn.model import KerasSequential, Model, Sequential
 from braze.nn.module import warn_if_hdf5
+from braze.nn.npz import MODEL_WEIGHTS, read_npz
 from braze.nn.state import set_value
 from braze.nn.symbolic import KerasTensor
 from braze.tensor import Tensor
@@ -218,6 +219,7 @@ def _find_class(name: str, custom: dict[str, type], module: str | None = None) -
         keras_losses.CLASSES,
         metrics.CLASSES,
         _optimizer_classes(),
+        _schedule_classes(),
     ):
         if name in table:
             return table[name]
@@ -409,6 +411,13 @@ def _optimizer_classes() -> dict[str, type]:
     return {**optim.keras.CLASSES, **braze_style}
 
 
+def _schedule_classes() -> dict[str, type]:
+    """Keras's learning-rate schedules by their names."""
+    from braze.optim import schedules
+
+    return {name: getattr(schedules, name) for name in schedules.__all__ if isinstance(getattr(schedules, name), type)}
+
+
 def _optimizer_name(optimizer: Any) -> str:
     for name, cls in _optimizer_classes().items():
         if type(optimizer) is cls:
@@ -497,7 +506,7 @@ def save_model(model: Layer, filepath: str | os.PathLike, overwrite: bool = True
     def write(handle: Any) -> None:
         with zipfile.ZipFile(handle, "w", zipfile.ZIP_STORED) as archive:
             archive.writestr("config.json", json.dumps(config, indent=1))
-            archive.writestr("model.weights.npz", weights.getvalue())
+            archive.writestr(MODEL_WEIGHTS, weights.getvalue())
 
     write_atomically(path, write)
 
@@ -512,13 +521,13 @@ def load_model(
     try:
         with zipfile.ZipFile(filepath) as archive:
             config = json.loads(archive.read("config.json"))
-            weights = archive.read("model.weights.npz")
+            weights = archive.read(MODEL_WEIGHTS)
     except (OSError, KeyError, zipfile.BadZipFile, json.JSONDecodeError) as error:
         raise CheckpointError(f"{filepath}: not a model saved by braze's model.save ({error})") from None
     if config.get("format") != FORMAT:
         raise CheckpointError(f"{filepath}: not a model saved by braze (format {config.get('format')!r})")
     model = layer_from_config(config["model"], custom)
-    arrays = _read_weights(weights, filepath)
+    arrays = read_npz(filepath, io.BytesIO(weights))
     model.load_state_dict({k: v for k, v in arrays.items() if not k.startswith("optimizer/")})
     settings = config.get("compile")
     if compile and settings is not None:
@@ -533,14 +542,6 @@ def load_model(
         )
         _restore_optimizer(model, arrays)
     return model
-
-
-def _read_weights(content: bytes, filepath: Any) -> dict[str, np.ndarray]:
-    try:
-        with np.load(io.BytesIO(content), allow_pickle=False) as archive:
-            return {name: archive[name] for name in archive.files}
-    except (ValueError, OSError, zipfile.BadZipFile) as error:
-        raise CheckpointError(f"{filepath}: its weights are corrupt ({error})") from None
 
 
 __all__ = [

@@ -244,3 +244,34 @@ def test_a_subclassed_model_of_two_inputs_loads(tmp_path, by_name):
     model.save(tmp_path / "pair.keras")
     restored = keras.models.load_model(tmp_path / "pair.keras", custom_objects={"Pair": Pair})
     np.testing.assert_array_equal(restored(a, b).numpy(), expected)
+
+
+def test_load_weights_reads_a_whole_model_file_as_keras_does(tmp_path):
+    model = keras.Sequential([keras.Input((3,)), layers.Dense(2)])
+    model.compile(optimizer="adam", loss="mse")
+    model.fit(np.ones((4, 3), np.float32), np.ones((4, 2), np.float32), verbose=0)  # optimizer slots saved too
+    model.save(tmp_path / "whole.keras")
+    twin = keras.Sequential([keras.Input((3,)), layers.Dense(2)])
+    twin.load_weights(tmp_path / "whole.keras")  # the model's weights, not its optimizer's
+    for saved, loaded in zip(model.get_weights(), twin.get_weights(), strict=True):
+        np.testing.assert_array_equal(loaded, saved)
+
+
+@pytest.mark.parametrize(
+    "schedule",
+    [
+        keras.optimizers.schedules.ExponentialDecay(1e-3, 100, 0.96),
+        keras.optimizers.schedules.CosineDecay(1e-3, 100),
+        keras.optimizers.schedules.PiecewiseConstantDecay([10], [1e-3, 1e-4]),
+        keras.optimizers.schedules.InverseTimeDecay(1e-3, 10, 0.5),
+        keras.optimizers.schedules.PolynomialDecay(1e-3, 100),
+    ],
+    ids=lambda s: type(s).__name__,
+)
+def test_an_optimizer_with_a_learning_rate_schedule_loads_without_custom_objects(tmp_path, schedule):
+    model = keras.Sequential([keras.Input((3,)), layers.Dense(1)])
+    model.compile(optimizer=keras.optimizers.Adam(schedule), loss="mse")
+    model.save(tmp_path / "scheduled.keras")
+    loaded = keras.models.load_model(tmp_path / "scheduled.keras")
+    rate = loaded.optimizer.learning_rate
+    assert type(rate) is type(schedule) and rate.get_config() == schedule.get_config()
