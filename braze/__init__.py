@@ -29,6 +29,9 @@ from braze.ops import tf_image as image
 from braze.ops.tensorflow import (
     compat,
     gather,
+    identity,
+    numpy_function,
+    py_function,
     random,
     repeat,
     shape,
@@ -44,6 +47,7 @@ from braze.ops.tensorflow import expand_dims as expand_dims  # tf.expand_dims, w
 from braze.ops.tensorflow import math as math
 from braze.ops.tensorflow import one_hot as one_hot  # tf.one_hot over braze.ops's, reading its calls alike
 from braze.ops.tensorflow import range as range  # noqa: A004 - TensorFlow's name
+from braze.ops.tensorflow import where as where  # tf.where, of one argument too
 from braze.runtime import metrics
 from braze.runtime.device import CPU, LAZY_CPU, Device, as_device, default_device, set_default_device
 from braze.tensor import Tensor
@@ -139,6 +143,9 @@ __all__ = [
     "split",
     "set_default_device",
     "tensordot",
+    "identity",
+    "numpy_function",
+    "py_function",
     "strings",
     "tile",
     "unstack",

@@ -325,3 +325,49 @@ def test_range_as_tensorflow_counts():
     close(tf.range(3, 1.0, -0.5), np.arange(3, 1.0, -0.5))
     np.testing.assert_array_equal(tf.range(tf.constant(2), 8, 3, dtype=tf.int64).numpy(), [2, 5])
     assert tf.range(4, 1).shape == (0,)
+
+
+def test_identity_where_and_python_functions_as_tensorflow_gives_them():
+    v = tf.Variable(tf.tensor([1.0, 2.0]))
+    copy = tf.identity(v)
+    v.assign(tf.tensor([5.0, 5.0]))
+    assert copy.tolist() == [1.0, 2.0]  # a new tensor, not the variable
+    np.testing.assert_array_equal(tf.where(tf.tensor([[True, False], [False, True]])).numpy(), [[0, 0], [1, 1]])
+    assert tf.where(tf.tensor([True, False]), 1.0, 2.0, name="choice").tolist() == [1.0, 2.0]
+    doubled = tf.numpy_function(lambda a: (a * 2).astype(np.float32), [tf.ones(2)], tf.float32)
+    assert doubled.dtype == tf.float32 and doubled.tolist() == [2.0, 2.0]
+    total, zero = tf.py_function(lambda a, b: [a + b, a * 0], [tf.ones(2), tf.ones(2)], [tf.float32, tf.float32])
+    assert total.tolist() == [2.0, 2.0] and zero.tolist() == [0.0, 0.0]
+
+
+def test_gelu_and_swish_in_tf_nn_match_their_formulas():
+    from math import erf
+
+    x = np.array([-2.0, -0.5, 0.0, 1.5], np.float32)
+    exact = [v * 0.5 * (1 + erf(v / np.sqrt(2))) for v in x]
+    np.testing.assert_allclose(tf.nn.gelu(tf.tensor(x)).numpy(), exact, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(tf.nn.swish(tf.tensor(x)).numpy(), x / (1 + np.exp(-x)), rtol=1e-6)
+    np.testing.assert_allclose(tf.nn.silu(tf.tensor(x), beta=2.0).numpy(), x / (1 + np.exp(-2 * x)), rtol=1e-6)
+
+
+def test_crop_and_pad_to_bounding_boxes_match_numpy():
+    images = np.arange(2 * 4 * 5 * 1, dtype=np.float32).reshape(2, 4, 5, 1)
+    np.testing.assert_array_equal(tf.image.crop_to_bounding_box(images, 1, 2, 2, 3).numpy(), images[:, 1:3, 2:5])
+    padded = tf.image.pad_to_bounding_box(images[0], 1, 1, 6, 8).numpy()
+    expected = np.zeros((6, 8, 1), np.float32)
+    expected[1:5, 1:6] = images[0]
+    np.testing.assert_array_equal(padded, expected)
+    with pytest.raises(ValueError, match="does not fit"):
+        tf.image.crop_to_bounding_box(images, 3, 0, 2, 5)
+
+
+def test_tensorflow_device_names_open_blocks_of_the_default_device():
+    with tf.device("/CPU:0") as device:
+        assert tf.ones(2).device == device == tf.CPU
+    tf.config.set_jit(True)
+    try:
+        with tf.device("/device:CPU:0"):  # TensorFlow's names keep the mode: lazy here
+            assert tf.ones(2).device.is_lazy
+    finally:
+        tf.config.set_jit(False)
+    assert tf.default_device() == tf.CPU

@@ -7,7 +7,7 @@ into tensors, and data loading can be used and tested on its own.
 """
 
 from braze.data.augment import Augment
-from braze.data.dataset import AUTOTUNE, Dataset
+from braze.data.dataset import AUTOTUNE, Dataset, TextLineDataset
 from braze.data.errors import DataError
 from braze.data.idx import read_idx
 from braze.data.image_folder import ImageFolder, img_to_array, load_img
@@ -23,6 +23,7 @@ __all__ = [
     "MNIST",
     "Dataset",
     "PyDataset",
+    "TextLineDataset",
     "Sequence",
     "Augment",
     "BlockSampler",

@@ -15,12 +15,15 @@ device, so that preparing data never records ops into a lazy training trace.
 
 from __future__ import annotations
 
+import glob
 import itertools
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
+from braze.data.errors import DataError
 from braze.runtime.device import CPU, default_device, set_default_device
 
 AUTOTUNE = -1
@@ -61,6 +64,33 @@ def _normalized(structure: Any) -> Any:
 def _as_array(value: Any) -> np.ndarray:
     """An array, or a tensor's values, as NumPy's (an element's text stays ``str``)."""
     return np.asarray(value if isinstance(value, np.ndarray) or not hasattr(value, "numpy") else value.numpy())
+
+
+def _padded(elements: list[Any], shapes: Any, values: Any) -> Any:
+    """``elements`` stacked, each component padded to the shape ``shapes`` gives it (None
+    dimensions, or no shape, to the largest among them) with ``values``' fill."""
+    first = elements[0]
+    if isinstance(first, (list, tuple)):
+        parts = [_padded([e[i] for e in elements], _part(shapes, i), _part(values, i)) for i in range(len(first))]
+        return type(first)(parts)
+    if isinstance(first, dict):
+        return {k: _padded([e[k] for e in elements], _part(shapes, k), _part(values, k)) for k in first}
+    arrays = [np.asarray(e) for e in elements]
+    largest = np.max([a.shape for a in arrays], axis=0) if arrays[0].ndim else ()
+    target = [int(d) if d is not None and d != -1 else int(m) for d, m in zip(shapes or largest, largest, strict=True)]
+    text = arrays[0].dtype.kind in "US"
+    fill = values if values is not None else ("" if text else 0)
+    out = np.full((len(arrays), *target), fill, dtype=object if text else np.result_type(*arrays))
+    for k, a in enumerate(arrays):
+        if any(s > t for s, t in zip(a.shape, target, strict=True)):
+            raise ValueError(f"Dataset.padded_batch: an element of shape {a.shape} is larger than {tuple(target)}")
+        out[(k, *(slice(0, s) for s in a.shape))] = a
+    return out.astype(str) if text else out
+
+
+def _part(structure: Any, key: Any) -> Any:
+    """A structured argument's part for one component; a plain one (a fill) for every one."""
+    return structure[key] if isinstance(structure, (list, tuple, dict)) else structure
 
 
 def _stack(elements: list[Any]) -> Any:
@@ -160,6 +190,17 @@ class Dataset:
         values = range(*args)
         return Dataset(lambda: (np.int64(v) for v in values), len(values))
 
+    @staticmethod
+    def list_files(file_pattern: Any, shuffle: bool | None = None, seed: int | None = None) -> Dataset:
+        """The paths that match ``file_pattern`` (a glob, or a list of them), in a shuffled
+        order unless ``shuffle=False`` (then sorted): ``tf.data.Dataset.list_files``."""
+        patterns = [file_pattern] if isinstance(file_pattern, (str, os.PathLike)) else list(file_pattern)
+        paths = sorted({path for pattern in patterns for path in glob.glob(os.fspath(pattern))})
+        if not paths:
+            raise DataError(f"Dataset.list_files: no file matches {[os.fspath(p) for p in patterns]}")
+        found = Dataset.from_tensor_slices(np.array(paths))
+        return found if shuffle is False else found.shuffle(len(paths), seed=seed)
+
     def __iter__(self) -> Iterator[Any]:
         return (_map(_answering_numpy, element) for element in self._generate())
 
@@ -178,18 +219,39 @@ class Dataset:
         if batch_size < 1:
             raise ValueError(f"Dataset.batch: batch_size must be at least 1, got {batch_size}")
 
-        def generate() -> Iterator[Any]:
+        def chunks() -> Iterator[list[Any]]:
             elements = iter(self)
             while True:
                 chunk = list(itertools.islice(elements, batch_size))
                 if not chunk or (drop_remainder and len(chunk) < batch_size):
                     return
-                yield _stack(chunk)
+                yield chunk
 
         length = None
         if self._length is not None:
             length = self._length // batch_size if drop_remainder else -(-self._length // batch_size)
-        return Dataset(generate, length)
+        batched = Dataset(lambda: (_stack(chunk) for chunk in chunks()), length)
+        batched._chunks = chunks
+        return batched
+
+    def padded_batch(
+        self,
+        batch_size: int,
+        padded_shapes: Any = None,
+        padding_values: Any = None,
+        drop_remainder: bool = False,
+        name: str | None = None,
+    ) -> Dataset:
+        """Batches whose elements are padded, at the end of each axis, to the batch's
+        largest (or to ``padded_shapes``, where a None dimension is the batch's largest)
+        with ``padding_values`` (0, or "" for text): ``Dataset.padded_batch``."""
+        batched = self.batch(batch_size, drop_remainder)
+
+        def generate() -> Iterator[Any]:
+            for chunk in batched._chunks():
+                yield _padded(chunk, padded_shapes, padding_values)
+
+        return Dataset(generate, batched._length)
 
     def shuffle(self, buffer_size: int, seed: int | None = None, reshuffle_each_iteration: bool = True) -> Dataset:
         if buffer_size < 1:
@@ -249,3 +311,25 @@ class Dataset:
 
     def cache(self, filename: str = "") -> Dataset:
         return self
+
+
+def TextLineDataset(  # noqa: N802 - TensorFlow's name
+    filenames: Any, compression_type: str | None = None, buffer_size: int | None = None, num_parallel_reads: Any = None
+) -> Dataset:
+    """Each line of the text files ``filenames`` (one, or a list), without its line ending,
+    as an element: ``tf.data.TextLineDataset``."""
+    if compression_type:
+        raise NotImplementedError("TextLineDataset: compressed files are not supported; decompress them first")
+    single = isinstance(filenames, (str, os.PathLike))
+    paths = [os.fspath(filenames)] if single else [str(f) for f in np.asarray(filenames).reshape(-1)]
+
+    def generate() -> Iterator[Any]:
+        for path in paths:
+            try:
+                with open(path, encoding="utf-8", newline="") as file:
+                    for line in file:
+                        yield np.str_(line.rstrip("\r\n"))
+            except (OSError, UnicodeDecodeError) as error:
+                raise DataError(f"TextLineDataset: {path}: {error}") from None
+
+    return Dataset(generate, None)

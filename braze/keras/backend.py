@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from braze.keras.ops import abs, exp, log, max, mean, min, sqrt, square, std, sum  # noqa: A004 - Keras's names
+from braze.keras.ops import abs, cast, exp, log, max, mean, min, sqrt, square, std, sum  # noqa: A004 - Keras's names
 from braze.nn import keras_random
 from braze.nn.ctc import backend_ctc_decode as ctc_decode
 from braze.nn.ctc import ctc_batch_cost
@@ -55,6 +55,7 @@ def random_uniform(shape: Any, minval: float = 0.0, maxval: float = 1.0, dtype: 
 
 __all__ = [
     "abs",
+    "cast",
     "clear_session",
     "ctc_batch_cost",
     "ctc_decode",

@@ -92,11 +92,13 @@ from braze.nn.tf_nn import (
     depth_to_space,
     dropout,
     embedding_lookup,
+    gelu,
     log_softmax,
     moments,
     relu,
     sigmoid,
     sigmoid_cross_entropy_with_logits,
+    silu,
     softmax,
     softmax_cross_entropy_with_logits,
     space_to_depth,
@@ -106,6 +108,8 @@ from braze.nn.tf_nn import (
 from braze.nn.torch_losses import CrossEntropyLoss
 from braze.nn.training import Statistics, count_correct
 from braze.nn.transformer import GELU, Embedding, LayerNorm
+
+swish = silu  # tf.nn.swish
 
 __all__ = [
     "ELU",
@@ -204,6 +208,9 @@ __all__ = [
     "depth_to_space",
     "dropout",
     "embedding_lookup",
+    "gelu",
+    "silu",
+    "swish",
     "space_to_depth",
     "subtract",
     "tanh",

@@ -14,8 +14,8 @@ from braze.ir.errors import TraceError
 from braze.nn import activations, ctc
 from braze.nn.losses import binary_cross_entropy_elements
 from braze.nn.symbolic import KerasTensor, symbolic_op
+from braze.ops import strings, tf_image
 from braze.ops import tensorflow as tf_ops
-from braze.ops import tf_image
 from braze.ops.core import normalize_axis
 from braze.ops.image import extract_patches
 from braze.ops.tensorflow import plain
@@ -49,6 +49,28 @@ def _one_hot(x: Any, num_classes: int, axis: int = -1, dtype: Any = None, sparse
 
 def _cast(x: Any, dtype: Any) -> Tensor:
     return ops.astype(ops.as_tensor(x), dtype)
+
+
+def _convert_to_tensor(x: Any, dtype: Any = None, sparse: Any = None, ragged: Any = None) -> Any:
+    """A tensor of ``x``; text stays a NumPy array of ``str`` (braze's string tensor)."""
+    if dtype is not None and str(dtype) in ("string", "str") or _is_text(x):
+        return strings.as_strings(x, "convert_to_tensor")
+    return ops.as_tensor(x, dtype=dtype)
+
+
+def _is_text(x: Any) -> bool:
+    if isinstance(x, (str, bytes)):
+        return True
+    if isinstance(x, (list, tuple)):
+        return bool(x) and _is_text(x[0])
+    return isinstance(x, np.ndarray) and x.dtype.kind in "US"
+
+
+def _reshape(x: Any, newshape: Any = None, shape: Any = None) -> Tensor:
+    """``x`` in ``newshape`` (Keras's name; ``shape`` as braze's)."""
+    if (newshape is None) == (shape is None):
+        raise TypeError("reshape: give the new shape once, as newshape (or shape)")
+    return ops.reshape(x, newshape if newshape is not None else shape)
 
 
 def _square(x: Any) -> Tensor:
@@ -372,7 +394,7 @@ _WRAPPED = {
     "ceil": _of_floats(ops.ceil),
     "clip": ops.clip,
     "concatenate": _concatenate,
-    "convert_to_tensor": ops.as_tensor,
+    "convert_to_tensor": _convert_to_tensor,
     "cos": _of_floats(ops.cos),
     "count_nonzero": _count_nonzero,
     "ctc_decode": ctc.ctc_decode,
@@ -431,7 +453,7 @@ _WRAPPED = {
     "ravel": _ravel,
     "relu": ops.relu,
     "repeat": _repeat,
-    "reshape": ops.reshape,
+    "reshape": _reshape,
     "roll": _roll,
     "round": _round,
     "rsqrt": ops.rsqrt,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from braze import ops
-from braze.nn import keras_random
+from braze.nn import activations, keras_random
 from braze.nn.losses import binary_cross_entropy_elements, cross_entropy
 from braze.ops.tensorflow import gather
 from braze.tensor import Tensor
@@ -26,6 +26,17 @@ def sigmoid(x: Any) -> Tensor:
 def tanh(x: Any) -> Tensor:
     """The hyperbolic tangent: ``tf.nn.tanh``."""
     return ops.tanh(ops.as_tensor(x))
+
+
+def gelu(features: Any, approximate: bool = False, name: str | None = None) -> Tensor:
+    """``features * Phi(features)``, exact (by erf) or by its tanh approximation: ``tf.nn.gelu``."""
+    return activations.gelu(ops.as_tensor(features), approximate)
+
+
+def silu(features: Any, beta: float = 1.0) -> Tensor:
+    """``features * sigmoid(beta * features)``: ``tf.nn.silu`` (``tf.nn.swish``)."""
+    x = ops.as_tensor(features)
+    return x * ops.sigmoid(x * beta) if beta != 1.0 else activations.silu(x)
 
 
 def softmax(logits: Any, axis: int = -1) -> Tensor:

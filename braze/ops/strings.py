@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from braze.ir.dtypes import as_dtype
+from braze.ops.core import as_tensor
 from braze.tensor import Tensor
 
 __all__ = [
@@ -27,6 +29,7 @@ __all__ = [
     "regex_replace",
     "split",
     "strip",
+    "to_number",
     "unicode_split",
     "upper",
 ]
@@ -94,6 +97,18 @@ def regex_replace(
 def strip(input: Any, name: str | None = None) -> np.ndarray:
     """Each string without its leading and trailing whitespace."""
     return _each(input, str.strip, "tf.strings.strip")
+
+
+def to_number(string_tensor: Any, out_type: Any = "float32", name: str | None = None) -> Tensor:
+    """Each string read as a number, a tensor of ``out_type`` (float32 by default):
+    ``tf.strings.to_number``."""
+    array = as_strings(string_tensor, "tf.strings.to_number")
+    dtype = as_dtype(out_type, "tf.strings.to_number")
+    try:
+        values = [float(s) if dtype.is_float else int(s) for s in array.reshape(-1)]
+    except ValueError as error:
+        raise ValueError(f"tf.strings.to_number: {error}") from None
+    return as_tensor(np.array(values, dtype=dtype.numpy).reshape(array.shape), dtype=dtype)
 
 
 def length(input: Any, unit: str = "BYTE", name: str | None = None) -> np.ndarray:

@@ -128,8 +128,15 @@ def _uniform(shape: Any, minval: float = 0.0, maxval: float = 1.0, dtype: Any = 
     return random_ops.uniform(shape, minval, maxval, dtype, seed=seed)
 
 
+def _set_seed(seed: int) -> None:
+    """``tf.random.set_seed``: seed braze's default generator and NumPy's global one, which a
+    dataset's ``shuffle`` without a seed draws from (TensorFlow's global seed fixes it too)."""
+    random_ops.manual_seed(seed)
+    np.random.seed(seed)
+
+
 # tf.random: samples from braze's default generator (tf.random.set_seed seeds it).
-random = SimpleNamespace(normal=_normal, uniform=_uniform, set_seed=random_ops.manual_seed)
+random = SimpleNamespace(normal=_normal, uniform=_uniform, set_seed=_set_seed)
 
 
 def _as_bytes(text: bytes | bytearray | str, encoding: str = "utf-8") -> bytes:
@@ -258,6 +265,54 @@ def expand_dims(input: Any, axis: int, name: str | None = None) -> Any:  # noqa:
     if isinstance(input, (str, bytes)) or (isinstance(input, np.ndarray) and input.dtype.kind in "USO"):
         return np.expand_dims(strings.as_strings(input, "tf.expand_dims"), axis)
     return shape_ops.expand_dims(input, axis)
+
+
+def identity(input: Any, name: str | None = None) -> Tensor:  # noqa: A002 - TensorFlow's name
+    """A new tensor of ``input``'s value (a later ``assign`` to ``input`` leaves it as it
+    is): ``tf.identity``."""
+    x = as_tensor(input)
+    return math_ops.add(x, astype(creation.zeros((), x.dtype, x.device), x.dtype))
+
+
+def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Tensor:
+    """Elements of ``x`` where ``condition`` holds, else of ``y``; with neither, the
+    coordinates (int64, one row each) of the true elements: ``tf.where``."""
+    if x is None and y is None:
+        return as_tensor(np.argwhere(np.asarray(as_tensor(condition).numpy())).astype(np.int64))
+    if x is None or y is None:
+        raise ValueError("tf.where: give both x and y, or neither")
+    return math_ops.where(condition, x, y)
+
+
+def numpy_function(  # noqa: N803 - TensorFlow's names
+    func: Callable[..., Any], inp: Sequence[Any], Tout: Any, stateful: bool = True, name: str | None = None
+) -> Any:
+    """``func`` called on NumPy arrays of ``inp``, its results as tensors of ``Tout``'s
+    dtypes: ``tf.numpy_function``. It runs Python, so it runs eagerly (in a dataset's map, or
+    outside a compiled step); a compiled step cannot call it."""
+    return _results(func(*[np.asarray(as_tensor(v).numpy()) for v in inp]), Tout)
+
+
+def py_function(func: Callable[..., Any], inp: Sequence[Any], Tout: Any, name: str | None = None) -> Any:  # noqa: N803 - TensorFlow's names
+    """``func`` called on the tensors of ``inp``, eagerly, its results as tensors of
+    ``Tout``'s dtypes: ``tf.py_function``."""
+    return _results(func(*[as_tensor(v) for v in inp]), Tout)
+
+
+def _results(values: Any, dtypes: Any) -> Any:
+    """A Python function's results as tensors of ``dtypes`` (one, or a list of them)."""
+    if isinstance(dtypes, (list, tuple)):
+        outputs = values if isinstance(values, (list, tuple)) else [values]
+        if len(outputs) != len(dtypes):
+            raise ValueError(f"the function returned {len(outputs)} values for {len(dtypes)} dtypes in Tout")
+        return [_result(v, d) for v, d in zip(outputs, dtypes, strict=True)]
+    return _result(values, dtypes)
+
+
+def _result(value: Any, dtype: Any) -> Any:
+    if str(dtype) in ("string", "str"):  # text stays text
+        return strings.as_strings(value)
+    return as_tensor(value.numpy() if isinstance(value, Tensor) else np.asarray(value), dtype=as_dtype(dtype))
 
 
 def tensordot(a: Any, b: Any, axes: Any, name: str | None = None) -> Tensor:

@@ -13,14 +13,16 @@ from braze.ops.image import as_batch, resize_to, unbatch
 from braze.ops.linalg import matmul
 from braze.ops.math import log, maximum, sqrt, where
 from braze.ops.reduction import mean
-from braze.ops.shape import expand_dims, flip, reshape, transpose
+from braze.ops.shape import expand_dims, flip, pad, reshape, transpose
 from braze.tensor import Tensor
 
 __all__ = [
     "adjust_brightness",
     "adjust_contrast",
+    "crop_to_bounding_box",
     "flip_left_right",
     "flip_up_down",
+    "pad_to_bounding_box",
     "per_image_standardization",
     "psnr",
     "random_flip_left_right",
@@ -116,6 +118,41 @@ def flip_left_right(image: Any) -> Tensor:
 
 def flip_up_down(image: Any) -> Tensor:
     return flip(as_tensor(image), -3)
+
+
+def _box(op: str, x: Tensor, offsets: tuple[int, int], size: tuple[int, int], inside: tuple[int, int]) -> None:
+    """Check that the box of ``size`` at ``offsets`` lies within ``inside`` (height, width)."""
+    if x.ndim not in (3, 4):
+        raise ValueError(f"tf.image.{op}: an image (H, W, C) or a batch of them, got shape {x.shape}")
+    if min(*offsets, *size) < 0 or offsets[0] + size[0] > inside[0] or offsets[1] + size[1] > inside[1]:
+        raise ValueError(
+            f"tf.image.{op}: a box of {size[0]}x{size[1]} at ({offsets[0]}, {offsets[1]}) does not fit "
+            f"{inside[0]}x{inside[1]}"
+        )
+
+
+def crop_to_bounding_box(
+    image: Any, offset_height: int, offset_width: int, target_height: int, target_width: int
+) -> Tensor:
+    """The ``target_height`` x ``target_width`` window of ``image`` from row ``offset_height``
+    and column ``offset_width``: ``tf.image.crop_to_bounding_box``."""
+    x = as_tensor(image)
+    offsets, size = (int(offset_height), int(offset_width)), (int(target_height), int(target_width))
+    _box("crop_to_bounding_box", x, offsets, size, x.shape[-3:-1])
+    return x[..., offsets[0] : offsets[0] + size[0], offsets[1] : offsets[1] + size[1], :]
+
+
+def pad_to_bounding_box(
+    image: Any, offset_height: int, offset_width: int, target_height: int, target_width: int
+) -> Tensor:
+    """``image`` placed at (``offset_height``, ``offset_width``) in zeros of
+    ``target_height`` x ``target_width``: ``tf.image.pad_to_bounding_box``."""
+    x = as_tensor(image)
+    offsets = (int(offset_height), int(offset_width))
+    _box("pad_to_bounding_box", x, offsets, x.shape[-3:-1], (int(target_height), int(target_width)))
+    after = (int(target_height) - offsets[0] - x.shape[-3], int(target_width) - offsets[1] - x.shape[-2])
+    widths = [(0, 0)] * (x.ndim - 3) + [(offsets[0], after[0]), (offsets[1], after[1]), (0, 0)]
+    return pad(x, widths)
 
 
 def rot90(image: Any, k: int = 1) -> Tensor:

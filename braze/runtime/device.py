@@ -68,6 +68,16 @@ class Device:
     def __repr__(self) -> str:
         return f"Device(kind: .{self.kind}, ordinal: {self.ordinal}, backend: .{self.backend})"
 
+    def __enter__(self) -> Device:
+        """``with device:`` makes it the default device for the block (PyTorch's ``with
+        torch.device(...)``, TensorFlow's ``with tf.device(...)``)."""
+        _ENTERED.append(default_device())
+        set_default_device(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        set_default_device(_ENTERED.pop())
+
     __str__ = __repr__
 
 
@@ -76,6 +86,7 @@ CPU = Device("CPU", 0, "EAGER")
 LAZY_CPU = Device("CPU", 0, "LAZY")
 """The lazy CPU, ``cpu:0:lazy`` (X10's ``Device.defaultXLA``): ops are recorded and compiled at a barrier."""
 _DEFAULT: list[Device] = [CPU]
+_ENTERED: list[Device] = []  # the default devices that ``with device:`` blocks replaced, innermost last
 
 
 def default_device() -> Device:
@@ -98,8 +109,12 @@ def as_device(spec: Device | str | None) -> Device:
     if not isinstance(spec, str):
         raise DeviceError(f"expected a Device or a device name, got {type(spec).__name__}")
     kind, ordinal, backend = "CPU", 0, "EAGER"
+    if spec.startswith("/"):  # TensorFlow's "/CPU:0", "/device:GPU:1": the current mode, eager or lazy
+        backend = default_device().backend
     for part in spec.replace("/", ":").split(":"):
         token = part.strip().upper()
+        if token in ("", "DEVICE"):
+            continue
         if token in KINDS:
             kind = token
         elif token in BACKENDS:

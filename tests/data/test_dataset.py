@@ -100,3 +100,27 @@ def test_text_elements_compare_as_tensorflow_string_tensors():
     assert batch["thal"].numpy().tolist() == [b"fixed", b"normal"]
     mapped = data.map(lambda x, y: x["thal"]).batch(2)
     assert next(iter(mapped)).dtype == "string"  # still text after a map
+
+
+def test_padded_batch_list_files_text_lines_and_a_seeded_shuffle(tmp_path):
+    data = Dataset.from_tensor_slices(np.arange(3)).map(
+        lambda i: (np.arange(int(i) + 1), np.array(["a"] * (int(i) + 1)))
+    )
+    (numbers, text), (last, _) = list(data.padded_batch(2))
+    np.testing.assert_array_equal(numbers, [[0, 0], [0, 1]])
+    np.testing.assert_array_equal(text, [["a", ""], ["a", "a"]])
+    np.testing.assert_array_equal(last, [[0, 1, 2]])
+    ((numbers, text),) = list(data.padded_batch(3, padded_shapes=([4], [None]), padding_values=(-1, "<pad>")))
+    assert numbers.tolist()[0] == [0, -1, -1, -1] and text.tolist()[0] == ["a", "<pad>", "<pad>"]
+    for name, body in (("b.txt", "x,1\r\ny,2\n"), ("a.txt", "z,3")):
+        (tmp_path / name).write_text(body, newline="")
+    listed = [str(p) for p in Dataset.list_files(str(tmp_path / "*.txt"), shuffle=False)]
+    assert listed == [str(tmp_path / "a.txt"), str(tmp_path / "b.txt")]
+    lines = [str(line) for line in braze.data.TextLineDataset(listed)]
+    assert lines == ["z,3", "x,1", "y,2"]
+    assert braze.strings.to_number(np.array(["1.5", "2"])).tolist() == [1.5, 2.0]
+    orders = []
+    for _ in range(2):
+        braze.random.set_seed(42)  # TensorFlow's global seed makes an unseeded shuffle repeat
+        orders.append([int(x) for x in Dataset.range(20).shuffle(20)])
+    assert orders[0] == orders[1] and orders[0] != list(range(20))
