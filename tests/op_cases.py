@@ -512,6 +512,14 @@ CASES: list[OpCase] = [
     OpCase("matmul_wide", braze.matmul, np.matmul, (F(13, 37), F(37, 50))),  # register tiles and their remainders
     OpCase("matmul_parallel", braze.matmul, np.matmul, (F(64, 48), F(48, 96))),  # enough work for threads
     OpCase("matmul_int", braze.matmul, np.matmul, (I(3, 4), I(4, 2)), grad=False),
+    *(
+        OpCase(f"einsum_{name}", lambda *xs, eq=eq: braze.einsum(eq, *xs), lambda *xs, eq=eq: np.einsum(eq, *xs), args)
+        for name, eq, args in (
+            ("heads", "bhqk,bkhd->bqhd", (F(2, 3, 4, 5), F(2, 5, 3, 2))),
+            ("chain", "abc,cd,de->abe", (F(2, 3, 4), F(4, 5), F(5, 2))),
+            ("reduce", "abc->b", (F(2, 3, 4),)),
+        )
+    ),
     # Shapes and indexing
     OpCase("reshape", lambda x: x.reshape(4, -1), lambda x: x.reshape(4, -1), (F(2, 3, 4),)),
     OpCase("transpose", lambda x: braze.transpose(x, (2, 0, 1)), lambda x: x.transpose(2, 0, 1), (F(2, 3, 4),)),

@@ -85,3 +85,34 @@ def test_take_at_a_scalar_index_is_the_element_as_in_numpy(device):
     for axis in (None, 0, 1):
         got = braze.take(braze.tensor(source, device=device), braze.tensor(np.array(2), device=device), axis=axis)
         np.testing.assert_array_equal(got.numpy(), np.take(source, np.array(2), axis=axis))
+
+
+@pytest.mark.parametrize(
+    ("subscripts", "shapes"),
+    [
+        ("bqd,bkd->bqk", [(2, 3, 4), (2, 5, 4)]),
+        ("ae,pe->ap", [(3, 4), (5, 4)]),
+        ("i,j->ij", [(3,), (4,)]),
+        ("i,i->", [(4,), (4,)]),
+        ("ab,cd->", [(2, 3), (4, 2)]),
+        ("...ij,...jk->...ik", [(2, 3, 4, 5), (5, 2)]),
+        ("ij,jk", [(2, 3), (3, 4)]),
+        ("ijk", [(2, 3, 4)]),
+        ("ij->ji", [(2, 3)]),
+    ],
+)
+def test_einsum_matches_numpy(subscripts, shapes):
+    rng = np.random.default_rng(len(subscripts))
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    np.testing.assert_allclose(
+        braze.einsum(subscripts, *arrays).numpy(), np.einsum(subscripts, *arrays), rtol=1e-5, atol=1e-5
+    )
+
+
+def test_einsum_refuses_what_it_cannot_read():
+    with pytest.raises(NotImplementedError, match="diagonal"):
+        braze.einsum("ii->i", np.ones((2, 2)))
+    with pytest.raises(ValueError, match="names 2 operands"):
+        braze.einsum("ab,bc->ac", np.ones((2, 2)))
+    with pytest.raises(braze.ShapeError, match="index 'b' is 3 in one operand, 4 in another"):
+        braze.einsum("ab,bc->ac", np.ones((2, 3)), np.ones((4, 2)))

@@ -30,6 +30,7 @@ ctc_loss = FUNCTIONS["ctc_loss"]
 cumsum = FUNCTIONS["cumsum"]
 divide = FUNCTIONS["divide"]
 dot = FUNCTIONS["dot"]
+einsum = FUNCTIONS["einsum"]
 elu = FUNCTIONS["elu"]
 equal = FUNCTIONS["equal"]
 exp = FUNCTIONS["exp"]
@@ -149,6 +150,7 @@ __all__ = [
     "cumsum",
     "divide",
     "dot",
+    "einsum",
     "elu",
     "equal",
     "exp",

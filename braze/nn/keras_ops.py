@@ -400,6 +400,7 @@ _WRAPPED = {
     "ctc_decode": ctc.ctc_decode,
     "ctc_loss": ctc.ctc_loss,
     "cumsum": _cumsum,
+    "einsum": ops.einsum,
     "divide": ops.divide,
     "dot": _dot,
     "elu": activations.elu,

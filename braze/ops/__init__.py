@@ -11,6 +11,7 @@ from braze.ops.bitwise import (
 )
 from braze.ops.core import as_tensor, astype, broadcast_to
 from braze.ops.creation import arange, full, full_like, one_hot, ones, ones_like, tensor, zeros, zeros_like
+from braze.ops.einsum import einsum
 from braze.ops.indexing import take, take_along_axis
 from braze.ops.linalg import matmul
 from braze.ops.math import (
@@ -156,6 +157,7 @@ __all__ = [
     "equal",
     "erf",
     "exp",
+    "einsum",
     "expand_dims",
     "expm1",
     "flatten",
