@@ -38,6 +38,7 @@ from braze.nn.conv import (
 )
 from braze.nn.conv_lstm import ConvLSTM2D
 from braze.nn.depthwise import DepthwiseConv1D, DepthwiseConv2D, SeparableConv1D, SeparableConv2D
+from braze.nn.einsum_dense import EinsumDense
 from braze.nn.functional_api import (
     Input,
     InputLayer,
@@ -151,6 +152,7 @@ __all__ = [
     "Dot",
     "Dropout",
     "ELU",
+    "EinsumDense",
     "Embedding",
     "Flatten",
     "GRU",
@@ -247,7 +249,6 @@ _MISSING = {
     "Hashing": "map the values to bins with NumPy, or Discretization for numbers in ranges",
     "Conv3DTranspose": "braze's transposed convolutions are 1-D and 2-D",
     "ConvLSTM1D": "ConvLSTM2D over images one row high",
-    "EinsumDense": "Dense, or ops.einsum with weights of your own layer",
     "SpectralNormalization": "no weight normalizations: normalize the kernel in a layer of your own",
     "AlphaDropout": "Dropout, or GaussianDropout",
     "GroupQueryAttention": "MultiHeadAttention",

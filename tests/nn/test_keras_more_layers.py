@@ -351,3 +351,42 @@ def test_embedding_takes_a_regularizer_and_ops_have_keras_sub_namespaces():
     np.testing.assert_allclose(ops.nn.sigmoid(x).numpy(), 1 / (1 + np.exp(-x)), rtol=1e-6)
     np.testing.assert_array_equal(ops.numpy.maximum(x, 0).numpy(), np.maximum(x, 0))
     assert ops.core.shape(braze.ones((2, 3))) == (2, 3)
+
+
+@pytest.mark.parametrize(
+    ("equation", "output_shape", "bias_axes", "input_shape", "expected"),
+    [  # the examples of Keras's documentation
+        ("ab,bc->ac", 64, "c", (3, 32), (3, 64)),
+        ("abc,cd->abd", (None, 64), "d", (3, 32, 128), (3, 32, 64)),
+        ("abc,cde->abde", (None, 4, 16), "de", (3, 32, 8), (3, 32, 4, 16)),
+        ("...b,bc->...c", 64, "c", (3, 32, 128), (3, 32, 64)),
+    ],
+)
+def test_einsum_dense_computes_its_equation_plus_bias(equation, output_shape, bias_axes, input_shape, expected):
+    x = np.random.default_rng(0).standard_normal(input_shape).astype(np.float32)
+    layer = layers.EinsumDense(equation, output_shape=output_shape, bias_axes=bias_axes, bias_initializer="ones")
+    y = layer(x)
+    assert y.shape == expected
+    kernel, bias = layer.kernel.numpy(), layer.bias.numpy()
+    np.testing.assert_allclose(y.numpy(), np.einsum(equation, x, kernel) + bias, rtol=1e-5, atol=1e-5)
+    symbolic = layers.EinsumDense(equation, output_shape=output_shape, bias_axes=bias_axes)(
+        keras.Input(input_shape[1:])
+    )
+    assert symbolic.shape == (None, *expected[1:])
+
+
+def test_einsum_dense_trains_and_round_trips(tmp_path):
+    x = np.random.default_rng(1).standard_normal((16, 5, 3)).astype(np.float32)
+    y = x.sum(-1, keepdims=True) * 2.0
+    model = keras.Sequential([keras.Input((5, 3)), layers.EinsumDense("abc,cd->abd", (None, 1), bias_axes="d")])
+    model.compile(optimizer="adam", loss="mse")
+    losses = model.fit(x, y, epochs=20, verbose=0).history["loss"]
+    assert losses[-1] < losses[0]
+    model.save(tmp_path / "einsum.keras")
+    np.testing.assert_allclose(
+        keras.models.load_model(tmp_path / "einsum.keras").predict(x, verbose=0), model.predict(x, verbose=0)
+    )
+    with pytest.raises(ValueError, match="bias axis 'z'"):
+        layers.EinsumDense("ab,bc->ac", 4, bias_axes="z")
+    with pytest.raises(ValueError, match="must read"):
+        layers.EinsumDense("ab->b", 4)
