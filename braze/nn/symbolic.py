@@ -205,6 +205,12 @@ def call_symbolic(call: Callable, args: tuple, kwargs: dict, layer: Any = None) 
         except Exception as error:  # noqa: BLE001 - raised again below if no sizes suit the call
             refused = refused or error
     else:
+        if any(a.dtype is TEXT for a in tree.leaves((args, kwargs)) if isinstance(a, KerasTensor)):
+            what = getattr(layer, "name", getattr(call, "__name__", "the call"))
+            raise TypeError(
+                f"{what} cannot read a text input ({refused}): braze holds text in NumPy arrays, which only the text "
+                "layers (TextVectorization, StringLookup) read in a model; shape text before the model"
+            ) from refused
         raise refused
     first, second = (tree.leaves(r) for r in runs)
     for value in first:

@@ -255,6 +255,15 @@ def test_a_compiled_model_of_a_text_input_reads_the_text_outside_its_step_and_co
     np.testing.assert_allclose(compiled.evaluate(data, verbose=0), eager.evaluate(data, verbose=0), rtol=1e-5)
 
 
+def test_a_lookup_without_out_of_vocabulary_index_builds_on_a_text_input_and_ops_say_what_text_takes():
+    text = tf.keras.Input(shape=(), dtype="string")
+    exact = layers.StringLookup(vocabulary=["a", "b"], num_oov_indices=0)
+    model = tf.keras.Model(text, exact(text))
+    np.testing.assert_array_equal(values(model(np.array(["b", "a"]))), [1, 0])
+    with pytest.raises(TypeError, match="cannot read a text input"):
+        tf.keras.ops.expand_dims(text, -1)
+
+
 def test_a_layer_of_text_and_computed_tensors_is_refused():
     text = tf.keras.Input(shape=(1,), dtype="string")
     number = tf.keras.Input(shape=(2,))
