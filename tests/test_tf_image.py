@@ -82,8 +82,42 @@ def test_keras_ops_image_extracts_patches_row_by_row_and_resizes():
     symbolic = keras.ops.image.extract_patches(keras.Input((7, 6, 3)), size=(3, 2))
     assert tuple(symbolic.shape) == (None, 2, 3, 18)
     np.testing.assert_array_equal(keras.ops.image.resize(images, (7, 6)).numpy(), images)
-    with pytest.raises(NotImplementedError, match="only patches that do not overlap"):
-        keras.ops.image.extract_patches(images, size=3, strides=1)
+
+
+def patches_by_hand(x, size, strides, rates, padding):
+    """Each patch cut out pixel by pixel (TensorFlow's SAME: padding split, the larger half after)."""
+    (kh, kw), (sh, sw), (rh, rw) = size, strides, rates
+    span_h, span_w = (kh - 1) * rh + 1, (kw - 1) * rw + 1
+    height, width = x.shape[1:3]
+    if padding == "SAME":
+        rows, cols = -(-height // sh), -(-width // sw)
+        extra_h, extra_w = max((rows - 1) * sh + span_h - height, 0), max((cols - 1) * sw + span_w - width, 0)
+        x = np.pad(x, [(0, 0), (extra_h // 2, extra_h - extra_h // 2), (extra_w // 2, extra_w - extra_w // 2), (0, 0)])
+    else:
+        rows, cols = (height - span_h) // sh + 1, (width - span_w) // sw + 1
+    out = np.zeros((x.shape[0], rows, cols, kh * kw * x.shape[3]), np.float32)
+    for a in range(rows):
+        for b in range(cols):
+            out[:, a, b] = x[:, a * sh : a * sh + span_h : rh, b * sw : b * sw + span_w : rw].reshape(x.shape[0], -1)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("size", "strides", "rates", "padding"),
+    [
+        ((3, 3), (1, 1), (1, 1), "SAME"),
+        ((3, 3), (1, 1), (1, 1), "VALID"),
+        ((2, 3), (2, 1), (1, 2), "VALID"),
+        ((3, 2), (2, 3), (2, 1), "SAME"),
+    ],
+)
+def test_overlapping_patches_match_patches_cut_by_hand(size, strides, rates, padding):
+    images = RNG.standard_normal((2, 7, 6, 3)).astype(np.float32)
+    expected = patches_by_hand(images, size, strides, rates, padding)
+    got = tf.image.extract_patches(images, [1, *size, 1], [1, *strides, 1], [1, *rates, 1], padding)
+    np.testing.assert_array_equal(got.numpy(), expected)
+    keras_patches = keras.ops.image.extract_patches(images, size, strides, rates, padding.lower())
+    np.testing.assert_array_equal(keras_patches.numpy(), expected)
 
 
 def test_area_resize_averages_each_block_of_pixels():

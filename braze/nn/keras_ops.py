@@ -512,9 +512,9 @@ def _resize(
 def _extract_patches(
     images: Any, size: Any, strides: Any = None, dilation_rate: int = 1, padding: str = "valid", data_format: Any = None
 ) -> Tensor:
-    if dilation_rate != 1 or data_format not in (None, "channels_last"):
-        raise NotImplementedError("keras.ops.image.extract_patches: dilation_rate 1 and channels_last only")
-    return extract_patches(ops.as_tensor(images), size, strides, padding)
+    if data_format not in (None, "channels_last"):
+        raise NotImplementedError("keras.ops.image.extract_patches: channels_last only")
+    return extract_patches(ops.as_tensor(images), size, strides, padding, dilation_rate)
 
 
 # keras.ops.image: the image functions, symbolic too.

@@ -10,13 +10,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from braze.ir.dtypes import DType, float32, float64, int32
 from braze.ir.errors import ShapeError
 from braze.ops.core import broadcast_to
 from braze.ops.creation import arange
 from braze.ops.indexing import take_along_axis
 from braze.ops.math import clip, floor, remainder, where
-from braze.ops.shape import expand_dims, transpose
+from braze.ops.shape import expand_dims, pad, stack, transpose
 from braze.tensor import Tensor, user_error
 
 __all__ = ["as_batch", "coordinate_dtype", "extract_patches", "grid", "resize_to", "sample", "unbatch"]
@@ -102,21 +104,49 @@ def resize_to(
     return sample(images, y, x, "nearest", interpolation, 0.0)
 
 
-def extract_patches(images: Tensor, size: int | Sequence[int], strides: Any = None, padding: str = "valid") -> Tensor:
-    """The non-overlapping ``size`` patches of NHWC (or HWC) ``images``, each flattened in
-    (row, column, channel) order: (N, H // ph, W // pw, ph * pw * C), as Keras's and
-    TensorFlow's ``extract_patches`` with strides equal to the size; pixels past the last
-    whole patch are dropped ("valid")."""
-    ph, pw = (size, size) if isinstance(size, int) else (int(size[0]), int(size[1]))
-    step = (ph, pw) if strides is None else ((strides, strides) if isinstance(strides, int) else tuple(strides))
-    if tuple(step) != (ph, pw) or padding.lower() != "valid":
-        raise NotImplementedError(
-            f"extract_patches: only patches that do not overlap (strides equal to the size {ph, pw}) and "
-            f"padding 'valid' (got strides {strides!r}, padding {padding!r})"
+def extract_patches(
+    images: Tensor, size: int | Sequence[int], strides: Any = None, padding: str = "valid", dilation: Any = 1
+) -> Tensor:
+    """The ``size`` patches of NHWC (or HWC) ``images`` every ``strides`` pixels (the size by
+    default), their pixels ``dilation`` apart, each flattened in (row, column, channel)
+    order: (N, rows, columns, ph * pw * C), as Keras's and TensorFlow's ``extract_patches``.
+    ``"valid"`` keeps the patches inside the images; ``"same"`` pads with zeros, as
+    TensorFlow does, to one patch every ``strides`` pixels."""
+    ph, pw = _pair(size)
+    sh, sw = (ph, pw) if strides is None else _pair(strides)
+    dh, dw = _pair(dilation)
+    mode = padding.lower()
+    if mode not in ("valid", "same") or min(ph, pw, sh, sw, dh, dw) < 1:
+        raise ValueError(
+            f"extract_patches: sizes, strides and dilations of at least 1 and padding 'valid' or 'same', got size "
+            f"{size!r}, strides {strides!r}, dilation {dilation!r}, padding {padding!r}"
         )
     batch = images if images.ndim == 4 else images.reshape(1, *images.shape)
     n, height, width, channels = batch.shape
-    rows, cols = height // ph, width // pw
-    tiles = batch[:, : rows * ph, : cols * pw].reshape(n, rows, ph, cols, pw, channels)
-    patches = transpose(tiles, (0, 1, 3, 2, 4, 5)).reshape(n, rows, cols, ph * pw * channels)
+    if (sh, sw, dh, dw) == (ph, pw, 1, 1) and mode == "valid":  # tiles: a reshape
+        rows, cols = height // ph, width // pw
+        tiles = batch[:, : rows * ph, : cols * pw].reshape(n, rows, ph, cols, pw, channels)
+        patches = transpose(tiles, (0, 1, 3, 2, 4, 5)).reshape(n, rows, cols, ph * pw * channels)
+        return patches if images.ndim == 4 else patches[0]
+    span_h, span_w = (ph - 1) * dh + 1, (pw - 1) * dw + 1
+    if mode == "same":
+        rows, cols = -(-height // sh), -(-width // sw)
+        extra_h, extra_w = max((rows - 1) * sh + span_h - height, 0), max((cols - 1) * sw + span_w - width, 0)
+        batch = pad(
+            batch, [(0, 0), (extra_h // 2, extra_h - extra_h // 2), (extra_w // 2, extra_w - extra_w // 2), (0, 0)]
+        )
+    else:
+        rows, cols = (height - span_h) // sh + 1, (width - span_w) // sw + 1
+        if rows < 1 or cols < 1:
+            raise ValueError(f"extract_patches: a {span_h}x{span_w} patch does not fit images of {height}x{width}")
+    pieces = [
+        batch[:, i * dh : i * dh + (rows - 1) * sh + 1 : sh, j * dw : j * dw + (cols - 1) * sw + 1 : sw]
+        for i in range(ph)
+        for j in range(pw)
+    ]
+    patches = stack(pieces, axis=3).reshape(n, rows, cols, ph * pw * channels)
     return patches if images.ndim == 4 else patches[0]
+
+
+def _pair(value: Any) -> tuple[int, int]:
+    return (int(value), int(value)) if isinstance(value, (int, np.integer)) else (int(value[0]), int(value[1]))

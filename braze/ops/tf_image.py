@@ -10,6 +10,7 @@ from typing import Any
 from braze.ops import random as random_ops
 from braze.ops.core import as_tensor
 from braze.ops.image import as_batch, resize_to, unbatch
+from braze.ops.image import extract_patches as patches_of
 from braze.ops.linalg import matmul
 from braze.ops.math import log, maximum, sqrt, where
 from braze.ops.reduction import mean
@@ -20,6 +21,7 @@ __all__ = [
     "adjust_brightness",
     "adjust_contrast",
     "crop_to_bounding_box",
+    "extract_patches",
     "flip_left_right",
     "flip_up_down",
     "pad_to_bounding_box",
@@ -140,6 +142,22 @@ def crop_to_bounding_box(
     offsets, size = (int(offset_height), int(offset_width)), (int(target_height), int(target_width))
     _box("crop_to_bounding_box", x, offsets, size, x.shape[-3:-1])
     return x[..., offsets[0] : offsets[0] + size[0], offsets[1] : offsets[1] + size[1], :]
+
+
+def extract_patches(
+    images: Any,
+    sizes: Sequence[int],
+    strides: Sequence[int],
+    rates: Sequence[int],
+    padding: str,
+    name: str | None = None,
+) -> Tensor:
+    """``tf.image.extract_patches`` of NHWC ``images``: ``sizes``, ``strides`` and ``rates``
+    as [1, rows, columns, 1], ``padding`` "VALID" or "SAME"."""
+    for what, value in (("sizes", sizes), ("strides", strides), ("rates", rates)):
+        if len(value) != 4 or value[0] != 1 or value[3] != 1:
+            raise ValueError(f"tf.image.extract_patches: {what} must be [1, rows, columns, 1], got {list(value)}")
+    return patches_of(as_tensor(images), sizes[1:3], strides[1:3], padding, rates[1:3])
 
 
 def pad_to_bounding_box(
