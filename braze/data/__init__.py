@@ -7,6 +7,7 @@ into tensors, and data loading can be used and tested on its own.
 """
 
 from braze.data.augment import Augment
+from braze.data.csv_dataset import experimental
 from braze.data.dataset import AUTOTUNE, Dataset, TextLineDataset
 from braze.data.errors import DataError
 from braze.data.idx import read_idx
@@ -24,6 +25,7 @@ __all__ = [
     "Dataset",
     "PyDataset",
     "TextLineDataset",
+    "experimental",
     "Sequence",
     "Augment",
     "BlockSampler",

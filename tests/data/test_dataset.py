@@ -124,3 +124,19 @@ def test_padded_batch_list_files_text_lines_and_a_seeded_shuffle(tmp_path):
         braze.random.set_seed(42)  # TensorFlow's global seed makes an unseeded shuffle repeat
         orders.append([int(x) for x in Dataset.range(20).shuffle(20)])
     assert orders[0] == orders[1] and orders[0] != list(range(20))
+
+
+def test_make_csv_dataset_infers_column_types_and_batches_features_and_labels(tmp_path):
+    (tmp_path / "a.csv").write_text('age,workclass,hours,label\n39,State-gov,40.5,0\n50,,13,1\n38,"Private, Inc",,0\n')
+    data = braze.data.experimental.make_csv_dataset(
+        str(tmp_path / "*.csv"), batch_size=2, label_name="label", num_epochs=1, shuffle=False
+    )
+    (first, first_labels), (second, _) = list(data)
+    assert (
+        first["age"].dtype == np.int32 and first["hours"].dtype == np.float32 and first["workclass"].dtype == "string"
+    )
+    assert first["age"].tolist() == [39, 50] and first["workclass"].tolist() == ["State-gov", ""]
+    assert second["workclass"].tolist() == ["Private, Inc"] and second["hours"].tolist() == [0.0]  # defaults
+    assert first_labels.tolist() == [0, 1]
+    forever = braze.data.experimental.make_csv_dataset(str(tmp_path / "a.csv"), batch_size=2, label_name="label")
+    assert len(list(forever.take(5))) == 5  # num_epochs=None repeats, as TensorFlow's

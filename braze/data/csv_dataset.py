@@ -1,0 +1,129 @@
+"""``tf.data.experimental.make_csv_dataset``: CSV files as a ``Dataset`` of batches of
+``(features, label)``, the features a dict of columns.
+
+As TensorFlow reads them: the header names the columns (or ``column_names`` does); a
+column is int32 where every value of the first ``num_rows_for_inference`` rows is an
+integer, float32 where every one is a number, text otherwise (or the types of
+``column_defaults``); an empty field (``na_value``) takes its column's default (0, or ""
+for text); ``num_epochs=None`` repeats the rows forever, shuffled by a buffer of
+``shuffle_buffer_size``.
+"""
+
+from __future__ import annotations
+
+import csv
+import glob
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from braze.data.dataset import Dataset
+from braze.data.errors import DataError
+
+__all__ = ["experimental", "make_csv_dataset"]
+
+
+def _kind(values: list[str]) -> type:
+    """int, float or str: what every value of a column reads as."""
+    for kind in (int, float):
+        try:
+            for value in values:
+                if value:
+                    kind(value)
+            return kind
+        except ValueError:
+            continue
+    return str
+
+
+def _default_kind(default: Any) -> type:
+    if isinstance(default, (list, tuple, np.ndarray)):  # TensorFlow's [0.0] or a dtype-only []
+        default = default[0] if len(default) else ""
+    if isinstance(default, str) or str(default) == "string":
+        return str
+    return float if isinstance(default, float) or "float" in str(default) else int
+
+
+def _value(text: str, kind: type, na_value: str) -> Any:
+    if text == na_value or text == "":
+        return kind()
+    return kind(text)
+
+
+def make_csv_dataset(
+    file_pattern: Any,
+    batch_size: int,
+    column_names: Sequence[str] | None = None,
+    column_defaults: Sequence[Any] | None = None,
+    label_name: str | None = None,
+    select_columns: Sequence[Any] | None = None,
+    field_delim: str = ",",
+    use_quote_delim: bool = True,
+    na_value: str = "",
+    header: bool = True,
+    num_epochs: int | None = None,
+    shuffle: bool = True,
+    shuffle_buffer_size: int = 10000,
+    shuffle_seed: int | None = None,
+    prefetch_buffer_size: Any = None,
+    num_parallel_reads: Any = None,
+    sloppy: bool = False,
+    num_rows_for_inference: int = 100,
+    compression_type: str | None = None,
+    ignore_errors: bool = False,
+    encoding: str = "utf-8",
+) -> Dataset:
+    """The rows of the CSV files ``file_pattern`` (a glob or a list of paths) in batches of
+    ``batch_size`` ``(features, label)`` (``features`` alone without ``label_name``)."""
+    if compression_type:
+        raise NotImplementedError("make_csv_dataset: compressed files are not supported; decompress them first")
+    patterns = [file_pattern] if isinstance(file_pattern, (str, os.PathLike)) else list(file_pattern)
+    paths = sorted({p for pattern in patterns for p in glob.glob(os.fspath(pattern))})
+    if not paths:
+        raise DataError(f"make_csv_dataset: no file matches {[os.fspath(p) for p in patterns]}")
+    rows, names = [], list(column_names) if column_names is not None else None
+    for path in paths:
+        with open(path, newline="", encoding=encoding) as file:
+            quoting = csv.QUOTE_MINIMAL if use_quote_delim else csv.QUOTE_NONE
+            lines = list(csv.reader(file, delimiter=field_delim, quoting=quoting))
+        if header and lines:
+            first, lines = lines[0], lines[1:]
+            names = names or first
+        rows += [line for line in lines if line]
+    if names is None:
+        raise ValueError("make_csv_dataset: give column_names for files without a header")
+    bad = [k for k, row in enumerate(rows) if len(row) != len(names)]
+    if bad and not ignore_errors:
+        raise DataError(f"make_csv_dataset: row {bad[0] + 1} has {len(rows[bad[0]])} fields, not {len(names)}")
+    dropped = set(bad)
+    rows = [row for k, row in enumerate(rows) if k not in dropped]
+    kept = [names[c] if isinstance(c, int) else c for c in select_columns] if select_columns else list(names)
+    if label_name is not None and label_name not in names:
+        raise ValueError(f"make_csv_dataset: label_name {label_name!r} is not a column of {names}")
+    sample = rows[:num_rows_for_inference]
+    kinds = {
+        name: _default_kind(column_defaults[k]) if column_defaults is not None else _kind([r[k] for r in sample])
+        for k, name in enumerate(names)
+    }
+    dtypes = {int: np.int32, float: np.float32, str: str}
+    columns = {
+        name: np.array([_value(r[names.index(name)], kinds[name], na_value) for r in rows], dtype=dtypes[kinds[name]])
+        for name in kept
+    }
+    labels = columns.pop(label_name) if label_name is not None else None
+    data = Dataset.from_tensor_slices((columns, labels) if labels is not None else columns)
+    if shuffle:
+        data = data.shuffle(shuffle_buffer_size, seed=shuffle_seed)
+    return data.repeat(num_epochs).batch(batch_size)
+
+
+class _Experimental:
+    """``tf.data.experimental``: ``make_csv_dataset`` and ``AUTOTUNE``."""
+
+    make_csv_dataset = staticmethod(make_csv_dataset)
+    AUTOTUNE = -1
+
+
+experimental = _Experimental()
