@@ -127,3 +127,4 @@ class _Experimental:
 
 
 experimental = _Experimental()
+"""``tf.data.experimental``: ``make_csv_dataset`` and ``AUTOTUNE``."""

@@ -27,6 +27,8 @@ from braze.data.errors import DataError
 from braze.runtime.device import CPU, default_device, set_default_device
 
 AUTOTUNE = -1
+"""``tf.data.AUTOTUNE``: the buffer size that lets the pipeline choose (elements here are
+made on demand, so every size reads the same)."""
 
 
 def _leaves(structure: Any) -> list[Any]:

@@ -109,7 +109,8 @@ from braze.nn.torch_losses import CrossEntropyLoss
 from braze.nn.training import Statistics, count_correct
 from braze.nn.transformer import GELU, Embedding, LayerNorm
 
-swish = silu  # tf.nn.swish
+swish = silu
+"""``tf.nn.swish``: TensorFlow's other name of ``silu``."""
 
 __all__ = [
     "ELU",
