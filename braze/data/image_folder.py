@@ -125,6 +125,16 @@ def array_to_img(x: Any, scale: bool = True) -> Any:
     return Image.fromarray(pixels[..., 0] if pixels.shape[-1] == 1 else pixels)
 
 
+def save_img(
+    path: Any, x: Any, data_format: str | None = None, file_format: str | None = None, scale: bool = True, **kwargs: Any
+) -> None:
+    """Keras's ``save_img``: an ``[H, W, C]`` array written as an image file (PNG, JPEG...,
+    by ``file_format`` or the name's extension), through ``array_to_img``."""
+    if data_format not in (None, "channels_last"):
+        raise NotImplementedError("save_img: channels_last arrays only")
+    array_to_img(x, scale=scale).save(path, format=file_format, **kwargs)
+
+
 class ImageFolder:
     """Iterate over ``directory/<class>/<image>`` files as ``(images, labels)`` batches.
 

@@ -1,7 +1,7 @@
 """``keras.utils``."""
 
 from braze.data.image_dataset import image_dataset_from_directory
-from braze.data.image_folder import array_to_img, img_to_array, load_img
+from braze.data.image_folder import array_to_img, img_to_array, load_img, save_img
 from braze.data.keras_utils import PyDataset, Sequence, pad_sequences, to_categorical
 from braze.data.text_dataset import text_dataset_from_directory
 from braze.data.timeseries import timeseries_dataset_from_array
@@ -24,6 +24,7 @@ __all__ = [
     "img_to_array",
     "load_img",
     "plot_model",
+    "save_img",
     "Sequence",
     "pack_x_y_sample_weight",
     "pad_sequences",

@@ -215,3 +215,14 @@ def test_empty_folder_errors(tmp_path):
 def test_bad_class_mode(folder):
     with pytest.raises(DataError, match="class_mode"):
         ImageFolder(folder, class_mode="input")
+
+
+def test_save_img_writes_what_array_to_img_scales_and_load_img_reads_back(tmp_path):
+    from braze.keras.utils import img_to_array, save_img
+
+    pixels = np.arange(4 * 5 * 3, dtype=np.float32).reshape(4, 5, 3) / 59.0  # 0..1
+    save_img(tmp_path / "scaled.png", pixels)
+    read = img_to_array(load_img(tmp_path / "scaled.png"))
+    np.testing.assert_allclose(read, np.round(pixels * 255.0), atol=1.0)  # stretched to 0..255, rounded to bytes
+    save_img(tmp_path / "raw.png", pixels * 100.0, scale=False)
+    assert img_to_array(load_img(tmp_path / "raw.png")).max() == 100.0
