@@ -57,6 +57,9 @@ def ctc_loss(target: Any, output: Any, target_length: Any, output_length: Any, m
     blank = mask_index % classes
     label_lengths = ops.as_tensor(target_length, device=logits.device).astype("int32").reshape(batch)
     frame_lengths = ops.as_tensor(output_length, device=logits.device).astype("int32").reshape(batch)
+    # Labels past each row's length are padding, of any value (keras-io pads with 99): blanks here.
+    positions = ops.arange(labels.shape[1], dtype="int32", device=logits.device)
+    labels = ops.where(positions[None, :] < label_lengths[:, None], labels, blank)
     log_probs = ops.log_softmax(logits.astype("float32") if not logits.dtype.is_float else logits, axis=-1)
     states = 2 * labels.shape[1] + 1
     # The labels with blanks around them: blank, l1, blank, l2, ..., blank.
@@ -138,15 +141,16 @@ def ctc_batch_cost(y_true: Any, y_pred: Any, input_length: Any, label_length: An
 
 def ctc(y_true: Any, y_pred: Any) -> Tensor:
     """``keras.losses.ctc``: ``ctc_loss`` of the labels ``y_true`` (batch, S) given the
-    logits ``y_pred`` (batch, T, classes), every label and frame counted, class 0 the blank."""
+    logits ``y_pred`` (batch, T, classes), every frame counted; class 0 is the blank and
+    pads the labels, so a row's labels are its nonzero ones, as Keras counts them."""
     labels, logits = ops.as_tensor(y_true), ops.as_tensor(y_pred)
     if labels.ndim != 2 or logits.ndim != 3:
         raise ValueError(
             f"ctc: y_true of shape (batch, labels) and y_pred of shape (batch, frames, classes), got {labels.shape} "
             f"and {logits.shape}"
         )
-    batch = labels.shape[0]
-    return ctc_loss(labels, logits, np.full(batch, labels.shape[1]), np.full(batch, logits.shape[1]), mask_index=0)
+    lengths = ops.sum((labels != 0).astype("int32"), axis=-1)
+    return ctc_loss(labels, logits, lengths, np.full(labels.shape[0], logits.shape[1]), mask_index=0)
 
 
 def backend_ctc_decode(

@@ -69,13 +69,13 @@ def _member(path: str | os.PathLike, archive: zipfile.ZipFile, info: zipfile.Zip
 
 def read_npz(path: str | os.PathLike, source: io.BytesIO | None = None) -> dict[str, np.ndarray]:
     """The arrays of the ``.npz`` archive ``path`` (or of ``source``, an archive read from
-    inside ``path``), by name (CheckpointError naming the file and what is wrong with it
-    otherwise)."""
+    inside ``path``, whose arrays are bounded by the size of ``path`` itself), by name
+    (CheckpointError naming the file and what is wrong with it otherwise)."""
     try:
         with zipfile.ZipFile(path if source is None else source) as archive:
             infos = archive.infolist()
             declared = sum(info.file_size for info in infos)
-            size = os.path.getsize(path) if source is None else source.getbuffer().nbytes
+            size = os.path.getsize(path)
             if declared > MAX_RATIO * size + SLACK:
                 raise CheckpointError(
                     f"{path}: not loaded: its arrays declare {declared:,} bytes, {declared / max(size, 1):,.0f} times "
@@ -99,6 +99,15 @@ def read_npz(path: str | os.PathLike, source: io.BytesIO | None = None) -> dict[
 MODEL_WEIGHTS = "model.weights.npz"  # the weights' member of a model saved whole (model.save)
 
 
+def read_member(path: str | os.PathLike, archive: zipfile.ZipFile, name: str) -> bytes:
+    """Member ``name`` of the zip ``archive`` (the file ``path``), if what it declares is
+    within ``MAX_RATIO`` times the file's size (plus ``SLACK``)."""
+    info = archive.getinfo(name)
+    if info.file_size > MAX_RATIO * os.path.getsize(path) + SLACK:
+        raise CheckpointError(f"{path}: not loaded: {name} declares {info.file_size:,} bytes (a decompression bomb?)")
+    return archive.read(info)
+
+
 def read_model_weights(path: str | os.PathLike) -> dict[str, np.ndarray] | None:
     """The model's weights (not its optimizer's) in a ``.keras`` archive written by
     ``model.save``, within the same size checks; None for any other archive."""
@@ -107,10 +116,7 @@ def read_model_weights(path: str | os.PathLike) -> dict[str, np.ndarray] | None:
             names = archive.namelist()
             if "config.json" not in names or MODEL_WEIGHTS not in names:
                 return None
-            info = archive.getinfo(MODEL_WEIGHTS)
-            if info.file_size > MAX_RATIO * os.path.getsize(path) + SLACK:
-                raise CheckpointError(f"{path}: not loaded: its weights declare {info.file_size:,} bytes")
-            inner = io.BytesIO(archive.read(info))
+            inner = io.BytesIO(read_member(path, archive, MODEL_WEIGHTS))
     except (zipfile.BadZipFile, EOFError, zlib.error) as error:
         raise CheckpointError(f"{path}: truncated or corrupt checkpoint ({error})") from None
     state = read_npz(path, inner)

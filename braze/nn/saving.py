@@ -32,7 +32,7 @@ from braze.nn.keras_ops import _WRAPPED
 from braze.nn.layer import Layer
 from braze.nn.model import KerasSequential, Model, Sequential
 from braze.nn.module import warn_if_hdf5
-from braze.nn.npz import MODEL_WEIGHTS, read_npz
+from braze.nn.npz import MODEL_WEIGHTS, read_member, read_npz
 from braze.nn.state import set_value
 from braze.nn.symbolic import KerasTensor
 from braze.tensor import Tensor
@@ -520,8 +520,8 @@ def load_model(
     custom = dict(custom_objects or {})
     try:
         with zipfile.ZipFile(filepath) as archive:
-            config = json.loads(archive.read("config.json"))
-            weights = archive.read(MODEL_WEIGHTS)
+            config = json.loads(read_member(filepath, archive, "config.json"))
+            weights = read_member(filepath, archive, MODEL_WEIGHTS)
     except (OSError, KeyError, zipfile.BadZipFile, json.JSONDecodeError) as error:
         raise CheckpointError(f"{filepath}: not a model saved by braze's model.save ({error})") from None
     if config.get("format") != FORMAT:

@@ -177,3 +177,21 @@ def test_the_next_save_removes_what_a_killed_save_left(tmp_path):
     write_checkpoint(path, {"w": np.ones(3)})
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([path.name, live.name])
     np.testing.assert_array_equal(read_checkpoint(path)["w"], np.ones(3))
+
+
+def test_a_whole_models_file_is_bounded_by_its_own_size_not_by_its_inflated_weights(tmp_path, monkeypatch):
+    """A .keras file whose weights member is a padded archive of a bomb: the arrays it
+    declares are measured against the file on disk, for load_weights and load_model alike."""
+    from braze import keras
+
+    monkeypatch.setattr(npz, "SLACK", 0)
+    # 16 MiB of zeros deflated, behind 1 MB of padding: the inner archive is over 1 MB to measure by.
+    padded = bytes(1 << 20) + npz_bytes({"w": np.zeros(4 << 20, np.float32)})
+    path = tmp_path / "nested.keras"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("config.json", '{"format": "braze"}')
+        archive.writestr("model.weights.npz", padded)
+    with pytest.raises(CheckpointError, match="decompression bomb"):
+        keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)]).load_weights(path)
+    with pytest.raises(CheckpointError, match="decompression bomb"):
+        keras.models.load_model(path)

@@ -131,3 +131,14 @@ def test_greedy_decoding_collapses_each_frames_best_class():
     )
     with pytest.raises(NotImplementedError, match="greedily"):
         ops.ctc_decode(scores, lengths, strategy="beam_search")
+
+
+def test_label_padding_is_left_out_whatever_its_value():
+    rng = np.random.default_rng(4)
+    logits = rng.standard_normal((2, 6, 4)).astype(np.float32)
+    expected = brute_force_loss(logits, np.array([[1, 2], [3, 0]]), [2, 1], [6, 6], 0)
+    padded_with_zeros = np.array([[1, 2, 0, 0], [3, 0, 0, 0]])  # keras.losses.ctc: the nonzero labels count
+    np.testing.assert_allclose(keras.losses.ctc(padded_with_zeros, logits).numpy(), expected, rtol=1e-5)
+    padded_past_the_classes = np.array([[1, 2, 99, 99], [3, 99, 99, 99]])  # keras-io's handwriting pads with 99
+    got = ops.ctc_loss(padded_past_the_classes, logits, np.array([2, 1]), np.array([6, 6]))
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-5)
