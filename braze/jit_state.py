@@ -6,9 +6,9 @@ globals its code names, and the same of every user function met on the way (func
 braze, the standard library and installed packages are only compared by identity). From the roots the walk
 follows lists, tuples, dicts and the public attributes of objects (names without a
 leading underscore, in their ``__dict__`` or ``__slots__``) and, for an object of a class
-the user wrote, its class's methods (whose globals and closures a model's ``call`` reads
-as a function's) and public class attributes, at most ``MAX_DEPTH`` deep, and sorts what
-it meets:
+the user wrote, its class's public attributes and the methods a call reaches (``call``,
+``train_step``... and the methods they name; their globals and closures are read as a
+function's are), at most ``MAX_DEPTH`` deep, and sorts what it meets:
 
 - **tensors** are state: their values are the executable's inputs, read on every call;
 - **numbers held in an attribute that the object's class lists in** ``jit_inputs`` (an
@@ -269,21 +269,19 @@ def _attributes(value: Any, kind: type) -> Iterator[tuple[str, Any]]:
 
 
 _CLASS_NAMES: dict[type, tuple[str, ...]] = {}
+# The methods a compiled step may run first; the walk follows from them the methods they
+# name on ``self`` (a data-loading or plotting method the step never calls is left out).
+ENTRY_METHODS = ("__call__", "call", "forward", "train_step", "test_step", "predict_step", "compute_loss")
 
 
 def _class_state(kind: type) -> Iterator[tuple[str, Any]]:
-    """What the classes a user wrote hold for their instances, read now: their methods
-    (``call``, ``train_step``...), whose globals, closures and defaults a call reads as a
-    function's are, and their public class attributes (``self.scale`` of ``scale = 2.0``
-    in the class body). Dunder methods but ``__call__`` are left out: ``__init__`` runs
-    before any compiled call."""
+    """What the classes a user wrote hold for their instances, read now: the methods a
+    call reaches (``call``, ``train_step``... and the methods they name on ``self``), whose
+    globals, closures and defaults a call reads as a function's are, and the public class
+    attributes (``self.scale`` of ``scale = 2.0`` in the class body)."""
     names = _CLASS_NAMES.get(kind)
     if names is None:
-        found: dict[str, None] = {}
-        for cls in kind.__mro__:
-            if _written_by_user(cls):
-                found.update(dict.fromkeys(n for n in vars(cls) if not n.startswith("__") or n == "__call__"))
-        names = _CLASS_NAMES[kind] = tuple(found)
+        names = _CLASS_NAMES[kind] = _reached_names(kind)
     for name in names:
         item = inspect.getattr_static(kind, name, None)
         if isinstance(item, (staticmethod, classmethod)):
@@ -292,6 +290,38 @@ def _class_state(kind: type) -> Iterator[tuple[str, Any]]:
             item = item.fget
         if isinstance(item, types.FunctionType) or not (name.startswith("_") or callable(item)):
             yield name, item
+
+
+def _reached_names(kind: type) -> tuple[str, ...]:
+    """The public class attributes of ``kind``'s user-written classes, and their methods
+    reachable from ``ENTRY_METHODS`` through the names the methods' code loads."""
+    own: dict[str, Any] = {}
+    for cls in reversed(kind.__mro__):
+        if _written_by_user(cls):
+            own.update(vars(cls))
+    plain = [n for n, v in own.items() if not n.startswith("_") and not callable(v) and not isinstance(v, property)]
+    methods = {n for n, v in own.items() if callable(v) or isinstance(v, (property, staticmethod, classmethod))}
+    reached, todo = set(), [n for n in ENTRY_METHODS if n in methods]
+    while todo:
+        name = todo.pop()
+        if name in reached:
+            continue
+        reached.add(name)
+        item = own[name]
+        function = item.fget if isinstance(item, property) else getattr(item, "__func__", item)
+        code = getattr(function, "__code__", None)
+        todo += [n for n in _loaded_names(code) if n in methods] if code is not None else []
+    return (*plain, *sorted(reached))
+
+
+@functools.cache
+def _loaded_names(code: types.CodeType) -> frozenset[str]:
+    """The attribute and global names ``code`` (and the code inside it) loads."""
+    names = {i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_ATTR", "LOAD_METHOD")}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _loaded_names(const)
+    return frozenset(names)
 
 
 def _written_by_user(cls: type) -> bool:

@@ -205,7 +205,8 @@ def call_symbolic(call: Callable, args: tuple, kwargs: dict, layer: Any = None) 
         except Exception as error:  # noqa: BLE001 - raised again below if no sizes suit the call
             refused = refused or error
     else:
-        if any(a.dtype is TEXT for a in tree.leaves((args, kwargs)) if isinstance(a, KerasTensor)):
+        reads_text = getattr(layer, "reads_text", False)
+        if not reads_text and any(a.dtype is TEXT for a in tree.leaves((args, kwargs)) if isinstance(a, KerasTensor)):
             what = getattr(layer, "name", getattr(call, "__name__", "the call"))
             raise TypeError(
                 f"{what} cannot read a text input ({refused}): braze holds text in NumPy arrays, which only the text "

@@ -4,9 +4,9 @@ multi-hot, count or TF-IDF vectors).
 
 braze tensors hold numbers, so these layers take text as NumPy arrays of ``str`` (or
 lists of them; see :mod:`braze.ops.strings`) and give tensors of indices or vectors.
-They run where Keras's JAX and PyTorch backends run them: eagerly, or in a
-``tf.data`` map (``dataset.map(lambda text, label: (vectorize(text), label))``), before
-the model; a model's ``Input`` holds numbers.
+They run eagerly, in a ``tf.data`` map (``dataset.map(lambda text, label:
+(vectorize(text), label))``), or in a model of a text input (``keras.Input(dtype=
+"string")``), where they run on the host on each batch before the rest of the model.
 
 As in Keras: ``adapt`` learns the ``max_tokens`` most frequent tokens, ties broken by
 the tokens in decreasing order; index 0 is the mask token's where there is one (in
@@ -55,6 +55,8 @@ class StringLookup(Layer):
     ``"multi_hot"``, ``"count"`` or ``"tf_idf"`` encodes the indices as vectors (float32);
     ``invert=True`` maps indices back to strings (a NumPy array)."""
 
+    reads_text = True  # a model's text input may feed it
+
     def __init__(
         self,
         max_tokens: int | None = None,
@@ -91,8 +93,8 @@ class StringLookup(Layer):
         self.max_tokens, self.num_oov_indices = max_tokens, int(num_oov_indices)
         self.mask_token, self.oov_token, self.encoding = mask_token, oov_token, encoding
         self.invert, self.output_mode, self.pad_to_max_tokens = invert, output_mode, pad_to_max_tokens
-        self.tokens: list[str] | None = None
-        self.idf_weights: list[float] | None = None
+        self._tokens: list[str] | None = None
+        self._idf_weights: list[float] | None = None
         self._counts: Counter[str] = Counter()
         self._documents: Counter[str] = Counter()
         self._document_count = 0
@@ -118,9 +120,9 @@ class StringLookup(Layer):
         if isinstance(vocabulary, (str, os.PathLike)):
             with open(vocabulary, encoding=self.encoding) as file:
                 vocabulary = [line.rstrip("\n") for line in file]
-        given = [str(t) for t in strings.as_strings(list(vocabulary), self.name).reshape(-1)]
-        if not given:
+        if not len(vocabulary):
             raise ValueError(f"{self.name}: the vocabulary is empty")
+        given = [str(t) for t in strings.as_strings(list(vocabulary), self.name).reshape(-1)]
         specials = self._specials()
         with_specials = given[: len(specials)] == specials
         tokens = given[len(specials) :] if with_specials else given
@@ -145,13 +147,13 @@ class StringLookup(Layer):
                 raise ValueError(f"{self.name}: {len(weights)} idf_weights for a vocabulary of {len(given)}")
             if not with_specials:  # the special tokens weigh the mean, as in Keras
                 weights = [float(np.mean(weights))] * len(specials) + weights
-            self.idf_weights = weights
-        self.tokens = tokens
+            self._idf_weights = weights
+        self._tokens = tokens
 
     def get_vocabulary(self, include_special_tokens: bool = True) -> list[str]:
         """Every index's token, from index 0 (without the special tokens when
         ``include_special_tokens`` is False)."""
-        tokens = self.tokens or []
+        tokens = self._tokens or []
         return [*self._specials(), *tokens] if include_special_tokens else list(tokens)
 
     def vocabulary_size(self) -> int:
@@ -161,9 +163,16 @@ class StringLookup(Layer):
         """The arguments, with the vocabulary (and TF-IDF weights) it has."""
         return {
             **super().get_config(),
-            "vocabulary": self.tokens,
-            "idf_weights": None if self.tokens is None else self.idf_weights,
+            **self._vocabulary_config(),
         }
+
+    def _vocabulary_config(self) -> dict[str, Any]:
+        """The vocabulary without its special tokens, and the TF-IDF weights of its tokens:
+        what ``set_vocabulary`` takes back."""
+        weights = self._idf_weights
+        if self._tokens is None or weights is None:
+            return {"vocabulary": self._tokens, "idf_weights": None}
+        return {"vocabulary": self._tokens, "idf_weights": weights[self._token_start() :]}
 
     # Learning it ----------------------------------------------------------------------
 
@@ -190,21 +199,21 @@ class StringLookup(Layer):
             self._counts.pop(special, None)
         ranked = sorted(self._counts.items(), key=lambda item: (item[1], item[0]), reverse=True)
         kept = None if self.max_tokens is None else max(self.max_tokens - self._token_start(), 0)
-        self.tokens = [token for token, _ in ranked[:kept]]
+        self._tokens = [token for token, _ in ranked[:kept]]
         if self.output_mode == "tf_idf":
             documents = self._document_count
-            weights = [float(np.log1p(documents / (1 + self._documents[t]))) for t in self.tokens]
+            weights = [float(np.log1p(documents / (1 + self._documents[t]))) for t in self._tokens]
             mean = float(np.mean(weights)) if weights else 0.0
-            self.idf_weights = [mean] * self._token_start() + weights
+            self._idf_weights = [mean] * self._token_start() + weights
         self._counts.clear()
         self._documents.clear()
 
     # Calling --------------------------------------------------------------------------
 
     def _ready(self) -> list[str]:
-        if self.tokens is None:
+        if self._tokens is None:
             raise ValueError(f"{self.name}: give a vocabulary or adapt the layer to data before calling it")
-        return self.tokens
+        return self._tokens
 
     def _indices(self, tokens: np.ndarray) -> np.ndarray:
         """Each token's index (int64); in modes other than ``"int"`` the mask token's is -1,
@@ -235,7 +244,7 @@ class StringLookup(Layer):
         if self.output_mode != "tf_idf":
             return encoded
         weights = np.zeros(depth, np.float32)
-        weights[: len(self.idf_weights or [])] = self.idf_weights or []
+        weights[: len(self._idf_weights or [])] = self._idf_weights or []
         return encoded * ops.as_tensor(weights, device=device)
 
     def call(self, inputs: Any) -> Any:
@@ -244,6 +253,7 @@ class StringLookup(Layer):
         return self._encoded(self._indices(strings.as_strings(inputs, self.name)))
 
     def _inverted(self, inputs: Any) -> np.ndarray:
+        self._ready()
         indices = np.asarray(inputs.numpy() if isinstance(inputs, Tensor) else inputs)
         if indices.dtype.kind not in "iu":
             raise TypeError(f"{self.name}: invert=True maps integer indices to strings, got {indices.dtype}")
@@ -269,6 +279,8 @@ class TextVectorization(Layer):
     standardized (``standardize``: lower-cased and stripped of punctuation, by default, or a
     function of a NumPy array of strings), split (on whitespace, into characters, or by a
     function giving each string's list of tokens), and joined into ``ngrams``."""
+
+    reads_text = True  # a model's text input may feed it
 
     def __init__(
         self,
@@ -298,6 +310,8 @@ class TextVectorization(Layer):
             )
         if output_sequence_length is not None and output_mode != "int":
             raise ValueError("TextVectorization: output_sequence_length is for output_mode='int' only")
+        if sparse:
+            raise NotImplementedError("TextVectorization: sparse=True is not supported (braze tensors are dense)")
         if ragged:
             raise NotImplementedError(
                 "TextVectorization: ragged=True is not supported (braze tensors are dense): sequences are padded with 0"
@@ -335,8 +349,7 @@ class TextVectorization(Layer):
             **super().get_config(),
             "max_tokens": lookup.max_tokens,
             "pad_to_max_tokens": lookup.pad_to_max_tokens,
-            "vocabulary": lookup.tokens,
-            "idf_weights": None if lookup.tokens is None else lookup.idf_weights,
+            **lookup._vocabulary_config(),
         }
 
     def adapt(self, data: Any, batch_size: int | None = None, steps: int | None = None) -> None:

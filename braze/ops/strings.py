@@ -86,12 +86,35 @@ def upper(input: Any, encoding: str = "", name: str | None = None) -> np.ndarray
 def regex_replace(
     input: Any, pattern: str, rewrite: str, replace_global: bool = True, name: str | None = None
 ) -> np.ndarray:
-    """Each string with the matches of ``pattern`` replaced by ``rewrite`` (``\\1`` names a
-    group), every match or the first (``replace_global=False``). Python's ``re`` reads the
-    pattern; RE2's syntax, which TensorFlow reads, is nearly all the same."""
+    """Each string with the matches of ``pattern`` replaced by ``rewrite`` (``\\0`` the match,
+    ``\\1`` a group, as RE2 writes them), every match or the first (``replace_global=False``).
+    Python's ``re`` reads the pattern; RE2's syntax, which TensorFlow reads, is nearly all
+    the same."""
     compiled = re.compile(pattern)
     count = 0 if replace_global else 1
-    return _each(input, lambda s: compiled.sub(rewrite, s, count=count), "tf.strings.regex_replace")
+    template = _python_template(rewrite)
+    return _each(input, lambda s: compiled.sub(template, s, count=count), "tf.strings.regex_replace")
+
+
+def _python_template(rewrite: str) -> str:
+    """RE2's rewrite string as Python's: ``\\0`` is the whole match, ``\\1``-``\\9`` the
+    groups, ``\\\\`` a backslash; any other escape is an error, as in RE2."""
+    parts, k = [], 0
+    while k < len(rewrite):
+        char = rewrite[k]
+        if char != "\\":
+            parts.append(char)
+            k += 1
+            continue
+        following = rewrite[k + 1 : k + 2]
+        if following.isdigit():
+            parts.append(f"\\g<{following}>")
+        elif following == "\\":
+            parts.append("\\\\")
+        else:
+            raise ValueError(f"tf.strings.regex_replace: rewrite {rewrite!r} has an invalid escape \\{following}")
+        k += 2
+    return "".join(parts)
 
 
 def strip(input: Any, name: str | None = None) -> np.ndarray:
@@ -148,7 +171,7 @@ def split(input: Any, sep: str | None = None, maxsplit: int = -1, name: str | No
     array = as_strings(input, "tf.strings.split")
     if array.ndim > 1:
         raise ValueError(f"tf.strings.split: a string or a 1-D array of them, got shape {array.shape}")
-    pieces = [s.split(sep, maxsplit) for s in array.reshape(-1)]
+    pieces = [s.split(sep or None, maxsplit) for s in array.reshape(-1)]  # TensorFlow's "" is whitespace too
     return pieces[0] if array.ndim == 0 else pieces
 
 
