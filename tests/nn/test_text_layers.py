@@ -114,11 +114,27 @@ def test_string_lookup_refuses_bad_arguments(kwargs, match):
         layers.StringLookup(**kwargs)
 
 
+def test_tf_idf_layers_are_made_again_from_their_config():
+    lookup = layers.StringLookup(output_mode="tf_idf")
+    lookup.adapt(["a", "b", "a"])
+    again = layers.StringLookup.from_config(lookup.get_config())
+    np.testing.assert_array_equal(values(again(["a", "z"])), values(lookup(["a", "z"])))
+    text = layers.TextVectorization(output_mode="tf_idf")
+    text.adapt(["x y", "y"])
+    np.testing.assert_array_equal(
+        values(layers.TextVectorization.from_config(text.get_config())(["x z"])), values(text(["x z"]))
+    )
+
+
 def test_string_lookup_refuses_number_tensors_and_an_unset_vocabulary():
     with pytest.raises(TypeError, match="expected strings"):
         layers.StringLookup(vocabulary=VOCAB)(tf.ones(3))
     with pytest.raises(ValueError, match="adapt the layer"):
         layers.StringLookup()(["a"])
+    with pytest.raises(ValueError, match="adapt the layer"):
+        layers.StringLookup(invert=True)([1])
+    with pytest.raises(ValueError, match="empty"):
+        layers.StringLookup(vocabulary=[])
 
 
 # TextVectorization.
@@ -209,6 +225,7 @@ def test_text_vectorization_adapts_on_a_dataset_of_batches_and_vectorizes_in_a_m
         ({"standardize": "upper"}, ValueError, "standardize"),
         ({"split": "comma"}, ValueError, "split"),
         ({"ragged": True}, NotImplementedError, "ragged"),
+        ({"sparse": True}, NotImplementedError, "sparse"),
     ],
 )
 def test_text_vectorization_refuses_bad_arguments(kwargs, error, match):
@@ -297,6 +314,11 @@ def test_strings_functions_agree_with_python():
     np.testing.assert_array_equal(tf.strings.join([np.array(["a", "b"]), "x"], separator="-"), ["a-x", "b-x"])
     assert tf.strings.ngrams([["a", "b", "c"]], (1, 3)) == [["a", "b", "c", "a b c"]]
     assert tf.strings.reduce_join(np.array(["a", "b", "c"])) == "abc"
+    assert str(tf.strings.regex_replace("Hi. How?", "[.?!,]", r" \0 ")) == "Hi .  How ? "  # RE2: \0 the match
+    assert str(tf.strings.regex_replace("ab", "(a)(b)", r"\2\1")) == "ba"
+    with pytest.raises(ValueError, match="invalid escape"):
+        tf.strings.regex_replace("a", "a", r"\n")
+    assert tf.strings.split("a  b", sep="") == ["a", "b"]  # TensorFlow's empty separator: whitespace
     long_last = np.array([["a", "b"], ["cc", "dddd"]])
     np.testing.assert_array_equal(tf.strings.reduce_join(long_last, axis=1, separator="-"), ["a-b", "cc-dddd"])
     np.testing.assert_array_equal(tf.strings.reduce_join(long_last, axis=0, keepdims=True), [["acc", "bdddd"]])
