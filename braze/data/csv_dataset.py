@@ -25,31 +25,38 @@ from braze.data.errors import DataError
 __all__ = ["experimental", "make_csv_dataset"]
 
 
-def _kind(values: list[str]) -> type:
-    """int, float or str: what every value of a column reads as."""
+def _kind(values: list[str], na_value: str) -> type:
+    """int, float or str: what every value of a column (but the missing ones) reads as; a
+    column of none is text, as TensorFlow infers it."""
+    present = [v for v in values if v and v != na_value]
     for kind in (int, float):
         try:
-            for value in values:
-                if value:
-                    kind(value)
-            return kind
+            for value in present:
+                kind(value)
+            return kind if present else str
         except ValueError:
             continue
     return str
 
 
-def _default_kind(default: Any) -> type:
-    if isinstance(default, (list, tuple, np.ndarray)):  # TensorFlow's [0.0] or a dtype-only []
+def _default(default: Any) -> tuple[type, Any]:
+    """The type and the fill of a column from its ``column_defaults`` entry: a value (0,
+    0.0, "") or a one-element list of one, TensorFlow's ``[0.0]``."""
+    if isinstance(default, (list, tuple, np.ndarray)):
         default = default[0] if len(default) else ""
-    if isinstance(default, str) or str(default) == "string":
-        return str
-    return float if isinstance(default, float) or "float" in str(default) else int
+    if isinstance(default, (str, bytes)):
+        return str, default.decode() if isinstance(default, bytes) else default
+    return (float, float(default)) if isinstance(default, (float, np.floating)) else (int, int(default))
 
 
-def _value(text: str, kind: type, na_value: str) -> Any:
-    if text == na_value or text == "":
-        return kind()
-    return kind(text)
+def _column(texts: list[str], kind: type, fill: Any, na_value: str) -> np.ndarray:
+    values = [fill if text in ("", na_value) else kind(text) for text in texts]
+    if kind is str:
+        return np.array(values, dtype=str)
+    if kind is float:
+        return np.array(values, dtype=np.float32)
+    wide = any(abs(v) > np.iinfo(np.int32).max for v in values)  # TensorFlow infers int64 past int32's range
+    return np.array(values, dtype=np.int64 if wide else np.int32)
 
 
 def make_csv_dataset(
@@ -102,16 +109,25 @@ def make_csv_dataset(
     kept = [names[c] if isinstance(c, int) else c for c in select_columns] if select_columns else list(names)
     if label_name is not None and label_name not in names:
         raise ValueError(f"make_csv_dataset: label_name {label_name!r} is not a column of {names}")
+    described = list(kept) if select_columns else names  # what column_defaults go with, one each
+    if column_defaults is not None and len(column_defaults) != len(described):
+        raise ValueError(
+            f"make_csv_dataset: {len(column_defaults)} column_defaults for {len(described)} columns (one per "
+            "selected column, as TensorFlow takes them)"
+        )
+    given = dict(zip(described, column_defaults or [], strict=False))
+    if label_name is not None and label_name not in kept:
+        kept.append(label_name)
     sample = rows[:num_rows_for_inference]
-    kinds = {
-        name: _default_kind(column_defaults[k]) if column_defaults is not None else _kind([r[k] for r in sample])
-        for k, name in enumerate(names)
-    }
-    dtypes = {int: np.int32, float: np.float32, str: str}
-    columns = {
-        name: np.array([_value(r[names.index(name)], kinds[name], na_value) for r in rows], dtype=dtypes[kinds[name]])
-        for name in kept
-    }
+    columns = {}
+    for name in kept:
+        texts = [row[names.index(name)] for row in rows]
+        if name in given:
+            kind, fill = _default(given[name])
+        else:
+            kind = _kind([row[names.index(name)] for row in sample], na_value)
+            fill = kind()
+        columns[name] = _column(texts, kind, fill, na_value)
     labels = columns.pop(label_name) if label_name is not None else None
     data = Dataset.from_tensor_slices((columns, labels) if labels is not None else columns)
     if shuffle:

@@ -322,13 +322,13 @@ def TextLineDataset(  # noqa: N802 - TensorFlow's name
     as an element: ``tf.data.TextLineDataset``."""
     if compression_type:
         raise NotImplementedError("TextLineDataset: compressed files are not supported; decompress them first")
-    single = isinstance(filenames, (str, os.PathLike))
-    paths = [os.fspath(filenames)] if single else [str(f) for f in np.asarray(filenames).reshape(-1)]
+    names = [filenames] if isinstance(filenames, (str, bytes, os.PathLike)) else list(np.asarray(filenames).reshape(-1))
+    paths = [os.fsdecode(name) if isinstance(name, (bytes, np.bytes_)) else os.fspath(str(name)) for name in names]
 
     def generate() -> Iterator[Any]:
         for path in paths:
             try:
-                with open(path, encoding="utf-8", newline="") as file:
+                with open(path, encoding="utf-8", newline="\n") as file:  # lines end at "\n" only
                     for line in file:
                         yield np.str_(line.rstrip("\r\n"))
             except (OSError, UnicodeDecodeError) as error:

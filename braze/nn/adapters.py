@@ -33,8 +33,13 @@ def is_array(value: Any) -> bool:
 
 
 def is_text(value: Any) -> bool:
-    """A NumPy array of strings: text, which only text layers read."""
-    return isinstance(value, np.ndarray) and value.dtype.kind in "USO"
+    """A NumPy array of strings (a pandas column of them is of objects): text, which only
+    text layers read."""
+    if not isinstance(value, np.ndarray):
+        return False
+    return value.dtype.kind in "US" or (
+        value.dtype == object and value.size > 0 and isinstance(value.flat[0], (str, bytes))
+    )
 
 
 def _texts_as_array(x: Any) -> Any:

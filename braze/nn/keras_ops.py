@@ -53,17 +53,9 @@ def _cast(x: Any, dtype: Any) -> Tensor:
 
 def _convert_to_tensor(x: Any, dtype: Any = None, sparse: Any = None, ragged: Any = None) -> Any:
     """A tensor of ``x``; text stays a NumPy array of ``str`` (braze's string tensor)."""
-    if dtype is not None and str(dtype) in ("string", "str") or _is_text(x):
+    if dtype is not None and str(dtype) in ("string", "str") or tf_ops.is_text(x):
         return strings.as_strings(x, "convert_to_tensor")
     return ops.as_tensor(x, dtype=dtype)
-
-
-def _is_text(x: Any) -> bool:
-    if isinstance(x, (str, bytes)):
-        return True
-    if isinstance(x, (list, tuple)):
-        return bool(x) and _is_text(x[0])
-    return isinstance(x, np.ndarray) and x.dtype.kind in "US"
 
 
 def _reshape(x: Any, newshape: Any = None, shape: Any = None) -> Tensor:

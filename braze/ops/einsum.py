@@ -6,7 +6,8 @@ operands are then multiplied two at a time, left to right, each product a batche
 product: the indices both share and the result keeps are its batch, those only one has
 its rows or columns, the shared ones it drops its depth. Transposes and reshapes put the
 operands in that layout, so the compiler sees matrix products, whose gradients are its
-own. An index repeated within one operand (a diagonal) is not supported.
+own. An index repeated within one operand (a diagonal) is not supported, and the axes an
+ellipsis stands for must have equal sizes in every operand (no broadcasting of size 1).
 """
 
 from __future__ import annotations
@@ -99,8 +100,8 @@ def _product(
 
 
 def einsum(subscripts: str, *operands: Any) -> Tensor:
-    """The sum of products ``subscripts`` describes, as ``np.einsum`` (an index repeated
-    within one operand, a diagonal, is not supported)."""
+    """The sum of products ``subscripts`` describes, as ``np.einsum`` (without diagonals, and
+    without broadcasting an ellipsis's axes of size 1; see the module's text)."""
     if not operands:
         raise ValueError("einsum: no operands")
     tensors = [as_tensor(x) for x in operands]

@@ -262,7 +262,7 @@ def gather(
 def expand_dims(input: Any, axis: int, name: str | None = None) -> Any:  # noqa: A002 - TensorFlow's name
     """``input`` with a new axis of size 1 at ``axis``: ``tf.expand_dims``, which takes text
     too (a NumPy array of ``str``, braze's string tensor: see :mod:`braze.ops.strings`)."""
-    if isinstance(input, (str, bytes)) or (isinstance(input, np.ndarray) and input.dtype.kind in "USO"):
+    if is_text(input):
         return np.expand_dims(strings.as_strings(input, "tf.expand_dims"), axis)
     return shape_ops.expand_dims(input, axis)
 
@@ -271,7 +271,7 @@ def identity(input: Any, name: str | None = None) -> Tensor:  # noqa: A002 - Ten
     """A new tensor of ``input``'s value (a later ``assign`` to ``input`` leaves it as it
     is): ``tf.identity``."""
     x = as_tensor(input)
-    return math_ops.add(x, astype(creation.zeros((), x.dtype, x.device), x.dtype))
+    return shape_ops.reshape(x, (*x.shape, 1)).reshape(x.shape)  # a new tensor of the same values
 
 
 def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Tensor:
@@ -290,13 +290,27 @@ def numpy_function(  # noqa: N803 - TensorFlow's names
     """``func`` called on NumPy arrays of ``inp``, its results as tensors of ``Tout``'s
     dtypes: ``tf.numpy_function``. It runs Python, so it runs eagerly (in a dataset's map, or
     outside a compiled step); a compiled step cannot call it."""
-    return _results(func(*[np.asarray(as_tensor(v).numpy()) for v in inp]), Tout)
+    return _results(func(*[_host(v) for v in inp]), Tout)
 
 
 def py_function(func: Callable[..., Any], inp: Sequence[Any], Tout: Any, name: str | None = None) -> Any:  # noqa: N803 - TensorFlow's names
     """``func`` called on the tensors of ``inp``, eagerly, its results as tensors of
     ``Tout``'s dtypes: ``tf.py_function``."""
-    return _results(func(*[as_tensor(v) for v in inp]), Tout)
+    return _results(func(*[v if is_text(v) else as_tensor(v) for v in inp]), Tout)
+
+
+def is_text(value: Any) -> bool:
+    """Text, as braze holds it: a str or bytes, or a NumPy array or list of them."""
+    if isinstance(value, (str, bytes)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return bool(value) and is_text(value[0])
+    return isinstance(value, np.ndarray) and value.dtype.kind in "US"
+
+
+def _host(value: Any) -> np.ndarray:
+    """A tensor's values, or text, as a NumPy array."""
+    return strings.as_strings(value) if is_text(value) else np.asarray(as_tensor(value).numpy())
 
 
 def _results(values: Any, dtypes: Any) -> Any:

@@ -140,3 +140,36 @@ def test_make_csv_dataset_infers_column_types_and_batches_features_and_labels(tm
     assert first_labels.tolist() == [0, 1]
     forever = braze.data.experimental.make_csv_dataset(str(tmp_path / "a.csv"), batch_size=2, label_name="label")
     assert len(list(forever.take(5))) == 5  # num_epochs=None repeats, as TensorFlow's
+
+
+def test_make_csv_dataset_reads_missing_values_defaults_and_wide_integers_as_tensorflow(tmp_path):
+    (tmp_path / "c.csv").write_text("a,b,c,label\n1,NA,x,0\n3000000000,2.5,,1\n,3,y,0\n")
+    read = braze.data.experimental.make_csv_dataset
+    ((x, _),) = list(read(str(tmp_path / "c.csv"), 3, label_name="label", na_value="NA", num_epochs=1, shuffle=False))
+    assert x["a"].dtype == np.int64 and x["a"].tolist() == [1, 3000000000, 0]  # past int32: int64
+    assert x["b"].dtype == np.float32 and x["b"].tolist() == [0.0, 2.5, 3.0]  # NA is missing, not text
+    defaults = [-7, 0.5, "none", 0]
+    ((x, _),) = list(
+        read(
+            str(tmp_path / "c.csv"),
+            3,
+            label_name="label",
+            column_defaults=defaults,
+            na_value="NA",
+            num_epochs=1,
+            shuffle=False,
+        )
+    )
+    assert x["a"].tolist()[2] == -7 and x["b"].tolist()[0] == 0.5 and x["c"].tolist()[1] == "none"
+    ((x, y),) = list(
+        read(
+            str(tmp_path / "c.csv"),
+            3,
+            label_name="label",
+            select_columns=["c"],
+            column_defaults=["?"],
+            num_epochs=1,
+            shuffle=False,
+        )
+    )
+    assert list(x) == ["c"] and x["c"].tolist() == ["x", "?", "y"] and y.tolist() == [0, 1, 0]
