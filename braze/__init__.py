@@ -79,6 +79,8 @@ _MISSING_TF = {
 def __getattr__(name: str) -> Any:
     if name in _SUBPACKAGES and importlib.util.find_spec(f"braze.{name}") is not None:
         return importlib.import_module(f"braze.{name}")
+    if name == "io":  # tf.io: file bytes and decoded images, for a tf.data map
+        return importlib.import_module("braze.data.tf_io")
     if name in _MISSING_TF:
         raise AttributeError(f"braze has no tf.{name}: {_MISSING_TF[name]}")
     raise AttributeError(f"module 'braze' has no attribute {name!r}")

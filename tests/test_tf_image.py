@@ -137,3 +137,24 @@ def test_yuv_is_bt601_and_goes_back_to_rgb_and_psnr_follows_its_formula():
     noisy = np.clip(rgb + 0.05, 0, 1)
     mse = np.mean((rgb.astype(np.float64) - noisy) ** 2)
     np.testing.assert_allclose(tf.image.psnr(rgb, noisy, max_val=1.0).numpy(), 10 * np.log10(1.0 / mse), rtol=1e-5)
+
+
+def test_tf_io_reads_and_decodes_image_files_as_tensorflow_does(tmp_path):
+    from braze.keras.utils import save_img
+
+    pixels = (np.arange(4 * 5 * 3).reshape(4, 5, 3) * 4).astype(np.uint8)
+    save_img(tmp_path / "p.png", pixels, scale=False)
+    contents = tf.io.read_file(str(tmp_path / "p.png"))
+    assert isinstance(contents, bytes)
+    decoded = tf.io.decode_png(contents)
+    assert decoded.dtype == np.uint8 and np.array_equal(decoded, pixels)
+    gray = tf.io.decode_image(contents, channels=1)
+    assert gray.shape == (4, 5, 1)
+    floats = tf.image.convert_image_dtype(decoded, tf.float32)  # uint8 pixels over 255, as TensorFlow's
+    np.testing.assert_allclose(floats.numpy(), pixels / 255.0, rtol=1e-6)
+    assert tf.image.convert_image_dtype(tf.tensor([0.0, 1.0]), "int32").tolist() == [0, 2**31 - 1]
+    files = tf.data.Dataset.from_tensor_slices(np.array([str(tmp_path / "p.png")]))
+    loaded = files.map(lambda path: tf.image.convert_image_dtype(tf.io.decode_png(tf.io.read_file(path)), tf.float32))
+    np.testing.assert_allclose(next(iter(loaded)), pixels / 255.0, rtol=1e-6)
+    with pytest.raises(tf.data.DataError, match="no image"):
+        tf.io.decode_image(b"not an image")

@@ -7,12 +7,15 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
+from braze.ir.dtypes import as_dtype
 from braze.ops import random as random_ops
-from braze.ops.core import as_tensor
+from braze.ops.core import as_tensor, astype
 from braze.ops.image import as_batch, resize_to, unbatch
 from braze.ops.image import extract_patches as patches_of
 from braze.ops.linalg import matmul
-from braze.ops.math import log, maximum, sqrt, where
+from braze.ops.math import clip, log, maximum, sqrt, where
 from braze.ops.reduction import mean
 from braze.ops.shape import expand_dims, flip, pad, reshape, transpose
 from braze.tensor import Tensor
@@ -20,6 +23,7 @@ from braze.tensor import Tensor
 __all__ = [
     "adjust_brightness",
     "adjust_contrast",
+    "convert_image_dtype",
     "crop_to_bounding_box",
     "extract_patches",
     "flip_left_right",
@@ -131,6 +135,25 @@ def _box(op: str, x: Tensor, offsets: tuple[int, int], size: tuple[int, int], in
             f"tf.image.{op}: a box of {size[0]}x{size[1]} at ({offsets[0]}, {offsets[1]}) does not fit "
             f"{inside[0]}x{inside[1]}"
         )
+
+
+def convert_image_dtype(image: Any, dtype: Any, saturate: bool = False, name: str | None = None) -> Tensor:
+    """``image`` in ``dtype``: integer pixels (a decoded image's uint8, or an integer tensor)
+    become floats in [0, 1], divided by their type's largest value; floats in [0, 1] become
+    integers scaled to the type's range; floats stay floats: ``tf.image.convert_image_dtype``."""
+    target = as_dtype(dtype, "tf.image.convert_image_dtype")
+    host = isinstance(image, np.ndarray) and image.dtype.kind in "ui"
+    source = np.dtype(image.dtype) if host else as_tensor(image).dtype.numpy
+    x = as_tensor(image.astype(np.float64) if host else image)
+    if source.kind in "ui":
+        if not target.is_float:
+            raise NotImplementedError("tf.image.convert_image_dtype: integer images to floats only")
+        return astype(x, target) / float(np.iinfo(source).max)
+    if target.is_float:
+        return astype(x, target)
+    top = float(np.iinfo(target.numpy).max)
+    scaled = x * (top + 0.5)
+    return astype(clip(scaled, 0.0, top) if saturate else scaled, target)
 
 
 def crop_to_bounding_box(
