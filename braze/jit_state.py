@@ -124,10 +124,16 @@ def function_roots(fn: Callable[..., Any]) -> list[tuple[str, Any]]:
 @functools.cache
 def _global_names(code: types.CodeType) -> tuple[str, ...]:
     """Every name that ``code`` and the code inside it (lambdas, comprehensions) read as a global."""
-    names = dict.fromkeys(i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME"))
+    return _names_loaded(code, ("LOAD_GLOBAL", "LOAD_NAME"))
+
+
+@functools.cache
+def _names_loaded(code: types.CodeType, opnames: tuple[str, ...]) -> tuple[str, ...]:
+    """The names the instructions ``opnames`` of ``code`` and of the code inside it load, in order."""
+    names = dict.fromkeys(i.argval for i in dis.get_instructions(code) if i.opname in opnames)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            names.update(dict.fromkeys(_global_names(const)))
+            names.update(dict.fromkeys(_names_loaded(const, opnames)))
     return tuple(names)
 
 
@@ -310,18 +316,9 @@ def _reached_names(kind: type) -> tuple[str, ...]:
         item = own[name]
         function = item.fget if isinstance(item, property) else getattr(item, "__func__", item)
         code = getattr(function, "__code__", None)
-        todo += [n for n in _loaded_names(code) if n in methods] if code is not None else []
+        loaded = _names_loaded(code, ("LOAD_ATTR", "LOAD_METHOD")) if code is not None else ()
+        todo += [n for n in loaded if n in methods]
     return (*plain, *sorted(reached))
-
-
-@functools.cache
-def _loaded_names(code: types.CodeType) -> frozenset[str]:
-    """The attribute and global names ``code`` (and the code inside it) loads."""
-    names = {i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_ATTR", "LOAD_METHOD")}
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _loaded_names(const)
-    return frozenset(names)
 
 
 def _written_by_user(cls: type) -> bool:

@@ -12,14 +12,12 @@ for text); ``num_epochs=None`` repeats the rows forever, shuffled by a buffer of
 from __future__ import annotations
 
 import csv
-import glob
-import os
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from braze.data.dataset import Dataset
+from braze.data.dataset import AUTOTUNE, Dataset, matching_files
 from braze.data.errors import DataError
 
 __all__ = ["experimental", "make_csv_dataset"]
@@ -86,10 +84,7 @@ def make_csv_dataset(
     ``batch_size`` ``(features, label)`` (``features`` alone without ``label_name``)."""
     if compression_type:
         raise NotImplementedError("make_csv_dataset: compressed files are not supported; decompress them first")
-    patterns = [file_pattern] if isinstance(file_pattern, (str, os.PathLike)) else list(file_pattern)
-    paths = sorted({p for pattern in patterns for p in glob.glob(os.fspath(pattern))})
-    if not paths:
-        raise DataError(f"make_csv_dataset: no file matches {[os.fspath(p) for p in patterns]}")
+    paths = matching_files(file_pattern, "make_csv_dataset")
     rows, names = [], list(column_names) if column_names is not None else None
     for path in paths:
         with open(path, newline="", encoding=encoding) as file:
@@ -139,7 +134,7 @@ class _Experimental:
     """``tf.data.experimental``: ``make_csv_dataset`` and ``AUTOTUNE``."""
 
     make_csv_dataset = staticmethod(make_csv_dataset)
-    AUTOTUNE = -1
+    AUTOTUNE = AUTOTUNE
 
 
 experimental = _Experimental()

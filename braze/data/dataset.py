@@ -68,6 +68,16 @@ def _as_array(value: Any) -> np.ndarray:
     return np.asarray(value if isinstance(value, np.ndarray) or not hasattr(value, "numpy") else value.numpy())
 
 
+def matching_files(file_pattern: Any, who: str) -> list[str]:
+    """The paths, sorted, that match ``file_pattern`` (a glob, or a list of them); a
+    DataError naming ``who`` where none does."""
+    patterns = [file_pattern] if isinstance(file_pattern, (str, os.PathLike)) else list(file_pattern)
+    paths = sorted({path for pattern in patterns for path in glob.glob(os.fspath(pattern))})
+    if not paths:
+        raise DataError(f"{who}: no file matches {[os.fspath(p) for p in patterns]}")
+    return paths
+
+
 def _padded(elements: list[Any], shapes: Any, values: Any) -> Any:
     """``elements`` stacked, each component padded to the shape ``shapes`` gives it (None
     dimensions, or no shape, to the largest among them) with ``values``' fill."""
@@ -196,12 +206,8 @@ class Dataset:
     def list_files(file_pattern: Any, shuffle: bool | None = None, seed: int | None = None) -> Dataset:
         """The paths that match ``file_pattern`` (a glob, or a list of them), in a shuffled
         order unless ``shuffle=False`` (then sorted): ``tf.data.Dataset.list_files``."""
-        patterns = [file_pattern] if isinstance(file_pattern, (str, os.PathLike)) else list(file_pattern)
-        paths = sorted({path for pattern in patterns for path in glob.glob(os.fspath(pattern))})
-        if not paths:
-            raise DataError(f"Dataset.list_files: no file matches {[os.fspath(p) for p in patterns]}")
-        found = Dataset.from_tensor_slices(np.array(paths))
-        return found if shuffle is False else found.shuffle(len(paths), seed=seed)
+        found = Dataset.from_tensor_slices(np.array(matching_files(file_pattern, "Dataset.list_files")))
+        return found if shuffle is False else found.shuffle(len(found), seed=seed)
 
     def __iter__(self) -> Iterator[Any]:
         return (_map(_answering_numpy, element) for element in self._generate())

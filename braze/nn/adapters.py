@@ -32,16 +32,6 @@ def is_array(value: Any) -> bool:
     return isinstance(value, (np.ndarray, Tensor))
 
 
-def is_text(value: Any) -> bool:
-    """A NumPy array of strings (a pandas column of them is of objects): text, which only
-    text layers read."""
-    if not isinstance(value, np.ndarray):
-        return False
-    return value.dtype.kind in "US" or (
-        value.dtype == object and value.size > 0 and isinstance(value.flat[0], (str, bytes))
-    )
-
-
 def _texts_as_array(x: Any) -> Any:
     """A list of texts (one a sample, for a model of one text input) as an array of them."""
     if isinstance(x, (list, tuple)) and x and all(isinstance(v, (str, bytes)) for v in x):

@@ -53,7 +53,7 @@ def _cast(x: Any, dtype: Any) -> Tensor:
 
 def _convert_to_tensor(x: Any, dtype: Any = None, sparse: Any = None, ragged: Any = None) -> Any:
     """A tensor of ``x``; text stays a NumPy array of ``str`` (braze's string tensor)."""
-    if dtype is not None and str(dtype) in ("string", "str") or tf_ops.is_text(x):
+    if dtype is not None and str(dtype) in ("string", "str") or strings.is_text(x):
         return strings.as_strings(x, "convert_to_tensor")
     return ops.as_tensor(x, dtype=dtype)
 

@@ -21,6 +21,7 @@ from braze.nn import adapters, tree
 from braze.nn.callbacks import CallbackList
 from braze.nn.progress import ProgressBar
 from braze.nn.training import evaluating
+from braze.ops import strings
 from braze.runtime.device import Device, default_device, set_default_device
 from braze.tensor import Tensor
 
@@ -85,7 +86,7 @@ class Trainer:
         device = self.device()
 
         def convert(value: Any) -> Any:
-            if value is None or isinstance(value, (str, bytes)) or adapters.is_text(value):
+            if value is None or strings.is_text(value):
                 return value
             if isinstance(value, Tensor):
                 return value if value.device == device else value.to(device)

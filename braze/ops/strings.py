@@ -21,6 +21,7 @@ from braze.tensor import Tensor
 
 __all__ = [
     "as_strings",
+    "is_text",
     "join",
     "length",
     "lower",
@@ -37,6 +38,18 @@ __all__ = [
 # TensorFlow's lower and upper change ASCII letters only, unless told the encoding.
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _ASCII_UPPER = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def is_text(value: Any) -> bool:
+    """Text, as braze holds it: a str or bytes, a list of them, or a NumPy array of them
+    (a pandas column of text is an array of objects)."""
+    if isinstance(value, (str, bytes)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return bool(value) and is_text(value[0])
+    if not isinstance(value, np.ndarray):
+        return False
+    return value.dtype.kind in "US" or (value.dtype == object and value.size > 0 and is_text(value.flat[0]))
 
 
 def as_strings(value: Any, who: str = "tf.strings") -> np.ndarray:

@@ -262,7 +262,7 @@ def gather(
 def expand_dims(input: Any, axis: int, name: str | None = None) -> Any:  # noqa: A002 - TensorFlow's name
     """``input`` with a new axis of size 1 at ``axis``: ``tf.expand_dims``, which takes text
     too (a NumPy array of ``str``, braze's string tensor: see :mod:`braze.ops.strings`)."""
-    if is_text(input):
+    if strings.is_text(input):
         return np.expand_dims(strings.as_strings(input, "tf.expand_dims"), axis)
     return shape_ops.expand_dims(input, axis)
 
@@ -296,21 +296,12 @@ def numpy_function(  # noqa: N803 - TensorFlow's names
 def py_function(func: Callable[..., Any], inp: Sequence[Any], Tout: Any, name: str | None = None) -> Any:  # noqa: N803 - TensorFlow's names
     """``func`` called on the tensors of ``inp``, eagerly, its results as tensors of
     ``Tout``'s dtypes: ``tf.py_function``."""
-    return _results(func(*[v if is_text(v) else as_tensor(v) for v in inp]), Tout)
-
-
-def is_text(value: Any) -> bool:
-    """Text, as braze holds it: a str or bytes, or a NumPy array or list of them."""
-    if isinstance(value, (str, bytes)):
-        return True
-    if isinstance(value, (list, tuple)):
-        return bool(value) and is_text(value[0])
-    return isinstance(value, np.ndarray) and value.dtype.kind in "US"
+    return _results(func(*[v if strings.is_text(v) else as_tensor(v) for v in inp]), Tout)
 
 
 def _host(value: Any) -> np.ndarray:
     """A tensor's values, or text, as a NumPy array."""
-    return strings.as_strings(value) if is_text(value) else np.asarray(as_tensor(value).numpy())
+    return strings.as_strings(value) if strings.is_text(value) else np.asarray(as_tensor(value).numpy())
 
 
 def _results(values: Any, dtypes: Any) -> Any:
