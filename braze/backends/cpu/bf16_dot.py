@@ -20,7 +20,7 @@ from collections.abc import Callable
 from braze.backends.cpu.elemental import Emitter
 from braze.backends.cpu.gemm import Gemm, batch_offset, gemm_layout, result_index
 from braze.backends.cpu.loops import close_loops, contraction_pragma, open_loop, parallel_pragma, store_results
-from braze.backends.cpu.tiles import each_tile, operand, register_tile, vector_tile
+from braze.backends.cpu.tiles import each_tile, operand, register_tile, vector_tile, zero_accumulators
 from braze.ir.dtypes import bfloat16
 from braze.ir.graph import Graph, Node
 from braze.ir.prims.linalg import dot_general
@@ -110,7 +110,7 @@ def emit_bfloat16_dot(em: Emitter, computation: Graph, outputs: list[str], root:
             em.push()
             em.emit(f"const int64_t q0 = {first};")
             em.emit(f"braze_vf32 acc[{tile}][{chunk}];")
-            em.emit("memset(acc, 0, sizeof(acc));")
+            zero_accumulators(em, "braze_vf32", tile, chunk)
             open_loop(em, "kp", depth // 2)
             step(tile, chunk, True)
             close_loops(em, 1)

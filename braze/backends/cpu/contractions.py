@@ -42,6 +42,7 @@ from braze.backends.cpu.tiles import (
     register_tile,
     store_accumulators,
     vector_tile,
+    zero_accumulators,
 )
 from braze.backends.cpu.winograd import (
     MIN_CHANNELS,
@@ -255,7 +256,7 @@ def _direct_conv(p: _Conv, w_hwoi: str | None = None, live_rows: tuple[int, int]
         em.push()
         em.emit(f"const int64_t q0 = {first};")
         em.emit(f"braze_v{root.dtype.short} acc[{width}][{count}];")
-        em.emit("memset(acc, 0, sizeof(acc));")
+        zero_accumulators(em, f"braze_v{root.dtype.short}", width, count)
         open_taps(width)
         if p.pairs:
             weights = f"wt + (ci * {o} + q0 * {lanes}) * 2"
@@ -372,7 +373,7 @@ def _narrow_conv(p: _Conv, live_rows: tuple[int, int] | None = None) -> None:
         first_tap, taps = "a_lo", "a_hi"
     open_loop(em, "x0", ow, step=lanes)
     em.emit(f"braze_vf32 acc[{tile}][{o}];")
-    em.emit("memset(acc, 0, sizeof(acc));")
+    zero_accumulators(em, "braze_vf32", tile, o)
     open_loop(em, "a", taps, start=first_tap)
     open_loop(em, "b", kw)
     open_loop(em, "ci", c)

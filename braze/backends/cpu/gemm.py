@@ -31,7 +31,7 @@ from braze.backends.cpu.loops import (
     open_thread_block,
     store_results,
 )
-from braze.backends.cpu.tiles import each_tile, operand, register_tiles, strides, vector_tile
+from braze.backends.cpu.tiles import each_tile, operand, register_tiles, strides, vector_tile, zero_accumulators
 from braze.backends.cstyle import Index, c_type, unflatten
 from braze.ir.dtypes import bfloat16
 from braze.ir.graph import Graph, Node
@@ -248,7 +248,7 @@ def _tiled_gemm(em: Emitter, computation: Graph, outputs: list[str], root: Node,
 
     def row_tile(rows: int, chunk: int, first: str) -> None:
         em.emit(f"braze_v{root.dtype.short} acc[{rows}][{chunk}];")
-        em.emit("memset(acc, 0, sizeof(acc));")
+        zero_accumulators(em, f"braze_v{root.dtype.short}", rows, chunk)
         if rows_packed:
             em.emit(f"const {t}* as = at + (m0 - r0) * {g.k};")
         open_loop(em, "k", g.k)

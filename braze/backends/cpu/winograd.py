@@ -35,7 +35,14 @@ from braze.backends.cpu.loops import (
     open_thread_block,
     parallel_pragma,
 )
-from braze.backends.cpu.tiles import each_tile, load_accumulators, register_tile, store_accumulators, vector_tile
+from braze.backends.cpu.tiles import (
+    each_tile,
+    load_accumulators,
+    register_tile,
+    store_accumulators,
+    vector_tile,
+    zero_accumulators,
+)
 
 if TYPE_CHECKING:
     from braze.backends.cpu.contractions import _Conv
@@ -174,7 +181,7 @@ def _register_block(
     em.emit(names)
     em.emit(f"braze_vf32 acc[{width}][{count}];")
     if fresh:
-        em.emit("memset(acc, 0, sizeof(acc));")
+        zero_accumulators(em, "braze_vf32", width, count)
     else:
         load_accumulators(em, width, row)
     open_loop(em, *loop)
