@@ -18,7 +18,7 @@ from braze.ir.graph import Graph, Node, parameter
 from braze.ir.primitive import Category
 from braze.ir.prims.fusion import fusion, get_element
 from braze.ir.prims.sources import constant
-from braze.passes.fusion_policy import TARGET_INDEPENDENT, FusionPolicy
+from braze.passes.fusion_policy import TARGET_INDEPENDENT, YES, Decision, FusionPolicy, no
 from braze.passes.kernel_graph import Group, KernelGraph, external_inputs
 from braze.passes.row_fusion import RowContext, merge_rows
 from braze.passes.sibling_fusion import merge_siblings
@@ -97,6 +97,7 @@ def plan_fusion(graph: Graph, policy: FusionPolicy = TARGET_INDEPENDENT) -> Plan
     refusals: list[str] = []
 
     position = {id(n): k for k, n in enumerate(nodes)}
+    positions = Positions(policy.max_positions)
 
     def kernel_of(node: Node) -> Node | None:
         group = owner.get(id(node))
@@ -146,10 +147,12 @@ def plan_fusion(graph: Graph, policy: FusionPolicy = TARGET_INDEPENDENT) -> Plan
                 readers = [u for u in users[id(node)] if owner.get(id(u)) is group]
                 decision = policy.should_fuse(node, group.members, group.kind, readers)
                 if decision.ok:
+                    decision = positions.admit(node, group, readers)
+                if decision.ok:
                     join(group, node)
                     continue
                 refusals.append(decision.reason)
-            if _recomputed(node, reader_groups, users, owner, shared, policy):
+            if _recomputed(node, reader_groups, users, owner, shared, policy, positions):
                 shared[id(node)] = list(reader_groups.values())
                 for group in shared[id(node)]:
                     group.add(node, position[id(node)])
@@ -197,20 +200,61 @@ def _reaches(node: Node, group: Group, users: dict[int, list[Node]], position: d
     return False
 
 
+class Positions:
+    """Where in its kernel each fused value is computed: a kernel computes a value once per
+    element for each distinct way its readers index it (an elementwise reader at the
+    element's own position, a slice or a concatenation at a position of its own, each one
+    more evaluation of everything the value is computed from). Each member's ways are
+    recorded as the paths of index-changing readers from the kernel's results; a producer
+    whose ways would pass ``limit`` is not fused, but written out by a kernel of its own.
+    Without that bound a scan written by doubling (``x[s:] + x[:-s]``, s = 1, 2, 4...)
+    fused into one kernel that computed its first value 2^depth times per element: 2 MB
+    of C at depth 8, minutes of compiling at 12."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._ways: dict[tuple[int, int], frozenset[tuple]] = {}
+
+    def admit(self, node: Node, group: Group, readers: list[Node]) -> Decision:
+        """Record ``node``'s ways in ``group`` (read there by ``readers``) if within the limit."""
+        ways: set[tuple] = set()
+        for reader in readers:
+            theirs = self._ways.get((id(group), id(reader)), frozenset({()}))
+            if reader.op.elementwise:
+                ways |= theirs
+            else:
+                slots = [k for k, i in enumerate(reader.inputs) if i is node]
+                ways |= {path + ((id(reader), k),) for path in theirs for k in slots}
+            if len(ways) > self.limit:
+                return no(
+                    f"{node.op} {node.aval} would be computed at more than {self.limit} positions per element of "
+                    f"its kernel: it is written out"
+                )
+        self._ways[(id(group), id(node))] = frozenset(ways)
+        return YES
+
+
 def _recomputed(
-    node: Node, reader_groups: dict, users, owner: dict[int, Group], shared: dict[int, list[Group]], policy
+    node: Node,
+    reader_groups: dict,
+    users,
+    owner: dict[int, Group],
+    shared: dict[int, list[Group]],
+    policy,
+    positions: Positions,
 ) -> bool:
     """Whether ``node`` is computed in each kernel that reads it (its reader groups), as
     the policy allows for free values always and for cheap ones read by a few kernels."""
     if any(policy.reads_buffers(u) for u in users[id(node)]):
         return False
-    if policy.is_free_to_duplicate(node):
-        return True
-    if not policy.recomputes_in_readers(node, users[id(node)], len(reader_groups)):
+    free = policy.is_free_to_duplicate(node)
+    if not free and not policy.recomputes_in_readers(node, users[id(node)], len(reader_groups)):
         return False
     for group in reader_groups.values():
         readers = [u for u in users[id(node)] if owner.get(id(u)) is group or group in shared.get(id(u), ())]
-        if not policy.should_fuse(node, group.members, group.kind, readers).ok:
+        if not free and not policy.should_fuse(node, group.members, group.kind, readers).ok:
+            return False
+        if not positions.admit(node, group, readers).ok:
             return False
     return True
 

@@ -78,6 +78,9 @@ class FusionPolicy:
 
     max_fused_ops = 96
     max_recomputations = 8
+    # Distinct positions per element at which a kernel may compute one fused value (a 3x3
+    # stencil of slices reads its input at 9): see ``fuse.Positions``.
+    max_positions = 16
     # Reductions a backend's reduction kernel computes several of in one loop over their
     # input (a batch norm's gradient sums its cotangent and two products of it): none here.
     sibling_reductions: frozenset[Primitive] = frozenset()

@@ -239,3 +239,68 @@ def test_constant_literal_hashes_by_value():
     assert Literal([1.0, 2.0]) == Literal(np.array([1.0, 2.0]))
     assert hash(Literal(3, None)) == hash(Literal(np.int64(3)))
     assert Literal([1.0]) != Literal([2.0])
+
+
+def _cumprod_derivatives_numpy(x: np.ndarray, g: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """cumprod's VJP at cotangent ``g`` and JVP at tangent ``t``, in float64 by their
+    recurrences (no division): S_i = g_i + x_(i+1) S_(i+1), T_j = x_j T_(j-1) + e_j t_j,
+    with e the exclusive cumulative product."""
+    x, g, t = (a.astype(np.float64) for a in (x, g, t))
+    exclusive = np.concatenate([[1.0], np.cumprod(x)[:-1]])
+    sums, tangent = np.zeros_like(x), np.zeros_like(x)
+    sums[-1] = g[-1]
+    for i in range(len(x) - 2, -1, -1):
+        sums[i] = g[i] + x[i + 1] * sums[i + 1]
+    tangent[0] = exclusive[0] * t[0]
+    for j in range(1, len(x)):
+        tangent[j] = x[j] * tangent[j - 1] + exclusive[j] * t[j]
+    return exclusive * sums, tangent
+
+
+def test_cumprod_derivatives_of_a_long_line_with_zeros():
+    # The Jacobian of a line of n is n x n: these rules never form it (a line of 2,366,
+    # differentiated twice, asked for 49 GiB), and stay exact where the line holds zeros.
+    import braze
+
+    rng = np.random.default_rng(11)
+    n = 3000
+    x = rng.uniform(0.9, 1.1, n).astype(np.float32)
+    x[[700, 2100]] = 0.0
+    g, t = (rng.uniform(-1, 1, n).astype(np.float32) for _ in range(2))
+    want_vjp, want_jvp = _cumprod_derivatives_numpy(x, g, t)
+    _, pullback = braze.vjp(lambda a: braze.cumprod(a), braze.tensor(x))
+    (got_vjp,) = pullback(braze.tensor(g))
+    _, got_jvp = braze.jvp(lambda a: braze.cumprod(a), (braze.tensor(x),), (braze.tensor(t),))
+    # Every term is a product of at most n factors near 1, each rounded in float32: the
+    # doubling scan sums them in another order than the recurrence, each of its log2(n)
+    # levels adding a rounding of the partial sums.
+    for got, want in ((got_vjp, want_vjp), (got_jvp, want_jvp)):
+        scale = np.abs(want).max()
+        np.testing.assert_allclose(got.numpy(), want, rtol=0, atol=64 * 2.0**-23 * np.sqrt(n) * scale)
+        assert np.all(got.numpy()[want == 0.0] == 0.0)
+
+
+def test_sort_derivatives_of_a_long_line_move_values_exactly():
+    # A sort's derivatives permute: each cotangent goes back to the position its value came
+    # from (a scatter), each tangent to the position its value went to (a gather), never
+    # through an n x n matrix of who went where (a line of 20,000 took 2 GB).
+    import braze
+
+    rng = np.random.default_rng(12)
+    n = 20_000
+    x = rng.standard_normal((2, n)).astype(np.float32)
+    x[:, ::7] = 0.5  # ties, kept in their order
+    g, t = (rng.standard_normal((2, n)).astype(np.float32) for _ in range(2))
+    order = np.argsort(-x, axis=1, kind="stable")  # descending, ties in order
+    want_vjp = np.zeros_like(g)
+    np.put_along_axis(want_vjp, order, g, axis=1)
+    want_jvp = np.take_along_axis(t, order, axis=1)
+
+    def sort(a):
+        return braze.sort(a, axis=1, descending=True)
+
+    _, pullback = braze.vjp(sort, braze.tensor(x))
+    (got_vjp,) = pullback(braze.tensor(g))
+    _, got_jvp = braze.jvp(sort, (braze.tensor(x),), (braze.tensor(t),))
+    np.testing.assert_array_equal(got_vjp.numpy(), want_vjp)
+    np.testing.assert_array_equal(got_jvp.numpy(), want_jvp)

@@ -16,7 +16,7 @@ import numpy as np
 from braze.ir.dtypes import DType, int64
 from braze.ir.errors import DTypeError, ShapeError
 from braze.ir.primitive import Aval, Category, Literal, Primitive, register
-from braze.ir.prims import checks, derived, elementwise, reductions, sources, structural
+from braze.ir.prims import checks, derived, indexing, sources, structural
 
 
 def _check_dimension(op: str, x: Aval, dimension: int) -> None:
@@ -52,16 +52,6 @@ def _cumsum_vjp(g, x, out, *, dimension):
     return (_reverse(cumsum.bind(_reverse(g, dimension), dimension=dimension), dimension),)
 
 
-def _pairs(x, dimension: int, at: int):
-    """``x`` broadcast to its shape with the line's axis ``dimension`` doubled into (i, j),
-    the line running along i (``at`` = 0) or along j (``at`` = 1)."""
-    shape = (*x.shape[:dimension], x.shape[dimension], *x.shape[dimension:])
-    kept = tuple(d if d < dimension else d + 1 for d in range(len(x.shape)))
-    if at == 0:
-        kept = tuple(d if d <= dimension else d + 1 for d in range(len(x.shape)))
-    return structural.broadcast_in_dim.bind(x, shape=shape, broadcast_dimensions=kept)
-
-
 def _positions(shape: tuple[int, ...], dimension: int, like):
     return sources.iota.bind(shape=shape, dimension=dimension, dtype=int64, like=like)
 
@@ -72,29 +62,44 @@ def _full(like, value: float):
     return structural.broadcast_in_dim.bind(scalar, shape=tuple(like.shape), broadcast_dimensions=())
 
 
-def _spans(x, dimension: int):
-    """For the line's pairs (i along ``dimension``, j after it): prod_{i<k<=j} x_k where
-    j >= i, 0 where j < i, so that d out_j / d x_i = exclusive(out)_i * spans[i, j]."""
-    d = dimension
-    xj = _pairs(x, d, 1)
-    shape = tuple(xj.shape)
-    i, j = _positions(shape, d, x.device), _positions(shape, d + 1, x.device)
-    right = cumprod.bind(elementwise.select.bind(elementwise.gt.bind(j, i), xj, _full(xj, 1.0)), dimension=d + 1)
-    return elementwise.select.bind(elementwise.ge.bind(j, i), right, _full(xj, 0.0))
+def _line(x, dimension: int, start: int, stop: int):
+    """Positions ``start`` to ``stop`` of ``x``'s lines along ``dimension``."""
+    starts = tuple(start if k == dimension else 0 for k in range(len(x.shape)))
+    limits = tuple(stop if k == dimension else size for k, size in enumerate(x.shape))
+    return structural.slice_.bind(x, start_indices=starts, limit_indices=limits, strides=(1,) * len(x.shape))
+
+
+def _recurrence(a, b, dimension: int):
+    """h along each line, h_i = b_i + a_i h_(i-1) from h_0 = b_0, without a division (exact
+    where ``a`` holds zeros): the doubling scan, in log2(n) steps over whole lines. After
+    the step of offset s each (a_i, b_i) is the composition of the 2s steps ending at i
+    (those before the line's start are none), so b ends as h. Memory: a few lines' worth,
+    where the Jacobian itself is n times that (a line of 2,366 wanted 49 GiB)."""
+    d, n = dimension, a.shape[dimension]
+    offset = 1
+    while offset < n:
+        later_a = _line(a, d, offset, n)
+        terms = later_a * _line(b, d, 0, n - offset)
+        b = structural.concatenate.bind(_line(b, d, 0, offset), _line(b, d, offset, n) + terms, dimension=d)
+        a = structural.concatenate.bind(_line(a, d, 0, offset), later_a * _line(a, d, 0, n - offset), dimension=d)
+        offset *= 2
+    return b
 
 
 def _cumprod_vjp(g, x, out, *, dimension):
-    # The Jacobian exactly, with no division, so exact where the operand holds zeros: each
-    # x_i gets exclusive(out)_i times the sum over j of g_j spans[i, j].
-    d = dimension
-    weighted = reductions.reduce_sum.bind(_spans(x, d) * _pairs(g, d, 1), axes=(d + 1,))
-    return (exclusive(out, d) * weighted,)
+    # x_i gets exclusive(out)_i times S_i = sum over j >= i of g_j times the product of x_k,
+    # i < k <= j: S_i = g_i + x_(i+1) S_(i+1), a recurrence along the reversed line.
+    d, n = dimension, x.shape[dimension]
+    ones = _full(_line(x, d, 0, 1), 1.0)
+    following = structural.concatenate.bind(_line(x, d, 1, n), ones, dimension=d)  # x_(i+1); the last, unused
+    reversed_sums = _recurrence(_reverse(following, d), _reverse(g, d), d)
+    return (exclusive(out, d) * _reverse(reversed_sums, d),)
 
 
 def _cumprod_jvp(tangents, x, out, *, dimension):
-    d = dimension
-    started = _pairs(exclusive(out, d) * tangents[0], d, 0)
-    return reductions.reduce_sum.bind(_spans(x, d) * started, axes=(d,))
+    # T_j = sum over i <= j of exclusive(out)_i t_i times the product of x_k, i < k <= j:
+    # T_j = exclusive(out)_j t_j + x_j T_(j-1).
+    return _recurrence(x, exclusive(out, dimension) * tangents[0], dimension)
 
 
 def exclusive(out, dimension: int):
@@ -150,25 +155,41 @@ def _sort_impl(x: np.ndarray, *, dimension: int, descending: bool) -> np.ndarray
 
 
 def _came_from(x, dimension: int, descending: bool):
-    """For the line's pairs (k along ``dimension``, i after it): whether the value at sorted
-    position k came from position i (one i for each k)."""
+    """Each sorted position's index vector into ``x`` (x's shape, then its rank): its own
+    position on the other axes, on the line the position its value came from."""
     order = argsort.bind(x, dimension=dimension, descending=descending, dtype=int64)
-    taken = _pairs(order, dimension, 0)
-    return elementwise.eq.bind(taken, _positions(tuple(taken.shape), dimension + 1, x.device))
+    shape = tuple(x.shape)
+    parts = [order if d == dimension else _positions(shape, d, x.device) for d in range(len(shape))]
+    columns = [structural.reshape.bind(p, new_sizes=(*shape, 1)) for p in parts]
+    return structural.concatenate.bind(*columns, dimension=len(shape))
 
 
 def _sort_vjp(g, x, out, *, dimension, descending):
-    # x's cotangent at i is the sum over k of g_k where the value at k came from i.
-    spread = _pairs(g, dimension, 0)
-    picked = elementwise.select.bind(_came_from(x, dimension, descending), spread, _full(spread, 0.0))
-    return (reductions.reduce_sum.bind(picked, axes=(dimension,)),)
+    # Each cotangent goes back to the position its value came from: a scatter, O(n) a line.
+    axes = tuple(range(len(x.shape)))
+    return (
+        indexing.scatter_add.bind(
+            g,
+            _came_from(x, dimension, descending),
+            shape=tuple(x.shape),
+            update_window_dims=(),
+            inserted_window_dims=axes,
+            scatter_dims_to_operand_dims=axes,
+        ),
+    )
 
 
 def _sort_jvp(tangents, x, out, *, dimension, descending):
-    # The tangent at k is the tangent at the position its value came from.
-    spread = _pairs(tangents[0], dimension, 1)
-    picked = elementwise.select.bind(_came_from(x, dimension, descending), spread, _full(spread, 0.0))
-    return reductions.reduce_sum.bind(picked, axes=(dimension + 1,))
+    # The tangent at k is the tangent at the position its value came from: a gather.
+    axes = tuple(range(len(x.shape)))
+    return indexing.gather.bind(
+        tangents[0],
+        _came_from(x, dimension, descending),
+        offset_dims=(),
+        collapsed_slice_dims=axes,
+        start_index_map=axes,
+        slice_sizes=(1,) * len(axes),
+    )
 
 
 def _argsort_rule(x: Aval, *, dimension: int, descending: bool, dtype: DType) -> Aval:
