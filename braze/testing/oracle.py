@@ -20,7 +20,7 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -65,13 +65,19 @@ class Baseline:
     slack: list[float]  # how far rounding alone may move each output
 
 
-def outputs(program: Program, device: B.Device | None = None, dtype: str | None = None) -> list[B.Tensor]:
-    """What the program's ``step`` returns (``Program.output_names``), run eagerly or on ``device``."""
+def _in_dtype(program: Program, dtype: str | None) -> tuple[Callable, list[np.ndarray]]:
+    """The program's ``step`` and its inputs, in float ``dtype`` (default: the program's)."""
     arrays = program.arrays()
     fn = program.function()
     if dtype is not None and dtype != program.dtype:
         arrays = [a.astype(dtype) if a.dtype.kind == "f" else a for a in arrays]
         fn = step_function(program.source().replace(f"B.{program.dtype}", f"B.{dtype}"))
+    return fn, arrays
+
+
+def outputs(program: Program, device: B.Device | None = None, dtype: str | None = None) -> list[B.Tensor]:
+    """What the program's ``step`` returns (``Program.output_names``), run eagerly or on ``device``."""
+    fn, arrays = _in_dtype(program, dtype)
     tensors = [B.tensor(a, device=device) if device else B.tensor(a) for a in arrays]
     with np.errstate(all="ignore"):
         return fn(*tensors)
@@ -186,7 +192,10 @@ def check_batch(programs: Sequence[Program], backends: Sequence[str], cache: cpu
     if "jit" in backends:
         for program, base, _, _ in ready:
             try:
-                why = compare(program, base, _run_jit(program, cache))
+                got = _run_jit(program, cache)
+                why = compare(program, base, got)
+                if why and amplified_rounding(program, base, got, "jit", cache):
+                    why = None
             except Exception as error:  # noqa: BLE001
                 failures.append(Failure(program, "jit", "crash", _crash(error)))
                 continue
@@ -213,7 +222,7 @@ def check_batch(programs: Sequence[Program], backends: Sequence[str], cache: cpu
                 failures.append(Failure(program, backend, "crash", _crash(error)))
                 continue
             why = compare(program, base, got)
-            if why:
+            if why and not amplified_rounding(program, base, got, backend, cache):
                 failures.append(Failure(program, backend, "mismatch", why))
     return failures
 
@@ -244,13 +253,62 @@ def _jit_settings(cache: cpu.DiskCache | None) -> Iterator[None]:
                 os.environ[name] = value
 
 
-def _run_jit(program: Program, cache: cpu.DiskCache | None) -> list[np.ndarray]:
+def _run_jit(program: Program, cache: cpu.DiskCache | None, dtype: str | None = None) -> list[np.ndarray]:
+    fn, arrays = _in_dtype(program, dtype)
     with _jit_settings(cache):
         # An updated input's buffer may take its new value, as an optimizer's parameters do.
         donated = program.differentiated if program.update else ()
-        step = B.jit(program.function(), donate_argnums=donated)
+        step = B.jit(fn, donate_argnums=donated)
         with np.errstate(all="ignore"):
-            return [t.numpy() for t in step(*[B.tensor(a) for a in program.arrays()])]
+            return [t.numpy() for t in step(*[B.tensor(a) for a in arrays])]
+
+
+def _run_on(backend: str, program: Program, cache: cpu.DiskCache | None, dtype: str) -> list[np.ndarray]:
+    """The program's outputs in ``dtype`` on ``backend``, traced, optimized and run alone."""
+    if backend == "jit":
+        return _run_jit(program, cache, dtype)
+    traced = lazy.build_graph([t._value for t in outputs(program, device=B.LAZY_CPU, dtype=dtype)])
+    graph = optimize_for(backend, traced.graph)
+    run = (lambda args: evaluate(graph, args)) if backend == "reference" else cpu.compile_graph(graph, cache)
+    with np.errstate(all="ignore"):
+        return run([a.copy() for a in traced.args])
+
+
+# A backend whose float64 results differ from eager float64 by more than this part of the
+# size of what they are computed from (the output's or the largest value of the program)
+# computes another function, not the same one rounded otherwise.
+SAME_FUNCTION = 1e-6
+
+
+def amplified_rounding(
+    program: Program, base: Baseline, got: Sequence[np.ndarray], backend: str, cache: cpu.DiskCache | None
+) -> bool:
+    """Whether a float32 mismatch is rounding that the program amplifies where the eager
+    run's order happened to cancel exactly (a gradient that is 0 by symmetry, through a
+    1/x of a small x: an atan2(x, x), a layer norm of two values), which the float64 run
+    beside the baseline does not show: the backend computes the same function in float64
+    (within ``SAME_FUNCTION``), and its float32 results are as far from eager's as its
+    float64 ones are, scaled by the ratio of the two epsilons."""
+    if program.dtype != "float32":
+        return False
+    try:
+        want = [t.numpy() for t in outputs(program, dtype="float64")]
+        got64 = _run_on(backend, program, cache, "float64")
+    except Exception:  # noqa: BLE001 - no float64 run to tell: the mismatch stands
+        return False
+    ratio = EPS["float32"] / EPS["float64"]
+    largest = _magnitudes(program)[1]
+    slack = []
+    for w, g, s in zip(want, got64, base.slack, strict=True):
+        if w.dtype.kind != "f":
+            slack.append(s)
+            continue
+        finite = np.isfinite(w) & np.isfinite(g)
+        distance = float(np.abs(w - g)[finite].max(initial=0.0))
+        if distance > SAME_FUNCTION * max(float(np.abs(w[finite]).max(initial=0.0)), largest):
+            return False
+        slack.append(s + 8 * ratio * distance)
+    return compare(program, replace(base, slack=slack), got) is None
 
 
 def _check_stateful(seeds: Sequence[int], cache: cpu.DiskCache | None) -> list[Failure]:

@@ -78,3 +78,64 @@ def test_scratch_that_cannot_be_allocated_is_a_memory_error_naming_its_size(tmp_
     executable = cpu.compile_graph(cpu.optimize(traced.graph), cpu.DiskCache(tmp_path))
     with pytest.raises(MemoryError, match=r"cannot allocate 640,025,600,256 bytes \(596\.1 GiB\) of kernel scratch"):
         executable(traced.args)
+
+
+def _doubling_executable(tmp_path):
+    x = braze.tensor(np.zeros(1000, np.float32), device=braze.LAZY_CPU)
+    traced = build_graph([(x * 2.0 + 1.0)._value])
+    EXECUTOR._live.clear()
+    (executable,) = cpu.compile_graphs([cpu.optimize(traced.graph)], cpu.DiskCache(tmp_path))
+    args = list(traced.args)  # x, and the scalars lifted into parameters
+    at = next(k for k, a in enumerate(args) if a.shape == (1000,))
+
+    def call(array: np.ndarray) -> list[np.ndarray]:
+        args[at] = array
+        return executable(args)
+
+    return call
+
+
+def test_results_a_caller_holds_are_never_written_again(tmp_path):
+    """A call takes back a result buffer of an earlier call only once nothing holds it: not
+    the caller, not a view of it."""
+    executable = _doubling_executable(tmp_path)
+    inputs = [np.full(1000, float(v), np.float32) for v in range(5)]
+    (first,) = executable(inputs[0])
+    (second,) = executable(inputs[1])
+    view = second[10:20]
+    del second
+    for later in inputs[2:]:
+        (out,) = executable(later)
+        np.testing.assert_array_equal(out, later * 2 + 1)
+    np.testing.assert_array_equal(first, np.ones(1000, np.float32))
+    np.testing.assert_array_equal(view, np.full(10, 3.0, np.float32))
+
+
+def test_a_dropped_result_gives_its_buffer_to_a_later_call(tmp_path):
+    executable = _doubling_executable(tmp_path)
+    (out,) = executable(np.ones(1000, np.float32))
+    address = out.ctypes.data
+    del out
+    (again,) = executable(np.full(1000, 2.0, np.float32))
+    assert again.ctypes.data == address
+    np.testing.assert_array_equal(again, np.full(1000, 5.0, np.float32))
+
+
+def test_a_kernel_of_several_results_replaces_a_parameter_another_result_reads():
+    """An update written in place by a kernel that also computes, from the old value, a
+    second result: every result of an element is computed before any is stored."""
+
+    def step(p):
+        with braze.no_grad():
+            scaled = p * 3.0
+            p += 1.0
+        return scaled
+
+    start = np.random.default_rng(3).standard_normal(4096).astype(np.float32)
+    p = braze.tensor(start.copy())
+    compiled = braze.jit(step, donate_argnums=(0,))
+    scaled = compiled(p)
+    (entry,) = compiled._compiled.values()
+    assert entry.executable.plan.in_place  # the update took the parameter's buffer
+    np.testing.assert_array_equal(scaled.numpy(), start * np.float32(3.0))
+    np.testing.assert_array_equal(p.numpy(), start + np.float32(1.0))

@@ -15,6 +15,7 @@ from braze.backends import cpu
 from braze.backends.reference import interpreter
 from braze.cli import main
 from braze.ir.prims.elementwise import tanh
+from braze.testing import oracle
 from braze.testing.fuzz import fuzz
 from braze.testing.generate import draw_program
 from braze.testing.oracle import mismatch
@@ -136,3 +137,31 @@ def test_a_second_order_program_differentiates_the_sum_of_its_gradients():
                 values.append(namespace["gradient_sum"](*[braze.tensor(a) for a in moved])[0].item())
             numeric = (values[0] - values[1]) / (2 * eps)
             np.testing.assert_allclose(grad.numpy().reshape(-1)[flat], numeric, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.skipif(not cpu.available(), reason="no C compiler")
+def test_rounding_a_program_amplifies_past_eager_cancellation_is_told_from_a_wrong_result(tmp_path, monkeypatch):
+    """Fuzz program 920493: atan2(x, x) differentiated twice is 0 in eager's order, exactly
+    in both precisions; compiled, its terms of 1/x^3 cancelled to 0.19 at x = 2e-4 in
+    float32 and to 3e-10 in float64. The jit computes the same function in float64, so the
+    float32 difference is rounding; a wrong value, or a float64 run of another function,
+    is not."""
+    cache = cpu.DiskCache(tmp_path)
+    program = draw_program(920493)
+    base = oracle.baseline(program)
+    got = oracle._run_jit(program, cache)
+    assert oracle.amplified_rounding(program, base, got, "jit", cache)
+
+    ordinary = draw_program(3)
+    ordinary_base = oracle.baseline(ordinary)
+    wrong = oracle._run_jit(ordinary, cache)
+    k = next(k for k, a in enumerate(wrong) if a.dtype.kind == "f" and a.size)
+    wrong[k] = wrong[k] + np.float32(1.0) + np.abs(wrong[k])
+    assert oracle.compare(ordinary, ordinary_base, wrong) is not None
+    assert not oracle.amplified_rounding(ordinary, ordinary_base, wrong, "jit", cache)
+
+    def another_function(backend, program, cache, dtype):
+        return [a * 1.01 + 1.0 if a.dtype.kind == "f" else a for a in oracle._run_jit(program, cache, dtype)]
+
+    monkeypatch.setattr(oracle, "_run_on", another_function)
+    assert not oracle.amplified_rounding(program, base, got, "jit", cache)

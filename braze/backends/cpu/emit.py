@@ -252,9 +252,12 @@ def emit_kernel(
 
 def _writes_in_place_safely(kernel: Node, parameter_index: int, graph: Graph, position: dict[int, int]) -> bool:
     """A donated parameter may be overwritten by an elementwise loop kernel of its own shape
-    that reads it only at the element it writes, when no later kernel reads it."""
+    that reads it only at the element it writes, when no later kernel reads it. A kernel
+    of several results (an optimizer's update of a parameter and its moments, sibling
+    loops merged) computes them all at an element before it stores any of them
+    (``emit_loop_kernel``), so each may replace a parameter it read."""
     source = graph.params[parameter_index]
-    if kernel.op is not fusion or kernel.attr("kind") != "loop" or kernel.multi_output:
+    if kernel.op is not fusion or kernel.attr("kind") != "loop":
         return False
     computation: Graph = kernel.attr("computation")
     for k, operand in enumerate(kernel.inputs):

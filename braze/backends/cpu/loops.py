@@ -209,8 +209,10 @@ def emit_loop_kernel(em: Emitter, computation: Graph, outputs: list[str]) -> Non
     for shape, positions in by_shape.items():
 
         def body(index: Index, positions=positions) -> None:
-            for k in positions:
-                value = em.value(computation.outputs[k], index)
+            # Every result computed before any is stored: a result may replace a donated
+            # parameter that another one reads (emit._writes_in_place_safely).
+            values = [em.value(computation.outputs[k], index) for k in positions]
+            for k, value in zip(positions, values, strict=True):
                 em.emit(f"{outputs[k]}[{em.linear(index)}] = {value};")
 
         loop_nest(em, shape, flat, body, splits=_operand_boundaries(computation, shape))
