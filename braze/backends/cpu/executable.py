@@ -77,6 +77,17 @@ def openmp_defaults(cores: int) -> None:
 RECYCLED_BYTES = 64 << 20
 
 
+def _references(entry: tuple[np.ndarray, int]) -> int:
+    """The references to an entry's buffer, counted the same way wherever it is asked."""
+    buffer = entry[0]
+    return sys.getrefcount(buffer)
+
+
+# What ``_references`` says of a buffer that only its entry holds: measured, not assumed,
+# since what a call's argument and a local variable count differs between Python versions.
+_UNHELD = _references((np.empty(0), 0))
+
+
 class _Spares:
     """The buffers an executable gave out for one result, with their addresses: a call takes
     back one nothing else holds any more (the step's state that the next step's replaced),
@@ -92,10 +103,7 @@ class _Spares:
 
     def take(self, shape: tuple[int, ...], dtype: np.dtype) -> tuple[np.ndarray, int]:
         for entry in self.held:
-            # References: the entry's tuple, ``buffer`` here and getrefcount's argument. A
-            # tensor, a view or a caller holding the array adds one: it is not taken.
-            buffer = entry[0]
-            if sys.getrefcount(buffer) == 3:
+            if _references(entry) == _UNHELD:  # a tensor, a view or a caller holding it adds one
                 return entry
         buffer = np.empty(shape, dtype)
         entry = (buffer, buffer.ctypes.data)
