@@ -139,3 +139,30 @@ def test_a_kernel_of_several_results_replaces_a_parameter_another_result_reads()
     assert entry.executable.plan.in_place  # the update took the parameter's buffer
     np.testing.assert_array_equal(scaled.numpy(), start * np.float32(3.0))
     np.testing.assert_array_equal(p.numpy(), start + np.float32(1.0))
+
+
+def test_an_update_written_in_place_is_marked_for_vectors_however_small():
+    """A kernel writing over a donated parameter has no ``restrict`` pointers, so the C
+    compiler cannot prove its stores leave its inputs alone: its loop must say so itself
+    (without it, AdamW's update of four small parameters, sixteen arrays, ran scalar)."""
+
+    def step(p, g, m):
+        with braze.no_grad():
+            m *= 0.9
+            m += g
+            p -= 0.1 * m / braze.sqrt(m * m + 1.0)
+
+    rng = np.random.default_rng(4)
+    p0, g, m0 = (rng.standard_normal(1000).astype(np.float32) for _ in range(3))
+    p, m = braze.tensor(p0.copy()), braze.tensor(m0.copy())
+    compiled = braze.jit(step, donate_argnums=(0, 2))
+    compiled(p, braze.tensor(g), m)
+    (entry,) = compiled._compiled.values()
+    plan = entry.executable.plan
+    assert plan.in_place
+    written_in_place = [source for source in plan.kernel_sources if "restrict out0" not in source]
+    assert written_in_place and all("#pragma omp simd" in source for source in written_in_place)
+    m1 = m0 * np.float32(0.9) + g
+    # the terms are below 5 in size; a fused multiply-add may round once less than NumPy
+    np.testing.assert_allclose(m.numpy(), m1, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(p.numpy(), p0 - np.float32(0.1) * m1 / np.sqrt(m1 * m1 + 1), rtol=1e-5, atol=1e-6)

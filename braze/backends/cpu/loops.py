@@ -155,7 +155,10 @@ def loop_nest(
     vectorized: GCC could not prove the stores leave the inputs alone, and has too few
     run-time alias checks to try. Every result is written at its own element and never read
     by the kernel, so the innermost loops of a parallel nest are marked ``simd`` (the
-    vectorizer's cost model still decides)."""
+    vectorizer's cost model still decides). So are those of a nest too small for threads:
+    a kernel writing over a donated parameter has no ``restrict`` either (emit_kernel), and
+    AdamW's update of four small parameters ran scalar, ten times slower per element than
+    that of four large ones. ``parallel`` False: the body's elements depend on each other."""
     total = math.prod(shape)
     work = max(work, total) if parallel else 0
     if not shape:
@@ -165,8 +168,9 @@ def loop_nest(
         em.pop()
         em.emit("}")
         return
+    simd = "#pragma omp simd" if parallel else None
     if flat or len(shape) == 1:  # a pad of a vector keeps its one loop
-        pragma = parallel_pragma(work, total, simd=True)
+        pragma = parallel_pragma(work, total, simd=True) or simd
         if pragma:
             em.emit(pragma)
         em.emit(f"for (int64_t i = 0; i < {total}; i++) {{")
@@ -184,8 +188,8 @@ def loop_nest(
         em.push()
     bounds = [0, *(b for b in sorted(set(splits)) if 0 < b < shape[-1]), shape[-1]]
     for start, end in itertools.pairwise(bounds):
-        if pragma:
-            em.emit("#pragma omp simd")
+        if simd:
+            em.emit(simd)
         open_loop(em, names[-1], end, start)
         body(Index(shape, names))
         close_loops(em, 1)
