@@ -116,3 +116,27 @@ def test_einsum_refuses_what_it_cannot_read():
         braze.einsum("ab,bc->ac", np.ones((2, 2)))
     with pytest.raises(braze.ShapeError, match="index 'b' is 3 in one operand, 4 in another"):
         braze.einsum("ab,bc->ac", np.ones((2, 3)), np.ones((4, 2)))
+
+
+@pytest.mark.parametrize(("left", "right"), [((5, 3), (4, 3)), ((2, 1, 5, 3), (3, 4, 3)), ((5, 3), (2, 4, 3))])
+def test_matmul_transposed_is_a_product_with_the_last_axes_swapped(left, right):
+    """Attention's ``q @ k^T`` as one contraction of both last axes: NumPy's values with
+    batch axes broadcast, eager and compiled, and float64 finite-difference gradients."""
+    from braze.ops.linalg import matmul_transposed
+
+    rng = np.random.default_rng(7)
+    x, y = rng.standard_normal(left), rng.standard_normal(right)
+    want = x @ np.swapaxes(y, -1, -2)
+    np.testing.assert_allclose(matmul_transposed(braze.tensor(x), braze.tensor(y)).numpy(), want, rtol=1e-12)
+    compiled = braze.jit(matmul_transposed)(braze.tensor(x), braze.tensor(y)).numpy()
+    np.testing.assert_allclose(compiled, want, rtol=1e-12, atol=1e-12)
+    assert_gradients_match(matmul_transposed, [x, y], wrt=(0, 1))
+
+
+def test_matmul_transposed_names_what_does_not_fit():
+    from braze.ops.linalg import matmul_transposed
+
+    with pytest.raises(braze.ShapeError, match=r"contracting dimensions differ: \(5, 3\) @ \(3, 4\)\^T \(3 != 4\)"):
+        matmul_transposed(braze.ones((5, 3)), braze.ones((3, 4)))
+    with pytest.raises(braze.ShapeError, match=r"rank >= 2, got \(5, 3\) @ \(3,\)\^T"):
+        matmul_transposed(braze.ones((5, 3)), braze.ones(3))

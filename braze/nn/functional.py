@@ -16,6 +16,7 @@ from braze import ops
 from braze.ir.errors import DTypeError, ShapeError
 from braze.nn.torch_losses import cross_entropy
 from braze.ops.indexing import rows
+from braze.ops.linalg import matmul_transposed
 from braze.ops.random import Generator
 from braze.tensor import Tensor, user_error
 
@@ -128,8 +129,9 @@ def scaled_dot_product_attention(
     if causal and attn_mask is not None:
         raise user_error(ValueError, "scaled_dot_product_attention: give attn_mask or causal=True, not both")
     factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
-    swap = (*range(key.ndim - 2), key.ndim - 1, key.ndim - 2)
-    scores = ops.matmul(query * factor, ops.transpose(key, swap))
+    # Scaled as scores (a multiply in the product's epilogue) and contracted with the key
+    # as it is laid out: no scaled or transposed copy of query or key, in either pass.
+    scores = matmul_transposed(query, key) * factor
     if causal:
         attn_mask = causal_mask(query.shape[-2], key.shape[-2], query.device)
     if attn_mask is not None:
