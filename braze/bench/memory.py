@@ -18,6 +18,7 @@ import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
+from braze.backends.cpu.emit import scratch_layout
 from braze.bench.steps import Workload
 from braze.lazy import EXECUTOR
 from braze.runtime.cache import ExecutableCache
@@ -89,4 +90,5 @@ def _temporary_bytes(executable: object) -> int:
     if plan is None:
         return 0
     threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return plan.arena_bytes + sum(size * (threads if per_thread else 1) for size, per_thread in plan.scratch)
+    kept, _, region = scratch_layout(plan.scratch, threads)
+    return plan.arena_bytes + sum(kept.values()) + region

@@ -58,7 +58,7 @@ def _scratch_growth(cache: str) -> tuple[int, int]:
     for executable, (_, args) in zip(executables, graphs, strict=True):
         (out,) = executable(args)
         assert out[0, 1, 1, 0] == 36.0  # nine taps of four ones
-        scratch += sum(size for size, _ in executable.plan.scratch)
+        scratch += sum(slot.nbytes for slot in executable.plan.scratch)
     assert scratch > 300 << 20
     grown = _resident_bytes() - before
     del executables, executable, out
@@ -166,3 +166,34 @@ def test_an_update_written_in_place_is_marked_for_vectors_however_small():
     # the terms are below 5 in size; a fused multiply-add may round once less than NumPy
     np.testing.assert_allclose(m.numpy(), m1, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(p.numpy(), p0 - np.float32(0.1) * m1 / np.sqrt(m1 * m1 + 1), rtol=1e-5, atol=1e-6)
+
+
+def test_kernels_share_one_region_of_temporary_scratch_and_clear_what_they_read():
+    """A matrix product's packed panels and a padded convolution's copy of its input are
+    temporaries in one shared region: the convolution, run after the product in the same
+    executable, finds the product's panels where its zero border goes, and must write that
+    border itself. Its result is checked against NumPy's sum over the nine taps."""
+
+    def step(a, b, x, w):
+        return braze.matmul(a, b), braze.conv2d(x, w, padding="SAME")
+
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((96, 256)).astype(np.float32), rng.standard_normal((256, 96)).astype(np.float32)
+    x = rng.standard_normal((2, 12, 12, 16)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 16, 16)).astype(np.float32)
+    compiled = braze.jit(step)
+    product, convolved = compiled(*(braze.tensor(v) for v in (a, b, x, w)))
+    (entry,) = compiled._compiled.values()
+    slots = entry.executable.plan.scratch
+    assert sum(slot.temporary for slot in slots) >= 2
+    allocated = sum(buffer.nbytes for buffer in entry.executable._scratch)
+    assert allocated < sum(slot.nbytes * (2 if slot.per_thread else 1) for slot in slots)
+    padded = np.pad(x.astype(np.float64), ((0, 0), (1, 1), (1, 1), (0, 0)))
+    want = sum(
+        np.einsum("nhwc,co->nhwo", padded[:, i : i + 12, j : j + 12], w[i, j].astype(np.float64))
+        for i in range(3)
+        for j in range(3)
+    )
+    # sums of 144 terms of size ~1: float32 rounding leaves them within 1e-4 of float64's
+    np.testing.assert_allclose(convolved.numpy(), want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(product.numpy(), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)

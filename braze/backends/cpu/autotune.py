@@ -152,7 +152,7 @@ def _buffers(kernel: Node) -> list[np.ndarray]:
 
 
 def _scratch(source: KernelSource, threads: int) -> list[np.ndarray]:
-    return [aligned_zeros(size * (threads if per_thread else 1)) for _, _, size, per_thread in source.scratch]
+    return [aligned_zeros(b.nbytes * (threads if b.per_thread else 1)) for b in source.scratch]
 
 
 def _time_variants(kernels: list[Node], menus: list[dict[str, int]], compiler: Compiler) -> list[Tuning]:

@@ -70,6 +70,31 @@ def _landing(size: int, offset: int, step: int, bound: int) -> tuple[int, int]:
     return start, max(start, min(size, (bound - 1 - offset) // step + 1))
 
 
+def _zero_border(
+    em: Emitter,
+    t: str,
+    name: str,
+    size: tuple[int, int, int],
+    landed_rows: tuple[int, int],
+    landed_cols: tuple[int, int],
+) -> None:
+    """Zero image ``cn`` of the (rows, cols, C) padded buffer ``name`` outside the rows and
+    columns its copy lands in, [r0, r1) x [c0, c1)."""
+    rows, cols, c = size
+    r0, r1 = landed_rows if landed_rows[0] < landed_rows[1] else (0, 0)
+    c0, c1 = landed_cols if landed_cols[0] < landed_cols[1] else (0, 0)
+    image = f"{name} + cn * {rows * cols * c}"
+    for start, end in ((0, r0), (r1, rows)):
+        if end > start:
+            em.emit(f"memset({image} + {start * cols * c}, 0, sizeof({t}) * {(end - start) * cols * c});")
+    if r1 > r0 and (c0 > 0 or c1 < cols):
+        open_loop(em, "zy", r1, start=r0)
+        for start, end in ((0, c0), (c1, cols)):
+            if end > start:
+                em.emit(f"memset({image} + (zy * {cols} + {start}) * {c}, 0, sizeof({t}) * {(end - start) * c});")
+        close_loops(em, 1)
+
+
 def _padded_copy(
     em: Emitter,
     t: str,
@@ -88,10 +113,13 @@ def _padded_copy(
     (top + y * row_step, left + x * col_step); padding and stride dilation become zeros,
     so the convolution loops need no bounds checks. ``channel_major`` lays it out
     (N, rows, C, cols) instead, so that a row of one channel is contiguous, with a vector
-    of slack at the end for a vector load running past the last row."""
+    of slack at the end for a vector load running past the last row. Without dilation the
+    copy zeroes its border itself on every call, so the buffer is a temporary
+    (Emitter.scratch_buffer) that the kernels share; a dilated one is zeroed once."""
     n, h, w, c = shape
     slack = em.target.lanes(4) if channel_major else 0
-    em.scratch_buffer(t, name, n * rows * cols * c + slack)
+    bordered = row_step == col_step == 1 and not channel_major
+    em.scratch_buffer(t, name, n * rows * cols * c + slack, temporary=bordered)
     pragma = parallel_pragma(n * h * w * c, n)
     if pragma:
         em.emit(pragma)
@@ -102,9 +130,11 @@ def _padded_copy(
     em.keep_branches = True
     open_loop(em, "cn", n)
     first_row, end_row = _landing(h, top, row_step, rows)
+    first_col, end_col = _landing(w, left, col_step, cols)
+    if bordered:
+        _zero_border(em, t, name, (rows, cols, c), (top + first_row, top + end_row), (left + first_col, left + end_col))
     open_loop(em, "cy", end_row, start=first_row)
     em.emit(f"const int64_t ry = {top} + cy * {row_step};")
-    first_col, end_col = _landing(w, left, col_step, cols)
     open_loop(em, "cx", end_col, start=first_col)
     em.emit(f"const int64_t rx = {left} + cx * {col_step};")
     em.emit(f"const {t}* from = {source} + ((cn * {h} + cy) * {w} + cx) * {c};")

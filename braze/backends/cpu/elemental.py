@@ -5,7 +5,7 @@ scratch buffers a kernel takes from its executable."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from braze.backends.cpu.target import CpuTarget
 from braze.backends.cstyle import CEmitter
@@ -16,6 +16,16 @@ _C_SIZES = {"float": 4, "double": 8, "int32_t": 4, "int64_t": 8, "uint16_t": 2}
 # Below this many multiply-adds a kernel's tiling choices are not timed: they differ by
 # microseconds, less than timing them costs (every op-table and fuzzer shape is below it).
 AUTOTUNE_MIN_WORK = 1 << 21
+
+
+class ScratchBuffer(NamedTuple):
+    """A kernel's scratch array (Emitter.scratch_buffer)."""
+
+    ctype: str
+    name: str
+    nbytes: int
+    per_thread: bool
+    temporary: bool
 
 
 class Emitter(CEmitter):
@@ -36,20 +46,26 @@ class Emitter(CEmitter):
         self.menu: dict[str, int] = {}  # the choices worth timing: how many options each has
         self.choices = 0
         self.menu_work = 0  # the multiply-adds of the biggest choice offered
-        self.scratch: list[tuple[str, str, int, bool]] = []  # (C type, name, bytes, per thread)
+        self.scratch: list[ScratchBuffer] = []
         self.preamble: list[str] = []  # top-level C the kernel's function needs before it (guarded)
         self.keep_branches = False  # compile the kernel without if-conversion (emit.py says why)
         # The lowering's branches all enclose loops (none is inside an innermost loop, the only
         # ones if-conversion touches), so its "if" lines need not turn if-conversion off.
         self.branches_enclose_loops = False
 
-    def scratch_buffer(self, ctype: str, name: str, count: int, per_thread: bool = False) -> None:
+    def scratch_buffer(
+        self, ctype: str, name: str, count: int, per_thread: bool = False, temporary: bool = False
+    ) -> None:
         """``name``: a scratch array of ``count`` elements (that many per thread when
         ``per_thread``), owned by the executable and passed to the kernel: zeroed once, when
         the executable is made, then kept between calls, so a kernel that always writes the
         same positions finds the rest still zero, and a big buffer is not faulted in again
-        every step. Kernels allocate nothing themselves."""
-        self.scratch.append((ctype, name, count * _C_SIZES[ctype], per_thread))
+        every step. Kernels allocate nothing themselves. ``temporary``: the kernel writes
+        every element before it reads it, on every call, so the buffer is one region that
+        all the executable's kernels share (they run one at a time): the memory is the
+        largest kernel's, not the sum of all (200 MB for ResNet-20's step), and what one
+        kernel packs lands where the last one's packing left the cache warm."""
+        self.scratch.append(ScratchBuffer(ctype, name, count * _C_SIZES[ctype], per_thread, temporary))
 
     def choice(self, name: str, options: int, work: int) -> int:
         """Which of ``options`` ways to emit something (0, the emitter's own prediction,

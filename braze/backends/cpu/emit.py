@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from braze.backends.cpu import collectives
-from braze.backends.cpu.elemental import Emitter
+from braze.backends.cpu.elemental import Emitter, ScratchBuffer
 from braze.backends.cpu.fusion import CPU_FUSION
 from braze.backends.cpu.loops import emit_loop_kernel
 from braze.backends.cpu.lowering import LOWERINGS
@@ -165,6 +165,40 @@ def translation_units(preamble: str, plans: list[ModulePlan], units: int) -> lis
     return ["\n".join([shared, "", *b]) for b in bins if b]
 
 
+class ScratchSlot(NamedTuple):
+    """One scratch buffer of one kernel call: its bytes (per thread when ``per_thread``),
+    whether it is ``temporary`` (Emitter.scratch_buffer), and whether it is the first of its
+    call's (``opens_call``): one call's temporaries are laid side by side, never shared."""
+
+    nbytes: int
+    per_thread: bool
+    temporary: bool
+    opens_call: bool
+
+
+SCRATCH_ALIGNMENT = 64  # bytes: where each temporary starts in the shared region (a cache line)
+
+
+def scratch_layout(slots: list[ScratchSlot], threads: int) -> tuple[dict[int, int], dict[int, int], int]:
+    """Where ``slots`` live when ``threads`` threads run the kernels: the bytes of each kept
+    one (a buffer of its own), the offset of each temporary in the one region they share
+    (each call's side by side from its start), and that region's bytes (the largest call's)."""
+    kept: dict[int, int] = {}
+    offsets: dict[int, int] = {}
+    region = end = 0
+    for k, slot in enumerate(slots):
+        nbytes = slot.nbytes * (threads if slot.per_thread else 1)
+        if slot.opens_call:
+            end = 0
+        if slot.temporary:
+            offsets[k] = end
+            end += -(-nbytes // SCRATCH_ALIGNMENT) * SCRATCH_ALIGNMENT
+            region = max(region, end)
+        else:
+            kept[k] = nbytes
+    return kept, offsets, region
+
+
 @dataclass
 class ModulePlan:
     """A graph's C code in parts, so that its kernels can be compiled in several translation
@@ -175,7 +209,7 @@ class ModulePlan:
     declarations: list[str] = field(default_factory=list)  # one per distinct kernel
     kernel_sources: list[str] = field(default_factory=list)  # one definition per distinct kernel, in run order
     entry_source: str = ""  # the entry function (and its timers)
-    scratch: list[tuple[int, bool]] = field(default_factory=list)  # kernels' scratch: (bytes, per thread)
+    scratch: list[ScratchSlot] = field(default_factory=list)  # kernels' scratch buffers, call by call
     buffers: list[tuple[tuple[int, ...], np.dtype]] = field(default_factory=list)  # result buffers, by slot
     outputs: list[Output] = field(default_factory=list)
     in_place: dict[int, int] = field(default_factory=dict)  # output buffer -> parameter written in place
@@ -213,7 +247,7 @@ class KernelSource(NamedTuple):
 
     declaration: str
     definition: str
-    scratch: list[tuple[str, str, int, bool]]
+    scratch: list[ScratchBuffer]
     menu: dict[str, int]
     menu_work: int
 
@@ -235,7 +269,7 @@ def emit_kernel(
         LOWERINGS[roots[0].op](em, computation, outputs, roots[0])
     else:
         emit_loop_kernel(em, computation, outputs)
-    params += [f"{ctype}* restrict {buffer}" for ctype, buffer, _, _ in em.scratch]
+    params += [f"{buffer.ctype}* restrict {buffer.name}" for buffer in em.scratch]
     body = "\n".join(em.lines)
     # GCC 12 at -O3 -march=native miscompiles loops whose branches load memory once it
     # if-converts them (NaN lanes of a branchy copy become 0; found by the random-graph
@@ -350,9 +384,9 @@ def emit_module(
         name, scratch = emitted[key]
         args = [f"(const {c_type(i.dtype)}*){buffer_of[id(i)]}" for i in kernel.inputs]
         args += [f"({c_type(r.dtype)}*){buffer_of[id(r)]}" for r in results]
-        for ctype, _, size, per_thread in scratch:
-            args.append(f"({ctype}*)scratch[{len(plan.scratch)}]")
-            plan.scratch.append((size, per_thread))
+        for k, buffer in enumerate(scratch):
+            args.append(f"({buffer.ctype}*)scratch[{len(plan.scratch)}]")
+            plan.scratch.append(ScratchSlot(buffer.nbytes, buffer.per_thread, buffer.temporary, k == 0))
         call = f"{name}({', '.join(args)});"
         if profile:
             call = f"{{ const double start = braze_clock(); {call} {entry}_seconds[{t}] += braze_clock() - start; }}"

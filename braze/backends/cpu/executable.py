@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from braze.backends.cpu import collectives
-from braze.backends.cpu.emit import ModulePlan
+from braze.backends.cpu.emit import ModulePlan, scratch_layout
 from braze.backends.cpu.loader import Library
 from braze.ir.graph import Graph
 
@@ -126,7 +126,7 @@ class CpuExecutable:
         if plan.collectives:
             collectives.install(self._library)
         # Kernels' scratch buffers, made on the first call and freed with the executable.
-        self._scratch: list[np.ndarray] = []
+        self._scratch: list[np.ndarray] | None = None
         self._scratch_pointers = (ctypes.c_void_p * max(len(plan.scratch), 1))()
         # One call at a time: the arena, the scratch and the argument arrays are the executable's.
         self._lock = threading.Lock()
@@ -162,11 +162,17 @@ class CpuExecutable:
         return list(zip(self.plan.labels, self._seconds[: self.plan.kernels], strict=True))
 
     def _make_scratch(self) -> None:
+        """A buffer of its own for each kept scratch buffer, and one region for all the
+        temporaries, each call's laid side by side from its start (ScratchSlot)."""
         threads = int(ctypes.CFUNCTYPE(ctypes.c_int64)(("braze_max_threads", self._library))())
-        for k, (size, per_thread) in enumerate(self.plan.scratch):
-            buffer = aligned_zeros(size * (threads if per_thread else 1))
-            self._scratch.append(buffer)
-            self._scratch_pointers[k] = buffer.ctypes.data
+        kept, offsets, region = scratch_layout(self.plan.scratch, threads)
+        self._scratch = []
+        for k, nbytes in kept.items():
+            self._scratch.append(aligned_zeros(nbytes))
+            self._scratch_pointers[k] = self._scratch[-1].ctypes.data
+        self._scratch.append(aligned_zeros(region))
+        for k, offset in offsets.items():
+            self._scratch_pointers[k] = self._scratch[-1].ctypes.data + offset
 
     def __call__(self, args: Sequence[np.ndarray]) -> list[np.ndarray]:
         with self._lock:
@@ -205,7 +211,7 @@ class CpuExecutable:
             self._outputs[k] = address
         if GUARD:
             self._arena_guard[:] = _PATTERN
-        if len(self._scratch) < len(self.plan.scratch):
+        if self._scratch is None:
             self._make_scratch()
         self._entry(self._params, self._outputs, self._arena_pointer, self._scratch_pointers)
         collectives.raise_failure()

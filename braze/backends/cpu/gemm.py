@@ -231,7 +231,7 @@ def _tiled_gemm(em: Emitter, computation: Graph, outputs: list[str], root: Node,
     if rows_packed:
         slices.append(("apack", block * g.k, "at"))
     for buffer, size, _ in slices:
-        em.scratch_buffer(t, buffer, size, per_thread=True)
+        em.scratch_buffer(t, buffer, size, per_thread=True, temporary=True)  # each call packs what it reads
     if slices:
         open_thread_block(em, pragma, t, slices)
     elif pragma:

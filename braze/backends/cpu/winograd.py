@@ -219,9 +219,12 @@ def emit_winograd_conv(p: _Conv) -> None:
     # A block's transformed inputs and products take an eighth of L2, beside the filter's.
     per_tile = products * (c + o) * 4
     block = rows * max(1, min(em.target.l2_bytes // 8 // (per_tile * rows), -(-tiles // (rows * 2 * em.target.cores))))
-    em.scratch_buffer("float", "wino_u", products * c * o)
-    em.scratch_buffer("float", "wino_v", products * _spaced(block, c), per_thread=True)
-    em.scratch_buffer("float", "wino_m", products * _spaced(block, o), per_thread=True)
+    # Temporaries: every call transforms the filter and each block's tiles before reading
+    # them. The products of a last, partial block read rows of wv past its tiles (left by an
+    # earlier block or another kernel) into rows of wm that no output reads.
+    em.scratch_buffer("float", "wino_u", products * c * o, temporary=True)
+    em.scratch_buffer("float", "wino_v", products * _spaced(block, c), per_thread=True, temporary=True)
+    em.scratch_buffer("float", "wino_m", products * _spaced(block, o), per_thread=True, temporary=True)
 
     # The filter, transformed: wino_u[(xi * c + ci) * o + co].
     open_loop(em, "ci", c)
@@ -338,9 +341,11 @@ def emit_winograd_filter_grad(p: _Conv) -> None:
     # slower, smaller ones up to 1.5x.
     block = max(1, min(em.target.l2_bytes // 2 // (products * (c + o) * 4), -(-tiles // em.target.cores)))
     pragma = contraction_pragma(work, -(-tiles // block))
-    em.scratch_buffer("float", "wino_v", products * _spaced(block, c), per_thread=True)
-    em.scratch_buffer("float", "wino_p", products * _spaced(block, o), per_thread=True)
-    em.scratch_buffer("float", "wino_s", size, per_thread=True)
+    # Temporaries: each block's tiles are transformed before the sums over them (to
+    # ``count``) read them, and the sums are zeroed below.
+    em.scratch_buffer("float", "wino_v", products * _spaced(block, c), per_thread=True, temporary=True)
+    em.scratch_buffer("float", "wino_p", products * _spaced(block, o), per_thread=True, temporary=True)
+    em.scratch_buffer("float", "wino_s", size, per_thread=True, temporary=True)
     em.emit(f"const int64_t copies = {'braze_threads()' if pragma else '1'};")
     em.emit(f"memset(wino_s, 0, sizeof(float) * (size_t)copies * {size});")
     slices = [
