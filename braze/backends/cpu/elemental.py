@@ -18,6 +18,12 @@ _C_SIZES = {"float": 4, "double": 8, "int32_t": 4, "int64_t": 8, "uint16_t": 2}
 AUTOTUNE_MIN_WORK = 1 << 21
 
 
+def whole_cache_lines(nbytes: int) -> int:
+    """``nbytes`` rounded up to whole 64-byte cache lines: where a buffer placed after
+    another starts (the arena's loop buffers, the shared scratch's temporaries)."""
+    return -(-nbytes // 64) * 64
+
+
 class ScratchBuffer(NamedTuple):
     """A kernel's scratch array (Emitter.scratch_buffer)."""
 

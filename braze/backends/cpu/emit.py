@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from braze.backends.cpu import collectives
-from braze.backends.cpu.elemental import Emitter, ScratchBuffer
+from braze.backends.cpu.elemental import Emitter, ScratchBuffer, whole_cache_lines
 from braze.backends.cpu.fusion import CPU_FUSION
 from braze.backends.cpu.loops import emit_loop_kernel
 from braze.backends.cpu.lowering import LOWERINGS
@@ -176,9 +176,6 @@ class ScratchSlot(NamedTuple):
     opens_call: bool
 
 
-SCRATCH_ALIGNMENT = 64  # bytes: where each temporary starts in the shared region (a cache line)
-
-
 def scratch_layout(slots: list[ScratchSlot], threads: int) -> tuple[dict[int, int], dict[int, int], int]:
     """Where ``slots`` live when ``threads`` threads run the kernels: the bytes of each kept
     one (a buffer of its own), the offset of each temporary in the one region they share
@@ -192,7 +189,7 @@ def scratch_layout(slots: list[ScratchSlot], threads: int) -> tuple[dict[int, in
             end = 0
         if slot.temporary:
             offsets[k] = end
-            end += -(-nbytes // SCRATCH_ALIGNMENT) * SCRATCH_ALIGNMENT
+            end += whole_cache_lines(nbytes)
             region = max(region, end)
         else:
             kept[k] = nbytes

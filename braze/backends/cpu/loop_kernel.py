@@ -17,14 +17,11 @@ from collections.abc import Callable
 
 import numpy as np
 
+from braze.backends.cpu.elemental import whole_cache_lines
 from braze.backends.cstyle import c_literal, c_type
 from braze.ir.graph import Graph, Node
 from braze.ir.primitive import Aval, Category
 from braze.ir.prims.loops import scan
-
-
-def _align(offset: int) -> int:
-    return -(-offset // 64) * 64
 
 
 class _LoopWriter:
@@ -36,7 +33,7 @@ class _LoopWriter:
 
     def reserve(self, nbytes: int) -> str:
         """A region of the arena after everything placed there so far."""
-        offset = _align(self.plan.arena_bytes)
+        offset = whole_cache_lines(self.plan.arena_bytes)
         self.plan.arena_bytes = offset + max(nbytes, 1)
         return f"(arena + {offset})"
 
