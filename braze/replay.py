@@ -12,11 +12,13 @@ executable, for a fraction of the Python.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from braze.ir import primitive as prim_layer
 from braze.lazy import Expr, is_recording
+from braze.ops.autocast import is_autocast_enabled
 from braze.runtime import metrics
 from braze.runtime.cache import BoundedCache
 from braze.runtime.device import Device
@@ -24,22 +26,33 @@ from braze.tangents import LEVELS
 from braze.tensor import GRAD_MODE, Tensor
 
 R = TypeVar("R")
-Op = tuple  # (primitive, attrs, input slots, aval, signature): each appends one slot
+# (primitive, attrs, input slots, aval, signature, like, cut, grad mode): each appends one
+# slot; ``cut`` and the grad mode are noted for a function's arguments (see ``record``)
+Op = tuple
 
 _UNSEEN = object()  # a key never recorded
 
 
-def record(slots: list, fn: Callable[[], R]) -> tuple[list[Op] | None, dict[Any, int], R]:
+def record(
+    slots: list, fn: Callable[[], R], arguments: list[Tensor] | None = None
+) -> tuple[list[Op] | None, dict[Any, int], R]:
     """Run ``fn`` while noting every bind this thread makes, over ``slots`` (values that
     ``fn``'s ops may read; the list grows by each op's result). Returns (the ops, or None
     when an op read a value outside the slots; each value's slot; ``fn``'s result). A
-    recording within another notes its binds for both."""
+    recording within another notes its binds for both.
+
+    With ``arguments`` (the tensors over the slots), each op also notes the grad mode it
+    ran in and which of its operands were cut from the gradient graph (a ``detach()`` of a
+    value that takes gradients), for a replay that records gradient edges; an operand that
+    takes gradients without being an argument or an op's result (a leaf made inside
+    ``fn``) leaves nothing to replay."""
     log: list[tuple] = []
     binder = prim_layer.current_binder()
 
     def recording(primitive: Any, args: tuple, attrs: dict, like: Any) -> Any:
+        takes = tuple([a.requires_grad for a in args])
         out = binder(primitive, args, attrs, like)
-        log.append((primitive, attrs, [a._value for a in args], out))
+        log.append((primitive, attrs, args, takes, out, like, GRAD_MODE.enabled))
         return out
 
     previous = prim_layer.set_thread_binder(recording)
@@ -48,20 +61,30 @@ def record(slots: list, fn: Callable[[], R]) -> tuple[list[Op] | None, dict[Any,
     finally:
         prim_layer.set_thread_binder(previous)
     slot_of = {value: k for k, value in enumerate(slots)}
+    leaves = {id(t) for t in arguments or ()}
+    slot_takes = [t.requires_grad for t in arguments or ()]  # whether each slot's value takes gradients
     ops: list[Op] = []
-    for primitive, attrs, inputs, out in log:
-        codes = [slot_of.get(value) for value in inputs]
+    for primitive, attrs, args, takes, out, like, enabled in log:
+        codes = [slot_of.get(a._value) for a in args]
         if None in codes:
             return None, slot_of, result
+        cut = []
+        if arguments is not None:
+            for i, (a, k, grad) in enumerate(zip(args, codes, takes, strict=True)):
+                if grad and a._grad_node is None and id(a) not in leaves:
+                    return None, slot_of, result
+                if slot_takes[k] and not grad:
+                    cut.append(i)
+            slot_takes.append(out.requires_grad)
         slot_of.setdefault(out._value, len(slots) + len(ops))
-        ops.append((primitive, attrs, tuple(codes), out._aval, out._value.signature))
+        ops.append((primitive, attrs, tuple(codes), out._aval, out._value.signature, like, tuple(cut), enabled))
     return ops, slot_of, result
 
 
 def replay(ops: list[Op], values: list) -> list:
     """Record ``ops`` over ``values`` (the program's input slots: expressions of a lazy
     device), appending each op's result; returns ``values``."""
-    for primitive, attrs, inputs, aval, signature in ops:
+    for primitive, attrs, inputs, aval, signature, *_ in ops:
         values.append(Expr(primitive, tuple([values[k] for k in inputs]), attrs, aval, signature))
     return values
 
@@ -83,8 +106,6 @@ def replayed(
     ``braze.autocast`` is on is part of the key: it changes the op library's products; so is
     which inputs are one value (two hyperparameters equal this step are one tensor): a
     program records one slot for both, which later steps must not bind to two values."""
-    from braze.ops.autocast import is_autocast_enabled
-
     first: dict[int, int] = {}
     aliases = tuple([first.setdefault(id(t._value), k) for k, t in enumerate(inputs)])
     key = (key, is_autocast_enabled(), aliases)
@@ -101,3 +122,73 @@ def replayed(
     device = inputs[0].device
     values = replay(ops, [t._value for t in inputs])
     return [Tensor._make(values[k], aval, device) for k, aval in codes]
+
+
+F = TypeVar("F", bound=Callable[..., Tensor])
+
+
+def replaying(fn: F) -> F:
+    """``fn`` (a function of tensors returning one tensor, whose ops depend on nothing but
+    its tensor arguments' types and its other arguments' values) replayed on a lazy device:
+    the first call for a key runs ``fn`` and records its binds, later calls bind the
+    recorded ops straight onto their tensors, skipping the op library's broadcasting and
+    checks. Unlike ``replayed``, each op is bound as the op library binds it, so gradient
+    edges and forward-mode tangents are recorded as usual: a layer's forward in a training
+    step. A call whose ops read a tensor outside its arguments (a random draw, a tensor
+    made from NumPy data) runs ``fn`` every time."""
+    programs: BoundedCache[tuple, tuple | None] = BoundedCache(256)
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Tensor:
+        tensors: list[Tensor] = []
+        parts: list[Any] = []
+        for a in (*args, *kwargs.values()):
+            if isinstance(a, Tensor):
+                if type(a) is not Tensor:  # a subclass (an Array API array) keeps its own wrapping
+                    return fn(*args, **kwargs)
+                tensors.append(a)
+                parts.append((a._aval, a.requires_grad))
+            else:
+                parts.append(a)
+        if not tensors or not tensors[0].device.is_lazy or LEVELS.open or is_recording():
+            return fn(*args, **kwargs)
+        first: dict[int, int] = {}
+        aliases = tuple([first.setdefault(id(t._value), k) for k, t in enumerate(tensors)])
+        key = (tuple(parts), tuple(kwargs), tensors[0].device, GRAD_MODE.enabled, is_autocast_enabled(), aliases)
+        try:
+            program = programs.get(key, _UNSEEN)
+        except TypeError:  # an unhashable argument
+            return fn(*args, **kwargs)
+        if program is None:
+            return fn(*args, **kwargs)
+        if program is _UNSEEN:
+            ops, slot_of, result = record([t._value for t in tensors], lambda: fn(*args, **kwargs), tensors)
+            found = slot_of.get(result._value) if isinstance(result, Tensor) else None
+            programs.put(key, None if ops is None or found is None else (ops, found))
+            return result
+        ops, found = program
+        metrics.count("FunctionReplay")
+        return _bound(ops, tensors)[found]
+
+    return call  # type: ignore[return-value]
+
+
+def _bound(ops: list[Op], tensors: list[Tensor]) -> list[Tensor]:
+    """``ops`` bound onto ``tensors`` as the op library binds them, each in the grad mode
+    and with the operands cut from the gradient graph that it was recorded with; the
+    tensors followed by each op's result."""
+    bind = prim_layer.current_binder()
+    values: list[Tensor] = list(tensors)
+    called = GRAD_MODE.enabled
+    try:
+        for primitive, attrs, inputs, _, _, like, cut, enabled in ops:
+            operands = [values[k] for k in inputs]
+            for i in cut:
+                a = operands[i]
+                operands[i] = Tensor._view(a._value, a._aval, a.device)
+            if enabled is not GRAD_MODE.enabled:
+                GRAD_MODE.enabled = enabled
+            values.append(bind(primitive, tuple(operands), attrs, like))
+    finally:
+        GRAD_MODE.enabled = called
+    return values

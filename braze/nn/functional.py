@@ -18,6 +18,7 @@ from braze.nn.torch_losses import cross_entropy
 from braze.ops.indexing import rows
 from braze.ops.linalg import matmul_transposed
 from braze.ops.random import Generator
+from braze.replay import replaying
 from braze.tensor import Tensor, user_error
 
 __all__ = [
@@ -40,6 +41,7 @@ def gelu_approximation(approximate: str) -> str:
     return approximate
 
 
+@replaying
 def gelu(x: Tensor, approximate: str = "none") -> Tensor:
     """``x * Phi(x)``, Phi the standard normal's distribution function: exactly,
     ``0.5 x (1 + erf(x / sqrt 2))`` (``approximate="none"``, PyTorch's default), or by the
@@ -67,6 +69,7 @@ def layer_norm(
     return normalize(x, tuple(range(x.ndim - len(shape), x.ndim)), weight, bias, eps)
 
 
+@replaying
 def normalize(x: Tensor, axes: tuple[int, ...], weight: Tensor | None, bias: Tensor | None, eps: float) -> Tensor:
     """``x`` normalized over ``axes`` (increasing), then scaled by ``weight`` and shifted by
     ``bias``, each of the shape of those axes."""
@@ -95,6 +98,7 @@ def causal_mask(length: int, source: int, device: Any) -> Tensor:
     return ops.arange(source, dtype="int32", device=device) <= rows
 
 
+@replaying
 def scaled_dot_product_attention(
     query: Tensor,
     key: Tensor,

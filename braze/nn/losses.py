@@ -16,6 +16,7 @@ from braze import ops
 from braze.ir.dtypes import int32, int64
 from braze.ir.errors import ShapeError
 from braze.ops.indexing import checked, rows
+from braze.replay import replaying
 from braze.tensor import Tensor, user_error
 
 _EPSILON = 1e-7  # Keras's clipping of probabilities
@@ -69,6 +70,7 @@ def class_targets(name: str, scores: Tensor, targets: Any) -> Tensor:
     return ops.one_hot(labels, scores.shape[-1], dtype=scores.dtype)
 
 
+@replaying
 def cross_entropy(
     name: str, scores: Tensor, targets: Any, from_logits: bool, per_example: bool = False, smoothing: float = 0.0
 ) -> Tensor:
