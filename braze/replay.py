@@ -16,6 +16,7 @@ import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from braze import tensor as tensor_layer
 from braze.ir import primitive as prim_layer
 from braze.lazy import Expr, is_recording
 from braze.ops.autocast import is_autocast_enabled
@@ -147,14 +148,14 @@ def replaying(fn: F) -> F:
                 if type(a) is not Tensor:  # a subclass (an Array API array) keeps its own wrapping
                     return fn(*args, **kwargs)
                 tensors.append(a)
-                parts.append((a._aval, a.requires_grad))
+                parts.append((a._aval, a.requires_grad, a.device))
             else:
                 parts.append(a)
         if not tensors or not tensors[0].device.is_lazy or LEVELS.open or is_recording():
             return fn(*args, **kwargs)
         first: dict[int, int] = {}
         aliases = tuple([first.setdefault(id(t._value), k) for k, t in enumerate(tensors)])
-        key = (tuple(parts), tuple(kwargs), tensors[0].device, GRAD_MODE.enabled, is_autocast_enabled(), aliases)
+        key = (tuple(parts), tuple(kwargs), GRAD_MODE.enabled, is_autocast_enabled(), aliases)
         try:
             program = programs.get(key, _UNSEEN)
         except TypeError:  # an unhashable argument
@@ -176,19 +177,25 @@ def replaying(fn: F) -> F:
 def _bound(ops: list[Op], tensors: list[Tensor]) -> list[Tensor]:
     """``ops`` bound onto ``tensors`` as the op library binds them, each in the grad mode
     and with the operands cut from the gradient graph that it was recorded with; the
-    tensors followed by each op's result."""
-    bind = prim_layer.current_binder()
+    tensors followed by each op's result. The operands' types are the recorded ones, so
+    without a recorder listening (``braze.jit``, a nested recording) an op with operands
+    skips the shape rule and device check, whose results it has."""
+    bind, bind_typed = prim_layer.current_binder(), tensor_layer.bind_typed
+    typed = bind is tensor_layer.bind
     values: list[Tensor] = list(tensors)
     called = GRAD_MODE.enabled
     try:
-        for primitive, attrs, inputs, _, _, like, cut, enabled in ops:
+        for primitive, attrs, inputs, aval, signature, like, cut, enabled in ops:
             operands = [values[k] for k in inputs]
             for i in cut:
                 a = operands[i]
                 operands[i] = Tensor._view(a._value, a._aval, a.device)
             if enabled is not GRAD_MODE.enabled:
                 GRAD_MODE.enabled = enabled
-            values.append(bind(primitive, tuple(operands), attrs, like))
+            if typed and operands:
+                values.append(bind_typed(primitive, tuple(operands), attrs, aval, signature, operands[0].device))
+            else:
+                values.append(bind(primitive, tuple(operands), attrs, like))
     finally:
         GRAD_MODE.enabled = called
     return values

@@ -181,6 +181,14 @@ def bind(primitive: Primitive, args: tuple, attrs: dict, like: Any = None) -> Te
     else:
         device = like if isinstance(like, Device) else default_device()
     aval, signature = _abstract_eval(primitive, args, attrs)
+    return bind_typed(primitive, args, attrs, aval, signature, device)
+
+
+def bind_typed(
+    primitive: Primitive, args: tuple, attrs: dict, aval: Aval | tuple, signature: int | None, device: Device
+) -> Tensor:
+    """``bind`` once the operands are known to be on ``device`` and the output's type and
+    signature are known (a replay of ops recorded on operands of the same types)."""
     executor = _EXECUTORS.get(device.backend) or executor_for(device)
     value = executor.apply(primitive, [t._value for t in args], attrs, aval, device, signature)
     out = Tensor._view(value, aval, device)

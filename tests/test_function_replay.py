@@ -149,3 +149,29 @@ def test_attention_with_dropout_draws_a_new_mask_every_call():
     outs = [F.scaled_dot_product_attention(q, q, v, dropout_p=0.5).numpy() for _ in range(3)]
     assert not np.array_equal(outs[0], outs[1]) and not np.array_equal(outs[1], outs[2])
     assert metrics.counter("FunctionReplay") == 0
+
+
+def test_a_replay_inside_a_recording_is_recorded_by_it():
+    @replaying
+    def doubled(x):
+        return x * 2.0 + 1.0
+
+    calls = []
+
+    def inner(x):
+        calls.append(x)
+        return doubled(x)
+
+    @replaying
+    def outer(x):
+        return inner(x) * x
+
+    for k, function in enumerate((inner, outer, outer, outer)):
+        values = np.array([1.0, -2.0, 0.5], np.float32) + k
+        result = function(braze.tensor(values, device=LAZY)).numpy()
+        expected = 2 * values + 1 if function is inner else (2 * values + 1) * values
+        np.testing.assert_allclose(result, expected, rtol=1e-6)
+    # The inner function replays within the outer one's recording, which notes its ops:
+    # the outer function replays them too, without calling it.
+    assert len(calls) == 2
+    assert metrics.counter("FunctionReplay") == 3

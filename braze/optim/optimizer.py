@@ -131,7 +131,7 @@ class Optimizer:
         self._index: dict[int, int] = {}  # a parameter's position, by id
         # rule()'s recorded programs, by the names and types of its inputs (None: not recordable)
         self._programs: BoundedCache[tuple, tuple | None] = BoundedCache(256)
-        self._slot_names: dict[tuple, tuple[str, ...]] = {}  # the slots each rule returns, by the same keys
+        self._slot_names: dict[tuple, list[tuple[str, ...]]] = {}  # the slots each rule returns, by the same keys
         if params is not None:
             self.bind(params)
 
@@ -283,24 +283,38 @@ class Optimizer:
         rules = type(self).update is Optimizer.update and type(self).rule is not Optimizer.rule
         return rules and replayable(device)
 
-    def _replayed(self, param: Tensor, grad: Tensor, slots: Slots) -> tuple[Tensor, Slots]:
-        """``rule`` on this parameter: its recorded program replayed, or recorded now."""
-        h = self._rule_tensors(param)
-        inputs = [param, grad, *slots.values(), *h.values()]
-        key = (tuple(slots), tuple(h), tuple([t._aval for t in inputs]), param.device)
+    def _replayed(self, updates: list[tuple[int, Tensor, Tensor]]) -> list[tuple[Tensor, Slots]]:
+        """``rule`` on each (index, parameter, gradient) of the step: one recorded program
+        for the whole step, replayed, or recorded now. One program, not one per parameter:
+        a step's Python is then one replay, and the rule's constants are made once."""
+        inputs: list[Tensor] = []
+        rules, parts = [], []
+        for i, param, grad in updates:
+            with self._using(self._group_of[i]):
+                h = self._rule_tensors(param)
+            slots = self.state[i]
+            inputs += [param, grad, *slots.values(), *h.values()]
+            rules.append((i, param, grad, slots, h))
+            parts.append((tuple(slots), tuple(h)))
+        key = (tuple(parts), tuple([t._aval for t in inputs]), inputs[0].device)
 
         def run() -> list[Tensor]:
             # The rule's constants are ops of its program, not this step's shared tensors.
             shared, self._constants = self._constants, {}
+            results, names = [], []
             try:
-                new_param, new_slots = self.rule(param, grad, slots, h)
+                for i, param, grad, slots, h in rules:
+                    with self._using(self._group_of[i]):
+                        new_param, new_slots = self.rule(param, grad, slots, h)
+                    results += [new_param, *new_slots.values()]
+                    names.append(tuple(new_slots))
             finally:
                 self._constants = shared
-            self._slot_names[key] = tuple(new_slots)
-            return [new_param, *new_slots.values()]
+            self._slot_names[key] = names
+            return results
 
-        results = replayed(self._programs, key, inputs, run, "OptimizerReplay")
-        return results[0], dict(zip(self._slot_names[key], results[1:], strict=True))
+        results = iter(replayed(self._programs, key, inputs, run, "OptimizerReplay"))
+        return [(next(results), {name: next(results) for name in names}) for names in self._slot_names[key]]
 
     def constant(self, value: float, like: Tensor) -> Tensor:
         """``value``, a number written in the update rule (``1.0``), as a 0-d constant of
@@ -428,16 +442,15 @@ class Optimizer:
         if self.iterations.device != device:  # the model moved after the optimizer was made
             self.to(device)
         with no_grad(), self._step_constants():
-            replays = self._replays(device)
             grads = self._clipped([grad for _, _, grad in updates])
-            for (i, p, _), grad in zip(updates, grads, strict=True):
+            for (_, p, _), grad in zip(updates, grads, strict=True):
                 if grad.device != p.device:
                     raise RuntimeError(f"gradient on {grad.device!r} for a parameter on {p.device!r}")
                 if grad.shape != p.shape:
                     raise ValueError(f"gradient of shape {grad.shape} for a parameter of shape {p.shape}")
+            clipped = [(i, p, grad) for (i, p, _), grad in zip(updates, grads, strict=True)]
+            for (i, p, _), (new_p, new_slots) in zip(clipped, self._updated(clipped, device), strict=True):
                 slots = self.state[i]
-                with self._using(self._group_of[i]):
-                    new_p, new_slots = self._replayed(p, grad, slots) if replays else self.update(p, grad, slots)
                 p._assign(new_p)
                 for name, value in new_slots.items():
                     if name in slots:
@@ -447,6 +460,16 @@ class Optimizer:
             self.iterations._assign(self.iterations + 1)
         if device.is_lazy:
             barrier(device)  # a lazy training step ends here, as users of X10's barrier expect
+
+    def _updated(self, updates: list[tuple[int, Tensor, Tensor]], device: Device) -> list[tuple[Tensor, Slots]]:
+        """The new parameter and slots of each (index, parameter, gradient)."""
+        if updates and self._replays(device):
+            return self._replayed(updates)
+        found = []
+        for i, p, grad in updates:
+            with self._using(self._group_of[i]):
+                found.append(self.update(p, grad, self.state[i]))
+        return found
 
     def apply_state(
         self, params: Iterable[Tensor], grads: Iterable[Tensor], state: list[Slots] | None = None
