@@ -82,6 +82,28 @@ def record(
     return ops, slot_of, result
 
 
+def _without_repeats(ops: list[Op], inputs: int) -> tuple[list[Op], list[int]]:
+    """``ops`` without those repeating an earlier one (the same primitive and attributes
+    on the same slots: the graph's nodes are pure, so the repeat computes the same value),
+    and each slot's position once they are gone. An optimizer's step broadcasts each
+    hyperparameter to the shape of every parameter: parameters of one shape share them."""
+    where = list(range(inputs))
+    first: dict[tuple, int] = {}
+    kept: list[Op] = []
+    for primitive, attrs, codes, aval, signature, *rest in ops:
+        codes = tuple([where[k] for k in codes])
+        # A signature names the primitive, its attributes and its operands' types.
+        key = (signature, codes) if signature is not None else None
+        found = first.get(key) if key is not None else None
+        if found is None:
+            found = inputs + len(kept)
+            kept.append((primitive, attrs, codes, aval, signature, *rest))
+            if key is not None:
+                first[key] = found
+        where.append(found)
+    return kept, where
+
+
 def replay(ops: list[Op], values: list) -> list:
     """Record ``ops`` over ``values`` (the program's input slots: expressions of a lazy
     device), appending each op's result; returns ``values``."""
@@ -116,7 +138,11 @@ def replayed(
     if program is _UNSEEN:
         ops, slot_of, results = record([t._value for t in inputs], fn)
         codes = [(slot_of.get(t._value), t._aval) for t in results]
-        programs.put(key, None if ops is None or any(k is None for k, _ in codes) else (ops, codes))
+        if ops is None or any(k is None for k, _ in codes):
+            programs.put(key, None)
+        else:
+            ops, where = _without_repeats(ops, len(inputs))
+            programs.put(key, (ops, [(where[k], aval) for k, aval in codes]))
         return results
     ops, codes = program
     metrics.count(counter)

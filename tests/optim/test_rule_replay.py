@@ -1,4 +1,4 @@
-"""A lazy optimizer step replays the update rule it recorded for each type of parameter:
+"""A lazy optimizer step replays the update rules it recorded for its parameters' types:
 the values are NumPy's transcription of the rule whatever changes between steps (a
 hyperparameter's value, a term turned on, a parameter of another dtype), and the replayed
 trace is the one the rule records (the trace cache hits)."""
@@ -165,3 +165,25 @@ def test_update_outside_a_step_reads_the_hyperparameters_of_each_call():
     second, _ = optimizer.update(p, g, optimizer.init_slots(p))
     np.testing.assert_allclose(first.numpy(), [1 - 0.05, 2 + 0.1], rtol=1e-12)
     np.testing.assert_allclose(second.numpy(), [1 - 0.005, 2 + 0.01], rtol=1e-12)
+
+
+def test_parameters_of_one_shape_share_their_hyperparameters_broadcasts():
+    """The replayed step records each broadcast of a hyperparameter to a shape once (a
+    repeat computes the same value): fewer expressions than the rule records, the same
+    values, the same executable."""
+    from braze import lazy
+
+    params = [np.array([1.0, -2.0, 3.0]), np.array([0.5, 0.25, -1.0]), np.array([2.0, 1.0, -0.5])]
+    tensors = [braze.tensor(p, device=LAZY, requires_grad=True) for p in params]
+    optimizer = AdamW(tensors, lr=0.01, betas=(0.9, 0.99), weight_decay=0.1)
+    recorded = []
+    for g in GRADS:
+        for t in tensors:
+            t.grad = braze.tensor(g, device=LAZY)
+        start = next(lazy._SEQUENCE)
+        optimizer.step()
+        recorded.append(next(lazy._SEQUENCE) - start)
+    for p, found in zip(params, tensors, strict=True):
+        np.testing.assert_allclose(found.numpy(), adamw_ref(p, [0.01] * 4, [0.1] * 4), rtol=1e-12)
+    assert recorded[1] == recorded[2] == recorded[3] <= recorded[0] - 2 * 6  # two parameters' six broadcasts
+    assert metrics.counter("OptimizerReplay") == 3 and metrics.counter("Compile") == 1
