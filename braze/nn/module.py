@@ -56,7 +56,7 @@ class Module(KerasMethods):
         """(name, value) for every tensor or module held through public attributes, each once."""
         seen: set[int] = set()
         for name, value in vars(self).items():
-            if name.startswith("_"):
+            if name.startswith("_") or not isinstance(value, _HOLDERS):  # most attributes are settings
                 continue
             for path, item in _walk(name, value):
                 if id(item) not in seen:
@@ -261,6 +261,9 @@ class IncompatibleKeys(NamedTuple):
         ``load_weights(...).assert_consumed()``)."""
         if self.missing_keys or self.unexpected_keys:
             raise AssertionError(f"not loaded: {self.missing_keys}; saved but unused: {self.unexpected_keys}")
+
+
+_HOLDERS = (Module, Tensor, list, tuple, dict)  # what may hold a tensor or module (see _walk)
 
 
 def _walk(name: str, value: Any) -> Iterator[tuple[str, Any]]:

@@ -262,7 +262,8 @@ class Optimizer:
         and ``h``, ``rule_inputs()`` as 0-d tensors; numbers written in the rule come from
         ``constant()``. Its ops depend on nothing else (no number read from the optimizer),
         so on a lazy device a step's runs for its parameters are recorded and later steps
-        with parameters of the same types replay them (``braze.replay``): the same trace, without the op library's Python."""
+        with parameters of the same types replay them (``braze.replay``): the same trace,
+        without the op library's Python."""
         raise NotImplementedError
 
     def _rule_tensors(self, like: Tensor) -> dict[str, Tensor]:
