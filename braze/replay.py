@@ -160,9 +160,11 @@ def replaying(fn: F) -> F:
     the first call for a key runs ``fn`` and records its binds, later calls bind the
     recorded ops straight onto their tensors, skipping the op library's broadcasting and
     checks. Unlike ``replayed``, each op is bound as the op library binds it, so gradient
-    edges and forward-mode tangents are recorded as usual: a layer's forward in a training
-    step. A call whose ops read a tensor outside its arguments (a random draw, a tensor
-    made from NumPy data) runs ``fn`` every time."""
+    edges are recorded as usual: a layer's forward in a training step. A call whose ops
+    read a tensor outside its arguments (a random draw, a tensor made from NumPy data)
+    runs ``fn`` every time, as does a call while forward-mode derivatives are taken or
+    ``braze.jit`` traces (which runs the Python once anyway). Other arguments key the
+    program by type and value (``1`` and ``1.0`` may make different constants)."""
     programs: BoundedCache[tuple, tuple | None] = BoundedCache(256)
 
     @functools.wraps(fn)
@@ -176,7 +178,7 @@ def replaying(fn: F) -> F:
                 tensors.append(a)
                 parts.append((a._aval, a.requires_grad, a.device))
             else:
-                parts.append(a)
+                parts.append((type(a), a))
         if not tensors or not tensors[0].device.is_lazy or LEVELS.open or is_recording():
             return fn(*args, **kwargs)
         first: dict[int, int] = {}

@@ -175,3 +175,16 @@ def test_a_replay_inside_a_recording_is_recorded_by_it():
     # the outer function replays them too, without calling it.
     assert len(calls) == 2
     assert metrics.counter("FunctionReplay") == 3
+
+
+def test_numbers_of_other_types_are_other_programs():
+    @replaying
+    def plus(x, c):
+        return x + c
+
+    x = braze.tensor(np.array([1, 2], np.int32), device=LAZY)
+    for c in (1, 1.0, 1, 1.0):
+        found = plus(x, c)
+        assert found.dtype == (braze.int32 if type(c) is int else braze.float32)
+        np.testing.assert_array_equal(found.numpy(), [2, 3])
+    assert metrics.counter("FunctionReplay") == 2
