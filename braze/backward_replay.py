@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from braze.replay import record, replay
+from braze.replay import record, replay, without_repeats
 from braze.runtime import metrics
 from braze.runtime.cache import BoundedCache
 from braze.tensor import GradNode, Tensor
@@ -139,9 +139,11 @@ def _record(
 ) -> tuple[Program, Cotangents]:
     """Run ``walk`` while noting its binds; turn them into a program."""
     reached: list[int] = []
+    inputs = len(slots)
     ops, slot_of, result = record(slots, lambda: walk(reached))
     if ops is None:
         return _UNRECORDABLE, result
+    ops, where = without_repeats(ops, inputs)
     owner_code = {id(leaf): -1 - k for k, leaf in enumerate(leaves)}
     owner_code.update((id(node), i) for i, node in enumerate(order))
     results = []
@@ -149,5 +151,5 @@ def _record(
         s = slot_of.get(grad._value)
         if s is None:
             return _UNRECORDABLE, result
-        results.append((owner_code[owner_id], s, grad._aval))
+        results.append((owner_code[owner_id], where[s], grad._aval))
     return Program(ops, results, reached), result
