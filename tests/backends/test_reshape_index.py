@@ -11,7 +11,7 @@ import pytest
 import braze
 from braze.backends import cpu
 from braze.backends.cpu import loops
-from braze.backends.cstyle.emitter import _reshape_groups
+from braze.backends.cstyle.emitter import reshape_groups
 from braze.backends.reference.interpreter import evaluate
 from braze.lazy import EXECUTOR, build_graph
 
@@ -53,9 +53,9 @@ def test_a_parallel_loop_maps_the_same_positions(tmp_path, monkeypatch):
 
 
 def test_groups_pair_runs_of_equal_products():
-    assert _reshape_groups((12, 64, 128), (12, 64, 4, 32)) == [([0], [0]), ([1], [1]), ([2], [2, 3])]
-    assert _reshape_groups((2, 3, 4), (6, 4)) == [([0, 1], [0]), ([2], [1])]
-    assert _reshape_groups((2, 6), (3, 4)) == [([0, 1], [0, 1])]
-    assert _reshape_groups((1, 6, 1), (6,)) == [([1], [0])]
-    assert _reshape_groups((1, 1), ()) == []
-    assert _reshape_groups((0, 3), (3, 0)) is None  # empty: nothing to map
+    assert reshape_groups((12, 64, 128), (12, 64, 4, 32)) == [([0], [0]), ([1], [1]), ([2], [2, 3])]
+    assert reshape_groups((2, 3, 4), (6, 4)) == [([0, 1], [0]), ([2], [1])]
+    assert reshape_groups((2, 6), (3, 4)) == [([0, 1], [0, 1])]
+    assert reshape_groups((1, 6, 1), (6,)) == [([1], [0])]
+    assert reshape_groups((1, 1), ()) == []
+    assert reshape_groups((0, 3), (3, 0)) is None  # empty: nothing to map

@@ -13,12 +13,13 @@ import math
 from collections.abc import Callable
 
 from braze.backends.cpu.elemental import Emitter
-from braze.backends.cstyle import Index, c_literal, c_type
+from braze.backends.cstyle import Index, Split, c_literal, c_type
+from braze.backends.cstyle.emitter import reshape_groups
 from braze.ir.graph import Graph, Node
 from braze.ir.primitive import Category, Primitive
 from braze.ir.prims.reductions import reduce_prod, reduce_sum
 from braze.ir.prims.sources import iota
-from braze.ir.prims.structural import broadcast_in_dim, concatenate, pad, rev, slice_, transpose
+from braze.ir.prims.structural import broadcast_in_dim, concatenate, pad, reshape, rev, slice_, transpose
 
 # A parallel region pays for waking the other threads where they have slept past their
 # short spin (see executable.openmp_defaults): tens of microseconds on a virtual machine,
@@ -144,10 +145,13 @@ def loop_nest(
     work: int = 0,
     parallel: bool = True,
     splits: tuple[int, ...] = (),
+    inner: int = 1,
 ) -> None:
     """Emit loops over every element of ``shape`` around ``body`` (``work``: operations in
     all); the innermost loop (of a nest of two or more) split into one loop per range
-    between the positions ``splits``, each with a body of its own.
+    between the positions ``splits``, each with a body of its own, and each range whose
+    length ``inner`` divides run as two loops, the inner one over ``inner`` elements (the
+    body's index of that dimension a ``Split``).
 
     Inside a parallel region the kernel's pointers lose ``restrict`` (GCC outlines the
     region into a function reading them from a struct), so loops that read many inputs and
@@ -187,10 +191,20 @@ def loop_nest(
         em.emit(f"for (int64_t {name} = 0; {name} < {size}; {name}++) {{")
         em.push()
     bounds = [0, *(b for b in sorted(set(splits)) if 0 < b < shape[-1]), shape[-1]]
+    last = names[-1]
     for start, end in itertools.pairwise(bounds):
+        if inner > 1 and (end - start) % inner == 0:
+            outer, within = f"{last}q", f"{last}r"
+            open_loop(em, outer, (end - start) // inner)
+            if simd:
+                em.emit(simd)
+            open_loop(em, within, inner)
+            body(Index(shape, (*names[:-1], Split(((outer, (end - start) // inner), (within, inner)), start))))
+            close_loops(em, 2)
+            continue
         if simd:
             em.emit(simd)
-        open_loop(em, names[-1], end, start)
+        open_loop(em, last, end, start)
         body(Index(shape, names))
         close_loops(em, 1)
     close_loops(em, len(shape) - 1)
@@ -219,7 +233,31 @@ def emit_loop_kernel(em: Emitter, computation: Graph, outputs: list[str]) -> Non
             for k, value in zip(positions, values, strict=True):
                 em.emit(f"{outputs[k]}[{em.linear(index)}] = {value};")
 
-        loop_nest(em, shape, flat, body, splits=_operand_boundaries(computation, shape))
+        splits = _operand_boundaries(computation, shape)
+        inner = 1 if flat else _reshape_split(computation, shape, splits, em.target.lanes(4))
+        loop_nest(em, shape, flat, body, splits=splits, inner=inner)
+
+
+def _reshape_split(computation: Graph, shape: tuple[int, ...], splits: tuple[int, ...], lanes: int) -> int:
+    """The size of the innermost dimension that a reshape in the kernel merges into the
+    last dimension of a range of the innermost loop (the heads of attention's output merged
+    into channels, each head's 32 values): the loop runs over it as an inner loop (1: no
+    split). Only sizes of whole vectors, which the inner loop fills."""
+    if len(shape) < 2:
+        return 1
+    bounds = [0, *splits, shape[-1]]
+    lengths = {end - start for start, end in itertools.pairwise(bounds)}
+    found = 1
+    for node in computation.nodes():
+        if node.op is not reshape or not node.shape or node.shape[-1] not in lengths:
+            continue
+        groups = reshape_groups(node.inputs[0].shape, node.shape)
+        if not groups or groups[-1][1] != [len(node.shape) - 1] or len(groups[-1][0]) < 2:
+            continue
+        size = node.inputs[0].shape[groups[-1][0][-1]]
+        if size % lanes == 0:
+            found = max(found, size)
+    return found
 
 
 # A loop split at more places than this would repeat its body more than it gains.

@@ -5,7 +5,15 @@ index, with the rules of the movement and source primitives (``emitter.py``). A 
 specialises a few fields of ``CLanguage``; a backend builds its lowering table from the
 rules here and adds its own (loops, kernels)."""
 
-from braze.backends.cstyle.emitter import ELEMENT_RULES, CEmitter, ElementRule, Index, elementwise, unflatten
+from braze.backends.cstyle.emitter import (
+    ELEMENT_RULES,
+    CEmitter,
+    ElementRule,
+    Index,
+    Split,
+    elementwise,
+    unflatten,
+)
 from braze.backends.cstyle.language import BFLOAT16_HELPERS, CLanguage, c_literal, c_type, wrapping
 from braze.backends.cstyle.ops import OPS
 from braze.backends.cstyle.order import goes_before
@@ -18,6 +26,7 @@ __all__ = [
     "CLanguage",
     "ElementRule",
     "Index",
+    "Split",
     "c_literal",
     "c_type",
     "elementwise",

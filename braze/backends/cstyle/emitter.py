@@ -42,6 +42,53 @@ class Index:
         self.key = (self.shape, self.dims) if self.dims is not None else (self.shape, "linear", self.linear)
 
 
+class Split(str):
+    """A dimension's index made of loop variables: ``offset`` plus the row-major
+    combination of ``parts`` ((name, size), outermost first), as the C expression it is. A
+    loop over a dimension that a reshape in the kernel splits (a transformer's heads merged
+    back into channels) runs as one loop per part, and the reshape reads the parts
+    directly: without the division and remainder that the C compiler turns into gathers."""
+
+    parts: tuple[tuple[str, int], ...]
+    offset: int
+
+    def __new__(cls, parts: tuple[tuple[str, int], ...], offset: int = 0) -> Split:
+        expression = parts[0][0]
+        for name, size in parts[1:]:
+            expression = f"{expression} * {size} + {name}"
+        made = super().__new__(cls, f"({offset} + {expression})" if offset else f"({expression})")
+        made.parts, made.offset = parts, offset
+        return made
+
+    def unflatten(self, sizes: tuple[int, ...] | list[int]) -> list[str] | None:
+        """The indices into dimensions of ``sizes`` that this flat index (offset 0) stands
+        for, read from the parts where their sizes match from the innermost out (the last
+        part left may span several dimensions); None where they do not."""
+        if self.offset:
+            return None
+        parts, sizes, dims = list(self.parts), list(sizes), []
+        while sizes:
+            if sizes[-1] == 1:
+                dims.append("0")
+                sizes.pop()
+            elif parts and parts[-1][1] == sizes[-1]:
+                dims.append(parts.pop()[0])
+                sizes.pop()
+            elif len(parts) == 1:
+                dims += reversed(unflatten(parts.pop()[0], sizes))
+                sizes = []
+            else:
+                return None
+        return dims[::-1] if not parts else None
+
+
+def shifted(dim: str, amount: int) -> str:
+    """``dim - amount``, a split index kept split (its offset moved)."""
+    if isinstance(dim, Split):
+        return Split(dim.parts, dim.offset - amount)
+    return f"({dim} - {amount})"
+
+
 class Scope:
     def __init__(self, parent: Scope | None = None) -> None:
         self.parent = parent
@@ -195,7 +242,7 @@ def _reshaped(em: CEmitter, node: Node, index: Index) -> Index:
     the group only; through the whole flat offset, each operand dimension a division and
     a remainder of it, the copies of a transformer's heads did not vectorize."""
     source = node.inputs[0].shape
-    groups = _reshape_groups(source, node.shape) if index.dims is not None else None
+    groups = reshape_groups(source, node.shape) if index.dims is not None else None
     if groups is None:
         return Index(source, None, em.linear(index))
     dims = ["0"] * len(source)  # dimensions of size 1
@@ -206,7 +253,7 @@ def _reshaped(em: CEmitter, node: Node, index: Index) -> Index:
     return Index(source, tuple(dims))
 
 
-def _reshape_groups(source: tuple[int, ...], shape: tuple[int, ...]) -> list[tuple[list[int], list[int]]] | None:
+def reshape_groups(source: tuple[int, ...], shape: tuple[int, ...]) -> list[tuple[list[int], list[int]]] | None:
     """(operand dimensions, result dimensions) of equal products, in order, dimensions of
     size 1 left out; None for an empty array."""
     if 0 in source or 0 in shape:
@@ -235,6 +282,10 @@ def unflatten(flat: str, sizes: tuple[int, ...] | list[int]) -> list[str]:
     """C expressions of the indices into dimensions of ``sizes`` (outermost first) that the
     row-major flat index ``flat`` stands for: no remainder for the outermost, no division
     for the innermost, "0" for a dimension of size 1."""
+    if isinstance(flat, Split):
+        found = flat.unflatten(sizes)
+        if found is not None:
+            return found
     dims, inner, total = [], 1, math.prod(sizes)
     for size in reversed(sizes):
         if size == 1:
@@ -280,14 +331,14 @@ def _pad(em: CEmitter, node: Node, index: Index) -> str:
     em.emit(f"{t} {result} = {c_literal(node.attr('value'), node.dtype)};")
     conditions, dims = [], []
     for d, (size, low, inner) in enumerate(zip(source, node.attr("low"), node.attr("interior"), strict=True)):
-        shifted = f"({em.dims(index)[d]} - {low})"
+        moved = shifted(em.dims(index)[d], low)
         step = inner + 1
-        conditions.append(f"{shifted} >= 0")
+        conditions.append(f"{moved} >= 0")
         if step > 1:
-            conditions.append(f"{shifted} % {step} == 0")
-            dims.append(f"({shifted} / {step})")
+            conditions.append(f"{moved} % {step} == 0")
+            dims.append(f"({moved} / {step})")
         else:
-            dims.append(shifted)
+            dims.append(moved)
         conditions.append(f"{dims[-1]} < {size}")
     em.emit(f"if ({' && '.join(conditions) or '1'}) {{")
     em.push()
@@ -314,8 +365,8 @@ def _concatenate(em: CEmitter, node: Node, index: Index) -> str:
         else:
             em.emit(f"}} else if ({dims[axis]} < {offset + size}) {{")
         em.push()
-        shifted = tuple(f"({d} - {offset})" if i == axis and offset else d for i, d in enumerate(dims))
-        em.emit(f"{result} = {em.value(part, Index(part.shape, shifted))};")
+        moved = tuple(shifted(d, offset) if i == axis and offset else d for i, d in enumerate(dims))
+        em.emit(f"{result} = {em.value(part, Index(part.shape, moved))};")
         em.pop()
         offset += size
     em.emit("}")
