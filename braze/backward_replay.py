@@ -143,13 +143,14 @@ def _record(
     ops, slot_of, result = record(slots, lambda: walk(reached))
     if ops is None:
         return _UNRECORDABLE, result
-    ops, where = without_repeats(ops, inputs)
+    found = [slot_of.get(grad._value) for _, grad in result.values()]
+    if None in found:
+        return _UNRECORDABLE, result
+    ops, where = without_repeats(ops, inputs, set(found))
     owner_code = {id(leaf): -1 - k for k, leaf in enumerate(leaves)}
     owner_code.update((id(node), i) for i, node in enumerate(order))
-    results = []
-    for owner_id, (_, grad) in result.items():
-        s = slot_of.get(grad._value)
-        if s is None:
-            return _UNRECORDABLE, result
-        results.append((owner_code[owner_id], where[s], grad._aval))
+    results = [
+        (owner_code[owner_id], where[s], grad._aval)
+        for (owner_id, (_, grad)), s in zip(result.items(), found, strict=True)
+    ]
     return Program(ops, results, reached), result

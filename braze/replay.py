@@ -82,26 +82,29 @@ def record(
     return ops, slot_of, result
 
 
-def without_repeats(ops: list[Op], inputs: int) -> tuple[list[Op], list[int]]:
+def without_repeats(ops: list[Op], inputs: int, results: set[int]) -> tuple[list[Op], list[int]]:
     """``ops`` without those repeating an earlier one (the same primitive and attributes
     on the same slots: the graph's nodes are pure, so the repeat computes the same value,
     and the compiled graph, whose nodes are shared by structure, is the same), and each
     slot's position once they are gone. An optimizer's step broadcasts each hyperparameter
-    to the shape of every parameter: parameters of one shape share them."""
+    to the shape of every parameter: parameters of one shape share them. An op whose
+    value is one of the program's ``results`` is kept: two results computed alike (two
+    parameters' equal gradients) stay two values, as the recorded step's graph has them
+    (each a result of its own)."""
     where = list(range(inputs))
     first: dict[tuple, int] = {}
     kept: list[Op] = []
-    for primitive, attrs, codes, aval, signature, *rest in ops:
-        codes = tuple([where[k] for k in codes])
+    for k, (primitive, attrs, codes, aval, signature, *rest) in enumerate(ops, inputs):
+        codes = tuple([where[c] for c in codes])
         # A signature names the primitive, its attributes and its operands' types. Ops
         # without operands stay apart: a constant may be a graph input of its own.
         key = (signature, codes) if signature is not None and codes else None
-        found = first.get(key) if key is not None else None
+        found = first.get(key) if key is not None and k not in results else None
         if found is None:
             found = inputs + len(kept)
             kept.append((primitive, attrs, codes, aval, signature, *rest))
             if key is not None:
-                first[key] = found
+                first.setdefault(key, found)
         where.append(found)
     return kept, where
 
@@ -143,7 +146,7 @@ def replayed(
         if ops is None or any(k is None for k, _ in codes):
             programs.put(key, None)
         else:
-            ops, where = without_repeats(ops, len(inputs))
+            ops, where = without_repeats(ops, len(inputs), {k for k, _ in codes})
             programs.put(key, (ops, [(where[k], aval) for k, aval in codes]))
         return results
     ops, codes = program

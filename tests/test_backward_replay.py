@@ -177,3 +177,18 @@ def test_repeated_constants_stay_apart_in_a_replayed_backward():
         numeric = (special.erf(x_np + h) - special.erf(x_np - h)) / h  # twice the central difference's slope
         np.testing.assert_allclose(x.grad.numpy(), numeric, rtol=1e-6)
     assert metrics.counter("BackwardReplay") == 2 and metrics.counter("Compile") == 1
+
+
+def test_equal_gradients_of_two_leaves_stay_two_results():
+    """``a * w`` and ``b * w``: the rules compute both gradients alike, ``g * w``, as two
+    values, each a result of the recorded step's graph; the replay keeps them two, so it
+    builds that graph again rather than one with a result fewer (a second compile)."""
+    w_np = np.array([0.5, 1.5, 2.5])
+    for k in range(3):
+        a, b = _lazy(np.full(3, 1.0 + k)), _lazy(np.full(3, -2.0 - k))
+        w = braze.tensor(w_np, device=LAZY)
+        ((a * w).sum() + (b * w).sum()).backward()
+        braze.barrier()  # the step's graph: both gradients its results
+        np.testing.assert_allclose(a.grad.numpy(), w_np)
+        np.testing.assert_allclose(b.grad.numpy(), w_np)
+    assert metrics.counter("BackwardReplay") == 2 and metrics.counter("Compile") == 1
