@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from braze import cli
+from braze.backends import cpu
 
 MNIST_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
 
@@ -168,6 +169,17 @@ def test_braze_errors_are_one_line_with_exit_1(tmp_path, command, setup, message
     assert result.returncode == 1
     assert len(result.stderr.splitlines()) == 1
     assert result.stderr.startswith(f"braze {subcommand}: error: {message.format(**names)}")
+
+
+@pytest.mark.skipif(not cpu.available(), reason="no C compiler")
+def test_an_unknown_cpu_target_is_a_one_line_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("BRAZE_CPU_TARGET", "x86-64")
+    result = run_braze("fuzz", "--programs", "1", "--seed", "1", "--backends", "cpu", home=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.splitlines() == [
+        "braze fuzz: error: BRAZE_CPU_TARGET='x86-64' is not a CPU target; use one of x86-64-v2, x86-64-v3, "
+        "x86-64-v4, native"
+    ]
 
 
 @pytest.mark.parametrize("how", ["BRAZE_DEBUG=1", "--debug after the command", "--debug before it"])

@@ -21,6 +21,7 @@ import platform
 from dataclasses import dataclass
 from pathlib import Path
 
+from braze.ir.errors import BrazeError
 from braze.runtime.cores import available_cores
 
 LEVELS = ("x86-64-v2", "x86-64-v3", "x86-64-v4")
@@ -71,7 +72,7 @@ _LEVEL_FLAGS = {
 }
 
 
-class TargetError(RuntimeError):
+class TargetError(BrazeError, RuntimeError):
     """A CPU target that cannot be used here: unknown, or needing instructions this host lacks."""
 
 
