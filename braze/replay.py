@@ -124,19 +124,25 @@ def replayable(device: Device) -> bool:
     return device.is_lazy and not GRAD_MODE.enabled and not LEVELS.open and not is_recording()
 
 
+def _with_context(key: Any, inputs: list[Tensor]) -> tuple:
+    """``key`` with what else decides a recorded program: whether ``braze.autocast`` is on
+    (it changes the op library's products), and which inputs are one value (two
+    hyperparameters equal this step are one tensor: a program records one slot for both,
+    which later calls must not bind to two values)."""
+    first: dict[int, int] = {}
+    aliases = tuple([first.setdefault(id(t._value), k) for k, t in enumerate(inputs)])
+    return (key, is_autocast_enabled(), aliases)
+
+
 def replayed(
     programs: BoundedCache[Any, Any], key: Any, inputs: list[Tensor], fn: Callable[[], list[Tensor]], counter: str
 ) -> list[Tensor]:
     """``fn()``'s tensors, which it computes from ``inputs`` and constants only (its ops
     depend on nothing outside ``key`` and the inputs' types): the first call for ``key``
     runs ``fn`` and records its program in ``programs``, later calls replay it (counted as
-    ``counter``). A function whose ops read another tensor runs every time. Whether
-    ``braze.autocast`` is on is part of the key: it changes the op library's products; so is
-    which inputs are one value (two hyperparameters equal this step are one tensor): a
-    program records one slot for both, which later steps must not bind to two values."""
-    first: dict[int, int] = {}
-    aliases = tuple([first.setdefault(id(t._value), k) for k, t in enumerate(inputs)])
-    key = (key, is_autocast_enabled(), aliases)
+    ``counter``). A function whose ops read another tensor runs every time. The key
+    holds the context too (``_with_context``)."""
+    key = _with_context(key, inputs)
     program = programs.get(key, _UNSEEN)
     if program is None:
         return fn()
@@ -174,21 +180,22 @@ def replaying(fn: F) -> F:
 
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Tensor:
+        if LEVELS.open or is_recording():
+            return fn(*args, **kwargs)
         tensors: list[Tensor] = []
         parts: list[Any] = []
         for a in (*args, *kwargs.values()):
             if isinstance(a, Tensor):
-                if type(a) is not Tensor:  # a subclass (an Array API array) keeps its own wrapping
+                # An eager call runs as it is; a subclass (an Array API array) keeps its own wrapping.
+                if type(a) is not Tensor or not (tensors or a.device.is_lazy):
                     return fn(*args, **kwargs)
                 tensors.append(a)
                 parts.append((a._aval, a.requires_grad, a.device))
             else:
                 parts.append((type(a), a))
-        if not tensors or not tensors[0].device.is_lazy or LEVELS.open or is_recording():
+        if not tensors:
             return fn(*args, **kwargs)
-        first: dict[int, int] = {}
-        aliases = tuple([first.setdefault(id(t._value), k) for k, t in enumerate(tensors)])
-        key = (tuple(parts), tuple(kwargs), GRAD_MODE.enabled, is_autocast_enabled(), aliases)
+        key = _with_context((tuple(parts), tuple(kwargs), GRAD_MODE.enabled), tensors)
         try:
             program = programs.get(key, _UNSEEN)
         except TypeError:  # an unhashable argument

@@ -190,9 +190,8 @@ def loop_nest(
     for name, size in zip(names[:-1], shape[:-1], strict=True):
         em.emit(f"for (int64_t {name} = 0; {name} < {size}; {name}++) {{")
         em.push()
-    bounds = [0, *(b for b in sorted(set(splits)) if 0 < b < shape[-1]), shape[-1]]
     last = names[-1]
-    for start, end in itertools.pairwise(bounds):
+    for start, end in _stretches(shape[-1], splits):
         if inner > 1 and (end - start) % inner == 0:
             outer, within = f"{last}q", f"{last}r"
             open_loop(em, outer, (end - start) // inner)
@@ -208,6 +207,11 @@ def loop_nest(
         body(Index(shape, names))
         close_loops(em, 1)
     close_loops(em, len(shape) - 1)
+
+
+def _stretches(size: int, splits: tuple[int, ...]) -> list[tuple[int, int]]:
+    """The ranges [start, end) that the positions ``splits`` cut [0, size) into."""
+    return list(itertools.pairwise([0, *(b for b in sorted(set(splits)) if 0 < b < size), size]))
 
 
 def compute_scalars(em: Emitter, computation: Graph) -> None:
@@ -245,8 +249,7 @@ def _reshape_split(computation: Graph, shape: tuple[int, ...], splits: tuple[int
     split). Only sizes of whole vectors, which the inner loop fills."""
     if len(shape) < 2:
         return 1
-    bounds = [0, *splits, shape[-1]]
-    lengths = {end - start for start, end in itertools.pairwise(bounds)}
+    lengths = {end - start for start, end in _stretches(shape[-1], splits)}
     found = 1
     for node in computation.nodes():
         if node.op is not reshape or not node.shape or node.shape[-1] not in lengths:
