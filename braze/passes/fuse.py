@@ -157,10 +157,10 @@ def plan_fusion(graph: Graph, policy: FusionPolicy = TARGET_INDEPENDENT) -> Plan
                 for group in shared[id(node)]:
                     group.add(node, position[id(node)])
                 continue
-            reduction = _reduction_reader(node, reader_groups, users, owner, policy, position[id(node)])
-            if reduction is not None:
-                # Producer multi-output fusion: the reduction kernel computes it and also writes it out.
-                join(reduction, node)
+            writer = _writing_reader(node, reader_groups, users, owner, policy, position[id(node)], positions)
+            if writer is not None:
+                # Producer multi-output fusion: a reader's kernel computes it and also writes it out.
+                join(writer, node)
                 continue
             if len(reader_groups) > 1:
                 refusals.append(f"{node.op} {node.aval} is read by {len(reader_groups)} kernels; it is computed once")
@@ -233,6 +233,12 @@ class Positions:
         self._ways[(id(group), id(node))] = frozenset(ways)
         return YES
 
+    def at_own_element(self, group: Group, readers: list[Node]) -> bool:
+        """Whether ``readers`` (members of ``group``) read their operand only at the element
+        the kernel computes, so that the operand computed there can be stored as a result."""
+        own = frozenset({()})
+        return all(r.op.elementwise and self._ways.get((id(group), id(r)), own) == own for r in readers)
+
 
 def _recomputed(
     node: Node,
@@ -259,25 +265,41 @@ def _recomputed(
     return True
 
 
-def _reduction_reader(
-    node: Node, reader_groups: dict, users, owner: dict[int, Group], policy: FusionPolicy, start: int
+def _writing_reader(
+    node: Node,
+    reader_groups: dict,
+    users,
+    owner: dict[int, Group],
+    policy: FusionPolicy,
+    start: int,
+    positions: Positions,
 ) -> Group | None:
-    """The one reduction kernel among ``node``'s readers that may compute it for all of them."""
+    """The one kernel among ``node``'s readers that may compute it for all of them, writing
+    it out as one more result: the reduction kernel over it where one reads it (its loop
+    runs over ``node``'s elements), else a loop kernel of its shape that reads it at the
+    element it computes (a GELU's erf, kept for the backward pass, and the product that
+    reads it: one pass over the activations instead of two)."""
     reductions = [
         g for g in reader_groups.values() if g.kind == "input" and g.members[0].op.category is Category.REDUCTION
     ]
-    if len(reductions) != 1:
-        return None
-    group = reductions[0]
-    if node.shape != group.members[0].inputs[0].shape:
-        return None  # its extra output is written from the reduction's loop, so it must share its shape
-    readers = [u for u in users[id(node)] if owner.get(id(u)) is group]
-    if not policy.should_fuse(node, group.members, group.kind, readers).ok:
-        return None
-    others = [g for g in reader_groups.values() if g is not group]
-    if any(_depends_on(group, other, owner, start) for other in others):
-        return None
-    return group
+    if reductions:
+        # its extra output is written from the reduction's loop, so it must share its shape
+        fits = len(reductions) == 1 and node.shape == reductions[0].members[0].inputs[0].shape
+        candidates = reductions if fits else []
+    else:
+        candidates = [g for g in reader_groups.values() if g.kind == "loop" and g.members[0].shape == node.shape]
+    for group in candidates:
+        readers = [u for u in users[id(node)] if owner.get(id(u)) is group]
+        if not policy.should_fuse(node, group.members, group.kind, readers).ok:
+            continue
+        if group.kind == "loop" and not positions.at_own_element(group, readers):
+            continue
+        if any(_depends_on(group, other, owner, start) for other in reader_groups.values() if other is not group):
+            continue
+        if group.kind == "loop":
+            positions.admit(node, group, readers)
+        return group
+    return None
 
 
 def _depends_on(group: Group, other: Group, owner: dict[int, Group], start: int) -> bool:
