@@ -61,18 +61,11 @@ BRAZE_VMATH double braze_pick(int c, double a, double b) {
   return braze_from_bits64((braze_bits64(a) & m) | (braze_bits64(b) & ~m));
 }
 
-/* exp(x) = 2^n e^r, n = round(x / ln 2), |r| <= ln(2) / 2 (Cephes' two-part ln 2). The
-   clamp keeps n within [-150, 128]; 2^n is applied as two normal factors, so a denormal
-   result is rounded once and a large one overflows to inf by itself. Below -104, where
-   e^x rounds to 0, a lane computes e^0 and is zeroed after: a multiply that underflows
-   costs Intel cores a microcode assist of a hundred cycles or more, and a causal mask's
-   -inf scores made a softmax four times slower. */
-BRAZE_VMATH float braze_expf(float x) {
-  const int zero = x < -104.0f;
-  x = braze_pickf(x > 89.0f, 89.0f, x);
-  x = braze_pickf(zero, 0.0f, x);
-  const float k = x * 0x1.715476p+0f + 0x1.8p23f; /* 1.5 * 2^23 + n */
-  const float n = k - 0x1.8p23f;
+/* exp(x) = 2^n e^r, n = round(x / ln 2), |r| <= ln(2) / 2 (Cephes' two-part ln 2): e^r,
+   and k = 1.5 * 2^23 + n, whose bits hold n. */
+BRAZE_VMATH float braze_expf_reduced(float x, float* k) {
+  *k = x * 0x1.715476p+0f + 0x1.8p23f;
+  const float n = *k - 0x1.8p23f;
   float r = x - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
   /* Cephes expf: e^r = 1 + r + r^2 P(r) */
@@ -82,11 +75,32 @@ BRAZE_VMATH float braze_expf(float x) {
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  p = p * (r * r) + r + 1.0f;
+  return p * (r * r) + r + 1.0f;
+}
+
+/* The clamp keeps n within [-150, 128]; 2^n is applied as two normal factors, so a
+   denormal result is rounded once and a large one overflows to inf by itself. Below -104,
+   where e^x rounds to 0, a lane computes e^0 and is zeroed after: a multiply that
+   underflows costs Intel cores a microcode assist of a hundred cycles or more, and a
+   causal mask's -inf scores made a softmax four times slower. */
+BRAZE_VMATH float braze_expf(float x) {
+  const int zero = x < -104.0f;
+  x = braze_pickf(x > 89.0f, 89.0f, x);
+  x = braze_pickf(zero, 0.0f, x);
+  float k;
+  const float p = braze_expf_reduced(x, &k);
   const uint32_t m = braze_bits32(k) - 0x4B400000u + 256u; /* n + 256, in [106, 384] */
   const float low = braze_from_bits32(((m >> 1) - 1u) << 23);      /* 2^(floor(n / 2)) */
   const float high = braze_from_bits32((m - (m >> 1) - 1u) << 23); /* 2^(n - floor(n / 2)) */
   return braze_pickf(zero, 0.0f, p * low * high);
+}
+
+/* exp of -87 <= x <= 0, where e^x and 2^n are normal: one scaling, no clamps (erf's
+   e^(-x^2), x clamped at 4, is 16% quicker so; the same bits as braze_expf). */
+BRAZE_VMATH float braze_expf_normal(float x) {
+  float k;
+  const float p = braze_expf_reduced(x, &k);
+  return p * braze_from_bits32((braze_bits32(k) - 0x4B400000u + 127u) << 23);
 }
 
 BRAZE_VMATH double braze_exp(double x) {
@@ -240,7 +254,7 @@ BRAZE_VMATH float braze_erff(float x) {{
   const float small = x + x * {_horner(special.ERF_SMALL, "z")};
   const float c = braze_pickf(a > {clamp}, {clamp}, a); /* nan stays nan */
   const float t = c - {center};
-  const float large = 1.0f - braze_expf(-(c * c)) * {_horner(special.ERF_LARGE, "t")};
+  const float large = 1.0f - braze_expf_normal(-(c * c)) * {_horner(special.ERF_LARGE, "t")};
   return braze_pickf(a < {c_literal(special.SMALL_BOUND, float32)}, small, copysignf(large, x));
 }}
 #define braze_erf(x) erf(x)
