@@ -157,7 +157,7 @@ def plan_fusion(graph: Graph, policy: FusionPolicy = TARGET_INDEPENDENT) -> Plan
                 for group in shared[id(node)]:
                     group.add(node, position[id(node)])
                 continue
-            writer = _writing_reader(node, reader_groups, users, owner, policy, position[id(node)], positions)
+            writer = _writing_reader(node, reader_groups, users, owner, policy, position[id(node)], positions, shared)
             if writer is not None:
                 # Producer multi-output fusion: a reader's kernel computes it and also writes it out.
                 join(writer, node)
@@ -273,6 +273,7 @@ def _writing_reader(
     policy: FusionPolicy,
     start: int,
     positions: Positions,
+    shared: dict[int, list[Group]],
 ) -> Group | None:
     """The one kernel among ``node``'s readers that may compute it for all of them, writing
     it out as one more result: the reduction kernel over it where one reads it (its loop
@@ -289,7 +290,8 @@ def _writing_reader(
     else:
         candidates = [g for g in reader_groups.values() if g.kind == "loop" and g.members[0].shape == node.shape]
     for group in candidates:
-        readers = [u for u in users[id(node)] if owner.get(id(u)) is group]
+        # its readers there, with those recomputed in the kernel (a free broadcast of it)
+        readers = [u for u in users[id(node)] if owner.get(id(u)) is group or group in shared.get(id(u), ())]
         if not policy.should_fuse(node, group.members, group.kind, readers).ok:
             continue
         if group.kind == "loop" and not positions.at_own_element(group, readers):
