@@ -6,6 +6,7 @@ through braze's pipeline and native backend, for every x86-64 level this host ru
 
 from __future__ import annotations
 
+import ctypes
 import math
 import subprocess
 
@@ -187,3 +188,29 @@ def test_a_loop_calling_each_function_vectorizes(level, tmp_path):
     vectorized = {int(line.split(":")[1]) for line in report.splitlines() if "loop vectorized" in line}
     missed = [name for line, name in enumerate([*functions, "braze_powf"], first) if line not in vectorized]
     assert not missed, f"not vectorized at {level}: {missed}\n{report}"
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_the_exp_without_clamps_gives_the_general_exps_bits_where_erf_calls_it(level, tmp_path):
+    """erf's e^(-x^2), x clamped at 4, is taken by braze_expf_normal: no clamps, one scaling.
+    On its whole range [-87, 0] (every third float32) it must give braze_expf's bits, the
+    function the ulp bounds above were measured for."""
+    compiler = find_compiler(level)
+    loop = r"""
+long braze_mismatches(void) {
+  long mismatches = 0;
+  const uint32_t last = braze_bits32(-87.0f);
+  for (uint32_t bits = 0x80000000u; bits <= last; bits += 3) {
+    const float x = braze_from_bits32(bits);
+    mismatches += braze_bits32(braze_expf_normal(x)) != braze_bits32(braze_expf(x));
+  }
+  return mismatches;
+}
+"""
+    source = tmp_path / "exp.c"
+    source.write_text("#include <math.h>\n#include <stdint.h>\n#include <string.h>\n" + VECTOR_MATH + loop)
+    library = tmp_path / "exp.so"
+    subprocess.run([compiler.path, *compiler.flags, "-o", str(library), str(source)], check=True, capture_output=True)
+    mismatches = ctypes.CDLL(str(library)).braze_mismatches
+    mismatches.restype = ctypes.c_long
+    assert mismatches() == 0
