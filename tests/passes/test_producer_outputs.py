@@ -2,7 +2,7 @@
 (an erf, an exp) that several kernels read is computed by the loop kernel that reads it at
 the element it computes, which also writes it out for the others. The kernels compute what
 the unfused graph does (reference interpreter, and the CPU's compiled code), and a value
-read at other positions or by a kernel the writer depends on stays a kernel of its own."""
+read only at other positions stays a kernel of its own."""
 
 from __future__ import annotations
 
