@@ -443,13 +443,13 @@ class Optimizer:
         if self.iterations.device != device:  # the model moved after the optimizer was made
             self.to(device)
         with no_grad(), self._step_constants():
-            grads = self._clipped([grad for _, _, grad in updates])
-            for (_, p, _), grad in zip(updates, grads, strict=True):
+            clipped = []
+            for (i, p, _), grad in zip(updates, self._clipped([grad for _, _, grad in updates]), strict=True):
                 if grad.device != p.device:
                     raise RuntimeError(f"gradient on {grad.device!r} for a parameter on {p.device!r}")
                 if grad.shape != p.shape:
                     raise ValueError(f"gradient of shape {grad.shape} for a parameter of shape {p.shape}")
-            clipped = [(i, p, grad) for (i, p, _), grad in zip(updates, grads, strict=True)]
+                clipped.append((i, p, grad))
             for (i, p, _), (new_p, new_slots) in zip(clipped, self._updated(clipped, device), strict=True):
                 slots = self.state[i]
                 p._assign(new_p)
