@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from cpu_targets import use_target, with_parallel
+from cpu_targets import runnable_targets, use_target, with_parallel
 
 import braze
 from braze.backends import cpu
@@ -43,6 +43,13 @@ CASES = {
     "deep panels": ((9, 1100), (1100, 70), (1,), (0,), (), ()),
     "deep panels of a transposed A": ((1100, 20), (1100, 70), (0,), (0,), (), ()),
     "deep panels of a transposed B": ((9, 1100), (70, 1100), (1,), (1,), (), ()),
+    # A transposed and deep, read in place with prefetches where the tile is wide enough
+    # (on AVX-512), else packed: rows in several tasks and a remainder tile, batched.
+    "many rows of a transposed A": ((700, 150), (700, 70), (0,), (0,), (), ()),
+    "batched deep transposed A": ((3, 300, 40), (3, 300, 70), (1,), (1,), (0,), (0,)),
+    # Few rows and whole panels: on several cores, each task takes a group of panels.
+    "columns split among the cores": ((40, 96), (96, 128), (1,), (0,), (), ()),
+    "weight gradient split by columns": ((300, 24), (300, 128), (0,), (0,), (), ()),
     "dense float64": ((13, 40), (40, 19), (1,), (0,), (), (), "float64"),
     "q @ k^T float64": ((2, 3, 11, 8), (2, 3, 13, 8), (3,), (3,), (0, 1), (0, 1), "float64"),
 }
@@ -151,3 +158,31 @@ def test_row_blocks_keep_a_within_half_the_l2_and_give_every_core_work():
     assert -(-768 // rows) >= min(target.cores, 768 // 5)
     batched = Gemm(((48, 0, 0),), m=64, n=64, k=32, a_row=32, a_k=1, b_k=1, b_col=32)
     assert row_blocks(Stub(), batched, 5, 4) >= 60  # a batch per task where batches outnumber cores
+
+
+@pytest.mark.parametrize("target", runnable_targets())
+def test_a_weight_gradient_reads_its_activations_in_place_where_the_tile_is_wide(target, monkeypatch):
+    """x^T g: with AVX-512's tile (four cache lines of B a depth) the transposed activations
+    are read in place, the tiles prefetching the rows ahead; with AVX2's (one line a depth)
+    they are copied into depth-major row tiles."""
+    use_target(target, monkeypatch)
+    kernel = _product_kernel(((768, 512), (768, 128), (0,), (0,)))
+    wide = find_compiler(target).target.vector_bytes == 64
+    assert ("__builtin_prefetch(ahead" in kernel) is wide, kernel
+    assert ("apack" in kernel) is not wide, kernel
+
+
+def _product_kernel(shapes) -> str:
+    graph, _, _, _ = _graph((*shapes, (), ()), seed=0)
+    (kernel,) = [k for k in cpu.compile_graph(graph).plan.kernel_sources if "acc[" in k]
+    return kernel
+
+
+def test_few_rows_split_the_columns_among_the_cores():
+    """A weight gradient of 128 rows (22 tiles) on several cores: each task takes its own
+    panels of B (and packs only those), rather than half the rows and every panel; x @ W
+    over 768 rows still splits its rows."""
+    cores = find_compiler("native").target.cores
+    weight_gradient = _product_kernel(((768, 128), (768, 512), (0,), (0,)))
+    assert ("first_panel" in weight_gradient) is (cores > 1), weight_gradient
+    assert "first_panel" not in _product_kernel(((768, 128), (128, 512), (1,), (0,)))
