@@ -171,7 +171,7 @@ def plan_fusion(graph: Graph, policy: FusionPolicy = TARGET_INDEPENDENT) -> Plan
             owner[id(element)] = group
 
     kernels = KernelGraph(groups, owner)
-    groups, sibling_refusals = merge_siblings(groups, owner, kernels, policy)
+    groups, sibling_refusals = merge_siblings(groups, owner, kernels, policy, outputs)
     refusals += sibling_refusals
     if policy.row_kernels:
         groups, row_refusals = merge_rows(groups, owner, kernels, RowContext(users, outputs, set(shared)), policy)

@@ -1,7 +1,11 @@
 """Multi-output fusion of siblings: loop kernels of one shape that read the same input
 share one loop (relu and its mask), and so do reductions of one input shape and axes where
 the backend computes several in one loop (a batch norm's gradient sums), unless one
-depends on the other.
+depends on the other. A scalar parameter, which most kernels read, makes siblings only of
+kernels that write results of the graph: an optimizer's updates of the parameters of one
+shape, which share nothing else where the step's hyperparameters are the graph's inputs
+(a lazy step's lifted scalars), share one loop as they do where those are computed in the
+graph (a jitted step's).
 
 Inputs are visited in the order of the kernels reading them, and at each input every pair
 of its readers in kernel order, each first kernel absorbing every later one it may; a merge
@@ -22,7 +26,8 @@ from braze.passes.kernel_graph import Group, KernelGraph, external_inputs
 
 
 def _is_key(node: Node) -> bool:
-    """Inputs whose readers may merge: not scalar parameters, which every kernel reads."""
+    """Inputs whose readers may merge: not scalar parameters, which every kernel reads
+    (but see ``_Siblings.keyed``)."""
     return node.op.category is not Category.PARAMETER or node.aval.size > 1
 
 
@@ -34,20 +39,33 @@ def _bits(value: int) -> Iterator[int]:
 
 
 class _Siblings:
-    def __init__(self, groups: list[Group], owner: dict[int, Group], kernels: KernelGraph, policy: FusionPolicy):
+    def __init__(
+        self,
+        groups: list[Group],
+        owner: dict[int, Group],
+        kernels: KernelGraph,
+        policy: FusionPolicy,
+        results: set[int],
+    ):
         self.owner, self.kernels, self.policy = owner, kernels, policy
         self.index = {g: k for k, g in enumerate(groups)}
         self.keys = {g: policy.sibling_key(g.kind, g.members[0]) for g in groups}
         self.loops = [g for g in groups if self.keys[g] is not None]
         self.inputs = {g: external_inputs(g) for g in self.loops}
         self.input_ids = {g: {id(i) for i in self.inputs[g]} for g in self.loops}
+        self.writers = {g for g in self.loops if any(id(m) in results for m in g.members)}
         self.readers: dict[int, set[Group]] = {}
         for group in self.loops:
             for i in self.inputs[group]:
-                if _is_key(i):
+                if self.keyed(group, i):
                     self.readers.setdefault(id(i), set()).add(group)
         self.removed: set[Group] = set()
         self.refusals: list[str] = []
+
+    def keyed(self, group: Group, node: Node) -> bool:
+        """Whether ``group`` counts among ``node``'s readers that may become siblings (as
+        they merge, a merged group counts where either of the two did)."""
+        return _is_key(node) or group in self.writers
 
     def run(self) -> None:
         visited: dict[int, None] = {}
@@ -59,7 +77,7 @@ class _Siblings:
             while k < len(inputs):  # grows as the group absorbs siblings
                 node = inputs[k]
                 k += 1
-                if id(node) in visited or not _is_key(node):
+                if id(node) in visited or group not in self.readers.get(id(node), ()):
                     continue
                 visited[id(node)] = None
                 self._merge_readers(self._readers_of(id(node)))
@@ -117,7 +135,7 @@ class _Siblings:
                 self.owner[id(m)] = first
         self.kernels.merge(first, second)
         for i in self.inputs.pop(second):
-            if _is_key(i):
+            if second in self.readers.get(id(i), ()):
                 self.readers[id(i)].discard(second)
                 self.readers[id(i)].add(first)
             if id(i) not in self.input_ids[first]:
@@ -204,10 +222,10 @@ def _reach_bits(groups, edges, bit, inside, rank) -> dict[Group, int]:
 
 
 def merge_siblings(
-    groups: list[Group], owner: dict[int, Group], kernels: KernelGraph, policy: FusionPolicy
+    groups: list[Group], owner: dict[int, Group], kernels: KernelGraph, policy: FusionPolicy, results: set[int]
 ) -> tuple[list[Group], list[str]]:
     """The groups after sibling fusion (merged ones gone, ``owner`` and ``kernels`` updated),
-    and the refusals' reasons."""
-    siblings = _Siblings(groups, owner, kernels, policy)
+    and the refusals' reasons; ``results``: the ids of the graph's results."""
+    siblings = _Siblings(groups, owner, kernels, policy, results)
     siblings.run()
     return [g for g in groups if g not in siblings.removed], siblings.refusals

@@ -24,8 +24,10 @@ SHAPES = [(3, 4), (4,), (3,)]
 
 def wide_graph(rng: random.Random, size: int) -> Graph:
     """Elementwise ops, sums and broadcasts, most reading one of the last few nodes: inputs
-    with many readers, some depending on each other."""
+    with many readers, some depending on each other; some scaled by a scalar parameter (which
+    makes siblings of the results it scales)."""
     params = [parameter(k, Aval(rng.choice(SHAPES), float64)) for k in range(4)]
+    rate = parameter(4, Aval((), float64))
     nodes = list(params)
     for _ in range(size):
         x = rng.choice(nodes[-12:] if rng.random() < 0.7 else nodes)
@@ -42,11 +44,13 @@ def wide_graph(rng: random.Random, size: int) -> Graph:
             node = make("broadcast_in_dim", (x,), shape=(3, 4), broadcast_dimensions=(0,))
         elif shape == (4,):
             node = make("broadcast_in_dim", (x,), shape=(3, 4), broadcast_dimensions=(1,))
-        else:
+        elif rng.random() < 0.5:
             node = make("mul", (x, splat(0.5, x.aval)))
+        else:
+            node = make("mul", (x, make("broadcast_in_dim", (rate,), shape=shape, broadcast_dimensions=())))
         nodes.append(node)
-    outputs = (*rng.sample(nodes[4:], min(5, len(nodes) - 4)), nodes[-1])
-    return Graph(tuple(params), outputs)
+    outputs = (*rng.sample(nodes[4:], min(8, len(nodes) - 4)), nodes[-1])
+    return Graph((*params, rate), outputs)
 
 
 def prepared(graph: Graph) -> Graph:
