@@ -27,7 +27,7 @@ from braze.passes.kernel_graph import Group, KernelGraph, external_inputs
 
 def _is_key(node: Node) -> bool:
     """Inputs whose readers may merge: not scalar parameters, which every kernel reads
-    (but see ``_Siblings.keyed``)."""
+    (but for kernels that write the graph's results, see ``_Siblings``)."""
     return node.op.category is not Category.PARAMETER or node.aval.size > 1
 
 
@@ -57,15 +57,10 @@ class _Siblings:
         self.readers: dict[int, set[Group]] = {}
         for group in self.loops:
             for i in self.inputs[group]:
-                if self.keyed(group, i):
+                if _is_key(i) or group in self.writers:
                     self.readers.setdefault(id(i), set()).add(group)
         self.removed: set[Group] = set()
         self.refusals: list[str] = []
-
-    def keyed(self, group: Group, node: Node) -> bool:
-        """Whether ``group`` counts among ``node``'s readers that may become siblings (as
-        they merge, a merged group counts where either of the two did)."""
-        return _is_key(node) or group in self.writers
 
     def run(self) -> None:
         visited: dict[int, None] = {}
@@ -77,6 +72,7 @@ class _Siblings:
             while k < len(inputs):  # grows as the group absorbs siblings
                 node = inputs[k]
                 k += 1
+                # the readers that may become siblings (a merged group, where either was)
                 if id(node) in visited or group not in self.readers.get(id(node), ()):
                     continue
                 visited[id(node)] = None

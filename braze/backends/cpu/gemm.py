@@ -114,13 +114,18 @@ def batch_offset(batch: tuple[tuple[int, int, int], ...], flat: str, operand_ind
     return " + ".join(terms) if terms else "0"
 
 
+def _rows_in_half_l2(em: Emitter, g: Gemm, itemsize: int) -> int:
+    """How many rows of A (each ``g.k`` deep) fit in half the target's L2 cache."""
+    return em.target.l2_bytes // 2 // max(1, g.k * itemsize)
+
+
 def row_blocks(em: Emitter, g: Gemm, tile_rows: int, itemsize: int) -> int:
     """Rows of A per task: as many whole row tiles as keep the block's rows of A within half
     the target's L2 cache (the other half holds a panel of B and the results), in blocks
     of equal size, at least one per core where there are fewer batches than cores, and as
     many tasks in all as make whole rounds of the cores where the tiles allow (7 tasks on
     2 cores leave one core idle for an eighth of the kernel)."""
-    fitting = max(1, em.target.l2_bytes // 2 // max(1, g.k * itemsize))
+    fitting = max(1, _rows_in_half_l2(em, g, itemsize))
     tiles = -(-g.m // tile_rows)
     blocks = -(-tiles // max(1, fitting // tile_rows))
     if g.batches < em.target.cores:
@@ -144,7 +149,7 @@ def column_groups(em: Emitter, g: Gemm, rows: int, panels: int, itemsize: int) -
     its own (the GPT's four 128 x 512 weight gradients, whose 768-deep panels are then
     packed once instead of twice: 2.3 -> 2.1 ms a step on two Zen 4 cores). 1: rows only."""
     cores = em.target.cores
-    one_block = g.m * g.k * itemsize <= em.target.l2_bytes // 2
+    one_block = g.m <= _rows_in_half_l2(em, g, itemsize)
     few_rows = -(-g.m // rows) < _FEW_ROW_TILES * cores
     split = cores > 1 and g.batches < cores and one_block and few_rows and panels and panels % cores == 0
     return cores if split else 1
