@@ -6,9 +6,10 @@ broadcasting, scalar and bookkeeping code) is about a third of a lazy step's Pyt
 The first backward over a gradient graph of a given structure is run normally while its
 binds are recorded as a program over *slots*: the seed, then every value the gradient graph
 saved (each node's inputs and output), then each recorded op's result. A later backward over
-a graph of the same structure binds that program's ops straight onto this step's saved
-values, which records exactly the expressions the rules would have: the same trace, so the
-same compiled executable.
+a graph of the same structure binds that program onto this step's saved values as one
+expression (``lazy.call``), whose graph is the one the rules' expressions would make; the
+first backward's gradients are bound the same way, so every step's trace is the same and
+the step compiles once.
 
 The structure key holds, per node, the primitive, its attributes, its input and output types,
 which of its parents take gradients, and which saved values are the same expression
@@ -25,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from braze.replay import record, replay, without_repeats
+from braze.replay import Recorded, record, unheard, without_repeats
 from braze.runtime import metrics
 from braze.runtime.cache import BoundedCache
 from braze.tensor import GradNode, Tensor
@@ -37,19 +38,17 @@ Cotangents = dict[int, tuple[Any, Tensor]]  # id of a leaf (or a target's node) 
 
 
 class Program:
-    """A recorded backward: ops over slots, and which slot holds each gradient found."""
+    """A recorded backward: its ops over the slots, and whose gradient each result is."""
 
-    __slots__ = ("ops", "results", "reached")
+    __slots__ = ("recorded", "owners", "reached")
 
-    def __init__(self, ops: list[tuple], results: list[tuple[int, int, Any]], reached: list[int]) -> None:
-        self.ops = ops  # (primitive, attrs, input slots, aval, signature), each appending one slot
-        # (owner, slot, aval), in the order the rules produced them; the owner is a node's
-        # position, or -1 - k for leaf k
-        self.results = results
+    def __init__(self, recorded: Recorded | None, owners: list[int], reached: list[int]) -> None:
+        self.recorded = recorded  # the gradients found, in the order the rules produced them
+        self.owners = owners  # each gradient's owner: a node's position, or -1 - k for leaf k
         self.reached = reached  # the nodes whose saved values the rules used
 
 
-_UNRECORDABLE = Program([], [], [])
+_UNRECORDABLE = Program(None, [], [])
 _PROGRAMS: BoundedCache[tuple, Program] = BoundedCache(64)
 
 
@@ -106,8 +105,9 @@ def cotangents(
 ) -> Cotangents:
     """The gradients of a lazy backward (of every leaf, or of the targets):
     ``walk(reached)`` (the VJP rules) the first time a structure is seen, its recorded
-    program afterwards."""
-    found = _structure(order, seed, targets)
+    program afterwards. While a recorder listens (a loop body being traced), the rules
+    run: a replay would bind past it."""
+    found = _structure(order, seed, targets) if unheard() else None
     if found is None:
         return walk(None)
     key, slots, leaves = found
@@ -118,19 +118,21 @@ def cotangents(
     if program is None:
         program, result = _record(slots, order, leaves, walk)
         _PROGRAMS.put(key, program)
-        return result
-    if program is _UNRECORDABLE:
+        if program is _UNRECORDABLE:
+            return result
+        # Bound as later steps bind it, so that the first step's trace is theirs (one compile).
+    elif program is _UNRECORDABLE:
         return walk(None)
-    metrics.count("BackwardReplay")
+    else:
+        metrics.count("BackwardReplay")
     if not retain_graph:
         for i in program.reached:  # as the rules would: activations are freed, old parameters lose a holder
             order[i].in_values = order[i].out_value = None
-    device = seed.device
-    values = replay(program.ops, slots)
-    owners = [order[k] if k >= 0 else leaves[-1 - k] for k, _, _ in program.results]
+    recorded, device = program.recorded, seed.device
+    owners = [order[k] if k >= 0 else leaves[-1 - k] for k in program.owners]
     return {
-        id(owner): (owner, Tensor._make(values[s], aval, device))
-        for owner, (_, s, aval) in zip(owners, program.results, strict=True)
+        id(owner): (owner, Tensor._make(value, aval, device))
+        for owner, value, (_, aval) in zip(owners, recorded.bind(slots), recorded.results, strict=True)
     }
 
 
@@ -149,8 +151,6 @@ def _record(
     ops, where = without_repeats(ops, inputs, set(found))
     owner_code = {id(leaf): -1 - k for k, leaf in enumerate(leaves)}
     owner_code.update((id(node), i) for i, node in enumerate(order))
-    results = [
-        (owner_code[owner_id], where[s], grad._aval)
-        for (owner_id, (_, grad)), s in zip(result.items(), found, strict=True)
-    ]
-    return Program(ops, results, reached), result
+    results = [(where[s], grad._aval) for (_, grad), s in zip(result.values(), found, strict=True)]
+    recorded = Recorded(ops, inputs, results)
+    return Program(recorded, [owner_code[owner_id] for owner_id in result], reached), result

@@ -47,7 +47,8 @@ _RECORDED = operator.attrgetter("seq")
 
 
 class Expr:
-    """A node of the lazy trace: device data (``data`` set) or a pending op on ``inputs``."""
+    """A node of the lazy trace: device data (``data`` set) or a pending op on ``inputs`` (a
+    primitive, a ``Program`` called, or one of a call's ``RESULT``s)."""
 
     __slots__ = (
         "primitive",
@@ -83,6 +84,57 @@ class Expr:
         """Become device data, dropping the inputs (which cuts the trace here)."""
         self.data = array
         self.primitive, self.inputs, self.attrs, self.read_value, self.donor = None, (), {}, None, None
+
+
+class Program:
+    """Ops recorded over slots (``braze.replay``), bound on a lazy device as one expression.
+
+    A lazy training step replays the same backward pass, clipping and optimizer update
+    every step: bound one op at a time they are ~1,300 of a GPT step's ~1,700 expressions,
+    each made, walked and keyed at the barrier, then freed. ``call`` binds a program as one
+    expression reading its operands, plus one expression per result, so the trace carries
+    a program's identity where it carried its ops; they join the IR graph only when a
+    trace's graph is built (a cache miss), as the same nodes the ops bound one by one
+    would make (a constant among them stays a constant: it is part of the program).
+
+    ``ops`` are (primitive, attrs, input codes, aval, ...): a code below ``len(reads)`` is
+    an operand, above it an earlier op's result. ``signatures`` name the call (first) and
+    each result: numbers never reused, so equal trace keys still mean equal graphs."""
+
+    __slots__ = ("ops", "arity", "signatures")
+    category = None  # not a source: ``Recording.fixed`` looks through a call to its operands
+
+    def __init__(self, ops: list[tuple], arity: int, results: int) -> None:
+        self.ops = ops
+        self.arity = arity
+        self.signatures = [next(_PROGRAM_SIGNATURES) for _ in range(results + 1)]
+
+    def nodes(self, operands: list[Node]) -> list[Node]:
+        """The graph nodes of the operands followed by those of each op's result."""
+        values = list(operands)
+        for primitive, attrs, codes, aval, *_ in self.ops:
+            values.append(Node.make(primitive, tuple([values[k] for k in codes]), attrs, aval))
+        return values
+
+
+class _Result:
+    """The primitive of an expression reading one value of a program's call."""
+
+    category = None
+
+
+RESULT = _Result()
+_PROGRAM_SIGNATURES = itertools.count(-1, -1)  # apart from the shape rules' signatures, which count up
+
+
+def call(program: Program, operands: Sequence[Expr], results: Sequence[tuple[int, Aval]]) -> list[Expr]:
+    """Bind ``program`` on ``operands``: the expression of each (code, aval) in ``results``
+    (an operand's code gives the operand itself)."""
+    node = Expr(program, tuple(operands), {}, None, program.signatures[0])
+    return [
+        operands[k] if k < program.arity else Expr(RESULT, (node,), {"code": k}, aval, program.signatures[j])
+        for j, (k, aval) in enumerate(results, 1)
+    ]
 
 
 def _liftable(expr: Expr) -> bool:
@@ -185,11 +237,15 @@ class Trace:
     def graph(self) -> Graph:
         if self._graph is None:
             params = [parameter(i, leaf.aval) for i, leaf in enumerate(self.leaves)]
-            nodes: list[Node] = []
-            node_of: dict[int, Node] = {}
+            nodes: list[Any] = []
+            node_of: dict[int, Any] = {}  # a node, or a call's list of nodes
             for op in self._ops:
                 if isinstance(op, int):
                     node = node_of[id(self.leaves[op])] = params[op]
+                elif op.primitive is RESULT:
+                    node = node_of[id(op)] = node_of[id(op.inputs[0])][op.attrs["code"]]
+                elif isinstance(op.primitive, Program):
+                    node = node_of[id(op)] = op.primitive.nodes([node_of[id(i)] for i in op.inputs])
                 else:
                     inputs = tuple([node_of[id(i)] for i in op.inputs])
                     node = node_of[id(op)] = Node.make(op.primitive, inputs, op.attrs, op.aval)

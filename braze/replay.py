@@ -6,8 +6,10 @@ expression. Where a computation's ops depend only on its inputs' types (a backwa
 optimizer's update rule), its first run can note every bind as (primitive, attributes,
 input slots, output type, signature) over a list of slots: the given input values, then
 each op's result. Binding that program's ops straight onto a later step's values records
-exactly the expressions the code would have: the same trace, so the same compiled
-executable, for a fraction of the Python.
+exactly the expressions the code would have, for a fraction of the Python. A program
+without gradient edges to record (``replayed``: a backward pass, a clipping, an optimizer's
+update) is bound as one expression that the graph expands into those ops (``lazy.call``),
+from its first run on, so every step's trace is the same and compiles once.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from typing import Any, TypeVar
 
 from braze import tensor as tensor_layer
 from braze.ir import primitive as prim_layer
-from braze.lazy import Expr, is_recording
+from braze.ir.primitive import Aval
+from braze.lazy import Expr, Program, call, is_recording
 from braze.ops.autocast import is_autocast_enabled
 from braze.runtime import metrics
 from braze.runtime.cache import BoundedCache
@@ -109,19 +112,41 @@ def without_repeats(ops: list[Op], inputs: int, results: set[int]) -> tuple[list
     return kept, where
 
 
-def replay(ops: list[Op], values: list) -> list:
-    """Record ``ops`` over ``values`` (the program's input slots: expressions of a lazy
-    device), appending each op's result; returns ``values``."""
-    for primitive, attrs, inputs, aval, signature, *_ in ops:
-        values.append(Expr(primitive, tuple([values[k] for k in inputs]), attrs, aval, signature))
-    return values
+class Recorded:
+    """A recorded program ready to bind on later slots: as one expression (``lazy.call``)
+    reading only the slots its ops read, with one expression per result."""
+
+    __slots__ = ("program", "reads", "results")
+
+    def __init__(self, ops: list[Op], inputs: int, results: list[tuple[int, Aval]]) -> None:
+        """``ops`` over ``inputs`` slots (then each op's result); ``results``: (slot, aval)."""
+        self.reads = sorted({k for op in ops for k in op[2] if k < inputs} | {k for k, _ in results if k < inputs})
+        code = {k: j for j, k in enumerate(self.reads)}
+        shift = len(self.reads) - inputs
+
+        def coded(k: int) -> int:
+            return code[k] if k < inputs else k + shift
+
+        ops = [(p, attrs, tuple([coded(k) for k in codes]), *rest) for p, attrs, codes, *rest in ops]
+        self.program = Program(ops, len(self.reads), len(results))
+        self.results = [(coded(k), aval) for k, aval in results]
+
+    def bind(self, slots: list) -> list[Expr]:
+        """The results' expressions on ``slots`` (expressions of a lazy device)."""
+        return call(self.program, [slots[k] for k in self.reads], self.results)
+
+
+def unheard() -> bool:
+    """Whether this thread's binds go straight to the tensor layer: no recorder listens (a
+    loop body being traced, a program being recorded), which a replay would bypass."""
+    return prim_layer.current_binder() is tensor_layer.bind
 
 
 def replayable(device: Device) -> bool:
     """Whether a computation on ``device`` may be replayed: a lazy device, outside
     ``braze.jit`` (which traces once), recording no gradients and pushing no tangents
-    (only the op library records those)."""
-    return device.is_lazy and not GRAD_MODE.enabled and not LEVELS.open and not is_recording()
+    (only the op library records those), no recorder listening."""
+    return device.is_lazy and not GRAD_MODE.enabled and not LEVELS.open and not is_recording() and unheard()
 
 
 def _with_context(key: Any, inputs: list[Tensor]) -> tuple:
@@ -151,15 +176,15 @@ def replayed(
         codes = [(slot_of.get(t._value), t._aval) for t in results]
         if ops is None or any(k is None for k, _ in codes):
             programs.put(key, None)
-        else:
-            ops, where = without_repeats(ops, len(inputs), {k for k, _ in codes})
-            programs.put(key, (ops, [(where[k], aval) for k, aval in codes]))
-        return results
-    ops, codes = program
-    metrics.count(counter)
+            return results
+        ops, where = without_repeats(ops, len(inputs), {k for k, _ in codes})
+        # Bound as later calls bind it, so that the first step's trace is theirs (one compile).
+        program = programs.put(key, Recorded(ops, len(inputs), [(where[k], aval) for k, aval in codes]))
+    else:
+        metrics.count(counter)
     device = inputs[0].device
-    values = replay(ops, [t._value for t in inputs])
-    return [Tensor._make(values[k], aval, device) for k, aval in codes]
+    values = program.bind([t._value for t in inputs])
+    return [Tensor._make(value, aval, device) for value, (_, aval) in zip(values, program.results, strict=True)]
 
 
 F = TypeVar("F", bound=Callable[..., Tensor])

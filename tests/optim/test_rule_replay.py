@@ -187,3 +187,28 @@ def test_parameters_of_one_shape_share_their_hyperparameters_broadcasts():
         np.testing.assert_allclose(found.numpy(), adamw_ref(p, [0.01] * 4, [0.1] * 4), rtol=1e-12)
     assert recorded[1] == recorded[2] == recorded[3] <= recorded[0] - 2 * 6  # two parameters' six broadcasts
     assert metrics.counter("OptimizerReplay") == 3 and metrics.counter("Compile") == 1
+
+
+def test_a_replayed_step_is_one_expression_read_by_each_result():
+    """A lazy step binds its recorded program as one expression: every new parameter and
+    slot the barrier computes reads that one call, at the first step as at later ones; the
+    graph expands the call into the rule's ops (NumPy's AdamW)."""
+    from braze import lazy
+    from braze.lazy import RESULT, Program
+
+    params = [np.array([1.0, -2.0, 3.0]), np.array([[0.5, 1.5, -1.0], [2.0, -0.5, 0.25]])]
+    tensors = [braze.tensor(p, device=LAZY, requires_grad=True) for p in params]
+    optimizer = AdamW(tensors, lr=0.01, betas=(0.9, 0.99), weight_decay=0.1)
+    for g in GRADS:
+        for t in tensors:
+            t.grad = braze.tensor(np.broadcast_to(g, t.shape), device=LAZY)
+        with lazy.barriers_held():  # the step's own barrier waits for the asserts
+            optimizer.step()
+        roots = [r for r in EXECUTOR.pending_roots(LAZY) if r.primitive is RESULT]
+        assert len(roots) == 2 * 4  # each parameter, its two moments and its step count
+        (call,) = {id(r.inputs[0]): r.inputs[0] for r in roots}.values()
+        assert isinstance(call.primitive, Program) and len(call.primitive.ops) > len(roots)
+        braze.barrier()
+    for p, found in zip(params, tensors, strict=True):
+        np.testing.assert_allclose(found.numpy(), adamw_ref(p, [0.01] * 4, [0.1] * 4), rtol=1e-12)
+    assert metrics.counter("OptimizerReplay") == 3 and metrics.counter("Compile") == 1
