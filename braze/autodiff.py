@@ -309,7 +309,13 @@ def backward(
         receivers = [(leaf, grad) for leaf, grad in found.values()]
     else:
         receivers = [(t, found[key][1]) for t, key in zip(targets.tensors, targets.keys, strict=True) if key in found]
+    given: set[int] = set()
     for t, grad in receivers:
+        if id(grad) in given and not grad.requires_grad:
+            # One gradient for two leaves (``(a + b) * x``): each its own tensor, as PyTorch's,
+            # so that updating one in place (``a.grad *= 2``) leaves the other as it is.
+            grad = Tensor._make(grad._value, grad._aval, grad.device)
+        given.add(id(grad))
         t.grad = grad if t.grad is None else t.grad + grad
 
 

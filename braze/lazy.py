@@ -60,6 +60,7 @@ class Expr:
         "seq",
         "read_value",
         "donor",
+        "lent",
         "__weakref__",
     )
 
@@ -75,6 +76,7 @@ class Expr:
         self.seq = next(_SEQUENCE)
         self.read_value: np.ndarray | None = None
         self.donor: Expr | None = None  # the device data this value replaces in its tensor
+        self.lent = False  # its data is held elsewhere too (``_lend_shared``): a donation writes into a copy
 
     @property
     def pending(self) -> bool:
@@ -95,7 +97,8 @@ class Program:
     expression reading its operands, plus one expression per result, so the trace carries
     a program's identity where it carried its ops; they join the IR graph only when a
     trace's graph is built (a cache miss), as the same nodes the ops bound one by one
-    would make (a constant among them stays a constant: it is part of the program).
+    would make (the numbers a trace lifts into graph inputs are operands of the call,
+    made each time it is bound: see ``replay.Recorded``).
 
     ``ops`` are (primitive, attrs, input codes, aval, ...): a code below ``len(reads)`` is
     an operand, above it an earlier op's result. ``signatures`` name the call (first) and
@@ -108,6 +111,9 @@ class Program:
         self.ops = ops
         self.arity = arity
         self.signatures = [next(_PROGRAM_SIGNATURES) for _ in range(results + 1)]
+
+    def __deepcopy__(self, memo: dict) -> Program:
+        return self  # never changed: a copied tensor's call is the same program
 
     def nodes(self, operands: list[Node]) -> list[Node]:
         """The graph nodes of the operands followed by those of each op's result."""
@@ -122,6 +128,9 @@ class _Result:
 
     category = None
 
+    def __reduce__(self) -> str:
+        return "RESULT"  # copied and pickled as the one instance, which ``Trace.graph`` looks for
+
 
 RESULT = _Result()
 _PROGRAM_SIGNATURES = itertools.count(-1, -1)  # apart from the shape rules' signatures, which count up
@@ -129,23 +138,31 @@ _PROGRAM_SIGNATURES = itertools.count(-1, -1)  # apart from the shape rules' sig
 
 def call(program: Program, operands: Sequence[Expr], results: Sequence[tuple[int, Aval]]) -> list[Expr]:
     """Bind ``program`` on ``operands``: the expression of each (code, aval) in ``results``
-    (an operand's code gives the operand itself)."""
+    (an operand's code gives the operand itself; a code listed twice, one expression, as
+    the ops bound one by one would give: the graph computes one buffer for both)."""
     node = Expr(program, tuple(operands), {}, None, program.signatures[0])
-    return [
-        operands[k] if k < program.arity else Expr(RESULT, (node,), {"code": k}, aval, program.signatures[j])
-        for j, (k, aval) in enumerate(results, 1)
-    ]
+    found: dict[int, Expr] = {}
+    for j, (k, aval) in enumerate(results, 1):
+        if k not in found:
+            found[k] = (
+                operands[k] if k < program.arity else Expr(RESULT, (node,), {"code": k}, aval, program.signatures[j])
+            )
+    return [found[k] for k, _ in results]
 
 
-def _liftable(expr: Expr) -> bool:
+def liftable(primitive: Any, attrs: dict) -> bool:
     """Scalars that may change between steps (learning rates, bias corrections) become
     parameters; 0 and 1 stay constants, for the simplifier, unless they stand for a number
     that changes (an ``InputLiteral``: a learning rate of 1)."""
-    if expr.primitive is not constant:
+    if primitive is not constant:
         return False
-    literal = expr.attrs["value"]
+    literal = attrs["value"]
     array = literal.array
     return array.ndim == 0 and array.dtype.kind in "if" and (literal.is_input or array.item() not in (0, 1))
+
+
+def _liftable(expr: Expr) -> bool:
+    return liftable(expr.primitive, expr.attrs)
 
 
 def _recorded_ops(roots: Sequence[Expr]) -> list[Expr]:
@@ -266,7 +283,10 @@ def donations(roots: Sequence[Expr], trace: Trace) -> dict[int, int]:
     has read it, nobody needs: its buffer can take the new value. That is safe only when
     the graph's own expressions are the old data's only holders, which CPython's reference
     count tells exactly: anything else (a ``detach()`` alias, a gradient graph kept with
-    ``retain_graph``) keeps the copy semantics.
+    ``retain_graph``) keeps the copy semantics. A buffer that the old data shares with
+    someone the count cannot see (``Expr.lent``: a NumPy array read from it, another
+    tensor's data) is still donated, but ``run`` hands the step a copy to write into: the
+    graph, so its executable, is the same whoever reads the buffer.
     """
     position = {id(leaf): j for j, leaf in enumerate(trace.leaves)}
     donated: dict[int, int] = {}
@@ -442,6 +462,7 @@ class LazyExecutor:
         if home.host_memory:
             metrics.count("TransferFromDevice")
             if expr.data is not None:
+                expr.lent = True  # the caller may keep the array: a later step must not write into it
                 return expr.data
         if expr.read_value is None:  # computed once; device data never changes, so one download serves every read
             value = expr.data if expr.data is not None else self.run([expr], device)[0]
@@ -497,8 +518,11 @@ class LazyExecutor:
             trace = Trace(roots)
             donated = donations(roots, trace) if donate and backend.donates else {}
             graph = self.traces.graph(trace, donated)
-            args = trace.args
+            args, leaves = trace.args, trace.leaves
             del trace
+            for j in donated.values():
+                if leaves[j].lent:  # its buffer is held elsewhere too: the step writes into a copy
+                    args[j] = _own_copy(args[j], device)
         if donated:
             metrics.count("DonatedBuffers", len(donated))
         metrics.record("GraphNodes", len(graph.nodes()))
@@ -509,7 +533,29 @@ class LazyExecutor:
             # Device data in and out; only the step's new scalars (a learning rate) are uploaded.
             results = executable.run(on_backend(backend, args))
         metrics.count("Execute")
+        _lend_shared(roots, leaves, args, results, donated)
         return results
+
+
+def _own_copy(value: Any, device: Device) -> Any:
+    home = home_backend(device.kind)
+    return np.array(value) if home.host_memory else home.upload(home.download(value))
+
+
+def _lend_shared(
+    roots: Sequence[Expr], leaves: list[Expr], args: list[Any], results: list[Any], donated: dict[int, int]
+) -> None:
+    """Mark the expressions that hold one buffer between them as lent: a result that is an
+    input's own buffer (a gradient equal to an input), or one buffer for two results (two
+    gradients computed alike). Writing a later value into it in place (``donations``)
+    would change the other tensor too, which eager tensors never do. A donated result
+    takes over the buffer of the data it replaces, which nothing else holds."""
+    holder = {id(array): leaf for leaf, array in zip(leaves, args, strict=True)}
+    for k, (root, result) in enumerate(zip(roots, results, strict=True)):
+        other = holder.get(id(result))
+        if other is not None and not (k in donated and other is leaves[donated[k]]):
+            other.lent = root.lent = True
+        holder[id(result)] = root
 
 
 def _aval_of(array: np.ndarray) -> Aval:

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from braze import tensor as tensor_layer
 from braze.ir import primitive as prim_layer
 from braze.ir.primitive import Aval
-from braze.lazy import Expr, Program, call, is_recording
+from braze.lazy import Expr, Program, call, is_recording, liftable
 from braze.ops.autocast import is_autocast_enabled
 from braze.runtime import metrics
 from braze.runtime.cache import BoundedCache
@@ -114,26 +114,34 @@ def without_repeats(ops: list[Op], inputs: int, results: set[int]) -> tuple[list
 
 class Recorded:
     """A recorded program ready to bind on later slots: as one expression (``lazy.call``)
-    reading only the slots its ops read, with one expression per result."""
+    reading the slots its ops read, then its liftable constants (a number that may change
+    between calls: a trace takes it as a graph input, as it would the op bound alone, so a
+    new value compiles nothing), with one expression per result."""
 
-    __slots__ = ("program", "reads", "results")
+    __slots__ = ("program", "reads", "constants", "results")
 
     def __init__(self, ops: list[Op], inputs: int, results: list[tuple[int, Aval]]) -> None:
         """``ops`` over ``inputs`` slots (then each op's result); ``results``: (slot, aval)."""
         self.reads = sorted({k for op in ops for k in op[2] if k < inputs} | {k for k, _ in results if k < inputs})
-        code = {k: j for j, k in enumerate(self.reads)}
-        shift = len(self.reads) - inputs
-
-        def coded(k: int) -> int:
-            return code[k] if k < inputs else k + shift
-
-        ops = [(p, attrs, tuple([coded(k) for k in codes]), *rest) for p, attrs, codes, *rest in ops]
-        self.program = Program(ops, len(self.reads), len(results))
-        self.results = [(coded(k), aval) for k, aval in results]
+        lifted = [
+            inputs + j
+            for j, (primitive, attrs, codes, *_) in enumerate(ops)
+            if not codes and liftable(primitive, attrs)
+        ]
+        self.constants = [ops[k - inputs] for k in lifted]
+        code = {k: j for j, k in enumerate([*self.reads, *lifted])}
+        kept = []
+        for j, (primitive, attrs, codes, *rest) in enumerate(ops):
+            if inputs + j not in code:
+                kept.append((primitive, attrs, tuple([code[k] for k in codes]), *rest))
+                code[inputs + j] = len(code)
+        self.program = Program(kept, len(self.reads) + len(lifted), len(results))
+        self.results = [(code[k], aval) for k, aval in results]
 
     def bind(self, slots: list) -> list[Expr]:
         """The results' expressions on ``slots`` (expressions of a lazy device)."""
-        return call(self.program, [slots[k] for k in self.reads], self.results)
+        constants = [Expr(p, (), attrs, aval, signature) for p, attrs, _, aval, signature, *_ in self.constants]
+        return call(self.program, [*[slots[k] for k in self.reads], *constants], self.results)
 
 
 def unheard() -> bool:

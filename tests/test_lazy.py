@@ -477,3 +477,66 @@ def test_a_hand_written_tape_loop_without_a_barrier_compiles_graphs_of_a_few_ste
     np.testing.assert_allclose(results[braze.LAZY_CPU], results[braze.CPU], rtol=1e-5)
     assert metrics.value("GraphNodes").maximum < 3 * lazy.LONG_TRACE  # not 300 steps' worth
     assert metrics.counter("Barrier") >= 300 * 20 // lazy.LONG_TRACE  # about one cut per LONG_TRACE expressions
+
+
+@pytest.mark.parametrize("device", [braze.CPU, LAZY], ids=["eager", "lazy"])
+@pytest.mark.parametrize(
+    "loss, wanted",
+    [
+        (lambda a, b, x: ((a + b) * x * x).sum(), lambda x: [x * x, x * x]),  # one gradient for two leaves
+        (lambda a, b, x: (a * x * x).sum() + (b * x * x).sum(), lambda x: [x * x, x * x]),  # two computed alike
+        (lambda a, b, x: (a * x).sum() + (b * b).sum(), lambda x: [x, 2 * np.ones(3)]),  # one equal to an input
+    ],
+    ids=["shared", "alike", "an-input"],
+)
+def test_gradients_sharing_a_buffer_are_updated_in_place_one_at_a_time(device, loss, wanted):
+    """Gradients that hold one buffer between them (or with an input) in a lazy step's
+    results: scaling one in place (``a.grad *= 2``) leaves the other, and the input, as
+    they were (NumPy's values), every step, as PyTorch's separate gradients behave."""
+    x_np = np.array([1.0, 2.0, 3.0])
+    a, b = (braze.tensor(np.ones(3), device=device, requires_grad=True) for _ in range(2))
+    x = braze.tensor(x_np, device=device)
+    for _ in range(3):
+        a.grad = b.grad = None
+        loss(a, b, x).backward()
+        braze.barrier()
+        with braze.no_grad():
+            a.grad *= 2.0
+        braze.barrier()
+        grad_a, grad_b = wanted(x_np)
+        np.testing.assert_array_equal(a.grad.numpy(), 2 * grad_a)
+        np.testing.assert_array_equal(b.grad.numpy(), grad_b)
+        np.testing.assert_array_equal(x.numpy(), x_np)
+
+
+def test_an_array_read_with_numpy_keeps_its_values_through_a_lazy_step():
+    """``.numpy()`` hands out the parameter's buffer (read-only); the optimizer's step that
+    follows writes a new buffer instead of that one, so the array keeps what was read."""
+    w = braze.tensor(np.ones(4, np.float32), device=LAZY, requires_grad=True)
+    optimizer = SGD([w], lr=0.5)
+    read = w.numpy()
+    for _ in range(2):
+        w.grad = braze.tensor(np.ones(4, np.float32), device=LAZY)
+        optimizer.step()
+    np.testing.assert_array_equal(read, np.ones(4, np.float32))
+    np.testing.assert_array_equal(w.numpy(), np.zeros(4, np.float32))
+
+
+def test_a_pending_lazy_tensor_deep_copies_as_its_value():
+    """``copy.deepcopy`` of a model or tensor mid-step copies pending expressions: their
+    primitives and replayed programs are the same objects (compared by identity), so the
+    copy computes what the original does (NumPy's values)."""
+    import copy
+
+    x_np = np.array([1.0, 2.0, 3.0])
+    x = braze.tensor(x_np, device=LAZY)
+    y = x * 2.5 + 1
+    copied = copy.deepcopy(y)
+    assert copied._value.primitive is y._value.primitive
+    np.testing.assert_allclose(copied.numpy(), x_np * 2.5 + 1)
+    for _ in range(2):  # recorded, then replayed: the gradient is a program's result
+        a = braze.tensor(x_np, device=LAZY, requires_grad=True)
+        (a * a * x).sum().backward()
+        copied = copy.deepcopy(a.grad)
+        assert copied._value.primitive is a.grad._value.primitive
+        np.testing.assert_allclose(copied.numpy(), 2 * x_np * x_np)

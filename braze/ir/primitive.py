@@ -185,6 +185,12 @@ class Primitive:
         """Apply this primitive to values of the layer above (``like`` gives nullary ops a device)."""
         return (getattr(_THREAD, "binder", None) or _BINDER[0])(self, args, attrs, like)
 
+    def __copy__(self) -> Primitive:
+        return self  # one of the closed set, compared by identity: a copied graph names the same op
+
+    def __deepcopy__(self, memo: dict) -> Primitive:
+        return self
+
     def __repr__(self) -> str:
         return f"<primitive {self.name}>"
 

@@ -109,3 +109,26 @@ def test_lazy_clipping_replays_its_recorded_ops_for_each_bound_and_order(monkeyp
         for p, g in zip(params, grads, strict=True):
             np.testing.assert_allclose(p.grad.numpy(), g * min(1.0, max_norm / (expected + 1e-6)), rtol=1e-12)
     assert metrics.counter("ClipReplay") == 2  # the second and the last
+
+
+def test_a_lazy_steps_bound_is_an_input_of_its_graph():
+    """A replayed clipping binds its program as one expression, but its bound stays an
+    input of the step's graph, as the number is outside a replay: a schedule of bounds
+    changes the graph's arguments, not the graph (NumPy's values each step)."""
+    from braze import lazy
+
+    graphs = set()
+    for seed, max_norm in enumerate([0.5, 0.5, 1.5, 2.5]):
+        _, grads = parameters_with_grads(10.0, seed)
+        params = [braze.tensor(np.zeros(g.shape), device=braze.LAZY_CPU, requires_grad=True) for g in grads]
+        for p, g in zip(params, grads, strict=True):
+            p.grad = braze.tensor(g, device=braze.LAZY_CPU)
+        clip_grad_norm_(params, max_norm)
+        trace = lazy.Trace(lazy.EXECUTOR.pending_roots(braze.LAZY_CPU))
+        assert max_norm in [float(a) for a in trace.args if np.ndim(a) == 0]
+        graphs.add(trace.graph)
+        braze.barrier()
+        total = np.linalg.norm([np.linalg.norm(g.reshape(-1)) for g in grads])
+        for p, g in zip(params, grads, strict=True):
+            np.testing.assert_allclose(p.grad.numpy(), g * min(1.0, max_norm / (total + 1e-6)), rtol=1e-12)
+    assert len(graphs) == 1
