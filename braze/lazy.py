@@ -100,8 +100,8 @@ class Program:
     would make (the numbers a trace lifts into graph inputs are operands of the call,
     made each time it is bound: see ``replay.Recorded``).
 
-    ``ops`` are (primitive, attrs, input codes, aval, ...): a code below ``len(reads)`` is
-    an operand, above it an earlier op's result. ``signatures`` name the call (first) and
+    ``ops`` are (primitive, attrs, input codes, aval, ...): a code below ``arity`` is an
+    operand, above it an earlier op's result. ``signatures`` name the call (first) and
     each result: numbers never reused, so equal trace keys still mean equal graphs."""
 
     __slots__ = ("ops", "arity", "signatures")
@@ -547,9 +547,9 @@ def _lend_shared(
 ) -> None:
     """Mark the expressions that hold one buffer between them as lent: a result that is an
     input's own buffer (a gradient equal to an input), or one buffer for two results (two
-    gradients computed alike). Writing a later value into it in place (``donations``)
-    would change the other tensor too, which eager tensors never do. A donated result
-    takes over the buffer of the data it replaces, which nothing else holds."""
+    gradients computed alike). A later step that donates it writes into a copy (``run``):
+    in place, it would change the other tensor too, which eager tensors never do. A
+    donated result takes over the buffer of the data it replaces, which nothing else holds."""
     holder = {id(array): leaf for leaf, array in zip(leaves, args, strict=True)}
     for k, (root, result) in enumerate(zip(roots, results, strict=True)):
         other = holder.get(id(result))
