@@ -26,10 +26,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from braze.replay import Recorded, record, unheard, without_repeats
+from braze.replay import Recorded, record
 from braze.runtime import metrics
 from braze.runtime.cache import BoundedCache
-from braze.tensor import GradNode, Tensor
+from braze.tensor import GradNode, Tensor, unheard
 
 if TYPE_CHECKING:
     from braze.autodiff import Targets
@@ -128,12 +128,9 @@ def cotangents(
     if not retain_graph:
         for i in program.reached:  # as the rules would: activations are freed, old parameters lose a holder
             order[i].in_values = order[i].out_value = None
-    recorded, device = program.recorded, seed.device
     owners = [order[k] if k >= 0 else leaves[-1 - k] for k in program.owners]
-    return {
-        id(owner): (owner, Tensor._make(value, aval, device))
-        for owner, value, (_, aval) in zip(owners, recorded.bind(slots), recorded.results, strict=True)
-    }
+    grads = program.recorded.bind(slots, seed.device)
+    return {id(owner): (owner, grad) for owner, grad in zip(owners, grads, strict=True)}
 
 
 def _record(
@@ -148,9 +145,7 @@ def _record(
     found = [slot_of.get(grad._value) for _, grad in result.values()]
     if None in found:
         return _UNRECORDABLE, result
-    ops, where = without_repeats(ops, inputs, set(found))
     owner_code = {id(leaf): -1 - k for k, leaf in enumerate(leaves)}
     owner_code.update((id(node), i) for i, node in enumerate(order))
-    results = [(where[s], grad._aval) for (_, grad), s in zip(result.values(), found, strict=True)]
-    recorded = Recorded(ops, inputs, results)
+    recorded = Recorded(ops, inputs, [(s, grad._aval) for (_, grad), s in zip(result.values(), found, strict=True)])
     return Program(recorded, [owner_code[owner_id] for owner_id in result], reached), result

@@ -516,7 +516,8 @@ class LazyExecutor:
         backend = backend_of(device)
         with metrics.timed("TraceTime"):
             trace = Trace(roots)
-            donated = donations(roots, trace) if donate and backend.donates else {}
+            donating = donate and backend.donates
+            donated = donations(roots, trace) if donating else {}
             graph = self.traces.graph(trace, donated)
             args, leaves = trace.args, trace.leaves
             del trace
@@ -533,7 +534,8 @@ class LazyExecutor:
             # Device data in and out; only the step's new scalars (a learning rate) are uploaded.
             results = executable.run(on_backend(backend, args))
         metrics.count("Execute")
-        _lend_shared(roots, leaves, args, results, donated)
+        if donating:  # the roots take these results as their data: only then may a later step donate them
+            _lend_shared(roots, leaves, args, results, donated)
         return results
 
 

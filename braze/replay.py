@@ -27,7 +27,7 @@ from braze.runtime import metrics
 from braze.runtime.cache import BoundedCache
 from braze.runtime.device import Device
 from braze.tangents import LEVELS
-from braze.tensor import GRAD_MODE, Tensor
+from braze.tensor import GRAD_MODE, Tensor, unheard
 
 R = TypeVar("R")
 # (primitive, attrs, input slots, aval, signature, like, cut, grad mode): each appends one
@@ -121,7 +121,10 @@ class Recorded:
     __slots__ = ("program", "reads", "constants", "results")
 
     def __init__(self, ops: list[Op], inputs: int, results: list[tuple[int, Aval]]) -> None:
-        """``ops`` over ``inputs`` slots (then each op's result); ``results``: (slot, aval)."""
+        """``ops`` as ``record`` noted them over ``inputs`` slots (then each op's result);
+        ``results``: (slot, aval). Repeated ops are dropped (``without_repeats``)."""
+        ops, where = without_repeats(ops, inputs, {k for k, _ in results})
+        results = [(where[k], aval) for k, aval in results]
         self.reads = sorted({k for op in ops for k in op[2] if k < inputs} | {k for k, _ in results if k < inputs})
         lifted = [
             inputs + j
@@ -138,16 +141,11 @@ class Recorded:
         self.program = Program(kept, len(self.reads) + len(lifted), len(results))
         self.results = [(code[k], aval) for k, aval in results]
 
-    def bind(self, slots: list) -> list[Expr]:
-        """The results' expressions on ``slots`` (expressions of a lazy device)."""
+    def bind(self, slots: list, device: Device) -> list[Tensor]:
+        """The results on ``slots`` (expressions of the lazy ``device``), as tensors."""
         constants = [Expr(p, (), attrs, aval, signature) for p, attrs, _, aval, signature, *_ in self.constants]
-        return call(self.program, [*[slots[k] for k in self.reads], *constants], self.results)
-
-
-def unheard() -> bool:
-    """Whether this thread's binds go straight to the tensor layer: no recorder listens (a
-    loop body being traced, a program being recorded), which a replay would bypass."""
-    return prim_layer.current_binder() is tensor_layer.bind
+        values = call(self.program, [*[slots[k] for k in self.reads], *constants], self.results)
+        return [Tensor._make(value, aval, device) for value, (_, aval) in zip(values, self.results, strict=True)]
 
 
 def replayable(device: Device) -> bool:
@@ -185,14 +183,11 @@ def replayed(
         if ops is None or any(k is None for k, _ in codes):
             programs.put(key, None)
             return results
-        ops, where = without_repeats(ops, len(inputs), {k for k, _ in codes})
         # Bound as later calls bind it, so that the first step's trace is theirs (one compile).
-        program = programs.put(key, Recorded(ops, len(inputs), [(where[k], aval) for k, aval in codes]))
+        program = programs.put(key, Recorded(ops, len(inputs), codes))
     else:
         metrics.count(counter)
-    device = inputs[0].device
-    values = program.bind([t._value for t in inputs])
-    return [Tensor._make(value, aval, device) for value, (_, aval) in zip(values, program.results, strict=True)]
+    return program.bind([t._value for t in inputs], inputs[0].device)
 
 
 F = TypeVar("F", bound=Callable[..., Tensor])

@@ -23,7 +23,7 @@ import numpy as np
 
 from braze.ir.dtypes import DType, readable, storage_array
 from braze.ir.errors import BrazeError, DeviceError
-from braze.ir.primitive import Aval, Primitive, set_binder
+from braze.ir.primitive import Aval, Primitive, current_binder, set_binder
 from braze.runtime.backend import home_backend
 from braze.runtime.cache import BoundedCache
 from braze.runtime.device import Device, default_device
@@ -213,6 +213,12 @@ def bind_typed(
 
 
 set_binder(bind)
+
+
+def unheard() -> bool:
+    """Whether this thread's binds go straight to ``bind``: no recorder listens (a loop body
+    being traced, a program being recorded), which code binding past ``bind`` would bypass."""
+    return current_binder() is bind
 
 
 class Tensor:

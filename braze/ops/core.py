@@ -10,12 +10,12 @@ import numpy as np
 
 from braze.ir.dtypes import DType, as_dtype, default_dtype_for, storage_array, weak_result_dtype
 from braze.ir.errors import DeviceError, DTypeError, ShapeError
-from braze.ir.primitive import InputLiteral, Literal, current_binder
+from braze.ir.primitive import InputLiteral, Literal
 from braze.ir.prims import elementwise, sources, structural
 from braze.ir.prims.checks import fmt_shape
 from braze.runtime.device import Device, as_device, default_device
 from braze.tangents import LEVELS
-from braze.tensor import Tensor, bind, executor_for, user_error
+from braze.tensor import Tensor, executor_for, unheard, user_error
 
 Number = bool | int | float
 
@@ -98,7 +98,7 @@ def scalar_operand(value: Number, dtype: DType, device: Device, shape: tuple[int
     (outside a replay recording and forward-mode derivatives) it records the same two
     expressions the binds would, with the same signatures, so the same trace key, from
     what the first such call noted: a GPT forward pass makes ~50 of them every step."""
-    if not device.is_lazy or current_binder() is not bind or LEVELS.open:
+    if not device.is_lazy or not unheard() or LEVELS.open:
         return broadcast_to(scalar(value, dtype, device), shape, op)
     literal = _literal(value, dtype)
     key = (id(literal), shape, device)
