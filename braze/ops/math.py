@@ -144,7 +144,9 @@ def _is_inf(x: Tensor) -> Tensor:
 
 
 def power(x: Any, y: Any) -> Tensor:
-    """``x ** y`` elementwise with broadcasting; float tensors only."""
+    """``x ** y`` elementwise with broadcasting; float tensors only. Every exponent follows
+    C99's ``pow`` (as JAX and TensorFlow do): ``x ** 0.5`` is 0.0 at -0.0 and inf at -inf,
+    where NumPy and PyTorch take a scalar 0.5 as a square root (-0.0 and nan)."""
     a, b = operands("power", x, y)
     if not a.dtype.is_float:
         raise user_error(DTypeError, f"power: expected float tensors, got {a.dtype.name}")
@@ -162,12 +164,13 @@ def where(condition: Any, x: Any, y: Any) -> Tensor:
 
 
 def clip(x: Any, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002 - NumPy's names
-    """``x`` limited to ``[min, max]`` (either bound may be None), as ``np.clip``."""
+    """``x`` limited to ``[min, max]`` (either bound may be None), as ``np.clip``: where
+    ``min > max``, ``max``."""
     out = as_tensor(x)
-    if max is not None:
-        out = minimum(out, max)
     if min is not None:
         out = maximum(out, min)
+    if max is not None:
+        out = minimum(out, max)
     return out
 
 

@@ -10,7 +10,8 @@ from braze.ir.dtypes import int32
 from braze.ir.errors import DTypeError, ShapeError
 from braze.ir.prims import sources
 from braze.ir.prims.checks import fmt_shape
-from braze.ops.core import as_tensor, normalize_axis
+from braze.ops.bitwise import bitwise_not
+from braze.ops.core import as_tensor, astype, normalize_axis
 from braze.ops.creation import one_hot, zeros_like
 from braze.ops.math import logical_and, logical_not, logical_or, where
 from braze.ops.reduction import max as reduce_max
@@ -66,7 +67,8 @@ def triu(x: Any, diagonal: int = 0) -> Tensor:
 
 def topk(x: Any, k: int, dim: int = -1, largest: bool = True) -> tuple[Tensor, Tensor]:
     """The ``k`` largest (or smallest) elements along ``dim`` and their indices (int32), in
-    order, as ``torch.topk``; of equal elements the first comes first. Each of the ``k``
+    order, as ``torch.topk``; of equal elements the first comes first, and a NaN is larger
+    than any number (the first taken by ``largest``, the last otherwise). Each of the ``k``
     is found by one reduction over the axis, so ``k`` should be small beside its length."""
     x = as_tensor(x)
     if x.dtype.kind not in "fi":
@@ -78,17 +80,26 @@ def topk(x: Any, k: int, dim: int = -1, largest: bool = True) -> tuple[Tensor, T
             ValueError, f"topk: k must be in [1, {length}] for axis {axis} of {fmt_shape(x.shape)}, got {k!r}"
         )
     moved = x if axis == x.ndim - 1 else swapaxes(x, axis, -1)
-    keyed = (moved if largest else -moved).detach()
-    lowest = -np.inf if x.dtype.is_float else np.iinfo(x.dtype.numpy).min
-    # The first index of the largest element not taken yet is the largest of (n - index)
-    # among those that equal it.
+    # The first index of the element to take is the largest of (n - index) among those
+    # whose key is the largest left: the key reverses the order for the smallest, by a
+    # negation that cannot overflow (~x for integers, as argmin does).
+    keyed = moved.detach() if largest else (-moved.detach() if x.dtype.is_float else bitwise_not(moved.detach()))
     countdown = sources.iota.bind(shape=moved.shape, dimension=moved.ndim - 1, dtype=int32, like=x.device) * -1 + length
+    if x.dtype.is_float:
+        # A NaN takes the extreme key (+inf for the largest, -inf for the smallest), and of
+        # the elements at that key the NaNs come first (largest) or last (smallest): they
+        # rank above or below the others by ``length``.
+        nan = moved.detach() != moved.detach()
+        keyed = where(nan, np.inf if largest else -np.inf, keyed)
+        countdown = countdown + astype(nan if largest else logical_not(nan), int32) * length
+    lowest = -np.inf if x.dtype.is_float else np.iinfo(x.dtype.numpy).min
     taken = zeros_like(moved, dtype="bool")
     values, indices = [], []
     for _ in range(int(k)):
         best = reduce_max(where(taken, lowest, keyed), axis=-1, keepdims=True)
         candidates = logical_and(keyed == best, logical_not(taken))
-        index = -reduce_max(where(candidates, countdown, 0), axis=-1) + length
+        ranked = reduce_max(where(candidates, countdown, 0), axis=-1)
+        index = -where(ranked > length, ranked - length, ranked) + length
         chosen = one_hot(index, length, dtype="bool")
         values.append(reduce_sum(where(chosen, moved, zeros_like(moved)), axis=-1))
         indices.append(index)

@@ -1,8 +1,10 @@
 """Algebraic simplification: a table of small rewrite rules, each exact in IEEE arithmetic
-(``x * 0`` is not rewritten: it is NaN for infinite x)."""
+(``x * 0`` is not rewritten: it is NaN for infinite x; nor is a float ``x + 0.0``: it is
+0.0 for x = -0.0, where ``x + -0.0`` and ``x - 0.0`` are x for every x)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -23,9 +25,17 @@ class Rule:
     apply: Callable[[Node], Node | None]
 
 
-def _other_if_splat(node: Node, value: float, positions: tuple[int, ...] = (0, 1)) -> Node | None:
+def _other_if_splat(
+    node: Node, value: float, positions: tuple[int, ...] = (0, 1), zero_sign: float | None = None
+) -> Node | None:
+    """The other operand where the one at a position is a splat of ``value``; a float zero
+    must also have ``zero_sign``'s sign where one is given (x + -0.0 is x for every x, but
+    x + 0.0 is 0.0 for x = -0.0)."""
     for position in positions:
-        if splat_value(node.inputs[position]) == value and not isinstance(splat_value(node.inputs[position]), bool):
+        found = splat_value(node.inputs[position])
+        if found != value or isinstance(found, bool):
+            continue
+        if zero_sign is None or not isinstance(found, float) or math.copysign(1.0, found) == zero_sign:
             return node.inputs[1 - position]
     return None
 
@@ -103,8 +113,8 @@ def _on_scalars(node: Node) -> Node | None:
 
 RULES: tuple[Rule, ...] = (
     Rule("mul_by_one", ew.mul, lambda n: _other_if_splat(n, 1)),
-    Rule("add_zero", ew.add, lambda n: _other_if_splat(n, 0)),
-    Rule("sub_zero", ew.sub, lambda n: _other_if_splat(n, 0, positions=(1,))),
+    Rule("add_zero", ew.add, lambda n: _other_if_splat(n, 0, zero_sign=-1.0)),
+    Rule("sub_zero", ew.sub, lambda n: _other_if_splat(n, 0, positions=(1,), zero_sign=1.0)),
     Rule("div_by_one", ew.div, lambda n: _other_if_splat(n, 1, positions=(1,))),
     Rule("sub_self_integer", ew.sub, _sub_self),
     Rule("double_negation", ew.neg, _double(ew.neg)),

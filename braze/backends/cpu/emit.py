@@ -260,7 +260,9 @@ def emit_kernel(
     em = Emitter(LOWERINGS, {k: f"in{k}" for k in range(len(computation.params))}, pool, target, tuning=tuning)
     outputs = [f"out{k}" for k in range(len(computation.outputs))]
     roots = [n for n in computation.nodes() if n.op.category in ROOTS]
-    if node.attr("kind") == "row":
+    if not any(output.aval.size for output in computation.outputs):
+        pass  # every output is empty: nothing to compute or write
+    elif node.attr("kind") == "row":
         emit_row_kernel(em, computation, outputs)
     elif roots:  # a reduction, contraction or window op: the kernel its lowering writes
         LOWERINGS[roots[0].op](em, computation, outputs, roots[0])

@@ -110,7 +110,8 @@ def _windows(xp: np.ndarray, filter_hw, out_hw, strides, dilation):
 def _im2col(xp: np.ndarray, filter_hw, out_hw, strides, dilation) -> np.ndarray:
     views = [v for _, v in _windows(xp, filter_hw, out_hw, strides, dilation)]
     cols = np.stack(views, axis=3)  # N, OH, OW, KH*KW, C
-    return cols.reshape(-1, cols.shape[3] * cols.shape[4])
+    # Sizes spelled out (here and below): a -1 cannot be inferred where a dimension is 0.
+    return cols.reshape(cols.shape[0] * cols.shape[1] * cols.shape[2], cols.shape[3] * cols.shape[4])
 
 
 def _batch_chunks(n: int, per_item: int):
@@ -131,7 +132,7 @@ def _conv_impl(x, w, *, strides, padding, dilation):
     w2 = w.reshape(kh * kw * c, o)
     for part in _batch_chunks(x.shape[0], oh * ow * kh * kw * c):
         cols = _im2col(_pad_hw(x[part], padding), (kh, kw), (oh, ow), strides, dilation)
-        out[part] = (cols @ w2).reshape(-1, oh, ow, o)
+        out[part] = (cols @ w2).reshape(out[part].shape)
     return out
 
 
@@ -143,7 +144,8 @@ def _grad_input_impl(g, w, *, input_hw, strides, padding, dilation):
     w2 = w.reshape(kh * kw * c, o).T
     dxp = np.zeros((n, h + t + b, wd + l + r, c), dtype=g.dtype)
     for part in _batch_chunks(n, oh * ow * kh * kw * c):
-        cols = (g[part].reshape(-1, o) @ w2).reshape(-1, oh, ow, kh, kw, c)
+        items = g[part].shape[0]
+        cols = (g[part].reshape(items * oh * ow, o) @ w2).reshape(items, oh, ow, kh, kw, c)
         for (i, j), view in _windows(dxp[part], (kh, kw), (oh, ow), strides, dilation):
             view += cols[:, :, :, i, j, :]
     return np.ascontiguousarray(dxp[:, t : t + h, l : l + wd, :])
@@ -156,7 +158,7 @@ def _grad_filter_impl(x, g, *, filter_hw, strides, padding, dilation):
     dw = np.zeros((kh * kw * c, o), dtype=x.dtype)
     for part in _batch_chunks(n, oh * ow * kh * kw * c):
         cols = _im2col(_pad_hw(x[part], padding), (kh, kw), (oh, ow), strides, dilation)
-        dw += cols.T @ g[part].reshape(-1, o)
+        dw += cols.T @ g[part].reshape(cols.shape[0], o)
     return dw.reshape(kh, kw, c, o)
 
 

@@ -121,7 +121,13 @@ def _divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def _power(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    return np.power(x, y)
+    # NumPy takes a power whose exponent it broadcasts from one value (a stride of 0) as a
+    # square root where that value is 0.5: -0.0 and nan at x = -0.0 and -inf, where C's pow
+    # (the compiled kernels') and NumPy's own elementwise power give 0.0 and inf. Each
+    # element is given its own exponent, so that every element is a pow.
+    shape = np.broadcast_shapes(x.shape, y.shape)
+    exponent = np.array(np.broadcast_to(y, shape)).reshape(-1)
+    return np.power(np.broadcast_to(x, shape).reshape(-1), exponent).reshape(shape)
 
 
 neg = unary("neg", np.negative, lambda g, x, out: (-g,), NUMERIC)

@@ -55,8 +55,11 @@ def _impl(x: np.ndarray, y: np.ndarray, *, lhs_contracting, rhs_contracting, lhs
     batch_shape = [x.shape[d] for d in lhs_batch]
     b = int(np.prod(batch_shape, dtype=np.int64))
     k = int(np.prod([x.shape[d] for d in lhs_contracting], dtype=np.int64))
-    a3 = np.transpose(x, [*lhs_batch, *x_free, *lhs_contracting]).reshape(b, -1, k)
-    b3 = np.transpose(y, [*rhs_batch, *rhs_contracting, *y_free]).reshape(b, k, -1)
+    # Sizes spelled out: a -1 cannot be inferred where a dimension is 0.
+    m = int(np.prod([x.shape[d] for d in x_free], dtype=np.int64))
+    n = int(np.prod([y.shape[d] for d in y_free], dtype=np.int64))
+    a3 = np.transpose(x, [*lhs_batch, *x_free, *lhs_contracting]).reshape(b, m, k)
+    b3 = np.transpose(y, [*rhs_batch, *rhs_contracting, *y_free]).reshape(b, k, n)
     out_shape = batch_shape + [x.shape[d] for d in x_free] + [y.shape[d] for d in y_free]
     return np.matmul(a3, b3).reshape(out_shape)
 
