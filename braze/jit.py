@@ -37,8 +37,10 @@ A call whose tracing changed what the key guards (a Python side effect such as
 step) ran as eager code runs and is not cached, since a replay would not repeat the
 change: the next call is traced again. A side effect on every call is therefore traced on
 every call, and the recompile warning names it. As in JAX, what the walk cannot see
-(printing, a private attribute) happens only while tracing, and gradients inside the
-function start from zero (``.grad`` values from before the call are not read). Called inside
+(printing, a private attribute) happens only while tracing. Gradients are what eager
+code would leave: the ``.grad`` values a call starts from are inputs (a function that
+accumulates gradients over calls reads them; whether each is there is a guard), and one
+the function drops (``zero_grad``) is None after the call. Called inside
 ``braze.jvp`` on a tensor that carries a tangent, a jitted function runs as plain code, so
 that its tangents are carried (``braze.jit`` of the ``jvp`` is the compiled form).
 """
@@ -96,6 +98,10 @@ class Compiled:
     rebuild: Callable[[list[Tensor]], Any]
     state_slots: list[tuple[int, int]] = field(default_factory=list)  # (tensor position, output position)
     grad_slots: list[tuple[int, int]] = field(default_factory=list)
+    # Gradients the call leaves as other tensors it read (tensor position, position of its
+    # new gradient), and the positions whose gradient it dropped (``zero_grad``).
+    grad_aliases: list[tuple[int, int]] = field(default_factory=list)
+    cleared_grads: list[int] = field(default_factory=list)
     # Every tensor is an eager tensor of a device with memory of its own (a GPU): the
     # executable runs on their device arrays and its outputs become their values, so a
     # call copies nothing between host and device.
@@ -111,13 +117,22 @@ class JittedFunction:
         self.static_argnums = tuple(static_argnums)
         self.donate_argnums = tuple(donate_argnums)
         self._compiled: BoundedCache[tuple, Compiled] = BoundedCache(256)
+        self._executables: BoundedCache[tuple, Any] = BoundedCache(256)  # by trace key, donations and target
         self._traces = 0
+        self._gradient_traces = 0  # traces again for the gradients a call starts from alone
         self._recent: collections.deque[tuple] = collections.deque(maxlen=_RECENT)  # the last traces' keys
         self._compiles = 0
 
     @property
+    def traces(self) -> int:
+        """How many times this function was traced (a new key: a changed guard, or the
+        gradients a call starts from)."""
+        return self._traces
+
+    @property
     def compiles(self) -> int:
-        """How many times this function was traced and compiled."""
+        """How many times this function was compiled (a trace whose graph it compiled before
+        reuses that executable)."""
         return self._compiles
 
     # What a call reads ---------------------------------------------------------------
@@ -141,6 +156,13 @@ class JittedFunction:
         self._traces += 1
         if previous is None:
             return
+        paths = [path for path, _, _ in jit_state.differences(previous, key)]
+        if paths and all(path.endswith(".grad") for path in paths):
+            # Only the gradients the call starts from differ (the first call's, left by
+            # it): a new trace, but no recompile where the graph never reads them.
+            metrics.count("JitRetraceForGradients")
+            self._gradient_traces += 1
+            return
         changed = list(jit_state.changes(previous, key))
         metrics.count("JitRecompile")
         for path, _, _ in jit_state.differences(previous, key):
@@ -148,7 +170,7 @@ class JittedFunction:
         if os.environ.get("BRAZE_DEBUG") == "1":
             reasons = "; ".join(changed) or "the arguments' structure changed"
             print(f"braze.jit({self.__name__}): compiling again at {user_location()}: {reasons}", file=sys.stderr)
-        recompiles, limit = self._traces - 1, config.recompile_limit()
+        recompiles, limit = self._traces - 1 - self._gradient_traces, config.recompile_limit()
         if limit and recompiles % limit == 0:
             warnings.warn(
                 f"braze.jit({self.__name__}) compiled {recompiles} times again (braze.config.recompile_limit() is "
@@ -215,6 +237,10 @@ class JittedFunction:
         for position, output in compiled.grad_slots:
             t = tensors[position]
             t.grad = _tensor(outputs[output], t.device)
+        for position, source in compiled.grad_aliases:
+            tensors[position].grad = tensors[source]
+        for position in compiled.cleared_grads:
+            tensors[position].grad = None
         device = tensors[0].device if tensors else _eager_of(LAZY_CPU)
         return compiled.rebuild([_tensor(outputs[k], device) for k in compiled.result_slots])
 
@@ -228,6 +254,8 @@ class JittedFunction:
         target = lazy.backend_of(home)
         on_device = not target.host_memory and all(t.device.kind == home.kind and not t.device.is_lazy for t in tensors)
         device: Device = LAZY_CPU
+        grads_before = [t.grad for t in tensors]
+        position_of = {id(t): k for k, t in enumerate(tensors)}
         with lazy.recording(tensors, device) as recorded, random.recording_draws() as drawn:
             numbers = _InputNumbers(reads.holders, reads.numbers, device)
             try:
@@ -245,12 +273,18 @@ class JittedFunction:
                 )
             result_tensors, rebuild = _flatten_result(result)
             roots: list[lazy.Expr] = [r._value for r in result_tensors]
-            state_slots, grad_slots = [], []
+            state_slots, grad_slots, grad_aliases, cleared_grads = [], [], [], []
             for k, (t, leaf) in enumerate(zip(tensors, recorded.leaves, strict=True)):
                 if t._value is not leaf:
                     state_slots.append((k, len(roots)))
                     roots.append(t._value)
-                if t.grad is not None:
+                if t.grad is None:
+                    if grads_before[k] is not None:
+                        cleared_grads.append(k)
+                elif id(t.grad) in position_of:  # a gradient read by the call, or another tensor it read
+                    if t.grad is not grads_before[k]:
+                        grad_aliases.append((k, position_of[id(t.grad)]))
+                else:
                     grad_slots.append((k, len(roots)))
                     roots.append(t.grad._value)
         after = self._read(args, kwargs)
@@ -277,9 +311,7 @@ class JittedFunction:
             inputs.append(source or ("captured", array))
         parameter_of = {source[1]: j for j, source in enumerate(inputs) if source[0] == "state"}
         graph = self._donating(trace.graph, state_slots, reads.paths, parameter_of)
-        executable = lazy.compile_for_target(graph, target)
-        self._compiles += 1
-        metrics.count("JitCompile")
+        executable = self._executable(trace, graph, target)
         if on_device:  # captured values never change: uploaded once, here
             inputs = [(kind, target.upload(slot) if kind == "captured" else slot) for kind, slot in inputs]
         compiled = Compiled(
@@ -289,6 +321,8 @@ class JittedFunction:
             rebuild,
             state_slots,
             grad_slots,
+            grad_aliases,
+            cleared_grads,
             on_device,
             [generator for generator, _ in drawn],
             target,
@@ -302,6 +336,25 @@ class JittedFunction:
         if cacheable:
             self._compiled.put(key, compiled)
         return self._finish(compiled, tensors, outputs)
+
+    def _executable(self, trace: lazy.Trace, graph: Graph, target: Backend) -> Any:
+        """The executable of ``graph``: one compiled for a trace of the same key (a call that
+        differs from an earlier one only in what the graph never reads, such as gradients
+        that ``zero_grad`` drops before the step computes new ones), else a new one."""
+        key = (trace.key, tuple(sorted(graph.donated.items())), id(target))
+        try:
+            executable = self._executables.get(key)
+        except TypeError:  # an unhashable attribute value: never shared
+            key, executable = None, None
+        if executable is not None:
+            metrics.count("JitExecutableShared")
+            return executable
+        executable = lazy.compile_for_target(graph, target)
+        self._compiles += 1
+        metrics.count("JitCompile")
+        if key is not None:
+            self._executables.put(key, executable)
+        return executable
 
     def _donating(self, graph: Graph, state_slots, paths: list[str], parameter_of: dict[int, int]) -> Graph:
         """Outputs that replace tensors of donated arguments may reuse their buffers."""

@@ -10,7 +10,9 @@ the user wrote, its class's public attributes and the methods a call reaches (``
 ``train_step``... and the methods they name; their globals and closures are read as a
 function's are), at most ``MAX_DEPTH`` deep, and sorts what it meets:
 
-- **tensors** are state: their values are the executable's inputs, read on every call;
+- **tensors** are state: their values are the executable's inputs, read on every call,
+  and so are the gradients they hold (``.grad``, as ``<path>.grad``: a step that
+  accumulates gradients over calls reads them as eager code does);
 - **numbers held in an attribute that the object's class lists in** ``jit_inputs`` (an
   optimizer's learning rate and its other hyperparameters) are inputs too, read on every
   call; a zero one is a guard instead, since a zero term (no weight decay, no momentum)
@@ -25,8 +27,9 @@ function's are), at most ``MAX_DEPTH`` deep, and sorts what it meets:
   functions, classes, modules and random generators (whose keys are drawn as inputs, see
   :mod:`braze.ops.random`).
 
-A tensor's guard is its shape, dtype and device. The key holds each entry with the path
-it was reached by (``args[1].lr``, ``scale``, ``args[0].layers[2].training``), so that a
+A tensor's guard is its shape, dtype, device and whether it requires grad (a parameter
+frozen between calls has no gradient, as in eager execution). The key holds each entry with
+the path it was reached by (``args[1].lr``, ``scale``, ``args[0].layers[2].training``), so that a
 new key can be explained by the entries that changed.
 """
 
@@ -191,7 +194,9 @@ def read(roots: list[tuple[str, Any]]) -> Reads:
                 seen.add(id(value))
                 tensors.append(value)
                 paths.append(path)
-                entries.append((path, value._aval, value.device))
+                entries.append((path, value._aval, value.device, value.requires_grad))
+                if value.grad is not None:  # a gradient from before the call: an input too
+                    visit(value.grad, f"{path}.grad", depth + 1)
         elif id(value) in seen:
             return
         elif depth > MAX_DEPTH:
@@ -388,16 +393,18 @@ def changes(before: tuple, after: tuple) -> Iterator[str]:
 
 def _changed(path: str, old: tuple, new: tuple) -> str:
     if _is_tensor(old) and _is_tensor(new):
-        (old_aval, old_device), (new_aval, new_device) = old, new
+        (old_aval, old_device, old_grad), (new_aval, new_device, new_grad) = old, new
         if old_device != new_device:
             return f"{path} device changed from {old_device} to {new_device}"
+        if old_grad != new_grad:
+            return f"{path} requires_grad changed from {old_grad} to {new_grad}"
         what = "shape" if old_aval.dtype == new_aval.dtype else "dtype"
         return f"{path} {what} changed from {_aval(old_aval)} to {_aval(new_aval)}"
     return f"{path} changed from {describe(old)} to {describe(new)}"
 
 
 def _is_tensor(payload: tuple) -> bool:
-    return len(payload) == 2 and isinstance(payload[1], Device)
+    return len(payload) == 3 and isinstance(payload[1], Device)
 
 
 def _aval(aval: Any) -> str:
@@ -407,7 +414,7 @@ def _aval(aval: Any) -> str:
 def describe(payload: tuple) -> str:
     """One key entry's payload as a user reads it."""
     if _is_tensor(payload):
-        return f"a {_aval(payload[0])} tensor on {payload[1]}"
+        return f"a {_aval(payload[0])} tensor on {payload[1]}{' that requires grad' if payload[2] else ''}"
     if payload == (INPUT,):
         return "an input number"
     if len(payload) == 2 and isinstance(payload[0], type):

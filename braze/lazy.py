@@ -628,7 +628,8 @@ def _fixed_while_recording(expr: Expr) -> bool:
 @contextlib.contextmanager
 def recording(tensors: Sequence[Tensor], device: Device = LAZY) -> Iterator[Recording]:
     """Record a function as one graph (what ``braze.jit`` compiles): ``tensors`` move onto
-    the lazy ``device`` as device data for the block, without their gradients, and tensors
+    the lazy ``device`` as device data for the block, with those of their gradients that
+    are among them (the others are dropped for the block), and tensors
     made without a device are made there; barriers do nothing, and reading a value is a
     :class:`TraceError`, since a value read while recording would be frozen into the graph.
     Afterwards every tensor has its own value, device, gradient and gradient record back,
@@ -640,9 +641,11 @@ def recording(tensors: Sequence[Tensor], device: Device = LAZY) -> Iterator[Reco
     start = next(_SEQUENCE)
     default = default_device()
     set_default_device(device)
+    recorded = {id(t) for t in tensors}
     try:
         for t, array in zip(tensors, arrays, strict=True):
-            t.device, t._value, t.grad, t._grad_node = device, EXECUTOR.from_numpy(array, device), None, None
+            grad = t.grad if t.grad is not None and id(t.grad) in recorded else None
+            t.device, t._value, t.grad, t._grad_node = device, EXECUTOR.from_numpy(array, device), grad, None
         previous = getattr(_HOLD, "recording", False), getattr(_HOLD, "current", None)
         block = Recording([t._value for t in tensors], start)
         _HOLD.recording, _HOLD.current = True, block

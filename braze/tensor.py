@@ -16,6 +16,7 @@ import itertools
 import os
 import sys
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
@@ -83,6 +84,23 @@ class EagerExecutor:
 
 
 _EXECUTORS: dict[str, Executor] = {"EAGER": EagerExecutor()}
+
+# Tensors made trainable by requires_grad_(), by id; an entry goes when its tensor does. A
+# module keeps such a tensor in its state (saved, loaded, moved) after it is frozen.
+_TRAINABLE: dict[int, weakref.ref] = {}
+
+
+def _mark_trainable(tensor: Tensor) -> None:
+    key = id(tensor)
+    if key not in _TRAINABLE:
+        _TRAINABLE[key] = weakref.ref(tensor, lambda _: _TRAINABLE.pop(key, None))
+
+
+def was_trainable(tensor: Tensor) -> bool:
+    """Whether ``tensor`` was made to require grad by ``requires_grad_()`` (a parameter, even
+    one frozen since)."""
+    ref = _TRAINABLE.get(id(tensor))
+    return ref is not None and ref() is tensor
 
 
 def register_executor(backend: str, executor: Executor) -> None:
@@ -468,6 +486,8 @@ class Tensor:
         if not self.is_leaf:
             raise RuntimeError("requires_grad_() can only be set on a leaf tensor; use .detach() first")
         self.requires_grad = requires_grad
+        if requires_grad:
+            _mark_trainable(self)
         return self
 
     def backward(

@@ -38,7 +38,10 @@ def test_jitted_lenet_steps_match_eager_and_compile_once():
         np.testing.assert_allclose(got.item(), expected.item(), rtol=1e-5)
     for p, q in zip(eager.model.parameters(), jitted.model.parameters(), strict=True):
         np.testing.assert_allclose(q.numpy(), p.numpy(), rtol=1e-5, atol=1e-6)
-    assert step.compiles == 1 and metrics.counter("JitCacheHit") == 5
+    # The second call starts from the gradients the first left, which its zero_grad drops:
+    # traced again, with the first call's executable.
+    assert step.compiles == 1 and metrics.counter("JitCacheHit") == 4
+    assert metrics.counter("JitRetraceForGradients") == 1 and metrics.counter("JitRecompile") == 0
 
 
 def test_a_new_signature_compiles_exactly_once_and_says_why(capsys, monkeypatch):
@@ -56,7 +59,7 @@ def test_static_arguments_are_part_of_the_signature():
     assert power(x, 2.0).tolist() == [4.0, 9.0]
     assert power(x, 3.0).tolist() == [8.0, 27.0]
     assert power(x, 2.0).tolist() == [4.0, 9.0]
-    assert power.compiles == 2
+    assert power.traces == 2
 
 
 def test_donated_parameters_are_updated_in_place():

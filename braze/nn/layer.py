@@ -478,7 +478,7 @@ class Layer(Module):
             array = np.asarray(value)
             if array.shape != w.shape:
                 raise ValueError(f"{self.name}.set_weights: weight {i} has shape {w.shape}, got {array.shape}")
-            set_value(w, np.array(array, dtype=w.dtype.numpy))
+            set_value(w, array)
 
     def count_params(self) -> int:
         return sum(w.size for w in self.weights)

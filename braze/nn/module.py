@@ -26,7 +26,7 @@ from braze.nn.checkpoint import HDF5_SUFFIXES, CheckpointError, read_checkpoint,
 from braze.nn.keras_methods import KerasMethods
 from braze.nn.state import is_buffer, mark_buffer, set_value
 from braze.runtime.device import Device, as_device
-from braze.tensor import Tensor
+from braze.tensor import Tensor, was_trainable
 
 __all__ = ["CheckpointError", "IncompatibleKeys", "Module", "is_buffer", "mark_buffer", "read_checkpoint"]
 
@@ -117,8 +117,8 @@ class Module(KerasMethods):
         setattr(self, name, mark_buffer(tensor))
 
     def _state(self) -> dict[str, Tensor]:
-        """Parameters and buffers by name: what checkpoints hold."""
-        return {name: t for name, t in self._named_tensors() if t.requires_grad or is_buffer(t)}
+        """Parameters (frozen ones too) and buffers by name: what checkpoints hold."""
+        return {name: t for name, t in self._named_tensors() if t.requires_grad or is_buffer(t) or was_trainable(t)}
 
     def num_parameters(self) -> int:
         return sum(p.size for p in self.parameters())
@@ -148,8 +148,9 @@ class Module(KerasMethods):
                 raise TypeError(f"Module.to: parameters must stay floats, not {target_dtype.name}")
             for t in state:
                 if t.dtype.is_float:
-                    set_value(t, t.numpy().astype(target_dtype.numpy))
+                    values = t.numpy()
                     t._aval = t._aval._replace(dtype=target_dtype)
+                    set_value(t, values)
                     t.grad = None
         if device is not None:
             target = as_device(device)
@@ -187,7 +188,7 @@ class Module(KerasMethods):
                     f"checkpoint but {params[name].shape} in the model"
                 )
         for name, value in loaded.items():
-            set_value(params[name], value.astype(params[name].dtype.numpy))
+            set_value(params[name], value)
         return IncompatibleKeys(missing, unexpected)
 
     def save(self, path: str | os.PathLike, overwrite: bool = True) -> None:

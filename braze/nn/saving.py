@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from braze import ops
+from braze.ir.dtypes import storage_array
 from braze.nn import activations, initializers, keras_losses, metrics, regularizers
 from braze.nn.checkpoint import CheckpointError, write_atomically, write_npz
 from braze.nn.functional_api import InputLayer
@@ -481,7 +482,7 @@ def _restore_optimizer(model: Any, arrays: dict[str, np.ndarray]) -> None:
             raise CheckpointError(f"the saved optimizer has slots for parameter {i}; this model has fewer")
         param = optimizer.params[i]
         slots = optimizer.state[i] = optimizer.state[i] or {}
-        slots[name] = Tensor.from_numpy(np.array(value, dtype=param.dtype.numpy), param.device)
+        slots[name] = Tensor.from_numpy(storage_array(value, param.dtype), param.device)
 
 
 # Files ----------------------------------------------------------------------------------

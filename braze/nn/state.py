@@ -10,9 +10,11 @@ trace the load.
 from __future__ import annotations
 
 import weakref
+from typing import Any
 
 import numpy as np
 
+from braze.ir.dtypes import storage_array
 from braze.tensor import Tensor, executor_for
 
 # Tensors that are some module's buffer, by id; an entry goes when its tensor does.
@@ -31,6 +33,8 @@ def is_buffer(tensor: Tensor) -> bool:
     return ref is not None and ref() is tensor
 
 
-def set_value(tensor: Tensor, array: np.ndarray) -> None:
-    """Replace ``tensor``'s value by ``array`` as data on its device (a load, not a traced op)."""
+def set_value(tensor: Tensor, values: Any) -> None:
+    """Replace ``tensor``'s value by ``values`` (as the user reads them: bfloat16 as its
+    float values, rounded here) as data on its device (a load, not a traced op)."""
+    array = storage_array(values, tensor.dtype)
     tensor._value = executor_for(tensor.device).from_numpy(np.require(array, requirements="C"), tensor.device)
