@@ -65,37 +65,49 @@ class Module(KerasMethods):
 
     def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
         seen: set[int] = set()
-        for name, module, _ in self._module_items(prefix):
+        for name, module, _, _ in self._module_items(prefix):
             if id(module) not in seen:
                 seen.add(id(module))
                 yield name, module
 
-    def _module_items(self, prefix: str) -> Iterator[tuple[str, Module, list[tuple[str, Any]]]]:
-        """(prefix, module, its items) for this module and every module inside it, a module
-        met again included: each module's attributes are walked once per meeting, for its
-        submodules and its tensors alike."""
+    def _module_items(
+        self, prefix: str, trainable: bool = True
+    ) -> Iterator[tuple[str, Module, list[tuple[str, Any]], bool]]:
+        """(prefix, module, its items, whether it trains) for this module and every module
+        inside it, a module met again included: each module's attributes are walked once
+        per meeting, for its submodules and its tensors alike. A module trains unless it or
+        one around it is a Keras layer set to ``trainable = False``."""
         items = list(self._items())
-        yield prefix, self, items
+        trainable = trainable and getattr(self, "trainable", True) is not False
+        yield prefix, self, items, trainable
         for name, value in items:
             if isinstance(value, Module):
-                yield from value._module_items(f"{prefix}{name}.")
+                yield from value._module_items(f"{prefix}{name}.", trainable)
 
     def _named_tensors(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
         """Every tensor of this module and the modules inside it, each once."""
+        for name, value, _ in self._owned_tensors(prefix):
+            yield name, value
+
+    def _owned_tensors(self, prefix: str = "") -> Iterator[tuple[str, Tensor, bool]]:
+        """Every tensor of this module and the modules inside it, each once, with whether
+        the module that holds it (first) trains."""
         modules: set[int] = set()
         seen: set[int] = set()
-        for module_prefix, module, items in self._module_items(prefix):
+        for module_prefix, module, items, trainable in self._module_items(prefix):
             if id(module) in modules:
                 continue
             modules.add(id(module))
             for name, value in items:
                 if isinstance(value, Tensor) and id(value) not in seen:
                     seen.add(id(value))
-                    yield f"{module_prefix}{name}", value
+                    yield f"{module_prefix}{name}", value, trainable
 
     def named_parameters(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
-        for name, value in self._named_tensors(prefix):
-            if value.requires_grad:
+        """The tensors that require grad, but those of a Keras layer set to ``trainable =
+        False`` (Keras's ``trainable_weights``): what an optimizer made from the module trains."""
+        for name, value, trainable in self._owned_tensors(prefix):
+            if value.requires_grad and trainable:
                 yield name, value
 
     def named_buffers(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
@@ -134,8 +146,9 @@ class Module(KerasMethods):
         return self.train(False)
 
     def zero_grad(self) -> None:
-        for p in self.parameters():
-            p.grad = None
+        for _, t in self._named_tensors():
+            if t.requires_grad:
+                t.grad = None
 
     def to(self, device: Device | str | None = None, dtype: Any = None) -> Module:
         """Move every parameter and buffer to ``device`` in place (X10's ``model.move(to:)``),

@@ -24,11 +24,21 @@ from braze.nn.errors import CheckpointError
 
 MAX_RATIO = 100  # float parameters compress about 1.1:1; zeros (fresh biases) far more
 SLACK = 256 << 20  # so small archives of zeros are always fine
+# What zipfile raises on a damaged archive; NotImplementedError for a compression method or
+# zip version that a flipped byte names.
+CORRUPT = (zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError)
 
 
 def write_npz(handle: BinaryIO, state: dict[str, np.ndarray]) -> None:
     """Write arrays to ``handle`` as ``np.savez`` does (one ``NAME.npy`` member each), for
-    any names: ``np.savez(handle, **state)`` fails on a parameter named ``file``."""
+    any name a zip member can hold: ``np.savez(handle, **state)`` fails on a parameter
+    named ``file``; a name with a NUL (which ends a member's name when read back) or longer
+    than a zip name's 65,535 bytes is a CheckpointError before anything is written."""
+    for name in state:
+        encoded = f"{name}.npy".encode("utf-8", errors="replace")
+        if "\0" in name or len(encoded) > 0xFFFF:
+            shown = name if len(name) <= 40 else f"{name[:40]}... ({len(name):,} characters)"
+            raise CheckpointError(f"{shown!r}: an .npz checkpoint cannot hold this name (a NUL, or over 65,535 bytes)")
     with zipfile.ZipFile(handle, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
         for name, value in state.items():
             with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
@@ -88,7 +98,7 @@ def read_npz(path: str | os.PathLike, source: io.BytesIO | None = None) -> dict[
                 if names.count(info.filename) > 1:
                     raise CheckpointError(f"{path}: not a checkpoint: member {info.filename!r} appears twice")
             return {info.filename[: -len(".npy")]: _member(path, archive, info) for info in infos}
-    except (zipfile.BadZipFile, EOFError, zlib.error) as error:
+    except CORRUPT as error:
         raise CheckpointError(f"{path}: truncated or corrupt checkpoint ({error})") from None
     except (OSError, ValueError) as error:
         if isinstance(error, CheckpointError):
@@ -117,7 +127,7 @@ def read_model_weights(path: str | os.PathLike) -> dict[str, np.ndarray] | None:
             if "config.json" not in names or MODEL_WEIGHTS not in names:
                 return None
             inner = io.BytesIO(read_member(path, archive, MODEL_WEIGHTS))
-    except (zipfile.BadZipFile, EOFError, zlib.error) as error:
+    except CORRUPT as error:
         raise CheckpointError(f"{path}: truncated or corrupt checkpoint ({error})") from None
     state = read_npz(path, inner)
     return {name: value for name, value in state.items() if not name.startswith("optimizer/")}

@@ -33,7 +33,7 @@ from braze.nn.keras_ops import _WRAPPED
 from braze.nn.layer import Layer
 from braze.nn.model import KerasSequential, Model, Sequential
 from braze.nn.module import warn_if_hdf5
-from braze.nn.npz import MODEL_WEIGHTS, read_member, read_npz
+from braze.nn.npz import CORRUPT, MODEL_WEIGHTS, read_member, read_npz
 from braze.nn.state import set_value
 from braze.nn.symbolic import KerasTensor
 from braze.tensor import Tensor
@@ -460,11 +460,16 @@ def _spec_from(value: Any, custom: dict[str, Any], kind: str) -> Any:
 
 
 def _optimizer_state(model: Any) -> dict[str, np.ndarray]:
+    """The optimizer's step count and slots, each slot under its parameter's name in the
+    model (``optimizer/<name>/<slot>``): the rebuilt optimizer may hold its parameters in
+    another order (it meets them in the model's, the trained one in the order it first
+    trained them, a frozen layer unfrozen later)."""
     optimizer = getattr(model.optimizer, "optimizer", model.optimizer)
+    names = {id(t): name for name, t in model._state().items()}
     state = {"optimizer/iterations": np.array(float(optimizer.iterations.item()))}
-    for i, slots in enumerate(optimizer.state):
-        for name, value in (slots or {}).items():
-            state[f"optimizer/{i}/{name}"] = np.array(value.numpy(), dtype=np.float64)
+    for param, slots in zip(optimizer.params, optimizer.state, strict=True):
+        for slot, value in (slots or {}).items():
+            state[f"optimizer/{names[id(param)]}/{slot}"] = np.array(value.numpy(), dtype=np.float64)
     return state
 
 
@@ -472,17 +477,30 @@ def _restore_optimizer(model: Any, arrays: dict[str, np.ndarray]) -> None:
     optimizer = getattr(model.optimizer, "optimizer", model.optimizer)
     if "optimizer/iterations" not in arrays:
         return
-    set_value(optimizer.iterations, np.array(int(arrays["optimizer/iterations"]), np.int64))
+    params = model._state()
+    position = {id(p): i for i, p in enumerate(optimizer.params)}
+    restored: dict[int, dict[str, Tensor]] = {}
     for key, value in arrays.items():
-        parts = key.split("/")
-        if len(parts) != 3:
+        name, _, slot = key[len("optimizer/") :].rpartition("/")
+        if not key.startswith("optimizer/") or not name:
             continue
-        i, name = int(parts[1]), parts[2]
-        if i >= len(optimizer.params):
-            raise CheckpointError(f"the saved optimizer has slots for parameter {i}; this model has fewer")
-        param = optimizer.params[i]
-        slots = optimizer.state[i] = optimizer.state[i] or {}
-        slots[name] = Tensor.from_numpy(storage_array(value, param.dtype), param.device)
+        param = params.get(name)
+        if param is None and name.isdigit() and int(name) < len(optimizer.params):
+            param = optimizer.params[int(name)]  # an older file: slots by the optimizer's order
+        if param is None or id(param) not in position:
+            raise CheckpointError(
+                f"the saved optimizer has slots for {name!r}, which this model's optimizer does not train"
+            )
+        if np.shape(value) not in (param.shape, ()):
+            raise CheckpointError(
+                f"the saved optimizer's slot {slot!r} of {name!r} is {np.shape(value)}, the weight {param.shape}"
+            )
+        restored.setdefault(position[id(param)], {})[slot] = Tensor.from_numpy(
+            storage_array(value, param.dtype), param.device
+        )
+    set_value(optimizer.iterations, np.array(int(arrays["optimizer/iterations"]), np.int64))
+    for i, slots in restored.items():
+        optimizer.state[i] = {**(optimizer.state[i] or {}), **slots}
 
 
 # Files ----------------------------------------------------------------------------------
@@ -523,7 +541,7 @@ def load_model(
         with zipfile.ZipFile(filepath) as archive:
             config = json.loads(read_member(filepath, archive, "config.json"))
             weights = read_member(filepath, archive, MODEL_WEIGHTS)
-    except (OSError, KeyError, zipfile.BadZipFile, json.JSONDecodeError) as error:
+    except (OSError, KeyError, json.JSONDecodeError, *CORRUPT) as error:
         raise CheckpointError(f"{filepath}: not a model saved by braze's model.save ({error})") from None
     if config.get("format") != FORMAT:
         raise CheckpointError(f"{filepath}: not a model saved by braze (format {config.get('format')!r})")

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from braze.autodiff import no_grad
-from braze.ir.dtypes import float64
+from braze.ir.dtypes import float64, storage_array
 from braze.lazy import barrier
 from braze.ops import astype, clip, full, maximum, sqrt
 from braze.ops import sum as reduce_sum
@@ -74,7 +74,8 @@ def zeros_data(param: Tensor, shape: tuple[int, ...] | None = None) -> Tensor:
 
 def full_data(param: Tensor, value: float, shape: tuple[int, ...] | None = None) -> Tensor:
     """A slot filled with ``value``, as device data (not an op traced into the first step)."""
-    return Tensor.from_numpy(np.full(param.shape if shape is None else shape, value, param.dtype.numpy), param.device)
+    values = np.full(param.shape if shape is None else shape, value)
+    return Tensor.from_numpy(storage_array(values, param.dtype), param.device)
 
 
 class LearningRate(float):
@@ -442,6 +443,7 @@ class Optimizer:
         device = self.params[0].device
         if self.iterations.device != device:  # the model moved after the optimizer was made
             self.to(device)
+        self._follow_dtypes(updates)
         with no_grad(), self._step_constants():
             clipped = []
             for (i, p, _), grad in zip(updates, self._clipped([grad for _, _, grad in updates]), strict=True):
@@ -461,6 +463,16 @@ class Optimizer:
             self.iterations._assign(self.iterations + 1)
         if device.is_lazy:
             barrier(device)  # a lazy training step ends here, as users of X10's barrier expect
+
+    def _follow_dtypes(self, updates: list[tuple[int, Tensor, Tensor]]) -> None:
+        """Slots of a float parameter converted since they were made (``model.to(dtype=...)``
+        after the optimizer) take its dtype, their values kept, as PyTorch's slots, made at
+        the first step, would have it."""
+        for i, p, _ in updates:
+            slots = self.state[i]
+            for name, slot in slots.items():
+                if slot.dtype is not p.dtype and slot.dtype.is_float and p.dtype.is_float:
+                    slots[name] = astype(slot, p.dtype).detach()
 
     def _updated(self, updates: list[tuple[int, Tensor, Tensor]], device: Device) -> list[tuple[Tensor, Slots]]:
         """The new parameter and slots of each (index, parameter, gradient)."""
@@ -521,8 +533,10 @@ class Optimizer:
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore what :meth:`state_dict` saved into this optimizer's slots, hyperparameters
-        and step count; the groups and parameters must be as many and of the same shapes
-        (a ValueError names the first difference, and nothing is loaded)."""
+        and step count, as PyTorch does: a slot made since this optimizer was (momentum
+        turned on mid-run) is made, one the saved optimizer had not made is dropped. The
+        groups, their hyperparameters' names and the parameters must be as many and of the
+        same shapes (a ValueError names the first difference, and nothing is loaded)."""
         difference = self._difference(state_dict["param_groups"], state_dict["state"])
         if difference:
             raise ValueError(f"{type(self).__name__}.load_state_dict: {difference}")
@@ -531,8 +545,15 @@ class Optimizer:
                 if key != "params":
                     group[key] = value
         for i, slots in enumerate(self.state):
-            for slot, array in state_dict["state"].get(i, {}).items():
-                slots[slot]._load(array)
+            saved = state_dict["state"].get(i, {})
+            for slot in [name for name in slots if name not in saved]:  # not made yet when it was saved
+                del slots[slot]
+            for slot, array in saved.items():
+                if slot in slots:
+                    slots[slot]._load(array)
+                else:  # made mid-run (momentum turned on) before it was saved
+                    slots[slot] = zeros_data(self.params[i], np.shape(array))
+                    slots[slot]._load(array)
         if self.iterations is not None:
             self.iterations._load(np.array(state_dict.get("iterations", 0), np.int64))
 
@@ -542,13 +563,15 @@ class Optimizer:
         for k, (saved, group) in enumerate(zip(groups, self.param_groups, strict=True)):
             if len(saved["params"]) != len(group.params):
                 return f"group {k} saved {len(saved['params'])} parameters, this optimizer's has {len(group.params)}"
+            names, mine = sorted(set(saved) - {"params"}), sorted(set(group) - {"params"})
+            if names != mine:  # another kind of optimizer
+                return f"group {k} saved the hyperparameters {names}, this optimizer's has {mine}"
         for i, slots in enumerate(self.state):
-            arrays = state.get(i, {})
-            if set(arrays) != set(slots):
-                return f"parameter {i} has slots {sorted(slots)}, the saved state {sorted(arrays)}"
-            for slot, array in arrays.items():
-                if np.shape(array) != slots[slot].shape:
-                    return f"slot {slot!r} of parameter {i} is {slots[slot].shape}, the saved one {np.shape(array)}"
+            for slot, array in state.get(i, {}).items():
+                # A slot this optimizer has not made yet is one of its parameter's shape or a scalar.
+                expected = slots[slot].shape if slot in slots else self.params[i].shape
+                if np.shape(array) != expected and (slot in slots or np.shape(array) != ()):
+                    return f"slot {slot!r} of parameter {i} is {expected}, the saved one {np.shape(array)}"
         return None
 
 

@@ -195,3 +195,24 @@ def test_a_whole_models_file_is_bounded_by_its_own_size_not_by_its_inflated_weig
         keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)]).load_weights(path)
     with pytest.raises(CheckpointError, match="decompression bomb"):
         keras.models.load_model(path)
+
+
+def test_an_npz_whose_member_names_an_unknown_compression_is_a_checkpoint_error(tmp_path):
+    path = tmp_path / "model.npz"
+    write_checkpoint(path, {"w": np.arange(4, dtype=np.float32)})
+    data = bytearray(path.read_bytes())
+    method = data.index(b"PK\x01\x02") + 10  # the compression method of the member's directory entry
+    data[method : method + 2] = (99).to_bytes(2, "little")
+    path.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match="truncated or corrupt"):
+        read_checkpoint(path)
+
+
+@pytest.mark.parametrize("name", ["x\x00y", "a" * 70_000], ids=["a NUL", "too long"])
+def test_an_npz_refuses_names_it_could_not_read_back_and_keeps_the_file(tmp_path, name):
+    path = tmp_path / "model.npz"
+    write_checkpoint(path, {"good": np.ones(2, np.float32)})
+    with pytest.raises(CheckpointError, match="cannot hold this name"):
+        write_checkpoint(path, {name: np.ones(2, np.float32)})
+    assert list(read_checkpoint(path)) == ["good"]
+    assert sorted(os.listdir(tmp_path)) == ["model.npz"]

@@ -117,3 +117,17 @@ def test_a_jitted_optimizer_step_reads_gradients_computed_before_it():
         update(optimizers[1])
         for eager, compiled in zip(models[0].parameters(), models[1].parameters(), strict=True):
             np.testing.assert_allclose(compiled.numpy(), eager.numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_a_keras_frozen_layer_is_not_trained_by_an_optimizer_made_from_the_model():
+    model = Sequential(Dense(4, input_dim=3, generator=braze.Generator(3)), Dense(2, generator=braze.Generator(4)))
+    model.layers[0].trainable = False  # Keras's freezing, in a PyTorch-style loop
+    optimizer = SGD(model, lr=0.1)
+    frozen = [w.numpy().copy() for w in model.layers[0].weights]
+    trained = [w.numpy().copy() for w in model.layers[1].weights]
+    train_step(model, optimizer, braze.ones((2, 3)))
+    assert [id(p) for p in model.parameters()] == [id(w) for w in model.trainable_weights]
+    for weight, before in zip(model.layers[0].weights, frozen, strict=True):
+        np.testing.assert_array_equal(weight.numpy(), before)
+    assert all(not np.array_equal(w.numpy(), b) for w, b in zip(model.layers[1].weights, trained, strict=True))
+    assert len(model.state_dict()) == 4  # frozen weights are saved all the same

@@ -275,3 +275,22 @@ def test_an_optimizer_with_a_learning_rate_schedule_loads_without_custom_objects
     loaded = keras.models.load_model(tmp_path / "scheduled.keras")
     rate = loaded.optimizer.learning_rate
     assert type(rate) is type(schedule) and rate.get_config() == schedule.get_config()
+
+
+@pytest.mark.parametrize("widths", [(4, 4), (8, 2)], ids=["same shapes", "other shapes"])
+def test_optimizer_slots_return_to_their_weights_when_the_optimizer_met_them_in_another_order(tmp_path, widths):
+    rng = np.random.default_rng(0)
+    x, y = rng.random((32, 4)).astype("float32"), rng.random((32, widths[1])).astype("float32")
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((4,)), layers.Dense(widths[0], name="base"), layers.Dense(widths[1])])
+    model.layers[0].trainable = False  # the head trains first: the optimizer meets the base last
+    model.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
+    model.fit(x, y, epochs=1, batch_size=8, verbose=0)
+    model.layers[0].trainable = True
+    model.fit(x, y, epochs=1, batch_size=8, verbose=0)
+    model.save(tmp_path / "tuned.keras")
+    loaded = keras.models.load_model(tmp_path / "tuned.keras")
+    model.fit(x, y, epochs=1, batch_size=8, verbose=0, shuffle=False)
+    loaded.fit(x, y, epochs=1, batch_size=8, verbose=0, shuffle=False)
+    for got, want in zip(loaded.get_weights(), model.get_weights(), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)

@@ -107,6 +107,52 @@ def test_a_state_that_does_not_fit_is_refused_and_nothing_is_loaded():
         optimizer.load_state_dict(wrong.state_dict())
     for slots, kept in zip(optimizer.state, before, strict=True):
         np.testing.assert_array_equal(slots["m"].numpy(), kept)
+    adam = AdamW(network(0), lr=0.1)
+    with pytest.raises(ValueError, match=r"group 0 saved the hyperparameters \[.*'momentum'"):
+        adam.load_state_dict(SGD(network(0), lr=0.1).state_dict())
+    # An optimizer made with momentum takes the state of one without, as PyTorch's does:
+    # its momentum and its slots are the saved ones.
     momentum = SGD(network(0), lr=0.1, momentum=0.9)
-    with pytest.raises(ValueError, match=r"has slots \['momentum'\], the saved state \[\]"):
-        momentum.load_state_dict(SGD(network(0), lr=0.1).state_dict())
+    momentum.load_state_dict(SGD(network(0), lr=0.1).state_dict())
+    assert momentum.param_groups[0]["momentum"] == 0 and all(not slots for slots in momentum.state)
+
+
+def plain_step(model, optimizer, x, y):
+    optimizer.zero_grad()
+    softmax_cross_entropy(model(x), y).backward()
+    optimizer.step()
+
+
+def test_momentum_turned_on_mid_run_resumes_in_an_optimizer_made_without_it():
+    rng = np.random.default_rng(3)
+    x, y = braze.tensor(rng.random((6, 5), dtype=np.float32)), braze.tensor(rng.integers(0, 3, 6).astype(np.int32))
+    model = network(0)
+    optimizer = SGD(model, lr=0.05)
+    plain_step(model, optimizer, x, y)
+    optimizer.param_groups[0]["momentum"] = 0.9  # a momentum warm-up
+    plain_step(model, optimizer, x, y)
+    resumed = network(1)
+    resumed.load_state_dict(model.state_dict())
+    again = SGD(resumed, lr=0.05)  # the construction code of the run, momentum off
+    again.load_state_dict(optimizer.state_dict())
+    for m, o in ((model, optimizer), (resumed, again)):
+        for _ in range(2):
+            plain_step(m, o, x, y)
+    for p, q in zip(model.parameters(), resumed.parameters(), strict=True):
+        np.testing.assert_array_equal(q.numpy(), p.numpy())
+
+
+def test_slots_follow_a_model_converted_to_float64_after_the_optimizer_was_made():
+    rng = np.random.default_rng(4)
+    x, y = rng.random((6, 5)), rng.integers(0, 3, 6).astype(np.int32)
+    single, double = network(0), network(0)
+    optimizers = [AdamW(single, lr=0.01), AdamW(double, lr=0.01)]
+    plain_step(single, optimizers[0], braze.tensor(x, dtype="float32"), braze.tensor(y))
+    plain_step(double, optimizers[1], braze.tensor(x, dtype="float32"), braze.tensor(y))
+    double.to(dtype=braze.float64)  # then trained in double precision, as PyTorch allows
+    plain_step(single, optimizers[0], braze.tensor(x, dtype="float32"), braze.tensor(y))
+    plain_step(double, optimizers[1], braze.tensor(x, dtype="float64"), braze.tensor(y))
+    assert {slot.dtype for slots in optimizers[1].state for slot in slots.values()} == {braze.float64}
+    for p, q in zip(single.parameters(), double.parameters(), strict=True):
+        assert q.dtype == braze.float64
+        np.testing.assert_allclose(q.numpy(), p.numpy(), rtol=1e-5, atol=1e-6)
