@@ -7,8 +7,9 @@ NumPy array written into in place, or from a list default value changed in place
 
 Each program runs eagerly and jitted from the same start. After every call the loss and
 every parameter must agree, to float64 rounding (a value frozen at trace time is off by
-far more), and each jitted function must have compiled once per distinct guarded state it
-met (mode, a zero weight decay, the scale), never for a new hyperparameter or random key.
+far more), and each jitted function must have been traced once per distinct guarded state
+it met (mode, a zero weight decay, the scale, whether the parameters hold gradients), never
+for a new hyperparameter or random key.
 Program ``i`` of a run with seed ``K`` is drawn from seed ``K + i``.
 """
 
@@ -196,21 +197,24 @@ def run_stateful(program: StatefulProgram, jitted: bool) -> Run:
             values.append([train(model, optimizer, x, y).numpy(), *(p.numpy() for p in model.parameters())])
         else:
             values.append([test(model, x, y).numpy()])
-    compiles = {"train": train.compiles, "evaluate": test.compiles} if jitted else {}
+    compiles = {"train": train.traces, "evaluate": test.traces} if jitted else {}
     return Run(values, compiles)
 
 
 def expected_compiles(program: StatefulProgram) -> dict[str, int]:
-    """One compile per distinct guarded state each function met: its mode and the loss scale,
-    and for the training step whether the weight decay is zero."""
+    """One trace per distinct guarded state each function met: its mode, the loss scale and
+    whether the parameters hold gradients (from a training step before), and for the
+    training step whether the weight decay is zero."""
     decay = dict(program.start)["weight_decay"]
     states: dict[str, set] = {"train": set(), "evaluate": set()}
+    trained = False
     for call in program.calls:
         decay = dict(call.hyper).get("weight_decay", decay)
         if call.train:
-            states["train"].add((call.training, call.scale, decay == 0))
+            states["train"].add((call.training, call.scale, decay == 0, trained))
+            trained = True
         else:
-            states["evaluate"].add((call.training, call.scale))
+            states["evaluate"].add((call.training, call.scale, trained))
     return {name: len(seen) for name, seen in states.items()}
 
 
@@ -229,5 +233,5 @@ def check_stateful(program: StatefulProgram) -> str | None:
                 return f"call {k}: {what} differs by {worst:.3g} (of {scale:.3g}) from eager"
     expected = expected_compiles(program)
     if jitted.compiles != expected:
-        return f"compiled {jitted.compiles} times, expected {expected} (one per distinct guarded state)"
+        return f"traced {jitted.compiles} times, expected {expected} (one per distinct guarded state)"
     return None

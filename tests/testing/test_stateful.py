@@ -54,7 +54,7 @@ def test_the_check_fails_when_random_keys_are_frozen(monkeypatch):
 def test_the_check_fails_when_a_hyperparameter_is_a_guard(monkeypatch):
     monkeypatch.setattr(jit_state, "_lift", lambda *args: False)
     seed = first_seed(lambda p: any("lr" in dict(call.hyper) for call in p.calls if call.train))
-    assert "compiled" in check_stateful(draw_stateful(seed))
+    assert "traced" in check_stateful(draw_stateful(seed))
 
 
 def changes_its_scale(holder: str):
@@ -91,7 +91,7 @@ def test_a_failure_is_written_with_a_script_that_checks_it_again(tmp_path, monke
     code = main(["fuzz", "--programs", "1", "--seed", str(seed), "--backends", "jit-state", "--out", str(tmp_path)])
     assert code == 1 and "mismatch on jit-state" in capsys.readouterr().err
     folder = tmp_path / f"program-{seed}-jit-state"
-    assert "compiled" in (folder / "program.txt").read_text()
+    assert "traced" in (folder / "program.txt").read_text()
     monkeypatch.undo()
     done = subprocess.run([sys.executable, str(folder / "program.py")], capture_output=True, text=True, check=False)
     assert done.returncode == 0 and "agree" in done.stdout  # the bug is gone in a fresh process
