@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from braze import backward_replay, lazy, trees
+from braze.ir.errors import DeviceError
 from braze.ir.prims import structural
 from braze.tangents import LEVELS
 from braze.tensor import GRAD_MODE, GradNode, Tensor
@@ -254,6 +255,10 @@ def _seed(root: Tensor, gradient: Any, what: str = "backward") -> Tensor:
             )
         return ops.ones(root.shape, root.dtype, device=root.device)
     seed = ops.as_tensor(gradient, like=root)
+    if seed.device != root.device:
+        raise DeviceError(
+            f"{what}: the gradient is on {seed.device!r}, the output on {root.device!r}; move it with .to(device)"
+        )
     if seed.shape != root.shape:
         raise ValueError(f"{what}: gradient shape {seed.shape} does not match output shape {root.shape}")
     return seed

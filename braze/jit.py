@@ -117,7 +117,7 @@ class JittedFunction:
         self.static_argnums = tuple(static_argnums)
         self.donate_argnums = tuple(donate_argnums)
         self._compiled: BoundedCache[tuple, Compiled] = BoundedCache(256)
-        self._executables: BoundedCache[tuple, Any] = BoundedCache(256)  # by trace key, donations and target
+        self._executables: BoundedCache[tuple, Any] = BoundedCache(256)  # by graph and target
         self._traces = 0
         self._gradient_traces = 0  # traces again for the gradients a call starts from alone
         self._recent: collections.deque[tuple] = collections.deque(maxlen=_RECENT)  # the last traces' keys
@@ -311,7 +311,7 @@ class JittedFunction:
             inputs.append(source or ("captured", array))
         parameter_of = {source[1]: j for j, source in enumerate(inputs) if source[0] == "state"}
         graph = self._donating(trace.graph, state_slots, reads.paths, parameter_of)
-        executable = self._executable(trace, graph, target)
+        executable = self._executable(graph, target)
         if on_device:  # captured values never change: uploaded once, here
             inputs = [(kind, target.upload(slot) if kind == "captured" else slot) for kind, slot in inputs]
         compiled = Compiled(
@@ -337,23 +337,19 @@ class JittedFunction:
             self._compiled.put(key, compiled)
         return self._finish(compiled, tensors, outputs)
 
-    def _executable(self, trace: lazy.Trace, graph: Graph, target: Backend) -> Any:
-        """The executable of ``graph``: one compiled for a trace of the same key (a call that
-        differs from an earlier one only in what the graph never reads, such as gradients
-        that ``zero_grad`` drops before the step computes new ones), else a new one."""
-        key = (trace.key, tuple(sorted(graph.donated.items())), id(target))
-        try:
-            executable = self._executables.get(key)
-        except TypeError:  # an unhashable attribute value: never shared
-            key, executable = None, None
+    def _executable(self, graph: Graph, target: Backend) -> Any:
+        """The executable of ``graph``: one compiled for an equal graph (a trace that differs
+        from an earlier one only in what the graph never reads, such as gradients that
+        ``zero_grad`` drops before the step computes new ones), else a new one."""
+        key = (graph, id(target))  # graphs compare by structure (their nodes are hash-consed)
+        executable = self._executables.get(key)
         if executable is not None:
             metrics.count("JitExecutableShared")
             return executable
         executable = lazy.compile_for_target(graph, target)
         self._compiles += 1
         metrics.count("JitCompile")
-        if key is not None:
-            self._executables.put(key, executable)
+        self._executables.put(key, executable)
         return executable
 
     def _donating(self, graph: Graph, state_slots, paths: list[str], parameter_of: dict[int, int]) -> Graph:

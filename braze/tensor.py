@@ -429,7 +429,10 @@ class Tensor:
     # Devices and autodiff ------------------------------------------------------------
 
     def to(self, device: Device | str | None = None, dtype: Any = None) -> Tensor:
-        """This tensor on another device (and/or of another dtype); itself when nothing changes."""
+        """This tensor on another device (and/or of another dtype); itself when nothing changes.
+        A leaf that requires grad moves as a new leaf of the device (its gradients gather
+        there); a result that carries a gradient graph cannot move with it (the gradient
+        would stop at the move): that is an error, where ``detach()`` first moves its value."""
         from braze.runtime.device import as_device
 
         out = self
@@ -438,7 +441,15 @@ class Tensor:
         target = as_device(device) if device is not None else out.device
         if target == out.device:
             return out
-        moved = Tensor.from_numpy(out.numpy(), target)
+        if out._grad_node is not None and GRAD_MODE.enabled:
+            raise user_error(
+                DeviceError,
+                f"to({target!r}): this tensor is the result of ops whose gradient is recorded, which cannot "
+                "follow it to another device: move the tensors it is computed from (the parameters and "
+                "inputs), or detach() it to move its value alone",
+            )
+        stored = executor_for(out.device).to_numpy(out._value, out.device)  # bfloat16 stays bfloat16
+        moved = Tensor.from_numpy(np.array(stored), target)
         moved.requires_grad = out.requires_grad and out.is_leaf
         return moved
 
@@ -683,6 +694,14 @@ class Tensor:
 
     def __getitem__(self, index: Any) -> Tensor:
         return ops.getitem(self, index)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        # Without it, Python would convert an integer-tensor index through __index__ first
+        # and report that conversion's error instead.
+        raise TypeError(
+            "braze.Tensor does not support item assignment (x[i] = v): compute a new tensor, "
+            "braze.where(mask, value, x) for a mask, or use braze.array_api arrays, which do"
+        )
 
     # Methods that mirror the op library ---------------------------------------------
 

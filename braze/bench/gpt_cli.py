@@ -4,6 +4,8 @@ with nanoGPT's settings as their defaults and its names as their options."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from braze.bench.arguments import (
@@ -17,6 +19,7 @@ from braze.bench.arguments import (
     positive_int,
 )
 from braze.bench.gpt import MODES, TrainSettings
+from braze.ir.errors import BrazeError
 from braze.models.gpt_config import GPTConfig
 
 DEFAULT_OUT = "runs/gpt"
@@ -57,6 +60,17 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
     training.add_argument("--log-interval", type=positive_int, default=defaults.log_interval)
 
 
+@contextlib.contextmanager
+def _settings_checked() -> Iterator[None]:
+    """Settings that do not fit together (``--n-embd`` and ``--n-head``, the warm-up and the
+    decay) are the user's error, said in one line, not a failure of braze."""
+    try:
+        yield
+    except ValueError as error:
+        raise BrazeError(str(error)) from None
+
+
+@_settings_checked()
 def model_config(args: argparse.Namespace) -> GPTConfig:
     return GPTConfig(
         block_size=args.block_size,
@@ -68,8 +82,9 @@ def model_config(args: argparse.Namespace) -> GPTConfig:
     )
 
 
+@_settings_checked()
 def train_settings(args: argparse.Namespace) -> TrainSettings:
-    return TrainSettings(
+    settings = TrainSettings(
         iters=args.iters,
         batch_size=args.batch_size,
         learning_rate=args.lr,
@@ -83,6 +98,8 @@ def train_settings(args: argparse.Namespace) -> TrainSettings:
         log_interval=args.log_interval,
         seed=args.seed,
     )
+    settings.schedule()  # its warm-up and decay checked before any work
+    return settings
 
 
 def train(args: argparse.Namespace) -> int:
@@ -90,7 +107,11 @@ def train(args: argparse.Namespace) -> int:
     from braze.data import load_shakespeare
 
     shakespeare = load_shakespeare(args.data)
-    model, tokenizer, result = train_gpt(model_config(args), train_settings(args), args.mode, shakespeare)
+    config, settings = model_config(args), train_settings(args)
+    shortest = min(len(shakespeare.train), len(shakespeare.val))
+    if config.block_size >= shortest:  # before a model of that many positions is made
+        raise BrazeError(f"--block-size {config.block_size:,} leaves no block in a split of {shortest:,} characters")
+    model, tokenizer, result = train_gpt(config, settings, args.mode, shakespeare)
     print(f"trained {len(result.losses)} iterations in {result.seconds:.1f} s ({args.mode})")
     blocks = (len(shakespeare.val) - 1) // model.config.block_size
     print(f"val loss over the whole split ({blocks:,} blocks): {split_loss(model, shakespeare.val):.4f}")
@@ -105,9 +126,17 @@ def sample(args: argparse.Namespace) -> int:
     from braze.runtime import metrics
 
     model, tokenizer = load_checkpoint(args.out_dir)
-    texts, sampler = sample_text(
-        model, tokenizer, args.prompt, args.max_new_tokens, args.num_samples, args.temperature, args.top_k, args.seed
-    )
+    with _settings_checked():
+        texts, sampler = sample_text(
+            model,
+            tokenizer,
+            args.prompt,
+            args.max_new_tokens,
+            args.num_samples,
+            args.temperature,
+            args.top_k,
+            args.seed,
+        )
     for text in texts:
         print(text)
         print("---------------")

@@ -63,7 +63,10 @@ class Sampler:
 
     def _next_token(self, model: GPT, context: Tensor, position: Tensor) -> Tensor:
         with no_grad():
-            logits = model.logits_at(context, position) / self.temperature
+            raw = model.logits_at(context, position)
+            # Shifted by their maximum before the division (the softmax is the same): a tiny
+            # temperature then makes the other logits -inf, never inf - inf = NaN.
+            logits = (raw - ops.max(raw, axis=-1, keepdims=True)) / self.temperature
             if self.keep is not None:
                 kept, _ = ops.topk(logits, self.keep)
                 logits = logits.masked_fill(logits < kept[:, -1:], -math.inf)

@@ -307,10 +307,16 @@ class Dataset:
         return Dataset(generate, None if forever or self._length is None else self._length * count)
 
     def take(self, count: int) -> Dataset:
+        """The first ``count`` elements; every element for a negative count (TensorFlow's)."""
+        if count < 0:
+            return Dataset(lambda: iter(self), self._length)
         length = count if self._length is None else min(count, self._length)
-        return Dataset(lambda: itertools.islice(self, count), length if count >= 0 else self._length)
+        return Dataset(lambda: itertools.islice(self, count), length)
 
     def skip(self, count: int) -> Dataset:
+        """The elements after the first ``count``; none for a negative count (TensorFlow's)."""
+        if count < 0:
+            return Dataset(lambda: iter(()), 0)
         length = None if self._length is None else max(self._length - count, 0)
         return Dataset(lambda: itertools.islice(self, count, None), length)
 

@@ -120,9 +120,16 @@ class DataLoader:
         if self._arrays is not None:
             return tuple(a[indices] for a in self._arrays)
         samples = [self.data[int(i)] for i in indices]
+        if isinstance(samples[0], dict):
+            raise DataError(
+                f"DataLoader: sample {int(indices[0])} is a dict; a dataset's __getitem__ returns one array or a "
+                "tuple of them, such as (inputs, label)"
+            )
+        if isinstance(samples[0], list):  # a list of fields, as a tuple of them
+            samples = [tuple(sample) for sample in samples]
         if not isinstance(samples[0], tuple):
-            return (np.stack(samples),)
-        return tuple(np.stack(field) for field in zip(*samples, strict=True))
+            return (_stacked(samples, "samples"),)
+        return tuple(_stacked(field, f"field {k}") for k, field in enumerate(zip(*samples, strict=True)))
 
     def _batches(self, order: np.ndarray) -> Iterator[tuple[np.ndarray, ...]]:
         for b in range(len(self)):
@@ -202,3 +209,11 @@ def mnist_loaders(
     )
     test = DataLoader(arrays(data.test_images, data.test_labels), batch_size, shard=shard)
     return train, test
+
+
+def _stacked(values: Any, what: str) -> np.ndarray:
+    """One batch of ``values``, which must share a shape."""
+    shapes = {np.shape(v) for v in values}
+    if len(shapes) > 1:
+        raise DataError(f"DataLoader: the {what} of one batch have different shapes {sorted(shapes)}")
+    return np.stack(values)

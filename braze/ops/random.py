@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from braze.ir.dtypes import DEFAULT_FLOAT, as_dtype, int64
+from braze.ir.dtypes import DEFAULT_FLOAT, as_dtype, float64, int64
 from braze.ir.errors import DTypeError, TraceError
 from braze.ir.prims import sources
-from braze.ops.core import as_tensor
+from braze.ops.core import as_tensor, astype
 from braze.ops.math import log as _log
 from braze.ops.math import maximum, minimum, sqrt, where
 from braze.ops.reduction import argmax
@@ -191,7 +191,13 @@ def randn(
     dt = as_dtype(dtype)
     u = rand(shape, dt, seed=seed, generator=generator, device=device)
     half_step = 2.0**-25 if dt.itemsize == 4 else 2.0**-54
-    return normal_quantile(maximum(u + half_step, half_step))
+    if dt is float64:
+        return normal_quantile(maximum(u + half_step, half_step))
+    # The quantile's rational functions cancel digits: evaluated in float32, a compiled
+    # kernel (which may fuse a multiply and an add) and NumPy differed by up to 1e-4. In
+    # float64 both are the float32 rounding of nearly the same number.
+    wide = astype(u, float64)
+    return astype(normal_quantile(maximum(wide + half_step, half_step)), dt)
 
 
 def multinomial(
@@ -206,7 +212,9 @@ def multinomial(
     axis, normalized or not), as ``torch.multinomial``: ``num_samples`` per row, distinct
     unless ``replacement``. Sampled by the Gumbel-max trick, the largest of ``log(p) + g``
     for standard Gumbel noise ``g`` (its ``num_samples`` largest without replacement), so a
-    compiled sampler draws new numbers from its generator on every call."""
+    compiled sampler draws new numbers from its generator on every call. Eager weights that
+    are NaN, infinite or negative, or a row of zeros, are a ValueError; compiled code cannot
+    raise, and draws such a row's first NaN, negative or (all zero) first category."""
     probs = as_tensor(probs)
     if not probs.dtype.is_float or probs.ndim not in (1, 2):
         raise user_error(
@@ -220,6 +228,12 @@ def multinomial(
             f"multinomial: cannot draw {num_samples} samples from {categories} categories "
             f"{'with' if replacement else 'without'} replacement",
         )
+    if not probs.device.is_lazy:  # eager weights are checked, as torch.multinomial checks them
+        weights = probs.numpy()
+        if not np.isfinite(weights).all() or (weights < 0).any():
+            raise user_error(ValueError, "multinomial: the weights must be finite and not negative (a NaN, inf or < 0)")
+        if (weights.sum(axis=-1) == 0).any():
+            raise user_error(ValueError, "multinomial: a row of weights sums to 0: there is nothing to draw")
     draws = (*probs.shape[:-1], num_samples if replacement else 1, categories)
     u = rand(draws, probs.dtype, seed=seed, generator=generator, device=probs.device)
     gumbel = -_log(-_log(u))  # u = 0 gives -inf: never drawn

@@ -146,3 +146,37 @@ def test_the_commands_train_save_and_sample(tmp_path, capsys):
     assert lines[0].startswith("R") and len("\n".join(lines[: lines.index("---------------")])) == 13
     # Contexts of 1, 2, 3 to 4 and 5 to 8 tokens; longer ones keep their last 8.
     assert lines[-1] == "graphs compiled: 4 (at most 4 for a block of 8)"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--n-head", "3", "--n-embd", "8"], "GPTConfig: n_embd 8 is not a multiple of n_head 3"),
+        (["--warmup-iters", "10", "--lr-decay-iters", "3"], "warmup_iters 10 must be below lr_decay_iters 3"),
+        (["--block-size", "100000000"], "--block-size 100,000,000 leaves no block in a split of 111,540 characters"),
+    ],
+    ids=["heads", "schedule", "block"],
+)
+def test_settings_that_do_not_fit_are_one_line_errors_before_any_work(tmp_path, capsys, arguments, message):
+    base = ["--iters", "1", "--n-layer", "1", "--batch-size", "1", "--eval-iters", "1", "--mode", "eager"]
+    assert cli.main(["train", "gpt", *base, *arguments, "--out-dir", str(tmp_path / "run")]) == 1
+    assert capsys.readouterr().err.strip() == f"braze train: error: {message}"
+    assert not (tmp_path / "run").exists()
+
+
+def test_sampling_an_empty_prompt_or_at_a_tiny_temperature(tmp_path, capsys):
+    folder = tmp_path / "run"
+    tiny = ["--block-size", "8", "--n-layer", "1", "--n-head", "2", "--n-embd", "8", "--mode", "eager"]
+    quick = ["--iters", "2", "--eval-interval", "2", "--eval-iters", "1", "--batch-size", "2"]
+    assert cli.main(["train", "gpt", *tiny, *quick, "--out-dir", str(folder)]) == 0
+    capsys.readouterr()
+    assert cli.main(["sample", "gpt", "--out-dir", str(folder), "--prompt", ""]) == 1
+    assert capsys.readouterr().err.startswith("braze sample: error: the prompt must have at least one character")
+    # Near zero the draw is the most likely character: at 1e-40 as at 1e-4 (where logits
+    # divided by the temperature had overflowed to inf, and the softmax to NaN).
+    texts = []
+    for temperature in ("1e-4", "1e-40"):
+        arguments = ["--prompt", "RO", "--max-new-tokens", "6", "--temperature", temperature, "--seed", "1"]
+        assert cli.main(["sample", "gpt", "--out-dir", str(folder), *arguments]) == 0
+        texts.append(capsys.readouterr().out.split("---------------")[0])
+    assert texts[0] == texts[1]

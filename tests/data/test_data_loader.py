@@ -195,3 +195,36 @@ def test_sharding_in_a_process_mpiexec_started_needs_init_first(monkeypatch, tmp
     with pytest.raises(DataError, match="started by mpiexec"):
         ImageFolder(train, (8, 8), "binary", batch_size=2, shuffle=False, shard=True)
     assert len(ImageFolder(train, (8, 8), "binary", batch_size=2)) == 2  # unsharded: no job needed
+
+
+class _Samples:
+    """Four samples made by ``make(i)``."""
+
+    def __init__(self, make) -> None:
+        self.make = make
+
+    def __len__(self) -> int:
+        return 4
+
+    def __getitem__(self, i: int):
+        return self.make(i)
+
+
+def test_list_samples_batch_as_tuples_of_fields():
+    loader = DataLoader(_Samples(lambda i: [np.full(3, float(i)), np.float32(i % 2)]), 2, prefetch=0)
+    inputs, labels = next(iter(loader))
+    np.testing.assert_array_equal(inputs, [[0.0] * 3, [1.0] * 3])
+    np.testing.assert_array_equal(labels, [0.0, 1.0])
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda i: {"x": np.full(3, float(i)), "y": i % 2}, "sample 0 is a dict"),
+        (lambda i: (np.ones(2 + i), np.float32(0)), r"field 0 of one batch have different shapes"),
+    ],
+    ids=["dict", "ragged"],
+)
+def test_samples_a_batch_cannot_hold_are_a_data_error(make, message):
+    with pytest.raises(DataError, match=message):
+        next(iter(DataLoader(_Samples(make), 2, prefetch=0)))

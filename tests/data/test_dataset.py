@@ -173,3 +173,10 @@ def test_make_csv_dataset_reads_missing_values_defaults_and_wide_integers_as_ten
         )
     )
     assert list(x) == ["c"] and x["c"].tolist() == ["x", "?", "y"] and y.tolist() == [0, 1, 0]
+
+
+def test_a_negative_count_takes_everything_and_skips_everything():
+    data = Dataset.from_tensor_slices((np.arange(10), np.arange(10) * 2))
+    taken, skipped = data.take(-1), data.skip(-1)
+    assert len(taken) == 10 and [int(x) for x, _ in taken] == list(range(10))
+    assert len(skipped) == 0 and list(skipped) == []
