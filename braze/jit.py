@@ -102,6 +102,9 @@ class Compiled:
     # new gradient), and the positions whose gradient it dropped (``zero_grad``).
     grad_aliases: list[tuple[int, int]] = field(default_factory=list)
     cleared_grads: list[int] = field(default_factory=list)
+    # (tensor position, its gradient's position) of the gradients the call replaces or
+    # drops without reading: let go before it runs, so its outputs can take their memory.
+    released_grads: list[tuple[int, int]] = field(default_factory=list)
     # Every tensor is an eager tensor of a device with memory of its own (a GPU): the
     # executable runs on their device arrays and its outputs become their values, so a
     # call copies nothing between host and device.
@@ -207,8 +210,9 @@ class JittedFunction:
                 return self._trace_and_run(args, kwargs, reads, key)
         metrics.count("JitCacheHit")
         keys = [g.next_key() for g in compiled.generators]
-        outputs = self._execute(compiled, self._arguments(compiled, reads.tensors, reads.numbers, keys))
-        return self._finish(compiled, reads.tensors, outputs)
+        arguments = self._arguments(compiled, reads.tensors, reads.numbers, keys)
+        _release(compiled, reads.tensors)
+        return self._finish(compiled, reads.tensors, self._execute(compiled, arguments))
 
     def _arguments(self, compiled: Compiled, tensors: list[Tensor], numbers: list[float], keys: list[int]) -> list[Any]:
         arguments: list[Any] = []
@@ -310,6 +314,13 @@ class JittedFunction:
                 )
             inputs.append(source or ("captured", array))
         parameter_of = {source[1]: j for j, source in enumerate(inputs) if source[0] == "state"}
+        read = set(parameter_of) | {k for k, _ in state_slots} | {source for _, source in grad_aliases}
+        replaced = set(cleared_grads) | {k for k, _ in grad_slots}
+        released_grads = [
+            (k, position_of[id(grad)])
+            for k, grad in enumerate(grads_before)
+            if grad is not None and k in replaced and position_of[id(grad)] not in read
+        ]
         graph = self._donating(trace.graph, state_slots, reads.paths, parameter_of)
         executable = self._executable(graph, target)
         if on_device:  # captured values never change: uploaded once, here
@@ -323,12 +334,15 @@ class JittedFunction:
             grad_slots,
             grad_aliases,
             cleared_grads,
+            released_grads,
             on_device,
             [generator for generator, _ in drawn],
             target,
         )
         keys = [int(key_tensor.item()) for _, key_tensor in drawn]  # this call's draws, made while tracing
-        outputs = self._execute(compiled, self._arguments(compiled, tensors, reads.numbers, keys))
+        arguments = self._arguments(compiled, tensors, reads.numbers, keys)
+        _release(compiled, tensors)
+        outputs = self._execute(compiled, arguments)
         home = tensors[0].device if tensors else _eager_of(LAZY_CPU)
         for t, position in fresh:
             t.device = home
@@ -363,6 +377,13 @@ class JittedFunction:
             if donate and graph.params[j].aval == graph.outputs[output].aval:
                 donated[output] = j
         return Graph(graph.params, graph.outputs, donated) if donated else graph
+
+
+def _release(compiled: Compiled, tensors: list[Any]) -> None:
+    """Let go of the gradients the call replaces without reading them, before it runs."""
+    for owner, position in compiled.released_grads:
+        tensors[owner].grad = None
+        tensors[position] = None
 
 
 _UNSEEN = (
