@@ -85,22 +85,33 @@ class EagerExecutor:
 
 _EXECUTORS: dict[str, Executor] = {"EAGER": EagerExecutor()}
 
-# Tensors made trainable by requires_grad_(), by id; an entry goes when its tensor does. A
-# module keeps such a tensor in its state (saved, loaded, moved) after it is frozen.
-_TRAINABLE: dict[int, weakref.ref] = {}
+
+class TensorMarks:
+    """A set of tensors by identity, held weakly: an entry goes when its tensor does. (A
+    ``WeakSet`` compares by ``==``, which on tensors is elementwise.)"""
+
+    def __init__(self) -> None:
+        self._refs: dict[int, weakref.ref] = {}
+
+    def add(self, tensor: Tensor) -> None:
+        key = id(tensor)
+        if key not in self._refs:
+            self._refs[key] = weakref.ref(tensor, lambda _: self._refs.pop(key, None))
+
+    def __contains__(self, tensor: Tensor) -> bool:
+        ref = self._refs.get(id(tensor))
+        return ref is not None and ref() is tensor
 
 
-def _mark_trainable(tensor: Tensor) -> None:
-    key = id(tensor)
-    if key not in _TRAINABLE:
-        _TRAINABLE[key] = weakref.ref(tensor, lambda _: _TRAINABLE.pop(key, None))
+# Tensors made trainable by requires_grad_(): a module keeps such a tensor in its state
+# (saved, loaded, moved) after it is frozen.
+_TRAINABLE = TensorMarks()
 
 
 def was_trainable(tensor: Tensor) -> bool:
     """Whether ``tensor`` was made to require grad by ``requires_grad_()`` (a parameter, even
     one frozen since)."""
-    ref = _TRAINABLE.get(id(tensor))
-    return ref is not None and ref() is tensor
+    return tensor in _TRAINABLE
 
 
 def register_executor(backend: str, executor: Executor) -> None:
@@ -448,10 +459,14 @@ class Tensor:
                 "follow it to another device: move the tensors it is computed from (the parameters and "
                 "inputs), or detach() it to move its value alone",
             )
-        stored = executor_for(out.device).to_numpy(out._value, out.device)  # bfloat16 stays bfloat16
-        moved = Tensor.from_numpy(np.array(stored), target)
+        moved = Tensor.from_numpy(out._stored_copy(), target)
         moved.requires_grad = out.requires_grad and out.is_leaf
         return moved
+
+    def _stored_copy(self) -> np.ndarray:
+        """A writable copy of the value as stored (bfloat16 as its bits), for another
+        device, which may update it in place."""
+        return np.array(executor_for(self.device).to_numpy(self._value, self.device))
 
     def move_(self, device: Device | str) -> Tensor:
         """Move this tensor's storage to ``device`` in place (X10's ``move(to:)``).
@@ -464,8 +479,7 @@ class Tensor:
         target = as_device(device)
         if target == self.device:
             return self
-        # A writable copy of the stored value: the new device may update it in place.
-        array = np.array(executor_for(self.device).to_numpy(self._value, self.device))
+        array = self._stored_copy()
         self.device = target
         self._value = executor_for(target).from_numpy(array, target)
         self.grad = None
@@ -498,7 +512,7 @@ class Tensor:
             raise RuntimeError("requires_grad_() can only be set on a leaf tensor; use .detach() first")
         self.requires_grad = requires_grad
         if requires_grad:
-            _mark_trainable(self)
+            _TRAINABLE.add(self)
         return self
 
     def backward(

@@ -171,6 +171,13 @@ def storage_array(value: object, dtype: DType) -> np.ndarray:
     return np.array(value, dtype=dtype.numpy)
 
 
+def largest_finite(dtype: DType) -> float:
+    """The largest finite value of the float ``dtype``."""
+    if dtype is bfloat16:
+        return 3.3895313892515355e38  # (2 - 2^-7) 2^127
+    return float(np.finfo(dtype.numpy).max)
+
+
 def readable(array: np.ndarray, dtype: DType) -> np.ndarray:
     """An array braze holds as the user reads it: bfloat16 as its float32 values."""
     return from_bfloat16(array) if dtype is bfloat16 else array

@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 
 from braze import ops
-from braze.ir.dtypes import storage_array
 from braze.nn import activations, initializers, keras_losses, metrics, regularizers
 from braze.nn.checkpoint import CheckpointError, write_atomically, write_npz
 from braze.nn.functional_api import InputLayer
@@ -474,6 +473,8 @@ def _optimizer_state(model: Any) -> dict[str, np.ndarray]:
 
 
 def _restore_optimizer(model: Any, arrays: dict[str, np.ndarray]) -> None:
+    from braze.optim.optimizer import slot_data
+
     optimizer = getattr(model.optimizer, "optimizer", model.optimizer)
     if "optimizer/iterations" not in arrays:
         return
@@ -495,9 +496,7 @@ def _restore_optimizer(model: Any, arrays: dict[str, np.ndarray]) -> None:
             raise CheckpointError(
                 f"the saved optimizer's slot {slot!r} of {name!r} is {np.shape(value)}, the weight {param.shape}"
             )
-        restored.setdefault(position[id(param)], {})[slot] = Tensor.from_numpy(
-            storage_array(value, param.dtype), param.device
-        )
+        restored.setdefault(position[id(param)], {})[slot] = slot_data(param, value)
     set_value(optimizer.iterations, np.array(int(arrays["optimizer/iterations"]), np.int64))
     for i, slots in restored.items():
         optimizer.state[i] = {**(optimizer.state[i] or {}), **slots}

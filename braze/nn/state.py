@@ -9,28 +9,24 @@ trace the load.
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import numpy as np
 
 from braze.ir.dtypes import storage_array
-from braze.tensor import Tensor, executor_for
+from braze.tensor import Tensor, TensorMarks, executor_for
 
-# Tensors that are some module's buffer, by id; an entry goes when its tensor does.
-_BUFFERS: dict[int, weakref.ref] = {}
+_BUFFERS = TensorMarks()  # the tensors that are some module's buffer
 
 
 def mark_buffer(tensor: Tensor) -> Tensor:
     """Make ``tensor`` a buffer of whichever module holds it."""
-    key = id(tensor)
-    _BUFFERS[key] = weakref.ref(tensor, lambda _: _BUFFERS.pop(key, None))
+    _BUFFERS.add(tensor)
     return tensor
 
 
 def is_buffer(tensor: Tensor) -> bool:
-    ref = _BUFFERS.get(id(tensor))
-    return ref is not None and ref() is tensor
+    return tensor in _BUFFERS
 
 
 def set_value(tensor: Tensor, values: Any) -> None:

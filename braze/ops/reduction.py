@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from braze.ir.dtypes import bfloat16, int32
+from braze.ir.dtypes import int32, largest_finite
 from braze.ir.errors import DTypeError
 from braze.ir.prims import bitwise, reductions, sources, structural
 from braze.ir.prims import elementwise as ew
@@ -119,9 +117,6 @@ def argmin(x: Any, axis: int | None = None, keepdims: bool = False) -> Tensor:
     return argmax(flipped, axis, keepdims)
 
 
-_BFLOAT16_MAX = 3.3895313892515355e38  # (2 - 2^-7) 2^127
-
-
 def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
     """``log(sum(exp(x)))`` over ``axis``, computed without overflow: -inf where every
     element is -inf, inf where one is inf."""
@@ -130,7 +125,7 @@ def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
     # The shift is the maximum of x held to the finite floats: an infinite one would make
     # -inf - -inf or inf - inf a NaN, where the sum is 0 (the result -inf) or inf. Holding
     # x rather than its maximum computes the hold in the maximum's own kernel.
-    finite = _BFLOAT16_MAX if x.dtype is bfloat16 else float(np.finfo(x.dtype.numpy).max)
+    finite = largest_finite(x.dtype)
     shift = max(minimum(maximum(x.detach(), -finite), finite), axes, keepdims=True)
     out = shift + _log(sum(_exp(x - shift), axes, keepdims=True))
     return out if keepdims else structural.reshape.bind(out, new_sizes=_drop(out.shape, axes))

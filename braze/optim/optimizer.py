@@ -74,7 +74,12 @@ def zeros_data(param: Tensor, shape: tuple[int, ...] | None = None) -> Tensor:
 
 def full_data(param: Tensor, value: float, shape: tuple[int, ...] | None = None) -> Tensor:
     """A slot filled with ``value``, as device data (not an op traced into the first step)."""
-    values = np.full(param.shape if shape is None else shape, value)
+    return slot_data(param, np.full(param.shape if shape is None else shape, value))
+
+
+def slot_data(param: Tensor, values: Any) -> Tensor:
+    """``values`` (as they read: bfloat16 ones as floats) as device data of ``param``'s
+    dtype and device: a slot of it, made or restored."""
     return Tensor.from_numpy(storage_array(values, param.dtype), param.device)
 
 
@@ -552,8 +557,7 @@ class Optimizer:
                 if slot in slots:
                     slots[slot]._load(array)
                 else:  # made mid-run (momentum turned on) before it was saved
-                    slots[slot] = zeros_data(self.params[i], np.shape(array))
-                    slots[slot]._load(array)
+                    slots[slot] = slot_data(self.params[i], array)
         if self.iterations is not None:
             self.iterations._load(np.array(state_dict.get("iterations", 0), np.int64))
 

@@ -126,6 +126,8 @@ def _power(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     # (the compiled kernels') and NumPy's own elementwise power give 0.0 and inf. Each
     # element is given its own exponent, so that every element is a pow.
     shape = np.broadcast_shapes(x.shape, y.shape)
+    if y.shape == shape and y.ndim and 0 not in y.strides:
+        return np.power(x, y)
     exponent = np.array(np.broadcast_to(y, shape)).reshape(-1)
     return np.power(np.broadcast_to(x, shape).reshape(-1), exponent).reshape(shape)
 
