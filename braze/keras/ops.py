@@ -27,6 +27,7 @@ cos = FUNCTIONS["cos"]
 count_nonzero = FUNCTIONS["count_nonzero"]
 ctc_decode = FUNCTIONS["ctc_decode"]
 ctc_loss = FUNCTIONS["ctc_loss"]
+cumprod = FUNCTIONS["cumprod"]
 cumsum = FUNCTIONS["cumsum"]
 divide = FUNCTIONS["divide"]
 dot = FUNCTIONS["dot"]
@@ -39,13 +40,16 @@ expm1 = FUNCTIONS["expm1"]
 eye = FUNCTIONS["eye"]
 flip = FUNCTIONS["flip"]
 floor = FUNCTIONS["floor"]
+floor_divide = FUNCTIONS["floor_divide"]
 full = FUNCTIONS["full"]
 full_like = FUNCTIONS["full_like"]
 gelu = FUNCTIONS["gelu"]
 greater = FUNCTIONS["greater"]
 greater_equal = FUNCTIONS["greater_equal"]
+hard_sigmoid = FUNCTIONS["hard_sigmoid"]
 hstack = FUNCTIONS["hstack"]
 identity = FUNCTIONS["identity"]
+isclose = FUNCTIONS["isclose"]
 isfinite = FUNCTIONS["isfinite"]
 isnan = FUNCTIONS["isnan"]
 leaky_relu = FUNCTIONS["leaky_relu"]
@@ -54,6 +58,7 @@ less_equal = FUNCTIONS["less_equal"]
 linspace = FUNCTIONS["linspace"]
 log = FUNCTIONS["log"]
 log1p = FUNCTIONS["log1p"]
+log_sigmoid = FUNCTIONS["log_sigmoid"]
 log_softmax = FUNCTIONS["log_softmax"]
 logical_and = FUNCTIONS["logical_and"]
 logical_not = FUNCTIONS["logical_not"]
@@ -66,6 +71,7 @@ mean = FUNCTIONS["mean"]
 meshgrid = FUNCTIONS["meshgrid"]
 min = FUNCTIONS["min"]  # noqa: A001 - Keras's name
 minimum = FUNCTIONS["minimum"]
+mod = FUNCTIONS["mod"]
 moveaxis = FUNCTIONS["moveaxis"]
 multiply = FUNCTIONS["multiply"]
 nan_to_num = FUNCTIONS["nan_to_num"]
@@ -82,6 +88,7 @@ pad = FUNCTIONS["pad"]
 power = FUNCTIONS["power"]
 ravel = FUNCTIONS["ravel"]
 relu = FUNCTIONS["relu"]
+relu6 = FUNCTIONS["relu6"]
 repeat = FUNCTIONS["repeat"]
 reshape = FUNCTIONS["reshape"]
 roll = FUNCTIONS["roll"]
@@ -117,6 +124,8 @@ tensordot = FUNCTIONS["tensordot"]
 tile = FUNCTIONS["tile"]
 top_k = FUNCTIONS["top_k"]
 transpose = FUNCTIONS["transpose"]
+tril = FUNCTIONS["tril"]
+triu = FUNCTIONS["triu"]
 unstack = FUNCTIONS["unstack"]
 var = FUNCTIONS["var"]
 vstack = FUNCTIONS["vstack"]
@@ -143,10 +152,12 @@ __all__ = [
     "cond",
     "convert_to_numpy",
     "convert_to_tensor",
+    "core",
     "cos",
     "count_nonzero",
     "ctc_decode",
     "ctc_loss",
+    "cumprod",
     "cumsum",
     "divide",
     "dot",
@@ -159,15 +170,17 @@ __all__ = [
     "eye",
     "flip",
     "floor",
+    "floor_divide",
     "full",
     "full_like",
     "gelu",
     "greater",
     "greater_equal",
+    "hard_sigmoid",
     "hstack",
     "identity",
-    "core",
     "image",
+    "isclose",
     "isfinite",
     "isnan",
     "leaky_relu",
@@ -176,6 +189,7 @@ __all__ = [
     "linspace",
     "log",
     "log1p",
+    "log_sigmoid",
     "log_softmax",
     "logical_and",
     "logical_not",
@@ -188,14 +202,15 @@ __all__ = [
     "meshgrid",
     "min",
     "minimum",
+    "mod",
     "moveaxis",
     "multiply",
     "nan_to_num",
     "ndim",
     "negative",
+    "nn",
     "norm",
     "normalize",
-    "nn",
     "not_equal",
     "numpy",
     "one_hot",
@@ -206,6 +221,7 @@ __all__ = [
     "power",
     "ravel",
     "relu",
+    "relu6",
     "repeat",
     "reshape",
     "roll",
@@ -241,6 +257,8 @@ __all__ = [
     "tile",
     "top_k",
     "transpose",
+    "tril",
+    "triu",
     "unstack",
     "var",
     "vstack",
@@ -261,7 +279,9 @@ _NN = {
     "categorical_crossentropy",
     "elu",
     "gelu",
+    "hard_sigmoid",
     "leaky_relu",
+    "log_sigmoid",
     "log_softmax",
     "moments",
     "normalize",

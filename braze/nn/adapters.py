@@ -169,7 +169,7 @@ def class_weights(class_weight: dict[int, float], y: Any) -> np.ndarray:
     labels = np.asarray(y.numpy() if isinstance(y, Tensor) else y)
     if labels.ndim >= 2 and labels.shape[-1] > 1:
         labels = labels.argmax(-1)
-    labels = labels.reshape(len(labels), -1)[:, 0].astype(np.int64)
+    labels = np.round(labels.reshape(len(labels), -1)[:, 0]).astype(np.int64)  # Keras rounds float labels
     table = np.ones(max(max(class_weight) + 1, labels.max() + 1), np.float32)
     for label, weight in class_weight.items():
         table[int(label)] = weight
@@ -181,7 +181,13 @@ class _ArrayBatches:
 
     def __init__(self, structure: Any, batch_size: int | None, shuffle: bool) -> None:
         self.structure = structure
-        leaves = [np.asarray(leaf.numpy() if isinstance(leaf, Tensor) else leaf) for leaf in tree.leaves(structure)]
+        # None (an output without targets or weights) stays None in every batch.
+        self.present = [leaf is not None for leaf in tree.leaves(structure)]
+        leaves = [
+            np.asarray(leaf.numpy() if isinstance(leaf, Tensor) else leaf)
+            for leaf in tree.leaves(structure)
+            if leaf is not None
+        ]
         seed = default_generator.next_key() if shuffle else None
         self.loader = DataLoader(
             tuple(leaves), batch_size or DEFAULT_BATCH_SIZE, shuffle=shuffle, seed=seed, prefetch=0
@@ -192,7 +198,44 @@ class _ArrayBatches:
 
     def __iter__(self) -> Iterator[Any]:
         for leaves in self.loader:
-            yield tree.unflatten(self.structure, list(leaves))
+            cut = iter(leaves)
+            yield tree.unflatten(self.structure, [next(cut) if kept else None for kept in self.present])
+
+
+def _weights_per_output(sample_weight: Any) -> bool:
+    """Whether ``sample_weight`` gives each output its own weights, as Keras takes them: a
+    dict by output name, or a list of arrays (None for an output without weights). A list
+    of numbers is one weight per sample."""
+    if isinstance(sample_weight, dict):
+        return True
+    if not isinstance(sample_weight, (list, tuple)):
+        return False
+    return any(is_array(w) for w in sample_weight) and all(w is None or is_array(w) for w in sample_weight)
+
+
+def _sample_weights(sample_weight: Any) -> Any:
+    """``sample_weight`` as float32 arrays: one, or one per output in its list or dict."""
+
+    def as_array(weights: Any) -> Any:
+        if weights is None:
+            return None
+        return np.asarray(weights.numpy() if isinstance(weights, Tensor) else weights, np.float32)
+
+    if isinstance(sample_weight, dict):
+        return {name: as_array(w) for name, w in sample_weight.items()}
+    if _weights_per_output(sample_weight):
+        return [as_array(w) for w in sample_weight]
+    return as_array(sample_weight)
+
+
+def _labelled_leaves(part: Any, name: str) -> list[tuple[str, Any]]:
+    """``(what, array)`` for each array of ``y`` or ``sample_weight``, named for errors
+    (``sample_weight['out_a']``, ``y[1]``)."""
+    if isinstance(part, dict):
+        return [(f"{name}[{key!r}]", leaf) for key, value in part.items() for leaf in tree.leaves(value)]
+    if isinstance(part, (list, tuple)):
+        return [(f"{name}[{i}]", leaf) for i, value in enumerate(part) for leaf in tree.leaves(value)]
+    return [(name, part)]
 
 
 def _arrays(x: Any, y: Any, sample_weight: Any, caller: str) -> Any:
@@ -200,19 +243,18 @@ def _arrays(x: Any, y: Any, sample_weight: Any, caller: str) -> Any:
     if y is None and sample_weight is not None:
         raise ValueError(f"{caller}: sample_weight needs targets y")
     if sample_weight is not None:
-        sample_weight = np.asarray(sample_weight, np.float32)
-    structure = pack(x, y, sample_weight)
+        sample_weight = _sample_weights(sample_weight)
     inputs = {len(leaf) for leaf in tree.leaves(x)}
-    for name, part in (("y", y), ("sample_weight", sample_weight)):
-        rows = {len(leaf) for leaf in tree.leaves(part)} if part is not None else set()
-        if len(inputs | rows) > 1:
-            raise ValueError(
-                f"{caller}: x has {min(inputs)} samples but {name} has {min(rows - inputs or rows)}; they must have "
-                "one row per sample"
-            )
     if len(inputs) > 1:
         raise ValueError(f"{caller}: the inputs have different numbers of samples: {sorted(inputs)}")
-    return structure
+    for name, part in (("y", y), ("sample_weight", sample_weight)):
+        for what, leaf in _labelled_leaves(part, name) if part is not None else ():
+            if leaf is not None and (np.ndim(leaf) == 0 or len(leaf) not in inputs):
+                rows = "a single value" if np.ndim(leaf) == 0 else f"{len(leaf)}"
+                raise ValueError(
+                    f"{caller}: x has {min(inputs)} samples but {what} has {rows}; it must have one row per sample"
+                )
+    return pack(x, y, sample_weight)
 
 
 def _source(x: Any, y: Any, sample_weight: Any, caller: str, allow_no_targets: bool = True) -> Any:
@@ -244,7 +286,8 @@ def _split(structure: Any, fraction: float) -> tuple[Any, Any]:
     split = int(count * (1.0 - fraction))
     if split == 0 or split == count:
         raise ValueError(f"fit: validation_split={fraction} of {count} samples leaves a part empty")
-    return tree.map_leaves(lambda a: a[:split], structure), tree.map_leaves(lambda a: a[split:], structure)
+    head = tree.map_leaves(lambda a: None if a is None else a[:split], structure)
+    return head, tree.map_leaves(lambda a: None if a is None else a[split:], structure)
 
 
 def training_batches(

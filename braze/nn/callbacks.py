@@ -17,6 +17,7 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
+from braze.nn import keras_losses
 from braze.nn.checkpoint import saved_whole
 
 Logs = dict[str, Any]
@@ -117,20 +118,114 @@ class History(Callback):
             self.history.setdefault(name, []).append(value)
 
 
+# Keras's metrics that should go up (its ``_direction = "up"``); every other built-in one
+# (errors, crossentropies, false counts) should go down.
+_RISING_METRICS = frozenset(
+    {
+        "Accuracy",
+        "BinaryAccuracy",
+        "CategoricalAccuracy",
+        "SparseCategoricalAccuracy",
+        "TopKCategoricalAccuracy",
+        "SparseTopKCategoricalAccuracy",
+        "AUC",
+        "Precision",
+        "Recall",
+        "TruePositives",
+        "TrueNegatives",
+        "CosineSimilarity",
+    }
+)
+_FALLING_METRICS = frozenset(
+    {
+        "MeanSquaredError",
+        "MeanAbsoluteError",
+        "MeanAbsolutePercentageError",
+        "RootMeanSquaredError",
+        "BinaryCrossentropy",
+        "CategoricalCrossentropy",
+        "SparseCategoricalCrossentropy",
+        "FalsePositives",
+        "FalseNegatives",
+    }
+)
+# For a name no metric object explains (a metric function, a value a callback logs).
+_RISING_NAMES = ("acc", "auc", "precision", "recall", "true_positives", "true_negatives")
+
+
+def metric_direction(metric: Any) -> str | None:
+    """``"up"`` or ``"down"`` for a metric whose better direction is known (Keras's
+    ``_direction``, which a metric of your own may set too), else None."""
+    declared = getattr(metric, "_direction", None)
+    if declared in ("up", "down"):
+        return declared
+    kind = type(metric).__name__
+    if kind in _RISING_METRICS:
+        return "up"
+    if kind in _FALLING_METRICS:
+        return "down"
+    fn = getattr(metric, "fn", None)  # "accuracy" or "mse" given by name: a wrapped function
+    if fn is not None:
+        name = getattr(fn, "__name__", "")
+        if "accuracy" in name or name == "cosine_similarity":
+            return "up"
+        if name in keras_losses.FUNCTIONS:
+            return "down"
+    return None
+
+
+def _compiled_metrics(model: Any) -> list[Any]:
+    """The model's metrics, those inside its compiled-metrics container spread out."""
+    found = []
+    for metric in getattr(model, "metrics", None) or []:
+        inner = getattr(metric, "metrics", None)
+        found.extend(inner if isinstance(inner, list) else [metric])
+    return found
+
+
+def auto_mode(monitor: str, model: Any) -> str:
+    """Keras 3's ``mode="auto"``: ``min`` for a loss, the direction of the compiled metric
+    logged under ``monitor`` where it has one; for other names (Keras raises there) ``max``
+    where the name says accuracy, AUC, precision or recall, else ``min``."""
+    name = monitor.removeprefix("val_")
+    if name == "loss" or name.endswith("_loss"):
+        return "min"
+    for metric in _compiled_metrics(model):
+        if getattr(metric, "name", None) == name:
+            direction = metric_direction(metric)
+            if direction is not None:
+                return "max" if direction == "up" else "min"
+    return "max" if any(part in name for part in _RISING_NAMES) else "min"
+
+
 class _Monitor:
-    """A logged quantity to watch and which direction is better (Keras's ``mode``)."""
+    """A logged quantity to watch and which direction is better (Keras's ``mode``). With
+    ``mode="auto"`` the direction is found once the model's metrics exist (at the first
+    comparison, as Keras sets it at the first epoch's end)."""
 
     def __init__(self, owner: str, monitor: str, mode: str, min_delta: float = 0.0) -> None:
         if mode not in ("auto", "min", "max"):
             raise ValueError(f"{owner}: mode must be 'auto', 'min' or 'max', got {mode!r}")
-        if mode == "auto":
-            mode = "max" if "acc" in monitor else "min"
-        self.owner, self.monitor, self.mode, self.min_delta = owner, monitor, mode, abs(min_delta)
+        self.owner, self.monitor, self.min_delta = owner, monitor, abs(min_delta)
+        self.requested = mode
         self.reset()
 
-    def reset(self, best: float | None = None) -> None:
-        """Start again from ``best``, or from the worst value."""
-        self.best = best if best is not None else (-math.inf if self.mode == "max" else math.inf)
+    @property
+    def mode(self) -> str:
+        """``min`` or ``max`` (for ``auto``, ``min`` until the model is known)."""
+        return self.requested if self.requested != "auto" else self._resolved or "min"
+
+    def reset(self) -> None:
+        """Start again; ``auto`` is found again from the model."""
+        self._resolved: str | None = None
+        self.best: float | None = None  # the worst value once the direction is known
+
+    def resolve(self, model: Any) -> None:
+        """Find the direction (for ``auto``) and start ``best`` at the worst value."""
+        if self.requested == "auto" and self._resolved is None:
+            self._resolved = auto_mode(self.monitor, model)
+        if self.best is None:
+            self.best = -math.inf if self.mode == "max" else math.inf
 
     def value(self, logs: Logs | None) -> float:
         logs = logs or {}
@@ -149,7 +244,11 @@ class _Monitor:
 
 class EarlyStopping(Callback):
     """Stop when ``monitor`` has not improved by ``min_delta`` for ``patience`` epochs; with
-    ``restore_best_weights`` the model then gets back the weights of its best epoch."""
+    ``restore_best_weights`` the model then gets back the weights of its best epoch.
+
+    As in Keras 3, ``best`` starts at the worst value whatever the ``baseline``: the best
+    epoch is the best one seen, and the baseline only decides whether an improvement
+    restarts the patience (it must also beat the baseline)."""
 
     def __init__(
         self,
@@ -168,24 +267,28 @@ class EarlyStopping(Callback):
 
     def on_train_begin(self, logs: Logs | None = None) -> None:
         self.wait, self.stopped_epoch, self.best_epoch = 0, 0, 0
-        self._monitor.reset(self.baseline)
+        self._monitor.reset()
         self.best_weights: dict | None = None
 
     @property
-    def best(self) -> float:
+    def best(self) -> float | None:
         return self._monitor.best
 
     def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
-        current = self._monitor.value(logs)
+        monitor = self._monitor
+        monitor.resolve(self.model)
+        current = monitor.value(logs)
         if epoch < self.start_from_epoch:
             return
         if self.restore_best_weights and self.best_weights is None:
-            self.best_weights = self.model.state_dict()  # the first epoch's, if none is better
+            self.best_weights, self.best_epoch = self.model.state_dict(), epoch  # the first epoch's, if none is better
         self.wait += 1
-        if self._monitor.better(current, self._monitor.best):
-            self._monitor.best, self.best_epoch, self.wait = current, epoch, 0
+        if monitor.better(current, monitor.best):
+            monitor.best, self.best_epoch = current, epoch
             if self.restore_best_weights:
                 self.best_weights = self.model.state_dict()
+            if self.baseline is None or monitor.better(current, self.baseline):
+                self.wait = 0
             return
         if self.wait >= self.patience and epoch > 0:
             self.stopped_epoch = epoch
@@ -250,6 +353,7 @@ class ModelCheckpoint(Callback):
                     f"ModelCheckpoint: {self._monitor.monitor} is not in batch {batch}'s logs; no save", stacklevel=2
                 )
                 return
+            self._monitor.resolve(self.model)
             current = self._monitor.value(logs)
             if not self._monitor.better(current, self._monitor.best):
                 return
@@ -318,6 +422,7 @@ class ReduceLROnPlateau(Callback):
         self._monitor.reset()
 
     def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
+        self._monitor.resolve(self.model)
         current = self._monitor.value(logs)
         optimizer = self.model.optimizer
         if logs is not None:

@@ -17,44 +17,63 @@ from braze.nn import metrics as metrics_module
 from braze.nn.metrics import Mean, Metric
 from braze.tensor import Tensor
 
+# braze named a single-output Sequential's output "output" before naming it after its last
+# layer, as Keras 3 does: a dict by the old name (in a saved model's compile settings) still
+# reaches that one output.
+_LEGACY_SINGLE_NAME = "output"
+
 
 def _per_output(spec: Any, names: list[str], what: str) -> list[Any]:
-    """``spec`` for each output: a dict by name, a list in order, or one value for all."""
+    """``spec`` for each output: a dict by name, a list in order, or one value for all (a
+    list or dict of one for a single output, as Keras takes them)."""
     if isinstance(spec, dict):
+        if len(names) == 1 and set(spec) == {_LEGACY_SINGLE_NAME}:
+            return [spec[_LEGACY_SINGLE_NAME]]
         unknown = sorted(set(spec) - set(names))
         if unknown:
             raise ValueError(f"compile: {what} for unknown outputs {unknown}; the model's outputs are {names}")
         return [spec.get(name) for name in names]
-    if isinstance(spec, (list, tuple)) and len(names) > 1:
+    if isinstance(spec, (list, tuple)):
         if len(spec) != len(names):
-            raise ValueError(f"compile: {len(spec)} {what} for a model with {len(names)} outputs ({names})")
+            raise ValueError(
+                f"compile: {len(spec)} {what} for a model with {len(names)} output(s) ({names}); give one per "
+                "output, in order, or a dict by output name"
+            )
         return list(spec)
     return [spec] * len(names)
 
 
-def targets_per_output(y_true: Any, names: list[str], taking: list[int] | None = None) -> list[Any]:
-    """The targets of each output, from a dict by name, a list in order or one target. One
-    target for several outputs goes to the one output that takes a target (``taking``: the
-    outputs with a loss or metrics), as Keras 3 gives it to ``loss=[loss_fn, None]``."""
-    if isinstance(y_true, dict):
-        return [y_true.get(name) for name in names]
+def _by_output(values: Any, names: list[str], what: str, taking: list[int] | None = None) -> list[Any]:
+    """The ``what`` (targets or sample weights) of each output, from a dict by name, a list
+    in order or one value. One value for several outputs goes to the one output that takes
+    a target (``taking``: the outputs with a loss or metrics), as Keras 3 gives it to
+    ``loss=[loss_fn, None]``."""
+    if isinstance(values, dict):
+        return [values.get(name) for name in names]
     if len(names) == 1:
-        return [y_true]
-    if not isinstance(y_true, (list, tuple)) and taking is not None and len(taking) <= 1:
-        return [y_true if i in taking else None for i in range(len(names))]
-    if not isinstance(y_true, (list, tuple)) or len(y_true) != len(names):
-        given = f"{len(y_true)} targets" if isinstance(y_true, (list, tuple)) else "one target"
+        return [values]
+    if not isinstance(values, (list, tuple)) and taking is not None and len(taking) <= 1:
+        return [values if i in taking else None for i in range(len(names))]
+    if not isinstance(values, (list, tuple)) or len(values) != len(names):
+        given = f"{len(values)} {what}" if isinstance(values, (list, tuple)) else f"one {what.removesuffix('s')}"
         raise ValueError(
             f"{given} for a model with {len(names)} outputs ({names}): give a list in that order or a dict by name"
         )
-    return list(y_true)
+    return list(values)
+
+
+def targets_per_output(y_true: Any, names: list[str], taking: list[int] | None = None) -> list[Any]:
+    """The targets of each output (see ``_by_output``)."""
+    return _by_output(y_true, names, "targets", taking)
 
 
 def weights_per_output(sample_weight: Any, names: list[str]) -> list[Any]:
     """Sample weights for each output: per output as the targets are, or one for all."""
     if sample_weight is None or not isinstance(sample_weight, (dict, list, tuple)):
         return [sample_weight] * len(names)
-    return targets_per_output(sample_weight, names)
+    if len(names) == 1 and isinstance(sample_weight, (list, tuple)) and len(sample_weight) == 1:
+        return list(sample_weight)  # a list of the one output's weights
+    return _by_output(sample_weight, names, "sample weights")
 
 
 def per_output(

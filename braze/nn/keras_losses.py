@@ -55,8 +55,11 @@ def huber(y_true: Any, y_pred: Any, delta: float = 1.0) -> Tensor:
 
 def log_cosh(y_true: Any, y_pred: Any) -> Tensor:
     x, y = _matched("log_cosh", y_true, y_pred)
-    d = x - y
-    return _last_axis_mean(d + ops.log(1.0 + ops.exp(-2.0 * d)) - math.log(2.0))
+    # Keras's x + softplus(-2x) - log 2, written as |x| + log1p(exp(-2|x|)) - log 2 (the
+    # same value): exp never overflows, and the gradient is sign(x) * tanh(|x|) = tanh(x),
+    # 0 where prediction and target agree.
+    d = ops.abs(x - y)
+    return _last_axis_mean(d + ops.log1p(ops.exp(-2.0 * d)) - math.log(2.0))
 
 
 def binary_crossentropy(y_true: Any, y_pred: Any, from_logits: bool = False, label_smoothing: float = 0.0) -> Tensor:

@@ -195,6 +195,97 @@ def _segment_sum(data: Any, segment_ids: Any, num_segments: int | None = None, s
     return tf_ops.unsorted_segment_sum(data, segment_ids, num_segments)
 
 
+def _expand_dims(x: Any, axis: Any) -> Tensor:
+    """``x`` with an axis of 1 at ``axis``, or at each of a tuple of axes (NumPy's rule: the
+    positions are in the result)."""
+    x = ops.as_tensor(x)
+    if isinstance(axis, (int, np.integer)):
+        return ops.expand_dims(x, int(axis))
+    rank = x.ndim + len(axis)
+    positions = {normalize_axis("expand_dims", int(a), rank) for a in axis}
+    if len(positions) != len(axis):
+        raise ValueError(f"keras.ops.expand_dims: repeated axis in {tuple(axis)}")
+    sizes = iter(x.shape)
+    return ops.reshape(x, tuple(1 if d in positions else next(sizes) for d in range(rank)))
+
+
+def _pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = None) -> Tensor:
+    """NumPy's pad in Keras's modes ``constant`` (``constant_values``, 0 by default),
+    ``reflect`` (the edge not repeated) and ``symmetric`` (the edge repeated)."""
+    x = ops.as_tensor(x)
+    if mode == "constant":
+        return ops.pad(x, pad_width, 0.0 if constant_values is None else float(constant_values))
+    if constant_values is not None:
+        raise ValueError(f"keras.ops.pad: constant_values is for mode='constant', not {mode!r}")
+    if mode not in ("reflect", "symmetric"):
+        raise NotImplementedError(f"keras.ops.pad: mode={mode!r} (constant, reflect and symmetric are supported)")
+    pairs = [(pad_width, pad_width)] * x.ndim if isinstance(pad_width, int) else [tuple(p) for p in pad_width]
+    if len(pairs) != x.ndim:
+        raise ValueError(f"keras.ops.pad: {x.ndim} (before, after) pairs needed, got {pad_width}")
+    skip = 1 if mode == "reflect" else 0  # reflect mirrors about the edge element, symmetric after it
+    for d, (before, after) in enumerate(pairs):
+        if max(before, after) > x.shape[d] - skip:
+            raise ValueError(
+                f"keras.ops.pad: {mode} padding of ({before}, {after}) on axis {d} of size {x.shape[d]} needs at most "
+                f"{x.shape[d] - skip} a side"
+            )
+        x = _mirrored(x, d, before, after, skip)
+    return x
+
+
+def _mirrored(x: Tensor, d: int, before: int, after: int, skip: int) -> Tensor:
+    """``x`` with ``before`` and ``after`` elements mirrored onto axis ``d``'s ends, ``skip``
+    edge elements left out of each mirror."""
+
+    def flipped(start: int, stop: int) -> Tensor:
+        return ops.flip(x[(slice(None),) * d + (slice(start, stop),)], d)
+
+    size = x.shape[d]
+    pieces = [flipped(skip, skip + before)] if before else []
+    pieces.append(x)
+    if after:
+        pieces.append(flipped(size - skip - after, size - skip))
+    return ops.concatenate(pieces, d)
+
+
+def _isclose(x1: Any, x2: Any, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False) -> Tensor:
+    """NumPy's ``|x1 - x2| <= atol + rtol * |x2|`` (equal infinities are close)."""
+    a, b = ops.as_tensor(x1), ops.as_tensor(x2)
+    if a.dtype != b.dtype:  # compared in one dtype, as Keras promotes them
+        common = str(np.result_type(a.dtype.numpy, b.dtype.numpy))
+        a, b = ops.astype(a, common), ops.astype(b, common)
+    close = ops.logical_or(a == b, ops.abs(a - b) <= atol + rtol * ops.abs(b))
+    if equal_nan:
+        close = ops.logical_or(close, ops.logical_and(a != a, b != b))
+    return close
+
+
+def _tril(x: Any, k: int = 0) -> Tensor:
+    return ops.tril(x, k)
+
+
+def _triu(x: Any, k: int = 0) -> Tensor:
+    return ops.triu(x, k)
+
+
+def _cumprod(x: Any, axis: int | None = None, dtype: Any = None) -> Tensor:
+    return ops.cumprod(ops.as_tensor(x, dtype), axis)
+
+
+def _relu6(x: Any) -> Tensor:
+    return ops.clip(ops.as_tensor(x), 0.0, 6.0)
+
+
+def _hard_sigmoid(x: Any) -> Tensor:
+    """Keras 3's ``relu6(x + 3) / 6``."""
+    return ops.clip(ops.as_tensor(x) / 6.0 + 0.5, 0.0, 1.0)
+
+
+def _log_sigmoid(x: Any) -> Tensor:
+    """``-softplus(-x)``, which never overflows."""
+    return -activations.softplus(-ops.as_tensor(x))
+
+
 # Math -----------------------------------------------------------------------------------
 
 
@@ -391,25 +482,29 @@ _WRAPPED = {
     "count_nonzero": _count_nonzero,
     "ctc_decode": ctc.ctc_decode,
     "ctc_loss": ctc.ctc_loss,
+    "cumprod": _cumprod,
     "cumsum": _cumsum,
-    "einsum": ops.einsum,
     "divide": ops.divide,
     "dot": _dot,
+    "einsum": ops.einsum,
     "elu": activations.elu,
     "equal": ops.equal,
     "exp": ops.exp,
-    "expand_dims": ops.expand_dims,
+    "expand_dims": _expand_dims,
     "expm1": _of_floats(ops.expm1),
     "eye": _eye,
     "flip": ops.flip,
     "floor": _of_floats(ops.floor),
+    "floor_divide": ops.floor_divide,
     "full": ops.full,
     "full_like": ops.full_like,
-    "gelu": activations.gelu,
+    "gelu": activations.gelu,  # exact by default: how graphs saved before recorded it
     "greater": ops.greater,
     "greater_equal": ops.greater_equal,
+    "hard_sigmoid": _hard_sigmoid,
     "hstack": _hstack,
     "identity": _identity,
+    "isclose": _isclose,
     "isfinite": _array_test("isfinite"),
     "isnan": _array_test("isnan"),
     "leaky_relu": activations.leaky_relu,
@@ -418,6 +513,7 @@ _WRAPPED = {
     "linspace": _linspace,
     "log": ops.log,
     "log1p": _of_floats(ops.log1p),
+    "log_sigmoid": _log_sigmoid,
     "log_softmax": ops.log_softmax,
     "logical_and": ops.logical_and,
     "logical_not": ops.logical_not,
@@ -430,6 +526,7 @@ _WRAPPED = {
     "meshgrid": _meshgrid,
     "min": ops.min,
     "minimum": ops.minimum,
+    "mod": ops.remainder,
     "moveaxis": _moveaxis,
     "multiply": ops.multiply,
     "nan_to_num": _nan_to_num,
@@ -441,10 +538,11 @@ _WRAPPED = {
     "ones": ops.ones,
     "ones_like": ops.ones_like,
     "outer": _outer,
-    "pad": ops.pad,
+    "pad": _pad,
     "power": ops.power,
     "ravel": _ravel,
     "relu": ops.relu,
+    "relu6": _relu6,
     "repeat": _repeat,
     "reshape": _reshape,
     "roll": _roll,
@@ -479,6 +577,8 @@ _WRAPPED = {
     "tile": _tile,
     "top_k": _top_k,
     "transpose": ops.transpose,
+    "tril": _tril,
+    "triu": _triu,
     "unstack": _unstack,
     "var": ops.var,
     "vstack": _vstack,
@@ -512,6 +612,16 @@ def _extract_patches(
 # keras.ops.image: the image functions, symbolic too.
 IMAGE_FUNCTIONS = {"resize": symbolic_op(_resize), "extract_patches": symbolic_op(_extract_patches)}
 FUNCTIONS: dict[str, Any] = {name: symbolic_op(fn) for name, fn in _WRAPPED.items()}
-FUNCTIONS.update(shape=shape, ndim=ndim, cond=cond, convert_to_numpy=convert_to_numpy)
+_SYMBOLIC_GELU = FUNCTIONS["gelu"]
+
+
+def gelu(x: Any, approximate: bool = True) -> Any:
+    """Keras 3's ``keras.ops.gelu``: the tanh approximation by default (its
+    ``keras.activations.gelu`` is exact by default). The choice is passed on by name, so a
+    saved functional graph records it; one saved when braze's default was exact loads exact."""
+    return _SYMBOLIC_GELU(x, approximate=approximate)
+
+
+FUNCTIONS.update(shape=shape, ndim=ndim, cond=cond, convert_to_numpy=convert_to_numpy, gelu=gelu)
 for _name, _fn in [*FUNCTIONS.items(), *IMAGE_FUNCTIONS.items()]:
     _fn.__name__ = _name

@@ -20,7 +20,8 @@ given a masked input drops the mask with Keras's warning.
 ``add_loss`` collects losses during a call (cleared at each outermost call), ``losses``
 adds the weight regularizers' penalties. Weights (``weights``, ``trainable_weights``,
 ``non_trainable_weights``, ``get_weights``/``set_weights``) follow ``trainable``: a layer
-set to ``trainable = False`` keeps its parameters out of training.
+set to ``trainable = False`` keeps its parameters out of training, and so does every layer
+inside it, whose flag is set too (Keras 3's).
 """
 
 from __future__ import annotations
@@ -159,7 +160,7 @@ class Layer(Module):
     ) -> None:
         if unknown:
             raise TypeError(f"{type(self).__name__}: unexpected argument(s) {sorted(unknown)}")
-        self.trainable = bool(trainable)
+        self.__dict__["trainable"] = bool(trainable)  # its own flag: the layers inside come later, with theirs
         self._dtype = None if dtype is None else as_dtype(dtype, type(self).__name__)
         if self._dtype is not None and not self._dtype.is_float:
             raise TypeError(
@@ -193,6 +194,18 @@ class Layer(Module):
     @property
     def name(self) -> str:
         return self._name
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "trainable":
+            # Keras 3's: the flag goes to every layer inside too, so a frozen model's batch
+            # normalization stops updating its moving statistics. It stays a plain public
+            # attribute, which a compiled step guards: a changed flag compiles again.
+            value = bool(value)
+            for _, module in self.named_modules():
+                if isinstance(module, Layer):
+                    module.__dict__["trainable"] = value
+            return
+        super().__setattr__(name, value)
 
     @property
     def dtype(self) -> str:

@@ -83,7 +83,13 @@ def cross_entropy(
     distribution = class_targets(name, scores, targets)
     if smoothing:
         distribution = distribution * (1.0 - smoothing) + smoothing / scores.shape[-1]
-    log_probabilities = ops.log_softmax(scores) if from_logits else ops.log(ops.clip(scores, _EPSILON, 1.0 - _EPSILON))
+    if from_logits:
+        log_probabilities = ops.log_softmax(scores)
+    else:
+        # Keras's (the categorical and the sparse loss alike): the probabilities rescaled to
+        # sum to 1 over the classes, then kept from 0 and 1.
+        probabilities = scores / ops.sum(scores, axis=-1, keepdims=True)
+        log_probabilities = ops.log(ops.clip(probabilities, _EPSILON, 1.0 - _EPSILON))
     if per_example:
         return -ops.sum(distribution * log_probabilities, axis=-1)
     return -ops.sum(distribution * log_probabilities) / scores.shape[0]
@@ -120,8 +126,9 @@ def softmax_cross_entropy(logits: Tensor, labels: Any) -> Tensor:
 
 
 def categorical_crossentropy(probabilities: Tensor, targets: Any, from_logits: bool = False) -> Tensor:
-    """Keras's loss: targets (one-hot, or integer labels) against class probabilities, clipped
-    to [1e-7, 1 - 1e-7] as in Keras, or against logits with ``from_logits``."""
+    """Keras's loss: targets (one-hot, or integer labels) against class probabilities,
+    rescaled to sum to 1 and clipped to [1e-7, 1 - 1e-7] as in Keras, or against logits with
+    ``from_logits``."""
     return cross_entropy("categorical_crossentropy", probabilities, targets, from_logits)
 
 

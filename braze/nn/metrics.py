@@ -288,6 +288,15 @@ SparseCategoricalCrossentropy = _wrapper(
 )
 
 
+def cosine_similarity(y_true: Any, y_pred: Any, axis: int = -1) -> Tensor:
+    """The cosine of the angle between target and prediction along ``axis``: Keras's metric,
+    the loss of that name negated (a loss falls as the vectors align, the metric rises)."""
+    return -keras_losses.cosine_similarity(y_true, y_pred, axis)
+
+
+CosineSimilarity = _wrapper("CosineSimilarity", cosine_similarity, "cosine_similarity", axis=-1)
+
+
 class RootMeanSquaredError(Mean):
     def __init__(self, name: str = "root_mean_squared_error", dtype: Any = None) -> None:
         super().__init__(name, dtype)
@@ -504,6 +513,7 @@ CLASSES: dict[str, type[Metric]] = {
         MeanAbsoluteError,
         MeanAbsolutePercentageError,
         RootMeanSquaredError,
+        CosineSimilarity,
         BinaryCrossentropy,
         CategoricalCrossentropy,
         SparseCategoricalCrossentropy,
@@ -525,6 +535,7 @@ _FUNCTIONS: dict[str, Callable[..., Tensor]] = {
     "top_k_categorical_accuracy": top_k_categorical_accuracy,
     "sparse_top_k_categorical_accuracy": sparse_top_k_categorical_accuracy,
     **keras_losses.FUNCTIONS,
+    "cosine_similarity": cosine_similarity,  # as a metric it rises: the loss's negation
 }
 _NAMED_CLASSES = {"auc": AUC, "precision": Precision, "recall": Recall, "rmse": RootMeanSquaredError}
 

@@ -310,6 +310,15 @@ class Sequential(Model):
                 break
             self._output_shape = _shape_after(layer, self._output_shape)
 
+    @property
+    def output_names(self) -> list[str]:
+        """Named after the last layer, as Keras 3 names a Sequential's output (that layer's
+        own outputs' names where it is a model)."""
+        if not self.layers:
+            return ["output"]
+        last = self.layers[-1]
+        return list(last.output_names) if isinstance(last, Model) else [getattr(last, "name", "output")]
+
     def _functional(self) -> FunctionalGraph:
         """The Sequential graph (``model.inputs``, ``model.output``; each layer's ``output``):
         Keras's feature extractors are made from it."""

@@ -272,7 +272,9 @@ def model_from_config(config: dict[str, Any], cls: type, custom_objects: dict[st
         model = cls(layers, input_shape=config["input_shape"], name=config["name"])
     else:
         model = _functional_from_config(config, layers, cls, custom)
-    model.trainable = config.get("trainable", True)
+    # The model's own flag only: each layer came back with its own (setting ``trainable``
+    # would give them all the model's).
+    model.__dict__["trainable"] = bool(config.get("trainable", True))
     return model
 
 
