@@ -30,7 +30,7 @@ from braze import backward_replay, lazy, trees
 from braze.ir.errors import DeviceError
 from braze.ir.prims import structural
 from braze.tangents import LEVELS
-from braze.tensor import GRAD_MODE, GradNode, Tensor
+from braze.tensor import GRAD_MODE, GradNode, Tensor, TensorMarks
 
 Found = dict[int, tuple[Any, Tensor]]  # id of a leaf or of a target's node -> (it, its gradient)
 
@@ -207,7 +207,8 @@ def _gradients(
 ) -> tuple[Found, bool]:
     """Run the backward pass from ``roots`` (each seeded with its cotangent); return what
     reached the leaves (or the targets), and whether the backward was recorded.
-    ``create_graph`` None records it when the gradient depends on more than the targets;
+    ``create_graph`` None records it when the gradient depends on more than the targets
+    (other leaves, or seeds that require grad);
     ``retain_graph`` None keeps the saved values when it is recorded.
 
     Unless retained, each node's saved values are released once used (as in PyTorch):
@@ -229,7 +230,11 @@ def _gradients(
         return found, False
     order = _topological_order(starts)
     if create_graph is None:
-        create_graph = GRAD_MODE.enabled and targets is not None and _reaches_other_leaves(order, targets)
+        # Recorded when the gradient depends on more than the targets: on other leaves, or
+        # on a cotangent that is itself differentiated (a derivative of a vjp's pullback).
+        create_graph = GRAD_MODE.enabled and (
+            any(seed.requires_grad for seed in seeds) or (targets is not None and _reaches_other_leaves(order, targets))
+        )
     retain = create_graph if retain_graph is None else retain_graph
     with enable_grad() if create_graph else no_grad():
         if len(starts) == 1 and not create_graph and not LEVELS.open and starts[0].device.is_lazy:
@@ -255,6 +260,8 @@ def _seed(root: Tensor, gradient: Any, what: str = "backward") -> Tensor:
             )
         return ops.ones(root.shape, root.dtype, device=root.device)
     seed = ops.as_tensor(gradient, like=root)
+    if seed.dtype != root.dtype:  # cast to the output's dtype, as PyTorch's engine does
+        seed = ops.astype(seed, root.dtype)
     if seed.device != root.device:
         raise DeviceError(
             f"{what}: the gradient is on {seed.device!r}, the output on {root.device!r}; move it with .to(device)"
@@ -276,7 +283,7 @@ def _weights(given: Any, roots: list[Tensor], what: str) -> list[Any]:
     """One cotangent (or None: ones for a scalar) per root."""
     if given is None:
         return [None] * len(roots)
-    weights = [given] if isinstance(given, Tensor) else list(given)
+    weights = list(given) if isinstance(given, (list, tuple)) else [given]
     if len(weights) != len(roots):
         raise ValueError(f"{what}: {len(roots)} outputs but {len(weights)} gradients for them")
     return weights
@@ -360,6 +367,17 @@ def gradients(
 # Functional gradients over nested containers ----------------------------------------
 
 
+# The variables of the open reverse-mode transforms (grad, vjp, jacrev): a jitted function
+# given one runs as plain code, since an executable's results carry no gradient graph.
+_VARIABLES = TensorMarks()
+
+
+def is_differentiated(t: Tensor) -> bool:
+    """Whether an enclosing derivative will differentiate through ``t``: it is a reverse-mode
+    transform's variable, or the result of ops recorded on tensors that require grad."""
+    return GRAD_MODE.enabled and (t._grad_node is not None or t in _VARIABLES)
+
+
 def _variable(t: Tensor) -> Tensor:
     """A tensor to differentiate with respect to, standing for ``t``: a new leaf of its value
     and tangents, or, when ``t`` requires grad itself (an outer derivative differentiates
@@ -368,6 +386,7 @@ def _variable(t: Tensor) -> Tensor:
         return structural.reshape.bind(t, new_sizes=t.shape)
     fresh = Tensor._make(t._value, t._aval, t.device).requires_grad_()
     fresh._tangents = t._tangents
+    _VARIABLES.add(fresh)
     return fresh
 
 

@@ -42,7 +42,11 @@ code would leave: the ``.grad`` values a call starts from are inputs (a function
 accumulates gradients over calls reads them; whether each is there is a guard), and one
 the function drops (``zero_grad``) is None after the call. Called inside
 ``braze.jvp`` on a tensor that carries a tangent, a jitted function runs as plain code, so
-that its tangents are carried (``braze.jit`` of the ``jvp`` is the compiled form).
+that its tangents are carried (``braze.jit`` of the ``jvp`` is the compiled form); so does
+one called inside ``braze.grad``/``vjp`` on its variables, or on a tensor with a gradient
+graph, so that its result carries one (``braze.jit`` of the ``grad`` is the compiled form).
+An executable's results carry no gradient graph: a compiled training step calls
+``backward`` inside the jitted function.
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ from typing import Any
 import numpy as np
 
 from braze import config, jit_state, lazy
+from braze.autodiff import is_differentiated
 from braze.ir.errors import DeviceError, TraceError
 from braze.ir.graph import Graph
 from braze.ops import random
@@ -94,7 +99,9 @@ class Compiled:
     # ("state", tensor position), ("number", input number position), ("draw", draw
     # position) or ("captured", array): the source of each parameter of the executable.
     inputs: list[tuple[str, Any]]
-    result_slots: list[int]  # output position of each result tensor
+    # The output position of each result tensor, and its class: the Tensor subclass the
+    # function returned (an Array API Array) is what each call returns too.
+    result_slots: list[tuple[int, type[Tensor]]]
     rebuild: Callable[[list[Tensor]], Any]
     state_slots: list[tuple[int, int]] = field(default_factory=list)  # (tensor position, output position)
     grad_slots: list[tuple[int, int]] = field(default_factory=list)
@@ -202,6 +209,11 @@ class JittedFunction:
         if LEVELS.open and any(_has_open_tangent(t) for t in reads.tensors):
             # Inside braze.jvp: an executable cannot carry tangents, the function's ops can.
             return self.fn(*args, **kwargs)
+        if any(is_differentiated(t) for t in reads.tensors):
+            # Inside braze.grad, or on a tensor with a gradient graph: the executable's
+            # results would carry no graph (a silent zero gradient), the function's ops do.
+            metrics.count("JitRunAsPlainCode")
+            return self.fn(*args, **kwargs)
         key = reads.key
         compiled = self._compiled.get(key)
         if compiled is None:
@@ -246,7 +258,7 @@ class JittedFunction:
         for position in compiled.cleared_grads:
             tensors[position].grad = None
         device = tensors[0].device if tensors else _eager_of(LAZY_CPU)
-        return compiled.rebuild([_tensor(outputs[k], device) for k in compiled.result_slots])
+        return compiled.rebuild([_tensor(outputs[k], device, kind) for k, kind in compiled.result_slots])
 
     # Tracing ---------------------------------------------------------------------------
 
@@ -328,7 +340,7 @@ class JittedFunction:
         compiled = Compiled(
             executable,
             inputs,
-            list(range(len(result_tensors))),
+            [(k, type(t)) for k, t in enumerate(result_tensors)],
             rebuild,
             state_slots,
             grad_slots,
@@ -452,10 +464,10 @@ def _write(t: Tensor, output: Any) -> None:
         t._value = output
 
 
-def _tensor(output: Any, device: Device) -> Tensor:
+def _tensor(output: Any, device: Device, kind: type[Tensor] = Tensor) -> Tensor:
     if isinstance(output, np.ndarray):
-        return Tensor.from_numpy(output, device)
-    return Tensor._make(output, output.aval, device)
+        return kind.from_numpy(output, device)
+    return kind._make(output, output.aval, device)
 
 
 def _eager_of(device: Device) -> Device:

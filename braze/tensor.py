@@ -376,8 +376,12 @@ class Tensor:
         return self.numpy().tolist()
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """NumPy 2's protocol: ``copy=True`` copies, ``copy=False`` refuses what needs a copy
+        (another dtype) with a ValueError, ``copy=None`` copies only when it must."""
         array = self.numpy()
         if dtype is not None and np.dtype(dtype) != array.dtype:
+            if copy is False:
+                raise ValueError(f"__array__: copy=False, but a {self.dtype.name} tensor becomes {dtype} by a copy")
             return array.astype(dtype)
         return array.copy() if copy else array
 
@@ -461,6 +465,8 @@ class Tensor:
             )
         moved = Tensor.from_numpy(out._stored_copy(), target)
         moved.requires_grad = out.requires_grad and out.is_leaf
+        if out._tangents:  # inside braze.jvp: a move is linear, its tangents move with it
+            moved._tangents = {level: tangent.to(target) for level, tangent in out._tangents.items()}
         return moved
 
     def _stored_copy(self) -> np.ndarray:
@@ -634,9 +640,13 @@ class Tensor:
         return ops.abs(self)
 
     def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
+        if other is None:  # Python's identity answer (False), as PyTorch gives, not an error
+            return NotImplemented
         return ops.equal(self, other)
 
     def __ne__(self, other: Any) -> Tensor:  # type: ignore[override]
+        if other is None:
+            return NotImplemented
         return ops.not_equal(self, other)
 
     def __lt__(self, other: Any) -> Tensor:

@@ -109,11 +109,9 @@ def _directions(leaves: list[Tensor], rebuild: trees.Rebuild) -> list[Any]:
     ]
 
 
-def _blocks(
-    outs: list[Tensor], rebuild_out: trees.Rebuild, leaves: list[Tensor], rebuild: trees.Rebuild, parts: list, axis: int
-) -> Any:
-    """The Jacobian as nested structures (the output's outside, the input's inside) of
-    blocks of shape ``out.shape + x.shape``: ``parts[e][k]`` is the part for output leaf
+def _blocks(outs: list[Tensor], leaves: list[Tensor], rebuild: trees.Rebuild, parts: list, axis: int) -> list[Any]:
+    """The Jacobian with respect to one argument, per output leaf: the argument's structure
+    of blocks of shape ``out.shape + x.shape``; ``parts[e][k]`` is the part for output leaf
     ``k`` of basis direction ``e``, directions running over the input's elements
     (``axis=-1``, forward mode) or the output's (``axis=0``, reverse mode)."""
     from braze import ops
@@ -130,7 +128,16 @@ def _blocks(
             return ops.zeros(o.shape + x.shape, o.dtype, device=o.device)
         return ops.stack(columns, axis=axis).reshape(o.shape + x.shape)
 
-    return rebuild_out([rebuild([block(k, j) for j in range(len(leaves))]) for k in range(len(outs))])
+    return [rebuild([block(k, j) for j in range(len(leaves))]) for k in range(len(outs))]
+
+
+def _assembled(rebuild_out: trees.Rebuild, found: list[list[Any]], single: bool) -> Any:
+    """The Jacobians of each argument (``found[p][k]``: argument ``p``, output leaf ``k``)
+    nested as JAX nests them: the output's structure outside, then the tuple of arguments
+    (for a tuple ``argnums``), then each argument's structure."""
+    if single:
+        return rebuild_out(found[0])
+    return rebuild_out([tuple(per_argument[k] for per_argument in found) for k in range(len(found[0]))])
 
 
 def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..., Any]:
@@ -154,8 +161,8 @@ def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callabl
                 out, tangent = jvp(along, (args[position],), (direction,))
                 parts.append(trees.flatten(tangent, "jacfwd")[0])
             outs, rebuild_out = trees.flatten(fun(*args) if out is None else out, "jacfwd")
-            found.append(_blocks(outs, rebuild_out, leaves, rebuild, parts, axis=-1))
-        return found[0] if single else tuple(found)
+            found.append(_blocks(outs, leaves, rebuild, parts, axis=-1))
+        return _assembled(rebuild_out, found, single)
 
     return jacobian
 
@@ -180,8 +187,8 @@ def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callabl
         for p, position in enumerate(positions):
             leaves, rebuild = trees.flatten(args[position], "jacrev")
             parts = [trees.flatten(row[p], "jacrev")[0] for row in rows]
-            found.append(_blocks(outs, rebuild_out, leaves, rebuild, parts, axis=0))
-        return found[0] if single else tuple(found)
+            found.append(_blocks(outs, leaves, rebuild, parts, axis=0))
+        return _assembled(rebuild_out, found, single)
 
     return jacobian
 

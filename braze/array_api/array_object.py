@@ -13,11 +13,16 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
+from braze import lazy
 from braze.ir.prims import structural
 from braze.runtime.device import Device
-from braze.tensor import Tensor
+from braze.tensor import Tensor, executor_for
 
-_OPERAND_TYPES = (Tensor, bool, int, float)
+# A NumPy scalar is an operand as the Python scalar of its kind is (braze's own operators
+# read it so too): ``y == np.int64(1)`` compares elementwise, as NumPy's and braze's do.
+_OPERAND_TYPES = (Tensor, bool, int, float, np.bool_, np.integer, np.floating)
 
 
 def wrap(t: Tensor) -> Array:
@@ -30,6 +35,18 @@ def wrap(t: Tensor) -> Array:
     out = Array._make(t._value, t._aval, t.device)
     out.requires_grad = t.requires_grad
     out._grad_node = t._grad_node
+    out._tangents = t._tangents  # inside braze.jvp: the array carries the tensor's tangents
+    return out
+
+
+def copied(t: Tensor) -> Array:
+    """An Array of ``t``'s value in a buffer of its own (``copy=True``). braze never writes
+    into a buffer, but NumPy may write into one it shares with braze (``asarray`` of an
+    ndarray, DLPack): the copy must not see that. A value not computed yet (lazy, or in a
+    trace) gets a buffer of its own when it is computed, so it is left as it is."""
+    out = wrap(t)
+    if not t.device.is_lazy or (t._value.data is not None and not lazy.is_recording()):
+        out._value = executor_for(t.device).from_numpy(t._stored_copy(), t.device)
     return out
 
 

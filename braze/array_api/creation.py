@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 import braze.ops as ops
-from braze.array_api.array_object import Array, wrap
-from braze.array_api.dtypes import as_array_dtype
+from braze.array_api.array_object import Array, copied, wrap
+from braze.array_api.dtypes import as_array_dtype, result_type
 from braze.array_api.elementwise import as_array
 from braze.interop import from_dlpack as _from_dlpack
 from braze.ir.dtypes import DEFAULT_FLOAT, DEFAULT_INT, DType, as_dtype, bool_, float64, int64
@@ -38,7 +38,12 @@ def _shape(shape: int | Sequence[int]) -> tuple[int, ...]:
 
 def _python_dtype(value: Any) -> DType:
     """The default dtype of nested Python data: bool, int32 (int64 for an int past int32's
-    range) or float32."""
+    range) or float32. Arrays among the data bring their dtypes, promoted as the standard
+    does (``asarray([asarray(x, dtype=int64)])`` is int64, as in NumPy), and the Python
+    scalars beside them take theirs."""
+    if _holds_arrays(value):
+        arrays, scalars = _arrays_and_scalars(value)
+        return result_type(*arrays, *scalars)
     flat = np.asarray(value, dtype=object).ravel()
     if flat.size and all(isinstance(v, (bool, np.bool_)) for v in flat):
         return bool_
@@ -47,6 +52,27 @@ def _python_dtype(value: Any) -> DType:
             return int64
         return DEFAULT_INT
     return DEFAULT_FLOAT
+
+
+def _holds_arrays(value: Any) -> bool:
+    if isinstance(value, Tensor):
+        return True
+    return isinstance(value, (list, tuple)) and any(_holds_arrays(v) for v in value)
+
+
+def _arrays_and_scalars(value: Any) -> tuple[list[Tensor], list[Any]]:
+    """The arrays and the scalars of nested sequences."""
+    if isinstance(value, Tensor):
+        return [value], []
+    if not isinstance(value, (list, tuple)):
+        return [], [value]
+    arrays: list[Tensor] = []
+    scalars: list[Any] = []
+    for item in value:
+        more_arrays, more_scalars = _arrays_and_scalars(item)
+        arrays += more_arrays
+        scalars += more_scalars
+    return arrays, scalars
 
 
 def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | None = None) -> Array:
@@ -59,7 +85,7 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | 
         out = out.to(_device(device, obj))
         if copy is False and out is not obj:
             raise ValueError("asarray: copy=False, but the array needs a conversion (another dtype or device)")
-        return wrap(out)
+        return copied(out) if copy and out is obj else wrap(out)  # a conversion made a new buffer already
     target = _device(device)
     if isinstance(obj, (np.ndarray, np.generic)) or hasattr(obj, "__array_interface__") or _is_buffer(obj):
         array = np.asarray(obj)
@@ -100,7 +126,8 @@ def arange(
         raise ValueError("arange: step must not be zero")
     count = max(0, math.ceil((stop - start) / step))
     floats = any(isinstance(v, float) for v in (start, stop, step))
-    kind = _dtype(dtype) or (DEFAULT_FLOAT if floats else DEFAULT_INT)
+    # An int past int32's range makes the values int64, as asarray and full choose.
+    kind = _dtype(dtype) or (DEFAULT_FLOAT if floats else _python_dtype([int(start), int(stop)]))
     where = _device(device)
     index = sources.iota.bind(shape=(count,), dimension=0, dtype=float64 if kind.is_float else kind, like=where)
     return wrap(ops.astype(index * step + start, kind))
@@ -217,11 +244,15 @@ def triu(x: Any, /, *, k: int = 0) -> Array:
 
 
 def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Array:
-    """An array over another library's DLPack capsule (a copy when ``copy`` or another device)."""
+    """An array over another library's DLPack capsule (a copy when ``copy`` or another
+    device; ``copy=False`` with another device raises, as the standard says)."""
     out = _from_dlpack(x)
-    if copy:
-        out = Tensor.from_numpy(np.array(out.numpy()), out.device)
-    return wrap(out.to(device) if device is not None else out)
+    target = out.device if device is None else as_device(device)
+    if target != out.device:
+        if copy is False:
+            raise ValueError(f"from_dlpack: copy=False, but moving the array to {target!r} copies it")
+        return wrap(out.to(target))
+    return copied(out) if copy else wrap(out)
 
 
 def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Array:
@@ -229,4 +260,5 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> A
     truncation, saturating, NaN to 0, as braze's conversions do."""
     x = as_array(x, "astype")
     out = ops.astype(x, as_array_dtype(dtype))
-    return wrap(out.to(device) if device is not None else out)
+    out = out.to(device) if device is not None else out
+    return copied(out) if copy and out is x else wrap(out)  # a conversion made a new buffer already

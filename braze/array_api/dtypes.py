@@ -15,7 +15,18 @@ from typing import Any
 
 import numpy as np
 
-from braze.ir.dtypes import ALL_DTYPES, DEFAULT_FLOAT, DType, as_dtype, bool_, float32, float64, int32, int64
+from braze.ir.dtypes import (
+    ALL_DTYPES,
+    DEFAULT_FLOAT,
+    DType,
+    as_dtype,
+    bool_,
+    float32,
+    float64,
+    int32,
+    int64,
+    require_in_range,
+)
 from braze.ops.core import as_tensor, astype, is_number
 from braze.tensor import Tensor
 
@@ -72,6 +83,7 @@ def scalar_dtype(dtype: DType, value: Any) -> DType:
     if isinstance(value, (int, np.integer)):
         if dtype is bool_:
             raise TypeError("a Python int does not combine with a bool array")
+        require_in_range(value, dtype)  # the standard leaves it undefined: braze says so
         return dtype
     if dtype.kind != "f":
         if dtype is bool_:

@@ -2,7 +2,8 @@
 
 Each function promotes its operands (``dtypes.promoted``), calls the braze op of the same
 meaning and returns an Array. What braze has no primitive for is composed: ``logaddexp``
-from the maximum and ``log1p``, ``log2`` and ``log10`` from ``log``, integer powers by
+from the maximum and ``log1p``, ``log2`` and ``log10`` from ``log`` (exact at powers of the
+base), integer powers by
 repeated squaring, ``signbit`` from ``copysign``.
 """
 
@@ -15,7 +16,7 @@ from typing import Any
 import braze.ops as ops
 from braze.array_api.array_object import Array, wrap
 from braze.array_api.dtypes import promoted
-from braze.ir.dtypes import bool_
+from braze.ir.dtypes import bool_, int_beyond
 from braze.ir.errors import DTypeError
 from braze.ops.core import full
 from braze.tensor import Tensor
@@ -39,6 +40,20 @@ def _unary(native: Callable[[Tensor], Tensor], name: str) -> Callable[[Any], Arr
 
 def _binary(native: Callable[[Tensor, Tensor], Tensor], name: str) -> Callable[[Any, Any], Array]:
     def function(x1: Any, x2: Any, /) -> Array:
+        return wrap(native(*promoted(x1, x2)))
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = f"Elementwise {name} of two arrays or an array and a scalar, promoted and broadcast."
+    return function
+
+
+def _comparison(native: Callable[[Tensor, Tensor], Tensor], name: str) -> Callable[[Any, Any], Array]:
+    def function(x1: Any, x2: Any, /) -> Array:
+        for array, number in ((x1, x2), (x2, x1)):
+            if isinstance(array, Tensor) and int_beyond(number, array.dtype):
+                # An integer no value of the array's dtype: braze's comparison answers for
+                # every element alike, where promotion would first store it in that dtype.
+                return wrap(native(x1, x2))
         return wrap(native(*promoted(x1, x2)))
 
     function.__name__ = function.__qualname__ = name
@@ -82,20 +97,20 @@ bitwise_right_shift = _binary(ops.bitwise_right_shift, "bitwise_right_shift")
 bitwise_xor = _binary(ops.bitwise_xor, "bitwise_xor")
 copysign = _binary(ops.copysign, "copysign")
 divide = _binary(ops.divide, "divide")
-equal = _binary(ops.equal, "equal")
+equal = _comparison(ops.equal, "equal")
 floor_divide = _binary(ops.floor_divide, "floor_divide")
-greater = _binary(ops.greater, "greater")
-greater_equal = _binary(ops.greater_equal, "greater_equal")
+greater = _comparison(ops.greater, "greater")
+greater_equal = _comparison(ops.greater_equal, "greater_equal")
 hypot = _binary(ops.hypot, "hypot")
-less = _binary(ops.less, "less")
-less_equal = _binary(ops.less_equal, "less_equal")
+less = _comparison(ops.less, "less")
+less_equal = _comparison(ops.less_equal, "less_equal")
 logical_and = _binary(ops.logical_and, "logical_and")
 logical_or = _binary(ops.logical_or, "logical_or")
 maximum = _binary(ops.maximum, "maximum")
 minimum = _binary(ops.minimum, "minimum")
 multiply = _binary(ops.multiply, "multiply")
 nextafter = _binary(ops.nextafter, "nextafter")
-not_equal = _binary(ops.not_equal, "not_equal")
+not_equal = _comparison(ops.not_equal, "not_equal")
 remainder = _binary(ops.remainder, "remainder")
 subtract = _binary(ops.subtract, "subtract")
 
@@ -144,14 +159,36 @@ def _float_only(name: str, x: Any) -> Tensor:
     return x
 
 
+def _log_base(name: str, x: Any, base: float) -> Array:
+    """``log(x) / log(base)``, exact where ``x`` is a power of ``base`` (``log2(8.0)`` is
+    3.0, as C's ``log2`` gives; the quotient alone can miss it by an ulp, and a floor of it
+    by one). There the value is the nearest integer ``n``; the derivative is the
+    quotient's everywhere."""
+    x = _float_only(name, x)
+    quotient = ops.log(x) * (1 / math.log(base))
+    near = quotient.detach()
+    n = ops.round(near)
+    if base == 2:  # every power of two is a float, and NumPy's pow and C's give it exactly
+        power = ops.power(2.0, n)
+    else:
+        # 10**k is a float up to 10**22 (10**10 in float32), which pow gives exactly; 10**-k
+        # is none, but 1 / 10**k rounds to the float nearest it (as 1e-k parses), the same
+        # in NumPy and C, whose pows round 10**-k differently.
+        largest = 22 if x.dtype.itemsize == 8 else 10
+        power = ops.where(ops.abs(n) <= largest, ops.power(10.0, ops.abs(n)), math.nan)
+        power = ops.where(n >= 0, power, 1.0 / power)
+    exact = (power == x.detach()) & (ops.abs(n) < math.inf)  # log(0) and log(inf) stay infinite
+    return wrap(quotient + ops.where(exact, n - near, 0.0))  # n - near is exact: they are an ulp apart
+
+
 def log2(x: Any, /) -> Array:
     """Elementwise base-2 logarithm."""
-    return wrap(ops.log(_float_only("log2", x)) * (1 / math.log(2)))
+    return _log_base("log2", x, 2.0)
 
 
 def log10(x: Any, /) -> Array:
     """Elementwise base-10 logarithm."""
-    return wrap(ops.log(_float_only("log10", x)) * (1 / math.log(10)))
+    return _log_base("log10", x, 10.0)
 
 
 def reciprocal(x: Any, /) -> Array:

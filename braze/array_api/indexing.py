@@ -2,7 +2,8 @@
 functions ``take`` and ``take_along_axis``.
 
 Integers, slices, ``...`` and ``None`` index as braze's tensors do; integer arrays, with
-integers, over the leading axes select elements (:mod:`braze.array_api.selection`). A
+integers, over the leading axes select elements (:mod:`braze.array_api.selection`), and
+beside slices, ``...`` or ``None`` follow NumPy's rules, as a plain Tensor's do. A
 boolean mask as the sole index selects a number of elements known only from its values: it
 is read (see :mod:`braze.array_api.values`) and becomes the positions of its True
 elements. Assigning through a basic key places the value with pads (the selected box, its
@@ -43,6 +44,7 @@ def _mask_positions(x: Tensor, mask: Tensor) -> tuple[Tensor, np.ndarray]:
     """``x`` with its first ``mask.ndim`` axes flattened into one, and the positions along
     it of the mask's True elements (row-major)."""
     shape = x.shape[: mask.ndim]
+    # Each axis of a mask matches the axis it covers or is 0 (the standard's rule, and NumPy's).
     if mask.ndim > x.ndim or any(m not in (s, 0) for m, s in zip(mask.shape, shape, strict=False)):
         raise IndexError(f"indexing: a mask of shape {mask.shape} does not fit an array of shape {x.shape}")
     found = values.read("boolean indexing", mask).reshape(-1)
@@ -60,13 +62,10 @@ def getitem(x: Tensor, key: Any) -> Array:
             return wrap(selected if values.read("boolean indexing", mask) else selected[0:0])
         lines, positions = _mask_positions(x, mask)
         return take(lines, values.constant_like(positions.astype(np.int64), x), axis=0)
-    if any(isinstance(i, Tensor) for i in items):
-        if not all(isinstance(i, (int, Tensor)) for i in items) or len(items) > x.ndim:
-            raise IndexError(
-                "indexing: integer arrays combine only with integers, one per leading axis "
-                "(the standard's integer-array indexing)"
-            )
-        return wrap(selection.by_arrays(x, items))
+    arrays = any(isinstance(i, Tensor) for i in items)
+    if arrays and all(isinstance(i, (int, Tensor)) for i in items) and len(items) <= x.ndim:
+        return wrap(selection.by_arrays(x, items))  # the standard's integer-array indexing
+    # Any other key (arrays beside slices, ``...`` or None: NumPy's rules) as a plain Tensor takes it.
     return wrap(ops.getitem(x, tuple(items)))
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 import braze.ops as ops
-from braze.array_api.array_object import Array, wrap
+from braze.array_api.array_object import Array, copied, wrap
 from braze.array_api.dtypes import promoted
 from braze.array_api.elementwise import as_array
 from braze.ops.core import broadcast_shapes, normalize_axis
@@ -72,8 +72,10 @@ def moveaxis(x: Any, source: int | Sequence[int], destination: int | Sequence[in
 
 
 def reshape(x: Any, /, shape: Sequence[int], *, copy: bool | None = None) -> Array:
-    """``x`` in another shape (one size may be -1); braze's reshapes never copy."""
-    return wrap(ops.reshape(as_array(x, "reshape"), tuple(shape)))
+    """``x`` in another shape (one size may be -1). braze's reshapes never need a copy
+    (values never change in place), so ``copy=False`` always holds; ``copy=True`` copies."""
+    x = as_array(x, "reshape")
+    return wrap(ops.reshape(copied(x) if copy else x, tuple(shape)))  # copied first: a lazy reshape is pending
 
 
 def roll(x: Any, /, shift: int | Sequence[int], *, axis: int | Sequence[int] | None = None) -> Array:

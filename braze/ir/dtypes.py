@@ -136,6 +136,26 @@ def weak_result_dtype(tensor_dtype: DType, scalar: object) -> DType:
     return DEFAULT_FLOAT if kind == "f" else DEFAULT_INT
 
 
+def int_beyond(value: object, dtype: DType) -> int:
+    """1 (or -1) where the integer ``value`` is above (below) every value of the integer
+    ``dtype``; 0 where it is one of them, or either is no integer."""
+    if dtype.kind != "i" or isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        return 0
+    limits = np.iinfo(dtype.numpy)
+    return 1 if value > limits.max else -1 if value < limits.min else 0
+
+
+def require_in_range(value: object, dtype: DType) -> None:
+    """An ``OverflowError`` where the integer ``value`` is no value of ``dtype`` (NumPy
+    would raise its own for a Python int, and wrap a NumPy one around in silence)."""
+    if int_beyond(value, dtype):
+        limits = np.iinfo(dtype.numpy)
+        raise OverflowError(
+            f"the integer {value} is out of range for {dtype.name} ({limits.min} to {limits.max}); "
+            "convert the tensor to a wider dtype (int64, or a float) first"
+        )
+
+
 def default_dtype_for(value: object) -> DType:
     """The dtype a Python scalar gets on its own (``braze.tensor(1.5)`` is float32)."""
     return {"b": bool_, "i": DEFAULT_INT, "f": DEFAULT_FLOAT}[scalar_kind(value)]

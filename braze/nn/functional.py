@@ -15,6 +15,7 @@ import numpy as np
 from braze import ops
 from braze.ir.errors import DTypeError, ShapeError
 from braze.nn.torch_losses import cross_entropy
+from braze.ops.core import rounded_once
 from braze.ops.indexing import rows
 from braze.ops.linalg import matmul_transposed
 from braze.ops.random import Generator
@@ -69,6 +70,7 @@ def layer_norm(
     return normalize(x, tuple(range(x.ndim - len(shape), x.ndim)), weight, bias, eps)
 
 
+@rounded_once
 @replaying
 def normalize(x: Tensor, axes: tuple[int, ...], weight: Tensor | None, bias: Tensor | None, eps: float) -> Tensor:
     """``x`` normalized over ``axes`` (increasing), then scaled by ``weight`` and shifted by

@@ -498,7 +498,7 @@ def _restore_optimizer(model: Any, arrays: dict[str, np.ndarray]) -> None:
             raise CheckpointError(
                 f"the saved optimizer's slot {slot!r} of {name!r} is {np.shape(value)}, the weight {param.shape}"
             )
-        restored.setdefault(position[id(param)], {})[slot] = slot_data(param, value)
+        restored.setdefault(position[id(param)], {})[slot] = slot_data(param, value, optimizer.slot_dtype(slot, param))
     set_value(optimizer.iterations, np.array(int(arrays["optimizer/iterations"]), np.int64))
     for i, slots in restored.items():
         optimizer.state[i] = {**(optimizer.state[i] or {}), **slots}

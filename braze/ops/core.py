@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from braze.ir.dtypes import DType, as_dtype, default_dtype_for, storage_array, weak_result_dtype
+from braze.ir.dtypes import (
+    DType,
+    as_dtype,
+    bfloat16,
+    default_dtype_for,
+    float32,
+    require_in_range,
+    storage_array,
+    weak_result_dtype,
+)
 from braze.ir.errors import DeviceError, DTypeError, ShapeError
 from braze.ir.primitive import InputLiteral, Literal
 from braze.ir.prims import elementwise, sources, structural
@@ -78,6 +88,7 @@ def _literal(value: Number, dtype: DType) -> Literal:
     key = (type(value), value, sign, dtype)
     found = _LITERALS.get(key)
     if found is None:
+        require_in_range(value, dtype)  # braze's message, where NumPy's would not name the dtype
         if len(_LITERALS) >= 1024:
             _LITERALS.clear()
         found = _LITERALS[key] = Literal(value, dtype)
@@ -123,6 +134,23 @@ def astype(x: Tensor, dtype: Any) -> Tensor:
     if x._aval.dtype is dt or x.dtype == dt:
         return x
     return elementwise.convert.bind(x, dtype=dt)
+
+
+def rounded_once(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """``fn`` (a composite of several ops) computed in float32 when its first argument is
+    bfloat16, its result rounded to bfloat16 once, as a primitive's is: each bfloat16 step of
+    a softmax or a mean would round again (``x - max`` rounded before ``exp`` is off by 7%).
+    Every bfloat16 tensor among the positional arguments (a norm's weight) is widened too."""
+
+    @functools.wraps(fn)
+    def wrapped(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+        x = as_tensor(x)
+        if x.dtype is not bfloat16:
+            return fn(x, *args, **kwargs)
+        widened = [astype(a, float32) if isinstance(a, Tensor) and a.dtype is bfloat16 else a for a in args]
+        return astype(fn(astype(x, float32), *widened, **kwargs), bfloat16)
+
+    return wrapped
 
 
 def broadcast_to(x: Tensor, shape: Sequence[int], op: str = "broadcast_to") -> Tensor:

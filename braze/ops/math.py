@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from typing import Any
 
+from braze.ir.dtypes import DType, bool_, int_beyond, weak_result_dtype
 from braze.ir.errors import DTypeError
 from braze.ir.prims import elementwise as ew
 from braze.ir.prims import math as m
-from braze.ops.core import as_tensor, astype, broadcast_shapes, broadcast_to, full, operands, scalar
+from braze.ops.core import as_tensor, astype, broadcast_shapes, broadcast_to, full, is_number, operands, scalar
 from braze.tensor import Tensor, user_error
 
 
@@ -79,12 +82,44 @@ subtract = _binary(ew.sub, "subtract")
 multiply = _binary(ew.mul, "multiply")
 maximum = _binary(ew.max_, "maximum")
 minimum = _binary(ew.min_, "minimum")
-equal = _binary(ew.eq, "equal")
-not_equal = _binary(ew.ne, "not_equal")
-less = _binary(ew.lt, "less")
-less_equal = _binary(ew.le, "less_equal")
-greater = _binary(ew.gt, "greater")
-greater_equal = _binary(ew.ge, "greater_equal")
+
+
+def _comparison(primitive, name: str, holds: Callable[[int, int], bool]):
+    """A comparison of tensors and numbers. An integer beyond the range of the integer
+    tensor it meets cannot be one of its values, but compares with all of them alike, as
+    in NumPy 2 and PyTorch: ``int32_tensor > 2**40`` is all False, where the number would
+    not fit the tensor's dtype. ``holds(order, 0)`` is the answer when ``left - right``
+    has the sign ``order``."""
+
+    def op(x: Any, y: Any) -> Tensor:
+        if isinstance(x, Tensor) and not isinstance(y, Tensor):
+            tensor, order = x, -int_beyond(y, _weak_dtype(x, y))
+        elif isinstance(y, Tensor) and not isinstance(x, Tensor):
+            tensor, order = y, int_beyond(x, _weak_dtype(y, x))
+        else:
+            order = 0
+        if order:
+            return full(tensor.shape, holds(order, 0), bool_, tensor.device)
+        a, b = operands(name, x, y)
+        return primitive.bind(a, b)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"Elementwise {name} with broadcasting."
+    return op
+
+
+def _weak_dtype(tensor: Tensor, value: Any) -> DType:
+    """The dtype a number takes beside ``tensor`` (its own, for a number of its kind); a
+    tensor's own for what is no number."""
+    return weak_result_dtype(tensor.dtype, value) if is_number(value) else tensor.dtype
+
+
+equal = _comparison(ew.eq, "equal", operator.eq)
+not_equal = _comparison(ew.ne, "not_equal", operator.ne)
+less = _comparison(ew.lt, "less", operator.lt)
+less_equal = _comparison(ew.le, "less_equal", operator.le)
+greater = _comparison(ew.gt, "greater", operator.gt)
+greater_equal = _comparison(ew.ge, "greater_equal", operator.ge)
 atan2 = _binary(m.atan2, "atan2", float_only=True)
 copysign = _binary(m.copysign, "copysign", float_only=True)
 hypot = _binary(m.hypot, "hypot", float_only=True)

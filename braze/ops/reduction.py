@@ -9,7 +9,7 @@ from braze.ir.dtypes import int32, largest_finite
 from braze.ir.errors import DTypeError
 from braze.ir.prims import bitwise, reductions, sources, structural
 from braze.ir.prims import elementwise as ew
-from braze.ops.core import as_tensor, astype, broadcast_to, normalize_axes, normalize_axis
+from braze.ops.core import as_tensor, astype, broadcast_to, normalize_axes, normalize_axis, rounded_once
 from braze.ops.math import maximum, minimum
 from braze.tensor import Tensor, user_error
 
@@ -68,6 +68,7 @@ def _count(x: Tensor, axes: tuple[int, ...]) -> int:
     return count
 
 
+@rounded_once
 def mean(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
     """The mean over ``axis`` (all axes when None); integer tensors give float32."""
     x = as_tensor(x)
@@ -77,14 +78,19 @@ def mean(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
     return sum(x, axes, keepdims) / _count(x, axes)
 
 
+@rounded_once
 def var(x: Any, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Tensor:
-    """Variance with NumPy's default ``ddof=0`` (the population variance)."""
+    """Variance with NumPy's default ``ddof=0`` (the population variance); NaN where no
+    degrees of freedom are left (``ddof`` >= the count), as the Array API says (NumPy
+    divides by zero there)."""
     x = as_tensor(x)
     if not x.dtype.is_float:
         x = astype(x, "float32")
     axes = normalize_axes("var", axis, x.ndim)
     centered = x - mean(x, axes, keepdims=True)
-    return sum(centered * centered, axes, keepdims) / (_count(x, axes) - ddof)
+    freedom = _count(x, axes) - ddof
+    # Dividing by a count of zero or less would give an infinity or a negative variance.
+    return sum(centered * centered, axes, keepdims) / (freedom if freedom > 0 else float("nan"))
 
 
 def argmax(x: Any, axis: int | None = None, keepdims: bool = False) -> Tensor:
@@ -117,6 +123,7 @@ def argmin(x: Any, axis: int | None = None, keepdims: bool = False) -> Tensor:
     return argmax(flipped, axis, keepdims)
 
 
+@rounded_once
 def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
     """``log(sum(exp(x)))`` over ``axis``, computed without overflow: -inf where every
     element is -inf, inf where one is inf."""
@@ -145,6 +152,7 @@ def _shifted(op: str, x: Any, axis: int) -> tuple[Tensor, tuple[int, ...]]:
     return x - _spread(reductions.reduce_max.bind(x.detach(), axes=axes), x, axes), axes
 
 
+@rounded_once
 def softmax(x: Any, axis: int = -1) -> Tensor:
     """``exp(x)`` normalized to sum to 1 along ``axis``."""
     shifted, axes = _shifted("softmax", x, axis)
@@ -152,6 +160,7 @@ def softmax(x: Any, axis: int = -1) -> Tensor:
     return e / _spread(reductions.reduce_sum.bind(e, axes=axes), e, axes)
 
 
+@rounded_once
 def log_softmax(x: Any, axis: int = -1) -> Tensor:
     """``log(softmax(x))`` along ``axis``, computed without overflow."""
     shifted, axes = _shifted("log_softmax", x, axis)

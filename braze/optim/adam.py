@@ -5,7 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from braze.ops import power, sqrt
-from braze.optim.optimizer import Hyperparameter, Optimizer, Slots, active, check_positive, real, zeros_data
+from braze.optim.optimizer import (
+    Hyperparameter,
+    Optimizer,
+    Slots,
+    active,
+    check_positive,
+    count_dtype,
+    real,
+    zeros_data,
+)
 from braze.tensor import Tensor
 
 
@@ -16,6 +25,7 @@ class Adam(Optimizer):
     decoupled = False
     default_weight_decay = 0.0
     jit_inputs = ("lr", "betas", "eps", "weight_decay")
+    count_slots = ("step",)
 
     def __init__(
         self,
@@ -43,7 +53,7 @@ class Adam(Optimizer):
         return cls(**{**config, "betas": tuple(config["betas"])})
 
     def init_slots(self, param: Tensor) -> Slots:
-        return {"m": zeros_data(param), "v": zeros_data(param), "step": zeros_data(param, ())}
+        return {"m": zeros_data(param), "v": zeros_data(param), "step": zeros_data(param, (), count_dtype(param))}
 
     def rule_inputs(self) -> dict[str, Hyperparameter]:
         b1, b2 = (real(b) for b in self.betas)

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from braze.autodiff import no_grad
-from braze.ir.dtypes import float64, storage_array
+from braze.ir.dtypes import DType, bfloat16, float32, float64, storage_array
 from braze.lazy import barrier
 from braze.ops import astype, clip, full, maximum, sqrt
 from braze.ops import sum as reduce_sum
@@ -67,20 +67,33 @@ def check_positive(optimizer: str, allow_zero: bool = False, **hyperparameters: 
             raise ValueError(f"{optimizer}: {name} must be {bound}, got {value}")
 
 
-def zeros_data(param: Tensor, shape: tuple[int, ...] | None = None) -> Tensor:
+def zeros_data(param: Tensor, shape: tuple[int, ...] | None = None, dtype: DType | None = None) -> Tensor:
     """A zero slot as device data, so a lazy device traces the same update every step."""
-    return full_data(param, 0.0, shape)
+    return full_data(param, 0.0, shape, dtype)
 
 
-def full_data(param: Tensor, value: float, shape: tuple[int, ...] | None = None) -> Tensor:
+def full_data(param: Tensor, value: float, shape: tuple[int, ...] | None = None, dtype: DType | None = None) -> Tensor:
     """A slot filled with ``value``, as device data (not an op traced into the first step)."""
-    return slot_data(param, np.full(param.shape if shape is None else shape, value))
+    return slot_data(param, np.full(param.shape if shape is None else shape, value), dtype)
 
 
-def slot_data(param: Tensor, values: Any) -> Tensor:
+def slot_data(param: Tensor, values: Any, dtype: DType | None = None) -> Tensor:
     """``values`` (as they read: bfloat16 ones as floats) as device data of ``param``'s
-    dtype and device: a slot of it, made or restored."""
-    return Tensor.from_numpy(storage_array(values, param.dtype), param.device)
+    dtype (or ``dtype``) and device: a slot of it, made or restored."""
+    return Tensor.from_numpy(storage_array(values, dtype or param.dtype), param.device)
+
+
+def count_dtype(param: Tensor) -> DType:
+    """The dtype of a step-count slot: float32 for a bfloat16 parameter (bfloat16 counts
+    exactly only to 256, as PyTorch keeps its ``step`` in float32), else the parameter's."""
+    return float32 if param.dtype is bfloat16 else param.dtype
+
+
+def arithmetic_dtype(dtype: DType) -> DType:
+    """The dtype an update of a parameter of ``dtype`` computes in: float32 for bfloat16 (as
+    PyTorch computes a bfloat16 tensor's ops; in bfloat16 itself a beta2 of 0.999 is 1.0,
+    so Adam's bias correction divides by zero and the parameter never moves)."""
+    return float32 if dtype is bfloat16 else dtype
 
 
 class LearningRate(float):
@@ -114,6 +127,7 @@ class Optimizer:
     the value every group shares, and setting it sets it in every group."""
 
     jit_inputs: tuple[str, ...] = ("lr",)  # numbers read afresh by every call of a jitted step
+    count_slots: tuple[str, ...] = ()  # slots that count steps (their dtype: count_dtype)
     ParamGroup: type[ParamGroup] = ParamGroup  # each subclass gets its own, of its jit_inputs
     clipvalue: float | None = None
     clipnorm: float | None = None
@@ -258,6 +272,24 @@ class Optimizer:
             raise NotImplementedError(f"{type(self).__name__} defines neither update() nor rule()")
         return self.rule(param, grad, slots, self._rule_tensors(param))
 
+    def slot_dtype(self, name: str, param: Tensor) -> DType:
+        """The dtype of ``param``'s slot ``name``: the parameter's, or a count's."""
+        return count_dtype(param) if name in self.count_slots else param.dtype
+
+    def _in_arithmetic_dtype(self, update: Any, param: Tensor, grad: Tensor, slots: Slots) -> tuple[Tensor, Slots]:
+        """``update(param, grad, slots)`` computed in :func:`arithmetic_dtype`, its results
+        rounded once to the dtypes they are kept in."""
+        dtype = arithmetic_dtype(param.dtype)
+        if dtype is param.dtype:
+            return update(param, grad, slots)
+
+        def widened(t: Tensor) -> Tensor:
+            return astype(t, dtype) if t.dtype is param.dtype else t
+
+        new_param, new_slots = update(widened(param), widened(grad), {n: widened(v) for n, v in slots.items()})
+        kept = {n: astype(v, slots[n].dtype if n in slots else self.slot_dtype(n, param)) for n, v in new_slots.items()}
+        return astype(new_param, param.dtype), kept
+
     def rule_inputs(self) -> dict[str, Hyperparameter]:
         """The numbers ``rule`` reads this step (the group's being updated), by name; which
         names there are may depend on the values (a zero weight decay leaves its term out)."""
@@ -312,7 +344,9 @@ class Optimizer:
             try:
                 for i, param, grad, slots, h in rules:
                     with self._using(self._group_of[i]):
-                        new_param, new_slots = self.rule(param, grad, slots, h)
+                        new_param, new_slots = self._in_arithmetic_dtype(
+                            lambda p, g, s, h=h: self.rule(p, g, s, h), param, grad, slots
+                        )
                     results += [new_param, *new_slots.values()]
                     names.append(tuple(new_slots))
             finally:
@@ -328,10 +362,11 @@ class Optimizer:
         ``like``'s dtype and device, made once per ``step()`` for all the parameters: on a
         lazy device one constant for the step, not one per parameter. Forgotten when the
         updates are made, so that a lazy step's barrier never computes them as results."""
-        key = (value, like.dtype, like.device)
+        dtype = arithmetic_dtype(like.dtype)
+        key = (value, dtype, like.device)
         found = self._constants.get(key)
         if found is None:
-            found = self._constants[key] = full((), value, like.dtype, like.device)
+            found = self._constants[key] = full((), value, dtype, like.device)
         return found
 
     def hyperparameter(self, value: Hyperparameter, like: Tensor) -> Tensor:
@@ -340,7 +375,8 @@ class Optimizer:
         whatever its value (a new learning rate, 1 or 0 included, is not a new graph), a
         tensor is converted, and a schedule is evaluated at ``iterations``."""
         number = isinstance(value, (int, float, np.number))
-        key = (("number", value) if number else id(value), like.dtype, like.device)
+        dtype = arithmetic_dtype(like.dtype)
+        key = (("number", value) if number else id(value), dtype, like.device)
         found = self._constants.get(key)
         if found is None:
             if not number:  # alive until the step ends, so that its id names nothing else meanwhile
@@ -349,9 +385,9 @@ class Optimizer:
             if isinstance(current, Tensor):
                 if current.shape != ():
                     raise ValueError(f"{type(self).__name__}: a hyperparameter tensor must be 0-d, got {current.shape}")
-                found = astype(current.to(like.device), like.dtype)
+                found = astype(current.to(like.device), dtype)
             else:
-                found = scalar_input(current, like.dtype, like.device)
+                found = scalar_input(current, dtype, like.device)
             self._constants[key] = found
         return found
 
@@ -476,8 +512,9 @@ class Optimizer:
         for i, p, _ in updates:
             slots = self.state[i]
             for name, slot in slots.items():
-                if slot.dtype is not p.dtype and slot.dtype.is_float and p.dtype.is_float:
-                    slots[name] = astype(slot, p.dtype).detach()
+                dtype = self.slot_dtype(name, p)
+                if slot.dtype is not dtype and slot.dtype.is_float and p.dtype.is_float:
+                    slots[name] = astype(slot, dtype).detach()
 
     def _updated(self, updates: list[tuple[int, Tensor, Tensor]], device: Device) -> list[tuple[Tensor, Slots]]:
         """The new parameter and slots of each (index, parameter, gradient)."""
@@ -486,7 +523,7 @@ class Optimizer:
         found = []
         for i, p, grad in updates:
             with self._using(self._group_of[i]):
-                found.append(self.update(p, grad, self.state[i]))
+                found.append(self._in_arithmetic_dtype(self.update, p, grad, self.state[i]))
         return found
 
     def apply_state(
@@ -502,7 +539,7 @@ class Optimizer:
         with no_grad(), self._step_constants():
             for p, g, slots in zip(params, grads, state, strict=True):
                 with self._using(groups.get(id(p), self.ParamGroup([], self._defaults))):
-                    new_p, new_slots = self.update(p.detach(), g, slots)
+                    new_p, new_slots = self._in_arithmetic_dtype(self.update, p.detach(), g, slots)
                 new_params.append(new_p)
                 new_state.append(new_slots)
         return new_params, new_state
@@ -557,7 +594,7 @@ class Optimizer:
                 if slot in slots:
                     slots[slot]._load(array)
                 else:  # made mid-run (momentum turned on) before it was saved
-                    slots[slot] = slot_data(self.params[i], array)
+                    slots[slot] = slot_data(self.params[i], array, self.slot_dtype(slot, self.params[i]))
         if self.iterations is not None:
             self.iterations._load(np.array(state_dict.get("iterations", 0), np.int64))
 

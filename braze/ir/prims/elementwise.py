@@ -103,9 +103,18 @@ def _erf_vjp(g, x, out):
     return (g * (exp.bind(-(x * x)) * (2.0 / math.sqrt(math.pi))),)
 
 
-def _safe_log_for_pow(x):
-    positive = gt.bind(x, x * 0.0)
-    return log.bind(select.bind(positive, x, x * 0.0 + 1.0))
+def _pow_vjp_base(g, x, y):
+    # y * x^(y-1) is 0 * inf = NaN at x = 0, y = 0 (so every higher derivative of x^n at
+    # 0): where y is 0 the derivative is 0, as in JAX and PyTorch.
+    zero = x * 0.0
+    return g * select.bind(eq.bind(y, zero), zero, y * pow_.bind(x, y - 1.0))
+
+
+def _pow_vjp_exponent(g, x, out):
+    # d/dy x^y = x^y log x, taken as 0 at x = 0 (JAX's rule: 0^y is 0 or 1 for y >= 0,
+    # whatever y); a negative base has no real logarithm, so its derivative is NaN.
+    zero = x * 0.0
+    return g * out * log.bind(select.bind(eq.bind(x, zero), zero + 1.0, x))
 
 
 def _divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -157,7 +166,7 @@ div = binary("div", _divide, lambda g, x, y, out: (lambda: g / y, lambda: -g * o
 pow_ = binary(
     "pow",
     _power,
-    lambda g, x, y, out: (lambda: g * y * pow_.bind(x, y - 1.0), lambda: g * out * _safe_log_for_pow(x)),
+    lambda g, x, y, out: (lambda: _pow_vjp_base(g, x, y), lambda: _pow_vjp_exponent(g, x, out)),
     FLOAT,
 )
 
