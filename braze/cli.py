@@ -170,11 +170,12 @@ def _fuzz(args: argparse.Namespace) -> int:
 
 
 def _cache(args: argparse.Namespace) -> int:
-    from braze.runtime import cachedir
+    from braze.runtime import cachedir, diskcache
 
     if args.action == "info":
         print(cachedir.describe())
-        print(f"size cap of the kernels: {os.environ.get('BRAZE_CACHE_MAX_SIZE', '1G')} (BRAZE_CACHE_MAX_SIZE)")
+        cap = diskcache.size_limit()  # checked: a value that is no size is an error, not echoed
+        print(f"size cap of the kernels: {cap / 2**20:.0f} MiB (BRAZE_CACHE_MAX_SIZE)")
     else:
         files, size = cachedir.clear()
         print(f"removed {files} files ({size / 2**20:.1f} MiB) from {cachedir.default_root()}")

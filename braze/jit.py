@@ -62,7 +62,7 @@ from typing import Any
 
 import numpy as np
 
-from braze import config, jit_state, lazy
+from braze import config, jit_state, lazy, trees
 from braze.autodiff import is_differentiated
 from braze.ir.errors import DeviceError, TraceError
 from braze.ir.graph import Graph
@@ -482,13 +482,14 @@ def _flatten_result(result: Any) -> tuple[list[Tensor], Callable[[list[Tensor]],
     if isinstance(result, (list, tuple)):
         parts = [_flatten_result(r) for r in result]
         sizes = [len(p[0]) for p in parts]
+        build = trees.sequence_builder(result)  # a namedtuple comes back as one
 
         def rebuild(items: list[Tensor]) -> Any:
             out, offset = [], 0
             for (_, part_rebuild), size in zip(parts, sizes, strict=True):
                 out.append(part_rebuild(items[offset : offset + size]))
                 offset += size
-            return type(result)(out) if isinstance(result, list) else tuple(out)
+            return build(out)
 
         return [t for p in parts for t in p[0]], rebuild
     if isinstance(result, dict):

@@ -46,6 +46,18 @@ _SEQUENCE = itertools.count()
 _RECORDED = operator.attrgetter("seq")
 
 
+class LoopBodyInput:
+    """The data of a loop body's input while the body is traced (``braze.lax``): never read,
+    never computed. A value computed from one that outlives the trace escaped the body."""
+
+    def __repr__(self) -> str:
+        return "<loop body input>"
+
+
+class LoopBodyLeak(TraceError):
+    """A value computed inside a traced loop body was kept outside it and then computed."""
+
+
 class Expr:
     """A node of the lazy trace: device data (``data`` set) or a pending op on ``inputs`` (a
     primitive, a ``Program`` called, or one of a call's ``RESULT``s)."""
@@ -394,6 +406,10 @@ class LiveTensors:
     def tensors(self) -> list[Tensor]:
         return [t for t in (ref() for ref in self._refs) if t is not None]
 
+    def discard(self, leaving: Callable[[Tensor], bool]) -> None:
+        """Drop the tensors ``leaving`` picks (a loop body's values: no barrier computes them)."""
+        self._refs = [ref for ref in self._refs if (t := ref()) is not None and not leaving(t)]
+
 
 class TraceCache:
     """The graph of each recorded trace seen recently, by the trace's key and donations
@@ -481,6 +497,12 @@ class LazyExecutor:
             if previous is not None and previous.data is not None and value.donor is None:
                 value.donor = previous
 
+    def forget(self, device: Device, leaving: Callable[[Tensor], bool]) -> None:
+        """Stop tracking the pending tensors of ``device`` that ``leaving`` picks."""
+        live = self._live.get(device)
+        if live is not None:
+            live.discard(leaving)
+
     # Barriers ---------------------------------------------------------------------------
 
     def pending_roots(self, device: Device) -> list[Expr]:
@@ -498,6 +520,8 @@ class LazyExecutor:
         metrics.count("Barrier")
         try:
             results = self.run(roots, device, donate=True)
+        except LoopBodyLeak:
+            raise  # the leaked values can never be computed: they are not kept for the next barrier
         except BaseException:
             # Failed before the executable ran (out of memory, a compile error, Ctrl-C): the step's
             # tensors stay pending, so the next barrier runs them again.
@@ -521,6 +545,13 @@ class LazyExecutor:
             graph = self.traces.graph(trace, donated)
             args, leaves = trace.args, trace.leaves
             del trace
+            if any(isinstance(a, LoopBodyInput) for a in args):
+                raise LoopBodyLeak(
+                    "a value computed inside a braze.lax loop body was kept outside it (assigned to an outside "
+                    "tensor, appended to a list, or a layer's state updated in training mode, as "
+                    "BatchNormalization's) and cannot be computed: return it from the body, in the carry or the "
+                    "ys, instead"
+                )
             for j in donated.values():
                 if leaves[j].lent:  # its buffer is held elsewhere too: the step writes into a copy
                     args[j] = _own_copy(args[j], device)

@@ -18,12 +18,32 @@ def flatten(tree: Any, what: str = "grad") -> tuple[list[Tensor], Rebuild]:
         return [tree], lambda leaves: leaves[0]
     if isinstance(tree, (list, tuple)):
         parts = [flatten(item, what) for item in tree]
-        return _join(parts, lambda items: type(tree)(items) if isinstance(tree, list) else tuple(items))
+        return _join(parts, sequence_builder(tree))
     if isinstance(tree, dict):
-        keys = list(tree)
+        keys = dict_keys(tree)
         parts = [flatten(tree[k], what) for k in keys]
         return _join(parts, lambda items: dict(zip(keys, items, strict=True)))
     raise TypeError(f"{what}: expected tensors or nested lists/tuples/dicts of tensors, got {type(tree).__name__}")
+
+
+def dict_keys(tree: dict) -> list:
+    """A dict's keys in the order its leaves are taken: sorted, as JAX sorts them, so that
+    two dicts of the same keys give their leaves alike whatever order they were built in
+    (keys that do not sort keep their order)."""
+    try:
+        return sorted(tree)
+    except TypeError:
+        return list(tree)
+
+
+def sequence_builder(tree: list | tuple) -> Callable[[list], Any]:
+    """Builds a list or tuple of ``tree``'s type from items: a namedtuple (JAX's pytrees
+    keep them) from its fields, another tuple subclass as a plain tuple."""
+    if isinstance(tree, list):
+        return list
+    if hasattr(type(tree), "_fields"):
+        return lambda items: type(tree)(*items)
+    return tuple
 
 
 def _join(parts: list[tuple[list[Tensor], Rebuild]], build: Callable[[list], Any]) -> tuple[list[Tensor], Rebuild]:

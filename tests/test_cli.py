@@ -213,3 +213,24 @@ def test_a_bug_keeps_its_traceback_and_asks_for_a_report(monkeypatch, capsys):
 def test_valid_arguments_are_parsed_into_values():
     args = cli.build_parser().parse_args(["train", "cnn", "--device", "cpu:lazy", "--epochs", "2", "--lr", "1e-4"])
     assert args.device.is_lazy and args.epochs == 2 and args.lr == 1e-4 and args.debug is False
+
+
+@pytest.mark.parametrize("command", ["cache info", "fuzz --programs 1 --seed 1 --backends reference"])
+def test_a_cache_size_that_is_no_size_is_a_one_line_error(tmp_path, monkeypatch, command):
+    monkeypatch.setenv("BRAZE_CACHE_MAX_SIZE", "garbage")
+    monkeypatch.setenv("BRAZE_CACHE", str(tmp_path / "cache"))
+    result = run_braze(*command.split(), home=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.splitlines() == [
+        f"braze {command.split()[0]}: error: BRAZE_CACHE_MAX_SIZE='GARBAGE' is not a size: use bytes or a number "
+        "with K, M, G or T"
+    ]
+
+
+def test_distributed_training_without_mpi4py_is_a_one_line_error(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "mpi4py", None)  # its import fails, as where it is not installed
+    assert cli.main(["train", "lenet", "--distributed", "--epochs", "1"]) == cli.EXIT_USER_ERROR
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        "braze train: error: braze.distributed needs mpi4py and an MPI library: pip install 'braze[distributed]'"
+    ]

@@ -16,6 +16,7 @@ import time
 from types import TracebackType
 
 from braze.distributed.supervisor import supervise
+from braze.ir.errors import MissingDependency
 from braze.runtime.collectives import MpiTransport, join, joined
 from braze.runtime.cores import available_cores
 
@@ -24,7 +25,7 @@ def _mpi():
     try:
         from mpi4py import MPI
     except ImportError as error:
-        raise ImportError(
+        raise MissingDependency(
             "braze.distributed needs mpi4py and an MPI library: pip install 'braze[distributed]'"
         ) from error
     return MPI

@@ -20,3 +20,11 @@ class DeviceError(BrazeError, RuntimeError):
 class TraceError(BrazeError, RuntimeError):
     """Something a traced function did that a compiled call could not repeat: reading a
     value as a Python number, a Python side effect, or reading state the tracer cannot see."""
+
+
+class ConfigError(BrazeError, ValueError):
+    """A setting braze cannot use: an environment variable (``BRAZE_...``) of no valid value."""
+
+
+class MissingDependency(BrazeError, ImportError):
+    """An optional package a feature needs is not installed (its message says what to install)."""

@@ -16,18 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from braze.ir import primitive as prim_layer
+from braze.ir.errors import TraceError
 from braze.ir.graph import Graph, Node, parameter
 from braze.ir.primitive import Aval, Category, Literal
-from braze.lazy import Expr
+from braze.ir.prims import sources
+from braze.lazy import EXECUTOR, Expr, LoopBodyInput
 from braze.runtime.device import Device
 from braze.tensor import Tensor, bind
-
-
-class _Placeholder:
-    """The data of a body's input while its body is traced: never read, never computed."""
-
-    def __repr__(self) -> str:
-        return "<loop body input>"
 
 
 @dataclass
@@ -45,7 +40,7 @@ def trace_device(device: Device) -> Device:
 
 
 def _placeholder(aval: Aval, device: Device) -> Tensor:
-    return Tensor._view(Expr(None, (), {}, aval, None, data=_Placeholder()), aval, device)
+    return Tensor._view(Expr(None, (), {}, aval, None, data=LoopBodyInput()), aval, device)
 
 
 def _changes_between_steps(attrs: dict) -> bool:
@@ -63,6 +58,7 @@ def trace(
     keep: list[Any] = []  # the values recorded, alive while their ids key `nodes`
     captured: list[Tensor] = []
     stand_ins: dict[int, Tensor] = {}
+    before: dict[int, Any] = {}  # each captured tensor's value when first read
     outer = prim_layer.current_binder()
 
     def capture(t: Tensor) -> Tensor:
@@ -72,6 +68,7 @@ def trace(
             nodes[id(stand_in._value)] = parameter(len(inputs) + len(captured), t.aval)
             captured.append(t)
             keep.append(t._value)
+            before[id(t)] = t._value
         return stand_in
 
     def node_of(value: Any) -> Node | None:
@@ -87,6 +84,14 @@ def trace(
         return found
 
     def recording(primitive: Any, args: tuple, attrs: dict, like: Any) -> Any:
+        if primitive is sources.rng_uniform:
+            # Its key is drawn once, while the body is traced: every step would draw the same
+            # numbers (one dropout mask for all), where an eager loop draws afresh each step.
+            raise TraceError(
+                f"{what}: the body draws random numbers (braze.rand/randn, Dropout in training), which a "
+                "compiled loop would repeat at every step; draw them before the loop, one slice per step "
+                "(braze.rand((length, ...)) passed in xs), or run the loop eagerly"
+            )
         inside = [node_of(a._value) is not None for a in args]
         if not any(inside) and (args or _changes_between_steps(attrs)):
             return outer(primitive, args, attrs, like)
@@ -104,6 +109,18 @@ def trace(
         results = fn(inputs)
     finally:
         prim_layer.set_thread_binder(previous)
+        # The body's values are pending on the device, but no barrier may compute them: one
+        # kept outside the body (in a list) is an error where it is read, not at every barrier.
+        EXECUTOR.forget(device, lambda t: id(t._value) in nodes)
+    assigned = [t for t in captured if node_of(t._value) is not None]  # assign, a layer's state
+    if assigned:
+        for t in assigned:  # as they were: the error leaves the layer's state usable
+            t._value = before[id(t)]
+        raise TraceError(
+            f"{what}: the body assigned a value it computed to a tensor from outside it (assign, "
+            "assign_add, or a layer's state updated in training mode, as BatchNormalization's), which a "
+            "compiled loop cannot keep: return the value from the body, in the carry, instead"
+        )
     for k, r in enumerate(results):
         if not isinstance(r, Tensor):
             raise TypeError(f"{what}: the body returned a {type(r).__name__} where a tensor was expected (value {k})")

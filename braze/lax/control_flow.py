@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from braze import ops, trees
-from braze.ir.dtypes import int32
+from braze.ir.dtypes import bool_, int32
 from braze.ir.errors import ShapeError
 from braze.ir.primitive import Aval
 from braze.ir.prims import loops
@@ -30,7 +32,7 @@ def _structure(tree: Any) -> Any:
     if isinstance(tree, (list, tuple)):
         return (type(tree).__name__, tuple(_structure(item) for item in tree))
     if isinstance(tree, dict):
-        return ("dict", tuple((k, _structure(v)) for k, v in tree.items()))
+        return ("dict", tuple((k, _structure(tree[k])) for k in trees.dict_keys(tree)))
     return type(tree).__name__
 
 
@@ -97,9 +99,9 @@ def scan(
     if None in lengths:
         raise ShapeError("scan: every xs tensor needs a leading axis to step along; one is 0-dimensional")
     if length is not None:
-        if not isinstance(length, int) or isinstance(length, bool) or length < 0:
+        if not isinstance(length, (int, np.integer)) or isinstance(length, bool) or length < 0:
             raise ValueError(f"scan: length must be a non-negative integer, got {length!r}")
-        lengths.add(length)
+        lengths.add(int(length))
     if len(lengths) > 1:
         raise ShapeError(f"scan: xs have different leading lengths {sorted(lengths)} (length={length})")
     if not lengths:
@@ -156,13 +158,19 @@ def fori_loop(lower: int, upper: int, body_fun: Callable[[Tensor, Any], Any], in
     ``lax.fori_loop``). With Python integer bounds it is a ``scan`` over the indices (and
     differentiable); with tensor bounds a ``while_loop`` (forward only)."""
     _check_callable(body_fun, "fori_loop", "body_fun")
-    if isinstance(lower, int) and isinstance(upper, int):
-        indices = ops.arange(lower, max(upper, lower), dtype=int32, device=_device_of(init_val))
+    for name, bound in (("lower", lower), ("upper", upper)):
+        kind = bound.dtype.kind if isinstance(bound, Tensor) else np.asarray(bound).dtype.kind
+        if kind not in "iu" or isinstance(bound, (bool, np.bool_)):
+            raise TypeError(f"fori_loop: {name} must be an integer or an integer tensor, got {bound!r}")
+    if not isinstance(lower, Tensor) and not isinstance(upper, Tensor):
+        indices = ops.arange(int(lower), max(int(upper), int(lower)), dtype=int32, device=_device_of(init_val))
         carry, _ = scan(lambda val, i: (body_fun(i, val), None), init_val, indices)
         return carry
     device = _device_of(init_val)
-    start = ops.as_tensor(lower, device=device) if not isinstance(lower, Tensor) else lower
-    stop = ops.as_tensor(upper, device=device) if not isinstance(upper, Tensor) else upper
+    # The bounds in one dtype, the tensor's (the wider of two tensors'), as JAX converts them.
+    dtype = _wider_bound(lower, upper)
+    start = ops.astype(lower if isinstance(lower, Tensor) else ops.as_tensor(lower, device=device), dtype)
+    stop = ops.astype(upper if isinstance(upper, Tensor) else ops.as_tensor(upper, device=device), dtype)
     _, result = while_loop(
         lambda state: state[0] < stop,
         lambda state: (state[0] + 1, body_fun(state[0], state[1])),
@@ -171,21 +179,37 @@ def fori_loop(lower: int, upper: int, body_fun: Callable[[Tensor, Any], Any], in
     return result
 
 
+def _wider_bound(lower: Any, upper: Any) -> Any:
+    dtypes = [b.dtype for b in (lower, upper) if isinstance(b, Tensor)]
+    return max(dtypes, key=lambda d: d.itemsize)
+
+
 def _device_of(tree: Any) -> Any:
     leaves, _ = _leaves(tree, "fori_loop")
     return leaves[0].device if leaves else default_device()
 
 
+def _condition_holds(value: Any) -> bool:
+    """A condition's value, which must be one boolean scalar (JAX's rule, and the compiled loop's)."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if not isinstance(value, Tensor) or value.dtype is not bool_ or value.shape != ():
+        described = value.aval if isinstance(value, Tensor) else type(value).__name__
+        raise ShapeError(f"while_loop: the condition must return one boolean scalar, it returns {described}")
+    return bool(value)
+
+
 def while_loop(cond_fun: Callable[[Any], Tensor], body_fun: Callable[[Any], Any], init_val: Any) -> Any:
     """``val = body_fun(val)`` while ``cond_fun(val)`` (a boolean scalar) holds (JAX's
-    ``lax.while_loop``). Forward only: the number of steps is known only when it runs, so
-    reverse-mode gradients through it raise; use ``fori_loop`` with static bounds or ``scan``."""
+    ``lax.while_loop``). Compiled (a lazy device, ``braze.jit``) it is forward only: the
+    number of steps is known only when it runs, so reverse-mode gradients through it raise
+    (use ``fori_loop`` with static bounds or ``scan``); eagerly its steps are ops like any."""
     _check_callable(cond_fun, "while_loop", "cond_fun")
     _check_callable(body_fun, "while_loop", "body_fun")
     leaves, tree = _leaves(init_val, "while_loop")
     if not _is_traced(leaves):
         val = init_val
-        while bool(cond_fun(val)):
+        while _condition_holds(cond_fun(val)):
             val = body_fun(val)
             _check_carry("while_loop", init_val, val)
         return val

@@ -448,7 +448,15 @@ def _spec_from(value: Any, custom: dict[str, Any], kind: str) -> Any:
         name = value["function"]
         from braze.nn.losses import LOSSES
 
-        found = custom.get(name) or _CUSTOM.get(name) or keras_losses.FUNCTIONS.get(name) or LOSSES.get(name)
+        # braze.nn's own losses are saved by their function names (binary_cross_entropy)
+        own = {fn.__name__: fn for fn in LOSSES.values()}
+        found = (
+            custom.get(name)
+            or _CUSTOM.get(name)
+            or keras_losses.FUNCTIONS.get(name)
+            or LOSSES.get(name)
+            or own.get(name)
+        )
         if found is None:
             raise ValueError(
                 f"load_model: the {kind} {name!r} is a function of yours: pass custom_objects={{{name!r}: {name}}}, "

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from braze.ir.errors import DeviceError
+from braze.ir.errors import ConfigError, DeviceError
 from braze.ir.graph import Graph
 from braze.ir.primitive import PRIMITIVES, Aval, Category, Primitive
 from braze.passes import pipeline
@@ -183,7 +183,7 @@ def _requested() -> str:
     requested = os.environ.get("BRAZE_BACKEND", "").strip().lower()
     if requested and requested not in _BACKENDS:
         expected = " or ".join(repr(name) for name in sorted(_BACKENDS))
-        raise ValueError(f"unknown BRAZE_BACKEND {requested!r}: expected {expected}")
+        raise ConfigError(f"unknown BRAZE_BACKEND {requested!r}: expected {expected}")
     return requested
 
 

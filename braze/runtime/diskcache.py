@@ -23,6 +23,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from braze.ir.errors import ConfigError
 from braze.runtime.cachedir import (
     CacheWarning,
     UntrustedFile,
@@ -51,7 +52,7 @@ def size_limit() -> int:
     text = os.environ.get("BRAZE_CACHE_MAX_SIZE", DEFAULT_MAX_SIZE).strip().upper()
     found = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([KMGT]?)I?B?", text)
     if found is None:
-        raise ValueError(f"BRAZE_CACHE_MAX_SIZE={text!r} is not a size: use bytes or a number with K, M, G or T")
+        raise ConfigError(f"BRAZE_CACHE_MAX_SIZE={text!r} is not a size: use bytes or a number with K, M, G or T")
     return int(float(found.group(1)) * _UNITS[found.group(2)])
 
 

@@ -294,3 +294,18 @@ def test_optimizer_slots_return_to_their_weights_when_the_optimizer_met_them_in_
     loaded.fit(x, y, epochs=1, batch_size=8, verbose=0, shuffle=False)
     for got, want in zip(loaded.get_weights(), model.get_weights(), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+def test_a_model_compiled_with_a_braze_loss_function_loads(tmp_path):
+    """``braze train cnn --save x.keras`` compiles with braze.nn.binary_cross_entropy, which a
+    loaded model finds again by its name (it was taken for a function of the user's)."""
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((3,)), layers.Dense(1, activation="sigmoid")])
+    model.compile("adam", loss=braze.nn.binary_cross_entropy)
+    x = np.random.default_rng(0).standard_normal((8, 3)).astype(np.float32)
+    y = (x.sum(1, keepdims=True) > 0).astype(np.float32)
+    model.fit(x, y, epochs=1, verbose=0)
+    model.save(tmp_path / "m.keras")
+    loaded = keras.models.load_model(tmp_path / "m.keras")
+    assert loaded.loss is braze.nn.binary_cross_entropy
+    assert loaded.evaluate(x, y, verbose=0) == pytest.approx(model.evaluate(x, y, verbose=0), rel=1e-6)
