@@ -21,7 +21,7 @@ from braze.bench.arguments import (
     positive_int,
 )
 from braze.data import DataError
-from braze.ir.errors import BrazeError
+from braze.ir.errors import BrazeError, ConfigError
 from braze.ops.autocast import autocast
 
 # What the user can fix: braze's own errors (shapes, devices, checkpoints...), bad data,
@@ -122,18 +122,23 @@ def _bench(args: argparse.Namespace) -> int:
 
     from braze.bench.compare import bench_cnn, bench_lenet
 
+    epochs = args.epochs or (5 if args.model == "lenet" else 3)
+    if args.eager_epochs is not None and args.eager_epochs > epochs:
+        raise ConfigError(f"--eager-epochs {args.eager_epochs} is more than the {epochs} epochs of the compiled run")
+    if args.model == "lenet" and args.image_size is not None:
+        raise ConfigError("--image-size is an option of bench cnn; LeNet-5 reads MNIST's 28 x 28 images")
     if args.model == "lenet":
         comparison = bench_lenet(
-            args.epochs or 5, args.batch_size or 128, args.data, args.seed, args.steps_per_epoch, args.eager_epochs
+            epochs, args.batch_size or 128, args.data, args.seed, args.steps_per_epoch, args.eager_epochs
         )
     else:
         comparison = bench_cnn(
-            args.epochs or 3,
+            epochs,
             args.batch_size or 64,
             args.data,
             args.seed,
             args.steps_per_epoch,
-            args.image_size,
+            args.image_size or 150,
             args.eager_epochs,
         )
     print()
@@ -266,7 +271,9 @@ def build_parser() -> argparse.ArgumentParser:
     image_bench = argparse.ArgumentParser(add_help=False)  # bench's options for lenet and cnn
     image_bench.add_argument("--epochs", type=positive_int, default=None, help="default: 5 for lenet, 3 for cnn")
     image_bench.add_argument("--batch-size", type=positive_int, default=None, help="default: 128 for lenet, 64 for cnn")
-    image_bench.add_argument("--image-size", type=positive_int, default=150, help="cnn only: image side in pixels")
+    image_bench.add_argument(
+        "--image-size", type=positive_int, default=None, help="cnn only: image side in pixels (default 150)"
+    )
     image_bench.add_argument(
         "--eager-epochs",
         type=positive_int,

@@ -129,6 +129,12 @@ def _truncated_mnist(directory: Path) -> Path:
 
 # (command line, the error after "braze COMMAND: error: "); {dir} is a folder made by ``setup``
 USER_ERRORS = [
+    (
+        "bench lenet --epochs 1 --eager-epochs 2",
+        lambda d: None,
+        "--eager-epochs 2 is more than the 1 epochs of the compiled run",
+    ),
+    ("bench lenet --image-size 32", lambda d: None, "--image-size is an option of bench cnn"),
     ("train lenet --epochs 1 --data {dir}", lambda d: d.mkdir(), "MNIST directory {dir} is missing "),
     ("bench lenet --epochs 1 --data {dir}", lambda d: d.mkdir(), "MNIST directory {dir} is missing "),
     ("sample gpt --out-dir {dir}", lambda d: d.mkdir(), "{dir}: no config.json: not a checkpoint of braze train gpt"),

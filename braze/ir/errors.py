@@ -23,7 +23,8 @@ class TraceError(BrazeError, RuntimeError):
 
 
 class ConfigError(BrazeError, ValueError):
-    """A setting braze cannot use: an environment variable (``BRAZE_...``) of no valid value."""
+    """A setting braze cannot use: an environment variable (``BRAZE_...``) or an option of
+    no valid value, or options that contradict each other."""
 
 
 class MissingDependency(BrazeError, ImportError):

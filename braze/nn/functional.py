@@ -151,7 +151,13 @@ def scaled_dot_product_attention(
                 f"scaled_dot_product_attention: attn_mask must be bool or {scores.dtype.name}, got "
                 f"{attn_mask.dtype.name}",
             )
-    weights = ops.softmax(scores, axis=-1)
+    if attn_mask is not None and not causal:
+        # A row that may attend to nothing gives zeros, as PyTorch's does, not NaN (a softmax
+        # of -inf only): a padded sequence's NaN would reach every gradient of key and value.
+        attends = ops.max(scores.detach(), axis=-1, keepdims=True) > -math.inf
+        weights = ops.where(attends, ops.softmax(ops.where(attends, scores, 0.0), axis=-1), 0.0)
+    else:
+        weights = ops.softmax(scores, axis=-1)
     if dropout_p:
         if not 0 <= dropout_p < 1:
             raise ValueError(f"scaled_dot_product_attention: dropout_p must be in [0, 1), got {dropout_p}")

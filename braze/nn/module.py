@@ -64,11 +64,13 @@ class Module(KerasMethods):
                     yield path, item
 
     def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
+        """(name, module) for this module ("", or ``prefix``) and every one inside it, each
+        once, named by their attribute paths (``"blocks.0.attn"``), as PyTorch's."""
         seen: set[int] = set()
-        for name, module, _, _ in self._module_items(prefix):
+        for name, module, _, _ in self._module_items(_dotted(prefix)):
             if id(module) not in seen:
                 seen.add(id(module))
-                yield name, module
+                yield name.removesuffix("."), module
 
     def _module_items(
         self, prefix: str, trainable: bool = True
@@ -106,12 +108,12 @@ class Module(KerasMethods):
     def named_parameters(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
         """The tensors that require grad, but those of a Keras layer set to ``trainable =
         False`` (Keras's ``trainable_weights``): what an optimizer made from the module trains."""
-        for name, value, trainable in self._owned_tensors(prefix):
+        for name, value, trainable in self._owned_tensors(_dotted(prefix)):
             if value.requires_grad and trainable:
                 yield name, value
 
     def named_buffers(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
-        for name, value in self._named_tensors(prefix):
+        for name, value in self._named_tensors(_dotted(prefix)):
             if not value.requires_grad and is_buffer(value):
                 yield name, value
 
@@ -278,6 +280,11 @@ class IncompatibleKeys(NamedTuple):
 
 
 _HOLDERS = (Module, Tensor, list, tuple, dict)  # what may hold a tensor or module (see _walk)
+
+
+def _dotted(prefix: str) -> str:
+    """A public ``prefix=`` (PyTorch's, without its dot) as the start of the names inside."""
+    return f"{prefix}." if prefix else ""
 
 
 def _walk(name: str, value: Any) -> Iterator[tuple[str, Any]]:

@@ -27,7 +27,7 @@ def _rows(model: Any) -> list[tuple[str, str, int]]:
         return [(_title(layer), _graph_shape(graph, layer), _count(layer)) for layer in graph.layers]
     layers = model.__dict__.get("layers")
     if layers is None:
-        children = [m for name, m in model.named_modules() if name and name.count(".") == 1]
+        children = [m for name, m in model.named_modules() if name and "." not in name]
         return [(_title(m), "multiple", _count(m)) for m in children]
     if getattr(model, "_declared_shape", None) is None:
         raise ValueError(

@@ -12,6 +12,7 @@ one-hot over the classes, smoothing included.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from braze import ops
@@ -49,7 +50,14 @@ def _reduce(losses: Tensor, reduction: str, count: Tensor | int) -> Tensor:
     if reduction == "none":
         return losses
     total = ops.sum(losses)
-    return total if reduction == "sum" else total / count
+    if reduction == "sum":
+        return total
+    if isinstance(count, Tensor):
+        # Nothing counted (every target ignored): the mean is NaN, as PyTorch's, and its
+        # gradient 0 (a division by the zero count would make every gradient NaN).
+        counted = count > 0
+        return ops.where(counted, total / ops.where(counted, count, 1.0), math.nan)
+    return total / count
 
 
 def _probability_targets(

@@ -40,8 +40,14 @@ class Adam(Optimizer):
 
     def check(self, hyperparameters: dict[str, Hyperparameter]) -> None:
         name, betas = type(self).__name__, hyperparameters["betas"]
-        check_positive(name, lr=hyperparameters["lr"], eps=hyperparameters["eps"])
-        check_positive(name, allow_zero=True, weight_decay=hyperparameters["weight_decay"])
+        # PyTorch's bounds: lr and eps may be 0, no hyperparameter negative.
+        check_positive(
+            name,
+            allow_zero=True,
+            lr=hyperparameters["lr"],
+            eps=hyperparameters["eps"],
+            weight_decay=hyperparameters["weight_decay"],
+        )
         if len(betas) != 2 or not all(isinstance(b, Tensor) or 0 <= b < 1 for b in betas):
             raise ValueError(f"{name}: invalid betas={betas}: expected two numbers in [0, 1)")
 

@@ -121,14 +121,27 @@ class CosineAnnealingLR(LRScheduler):
 
 
 class LambdaLR(LRScheduler):
-    """``base_lr * lr_lambda(epoch)``."""
+    """``base_lr * lr_lambda(epoch)``: one function for every group, or a list of one per
+    group, as PyTorch's."""
 
-    def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float], last_epoch: int = -1) -> None:
-        self.lr_lambda = lr_lambda
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        lr_lambda: Callable[[int], float] | Sequence[Callable[[int], float]],
+        last_epoch: int = -1,
+    ) -> None:
+        groups = len(_groups(optimizer))
+        lambdas = list(lr_lambda) if isinstance(lr_lambda, (list, tuple)) else [lr_lambda] * groups
+        if len(lambdas) != groups:
+            raise ValueError(f"LambdaLR: {len(lambdas)} lr_lambdas for {groups} parameter groups")
+        for k, fn in enumerate(lambdas):
+            if not callable(fn):
+                raise TypeError(f"LambdaLR: lr_lambda {k} is a {type(fn).__name__}, not a function of the epoch")
+        self.lr_lambda, self.lr_lambdas = lr_lambda, lambdas
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
-        return [base * self.lr_lambda(self.last_epoch) for base in self.base_lrs]
+        return [base * fn(self.last_epoch) for base, fn in zip(self.base_lrs, self.lr_lambdas, strict=True)]
 
 
 class LinearLR(LRScheduler):

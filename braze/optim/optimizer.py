@@ -230,7 +230,13 @@ class Optimizer:
 
     def _add_group(self, tensors: list[Tensor], given: dict[str, Any]) -> None:
         name = type(self).__name__
-        unknown = sorted(set(given) - set(self._defaults) - {"initial_lr"})
+        # A group's own labels (``"name": "decoder"``) are kept, as PyTorch keeps any key; an
+        # unknown number is refused: it would be a misspelled hyperparameter, never read.
+        unknown = sorted(
+            key
+            for key, value in given.items()
+            if key not in self._defaults and key != "initial_lr" and _is_number_like(value)
+        )
         if unknown:
             raise ValueError(
                 f"{name}: unknown hyperparameters {unknown} in a parameter group; {name} has {sorted(self._defaults)}"
@@ -604,7 +610,8 @@ class Optimizer:
         for k, (saved, group) in enumerate(zip(groups, self.param_groups, strict=True)):
             if len(saved["params"]) != len(group.params):
                 return f"group {k} saved {len(saved['params'])} parameters, this optimizer's has {len(group.params)}"
-            names, mine = sorted(set(saved) - {"params"}), sorted(set(group) - {"params"})
+            # initial_lr is a scheduler's (saved before or after one was made, as PyTorch allows)
+            names, mine = (sorted(set(g) - {"params", "initial_lr"}) for g in (saved, group))
             if names != mine:  # another kind of optimizer
                 return f"group {k} saved the hyperparameters {names}, this optimizer's has {mine}"
         for i, slots in enumerate(self.state):
@@ -617,6 +624,10 @@ class Optimizer:
 
 
 _MISSING = object()
+
+
+def _is_number_like(value: Any) -> bool:
+    return isinstance(value, (int, float, np.number, Tensor)) or callable(value)
 
 
 def _plain(value: Any) -> bool:

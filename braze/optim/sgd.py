@@ -27,9 +27,15 @@ class SGD(Optimizer):
         super().__init__(params, lr=lr, momentum=momentum, nesterov=nesterov, weight_decay=weight_decay)
 
     def check(self, hyperparameters: dict[str, Hyperparameter]) -> None:
-        check_positive("SGD", lr=hyperparameters["lr"])
         momentum = hyperparameters["momentum"]
-        check_positive("SGD", allow_zero=True, momentum=momentum, weight_decay=hyperparameters["weight_decay"])
+        # PyTorch's bounds: a rate of 0 is allowed (a schedule's end), a negative one is not.
+        check_positive(
+            "SGD",
+            allow_zero=True,
+            lr=hyperparameters["lr"],
+            momentum=momentum,
+            weight_decay=hyperparameters["weight_decay"],
+        )
         if hyperparameters["nesterov"] and not active(momentum):
             raise ValueError("SGD: Nesterov momentum needs momentum > 0")
 

@@ -148,7 +148,7 @@ def test_a_module_held_twice_is_named_once_with_its_parameters():
     model.again = shared
     model.outer = Linear(1, 1)
     named = [("first", shared), ("own", model.own), ("layers.1", model.layers[1]), ("outer", model.outer)]
-    assert [name for name, _ in model.named_modules()] == ["", *(f"{where}." for where, _ in named)]
+    assert [name for name, _ in model.named_modules()] == ["", *(where for where, _ in named)]
     expected = [(f"{where}.{w}", id(getattr(layer, w))) for where, layer in named for w in ("kernel", "bias")]
     assert [(name, id(p)) for name, p in model.named_parameters()] == expected
     assert [id(p) for p in model.parameters()] == [k for _, k in expected]
