@@ -28,7 +28,7 @@ from braze.data import BlockSampler, CharTokenizer, Shakespeare, load_shakespear
 from braze.data.errors import DataError
 from braze.jit import jit
 from braze.models.gpt_config import GPTConfig
-from braze.nn.checkpoint import CheckpointError
+from braze.nn.checkpoint import CheckpointError, read_start
 from braze.nn.utils import clip_grad_norm_
 from braze.optim import Optimizer
 from braze.optim.schedules import CosineDecay
@@ -237,12 +237,14 @@ def load_checkpoint(folder: str | Path) -> tuple[GPT, CharTokenizer]:
     """The model and tokenizer that :func:`save_checkpoint` wrote into ``folder``."""
     folder = Path(folder)
     try:
+        if (folder / CONFIG_FILE).exists():
+            read_start(folder / CONFIG_FILE, 0)  # a regular file: a FIFO would block the read
         record = json.loads((folder / CONFIG_FILE).read_text())
         config = GPTConfig.from_dict(record["model"])
         tokenizer = CharTokenizer(list(record["vocabulary"]))
     except FileNotFoundError:
         raise CheckpointError(f"{folder}: no {CONFIG_FILE}: not a checkpoint of braze train gpt") from None
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError, RecursionError) as error:
         raise CheckpointError(f"{folder / CONFIG_FILE}: not a GPT checkpoint's settings ({error})") from None
     if tokenizer.vocab_size != config.vocab_size:
         raise CheckpointError(

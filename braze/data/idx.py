@@ -106,8 +106,10 @@ def parse_idx(data: bytes, name: str | os.PathLike = "<bytes>") -> np.ndarray:
     if len(data) > expected:
         raise DataError(f"{name}: {len(data) - expected} unexpected trailing bytes after IDX data of shape {shape}")
     flat = np.frombuffer(data, dtype=dtype, count=count, offset=header_len)
-    # astype copies, so the result is writable and in native byte order.
-    return flat.astype(dtype.newbyteorder("=")).reshape(shape)
+    try:  # astype copies, so the result is writable and in native byte order
+        return flat.astype(dtype.newbyteorder("=")).reshape(shape)
+    except ValueError as error:  # a shape NumPy cannot make (past 64 dimensions, or past its index)
+        raise DataError(f"{name}: an IDX shape {shape} NumPy cannot hold ({error})") from None
 
 
 def read_idx(path: str | os.PathLike) -> np.ndarray:

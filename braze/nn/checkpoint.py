@@ -137,14 +137,7 @@ def read_checkpoint(path: str | os.PathLike) -> dict[str, np.ndarray]:
     Raises :class:`CheckpointError` naming the file when it is missing, empty, of neither
     format (wrong magic bytes), truncated or corrupt, or holds anything but float arrays.
     """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not block the reader
-        with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise CheckpointError(f"{path}: not a regular file, not a checkpoint")
-            magic = handle.read(9)
-    except OSError as error:
-        raise CheckpointError(f"{path}: cannot read checkpoint ({error.strerror or error})") from None
+    magic = read_start(path, 9)
     if not magic:
         raise CheckpointError(f"{path}: empty file, not a checkpoint")
     if magic[:4] in _ZIP_MAGICS:
@@ -158,6 +151,25 @@ def read_checkpoint(path: str | os.PathLike) -> dict[str, np.ndarray]:
             f"{path}: not a checkpoint: wrong magic bytes {magic[:4]!r} (an .npz archive starts with "
             f"{_ZIP_MAGICS[0]!r}, a .safetensors file with its header size and '{{')"
         )
+    require_floats(path, state)
+    return state
+
+
+def read_start(path: str | os.PathLike, size: int) -> bytes:
+    """The first ``size`` bytes of the regular file ``path`` (a CheckpointError for anything
+    else: opened without blocking, a FIFO or a device is refused before it is read)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not block the reader
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise CheckpointError(f"{path}: not a regular file, not a checkpoint")
+            return handle.read(size)
+    except OSError as error:
+        raise CheckpointError(f"{path}: cannot read checkpoint ({error.strerror or error})") from None
+
+
+def require_floats(path: str | os.PathLike, state: dict[str, object]) -> None:
+    """A CheckpointError unless every array of ``state`` is a floating-point NumPy array."""
     for name, value in state.items():
         if not isinstance(value, np.ndarray):
             raise CheckpointError(f"{path}: not a checkpoint: member {name!r} is not a NumPy array")
@@ -165,4 +177,3 @@ def read_checkpoint(path: str | os.PathLike) -> dict[str, np.ndarray]:
             raise CheckpointError(
                 f"{path}: wrong dtype: {name} is {value.dtype}, a checkpoint holds floating-point parameters"
             )
-    return state

@@ -91,12 +91,13 @@ def read_npz(path: str | os.PathLike, source: io.BytesIO | None = None) -> dict[
                     f"{path}: not loaded: its arrays declare {declared:,} bytes, {declared / max(size, 1):,.0f} times "
                     f"the {size:,} bytes of the archive (a decompression bomb?)"
                 )
-            names = [info.filename for info in infos]
+            seen: set[str] = set()  # a set, not a count per member: linear in the members
             for info in infos:
                 if not info.filename.endswith(".npy"):
                     raise CheckpointError(f"{path}: not a checkpoint: member {info.filename!r} is not an array")
-                if names.count(info.filename) > 1:
+                if info.filename in seen:
                     raise CheckpointError(f"{path}: not a checkpoint: member {info.filename!r} appears twice")
+                seen.add(info.filename)
             return {info.filename[: -len(".npy")]: _member(path, archive, info) for info in infos}
     except CORRUPT as error:
         raise CheckpointError(f"{path}: truncated or corrupt checkpoint ({error})") from None

@@ -80,7 +80,7 @@ def _header(path: Path, content: bytes) -> dict:
         raise _corrupt(path, f"a header of {size:,} bytes in a file of {len(content):,}")
     try:
         header = json.loads(content[8 : 8 + size], object_pairs_hook=_unique)
-    except ValueError as error:  # not UTF-8, not JSON, or a name twice
+    except (ValueError, RecursionError) as error:  # not UTF-8, not JSON, a name twice, or nested past Python's depth
         raise _corrupt(path, f"its header is not one JSON object of distinct names: {error}") from None
     if not isinstance(header, dict):
         raise CheckpointError(f"{path}: not a checkpoint: the safetensors header is not a JSON object")
@@ -134,7 +134,10 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
     if covered != len(data):
         what = f"{len(data) - covered:,} trailing bytes" if covered < len(data) else "the data ends early"
         raise _corrupt(path, f"the tensors end at byte {covered:,} of {len(data):,} bytes of data: {what}")
-    return {name: _array(dtype, shape, data[begin:end]) for name, (dtype, shape, begin, end) in entries.items()}
+    try:
+        return {name: _array(dtype, shape, data[begin:end]) for name, (dtype, shape, begin, end) in entries.items()}
+    except ValueError as error:  # a shape NumPy cannot make (past 64 dimensions, or a size past its index)
+        raise _corrupt(path, f"a tensor's shape NumPy cannot hold ({error})") from None
 
 
 def _array(dtype: str, shape: tuple[int, ...], raw: memoryview) -> np.ndarray:

@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 
 from braze import ops
+from braze.ir.errors import BrazeError
 from braze.nn import activations, initializers, keras_losses, metrics, regularizers
-from braze.nn.checkpoint import CheckpointError, write_atomically, write_npz
+from braze.nn.checkpoint import CheckpointError, read_start, require_floats, write_atomically, write_npz
 from braze.nn.functional_api import InputLayer
 from braze.nn.keras_ops import _WRAPPED
 from braze.nn.layer import Layer
@@ -507,9 +508,19 @@ def _restore_optimizer(model: Any, arrays: dict[str, np.ndarray]) -> None:
                 f"the saved optimizer's slot {slot!r} of {name!r} is {np.shape(value)}, the weight {param.shape}"
             )
         restored.setdefault(position[id(param)], {})[slot] = slot_data(param, value, optimizer.slot_dtype(slot, param))
-    set_value(optimizer.iterations, np.array(int(arrays["optimizer/iterations"]), np.int64))
+    set_value(optimizer.iterations, np.array(_iterations(arrays.get("optimizer/iterations")), np.int64))
     for i, slots in restored.items():
         optimizer.state[i] = {**(optimizer.state[i] or {}), **slots}
+
+
+def _iterations(value: Any) -> int:
+    """The saved step count: a whole, non-negative number."""
+    count = np.asarray(value) if value is not None else np.asarray(None)
+    if count.shape != () or count.dtype.kind not in "iuf" or not np.isfinite(count) or count < 0 or count != int(count):
+        raise CheckpointError(f"the saved optimizer's step count is {value!r}, not a whole number of steps")
+    if count > np.iinfo(np.int64).max:
+        raise CheckpointError(f"the saved optimizer's step count {value!r} is past int64")
+    return int(count)
 
 
 # Files ----------------------------------------------------------------------------------
@@ -546,19 +557,53 @@ def load_model(
     loaded and, if it was compiled (and ``compile``), compiled again with its optimizer's
     state."""
     custom = dict(custom_objects or {})
+    read_start(filepath, 0)  # a regular file (a FIFO would block the zip reader)
     try:
         with zipfile.ZipFile(filepath) as archive:
             config = json.loads(read_member(filepath, archive, "config.json"))
             weights = read_member(filepath, archive, MODEL_WEIGHTS)
-    except (OSError, KeyError, json.JSONDecodeError, *CORRUPT) as error:
+    except (OSError, KeyError, json.JSONDecodeError, RecursionError, *CORRUPT) as error:
         raise CheckpointError(f"{filepath}: not a model saved by braze's model.save ({error})") from None
-    if config.get("format") != FORMAT:
-        raise CheckpointError(f"{filepath}: not a model saved by braze (format {config.get('format')!r})")
-    model = layer_from_config(config["model"], custom)
+    if not isinstance(config, dict) or config.get("format") != FORMAT or not isinstance(config.get("model"), dict):
+        found = config.get("format") if isinstance(config, dict) else type(config).__name__
+        raise CheckpointError(f"{filepath}: not a model saved by braze (format {found!r})")
     arrays = read_npz(filepath, io.BytesIO(weights))
-    model.load_state_dict({k: v for k, v in arrays.items() if not k.startswith("optimizer/")})
-    settings = config.get("compile")
-    if compile and settings is not None:
+    require_floats(filepath, {k: v for k, v in arrays.items() if k != "optimizer/iterations"})
+    _refuse_file_names(filepath, config["model"])
+    try:
+        model = layer_from_config(config["model"], custom)
+        model.load_state_dict({k: v for k, v in arrays.items() if not k.startswith("optimizer/")})
+        return _compiled(model, config.get("compile") if compile else None, arrays, custom)
+    except (KeyError, TypeError, AttributeError, ValueError, RecursionError) as error:
+        if isinstance(error, BrazeError):
+            raise
+        # The config is data from the file: what it holds that braze never writes is the
+        # file's fault, named as such (a bug of braze's own would show in its own tests).
+        raise CheckpointError(
+            f"{filepath}: its model config is not one braze wrote ({type(error).__name__}: {error})"
+        ) from error
+
+
+def _refuse_file_names(filepath: str | os.PathLike, config: Any) -> None:
+    """A CheckpointError where a layer's saved vocabulary is a file name: braze saves the
+    tokens themselves, so a name is the file's instruction to read another file."""
+    if isinstance(config, dict):
+        if isinstance(config.get("vocabulary"), str):
+            raise CheckpointError(
+                f"{filepath}: a layer's vocabulary is the file name {config['vocabulary']!r}; a saved model "
+                "holds its tokens, and braze reads no other file a model file names"
+            )
+        for value in config.values():
+            _refuse_file_names(filepath, value)
+    elif isinstance(config, list):
+        for value in config:
+            _refuse_file_names(filepath, value)
+
+
+def _compiled(model: Layer, settings: Any, arrays: dict[str, np.ndarray], custom: dict[str, Any]) -> Layer:
+    """``model`` compiled again as it was saved (``settings``, None for not at all), its
+    optimizer's state restored from ``arrays``."""
+    if settings is not None:
         optimizer = _decode(settings["optimizer"], custom)
         model.compile(
             optimizer=optimizer,

@@ -199,7 +199,7 @@ def read_record(path: Path) -> Any:
         return value
     except UntrustedFile as error:
         warn_once(f"braze: ignoring the cache record {path}: it {error}; it is made again")
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RecursionError) as error:  # RecursionError: JSON nested past Python's depth
         warn_once(f"braze: ignoring the cache record {path} ({error}); it is made again")
     return None
 

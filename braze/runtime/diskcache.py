@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import os
 import re
 import stat
@@ -53,7 +54,10 @@ def size_limit() -> int:
     found = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([KMGT]?)I?B?", text)
     if found is None:
         raise ConfigError(f"BRAZE_CACHE_MAX_SIZE={text!r} is not a size: use bytes or a number with K, M, G or T")
-    return int(float(found.group(1)) * _UNITS[found.group(2)])
+    size = float(found.group(1)) * _UNITS[found.group(2)]
+    if not math.isfinite(size):
+        raise ConfigError(f"BRAZE_CACHE_MAX_SIZE={text[:20]!r}... is past any size a disk holds")
+    return int(size)
 
 
 class DiskCache:
