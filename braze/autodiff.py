@@ -372,10 +372,15 @@ def gradients(
 _VARIABLES = TensorMarks()
 
 
-def is_differentiated(t: Tensor) -> bool:
-    """Whether an enclosing derivative will differentiate through ``t``: it is a reverse-mode
-    transform's variable, or the result of ops recorded on tensors that require grad."""
-    return GRAD_MODE.enabled and (t._grad_node is not None or t in _VARIABLES)
+def any_differentiated(tensors: Sequence[Tensor]) -> bool:
+    """Whether an enclosing derivative will differentiate through one of ``tensors``: a
+    reverse-mode transform's variable, or the result of ops recorded on tensors that require
+    grad. (Every jitted call asks: outside the transforms no variable is alive.)"""
+    if not GRAD_MODE.enabled:
+        return False
+    if _VARIABLES:
+        return any(t._grad_node is not None or t in _VARIABLES for t in tensors)
+    return any(t._grad_node is not None for t in tensors)
 
 
 def _variable(t: Tensor) -> Tensor:

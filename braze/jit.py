@@ -63,7 +63,7 @@ from typing import Any
 import numpy as np
 
 from braze import config, jit_state, lazy, trees
-from braze.autodiff import is_differentiated
+from braze.autodiff import any_differentiated
 from braze.ir.errors import DeviceError, TraceError
 from braze.ir.graph import Graph
 from braze.ops import random
@@ -209,7 +209,7 @@ class JittedFunction:
         if LEVELS.open and any(_has_open_tangent(t) for t in reads.tensors):
             # Inside braze.jvp: an executable cannot carry tangents, the function's ops can.
             return self.fn(*args, **kwargs)
-        if any(is_differentiated(t) for t in reads.tensors):
+        if any_differentiated(reads.tensors):
             # Inside braze.grad, or on a tensor with a gradient graph: the executable's
             # results would carry no graph (a silent zero gradient), the function's ops do.
             metrics.count("JitRunAsPlainCode")

@@ -102,6 +102,9 @@ class TensorMarks:
         ref = self._refs.get(id(tensor))
         return ref is not None and ref() is tensor
 
+    def __len__(self) -> int:
+        return len(self._refs)
+
 
 # Tensors made trainable by requires_grad_(): a module keeps such a tensor in its state
 # (saved, loaded, moved) after it is frozen.

@@ -41,8 +41,8 @@ def _python_dtype(value: Any) -> DType:
     range) or float32. Arrays among the data bring their dtypes, promoted as the standard
     does (``asarray([asarray(x, dtype=int64)])`` is int64, as in NumPy), and the Python
     scalars beside them take theirs."""
-    if _holds_arrays(value):
-        arrays, scalars = _arrays_and_scalars(value)
+    arrays, scalars = _arrays_and_scalars(value)
+    if arrays:
         return result_type(*arrays, *scalars)
     flat = np.asarray(value, dtype=object).ravel()
     if flat.size and all(isinstance(v, (bool, np.bool_)) for v in flat):
@@ -52,12 +52,6 @@ def _python_dtype(value: Any) -> DType:
             return int64
         return DEFAULT_INT
     return DEFAULT_FLOAT
-
-
-def _holds_arrays(value: Any) -> bool:
-    if isinstance(value, Tensor):
-        return True
-    return isinstance(value, (list, tuple)) and any(_holds_arrays(v) for v in value)
 
 
 def _arrays_and_scalars(value: Any) -> tuple[list[Tensor], list[Any]]:

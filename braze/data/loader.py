@@ -212,8 +212,11 @@ def mnist_loaders(
 
 
 def _stacked(values: Any, what: str) -> np.ndarray:
-    """One batch of ``values``, which must share a shape."""
-    shapes = {np.shape(v) for v in values}
-    if len(shapes) > 1:
-        raise DataError(f"DataLoader: the {what} of one batch have different shapes {sorted(shapes)}")
-    return np.stack(values)
+    """One batch of ``values``, which must share a shape (looked at only when stacking fails)."""
+    try:
+        return np.stack(values)
+    except ValueError:
+        shapes = {np.shape(v) for v in values}
+        if len(shapes) > 1:
+            raise DataError(f"DataLoader: the {what} of one batch have different shapes {sorted(shapes)}") from None
+        raise

@@ -281,11 +281,6 @@ def _hard_sigmoid(x: Any) -> Tensor:
     return ops.clip(ops.as_tensor(x) / 6.0 + 0.5, 0.0, 1.0)
 
 
-def _log_sigmoid(x: Any) -> Tensor:
-    """``-softplus(-x)``, which never overflows."""
-    return -activations.softplus(-ops.as_tensor(x))
-
-
 # Math -----------------------------------------------------------------------------------
 
 
@@ -513,7 +508,7 @@ _WRAPPED = {
     "linspace": _linspace,
     "log": ops.log,
     "log1p": _of_floats(ops.log1p),
-    "log_sigmoid": _log_sigmoid,
+    "log_sigmoid": tf_ops.log_sigmoid,
     "log_softmax": ops.log_softmax,
     "logical_and": ops.logical_and,
     "logical_not": ops.logical_not,

@@ -121,7 +121,6 @@ class Layer(Module):
     """The base of braze's layers and of a user's Keras layers and models."""
 
     built = False
-    trainable = True
     _declared_shape: tuple[int, ...] | None = None  # Keras's input_shape=, without the batch dimension
     activity_regularizer: Callable | None = None
     name_stem: str | None = None  # the default name's stem when it is not the class's name
@@ -195,17 +194,18 @@ class Layer(Module):
     def name(self) -> str:
         return self._name
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "trainable":
-            # Keras 3's: the flag goes to every layer inside too, so a frozen model's batch
-            # normalization stops updating its moving statistics. It stays a plain public
-            # attribute, which a compiled step guards: a changed flag compiles again.
-            value = bool(value)
-            for _, module in self.named_modules():
-                if isinstance(module, Layer):
-                    module.__dict__["trainable"] = value
-            return
-        super().__setattr__(name, value)
+    @property
+    def trainable(self) -> bool:
+        # Kept in the instance's dict, where a compiled step guards it: a changed flag compiles again.
+        return self.__dict__.get("trainable", True)
+
+    @trainable.setter
+    def trainable(self, value: bool) -> None:
+        # Keras 3's: the flag goes to every layer inside too, so a frozen model's batch
+        # normalization stops updating its moving statistics.
+        for _, module in self.named_modules():
+            if isinstance(module, Layer):
+                module.__dict__["trainable"] = bool(value)
 
     @property
     def dtype(self) -> str:

@@ -508,14 +508,14 @@ def _restore_optimizer(model: Any, arrays: dict[str, np.ndarray]) -> None:
                 f"the saved optimizer's slot {slot!r} of {name!r} is {np.shape(value)}, the weight {param.shape}"
             )
         restored.setdefault(position[id(param)], {})[slot] = slot_data(param, value, optimizer.slot_dtype(slot, param))
-    set_value(optimizer.iterations, np.array(_iterations(arrays.get("optimizer/iterations")), np.int64))
+    set_value(optimizer.iterations, np.array(_iterations(arrays["optimizer/iterations"]), np.int64))
     for i, slots in restored.items():
         optimizer.state[i] = {**(optimizer.state[i] or {}), **slots}
 
 
 def _iterations(value: Any) -> int:
     """The saved step count: a whole, non-negative number."""
-    count = np.asarray(value) if value is not None else np.asarray(None)
+    count = np.asarray(value)
     if count.shape != () or count.dtype.kind not in "iuf" or not np.isfinite(count) or count < 0 or count != int(count):
         raise CheckpointError(f"the saved optimizer's step count is {value!r}, not a whole number of steps")
     if count > np.iinfo(np.int64).max:

@@ -51,12 +51,12 @@ class autocast(contextlib.ContextDecorator):  # noqa: N801 - spelled as torch.au
         device_type: Any = None,
         dtype: Any = None,
         enabled: bool = True,
-        cache_enabled: bool | None = None,
+        cache_enabled: bool | None = None,  # PyTorch's signature; braze caches no casts
     ) -> None:
-        if dtype is None and device_type is not None and not _names_device(device_type):
-            device_type, dtype = None, device_type  # braze's own spelling: autocast("bfloat16")
         if device_type is not None and not _names_device(device_type):
-            raise DTypeError(f"autocast: {device_type!r} is neither a device type nor a dtype")
+            if dtype is not None:
+                raise DTypeError(f"autocast: {device_type!r} is neither a device type nor a dtype")
+            device_type, dtype = None, device_type  # braze's own spelling: autocast("bfloat16")
         if dtype is not None and as_dtype(dtype, "autocast") is not bfloat16:
             raise DTypeError(f"autocast: only bfloat16 is supported, got {as_dtype(dtype).name}")
         self.enabled = bool(enabled)

@@ -12,9 +12,7 @@ import numpy as np
 from braze.ir.dtypes import (
     DType,
     as_dtype,
-    bfloat16,
     default_dtype_for,
-    float32,
     require_in_range,
     storage_array,
     weak_result_dtype,
@@ -145,10 +143,11 @@ def rounded_once(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
     @functools.wraps(fn)
     def wrapped(x: Any, *args: Any, **kwargs: Any) -> Tensor:
         x = as_tensor(x)
-        if x.dtype is not bfloat16:
+        stored, wide = x.dtype, x.dtype.compute
+        if wide is stored:
             return fn(x, *args, **kwargs)
-        widened = [astype(a, float32) if isinstance(a, Tensor) and a.dtype is bfloat16 else a for a in args]
-        return astype(fn(astype(x, float32), *widened, **kwargs), bfloat16)
+        widened = [astype(a, wide) if isinstance(a, Tensor) and a.dtype is stored else a for a in args]
+        return astype(fn(astype(x, wide), *widened, **kwargs), stored)
 
     return wrapped
 

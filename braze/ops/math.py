@@ -6,6 +6,8 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from braze.ir.dtypes import DType, bool_, int_beyond, weak_result_dtype
 from braze.ir.errors import DTypeError
 from braze.ir.prims import elementwise as ew
@@ -92,12 +94,11 @@ def _comparison(primitive, name: str, holds: Callable[[int, int], bool]):
     has the sign ``order``."""
 
     def op(x: Any, y: Any) -> Tensor:
-        if isinstance(x, Tensor) and not isinstance(y, Tensor):
+        order = 0
+        if (type(y) is int or isinstance(y, np.integer)) and isinstance(x, Tensor):  # only an int lies beyond
             tensor, order = x, -int_beyond(y, _weak_dtype(x, y))
-        elif isinstance(y, Tensor) and not isinstance(x, Tensor):
+        elif (type(x) is int or isinstance(x, np.integer)) and isinstance(y, Tensor):
             tensor, order = y, int_beyond(x, _weak_dtype(y, x))
-        else:
-            order = 0
         if order:
             return full(tensor.shape, holds(order, 0), bool_, tensor.device)
         a, b = operands(name, x, y)

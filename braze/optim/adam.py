@@ -11,7 +11,6 @@ from braze.optim.optimizer import (
     Slots,
     active,
     check_positive,
-    count_dtype,
     real,
     zeros_data,
 )
@@ -59,7 +58,7 @@ class Adam(Optimizer):
         return cls(**{**config, "betas": tuple(config["betas"])})
 
     def init_slots(self, param: Tensor) -> Slots:
-        return {"m": zeros_data(param), "v": zeros_data(param), "step": zeros_data(param, (), count_dtype(param))}
+        return {"m": zeros_data(param), "v": zeros_data(param), "step": zeros_data(param, (), param.dtype.compute)}
 
     def rule_inputs(self) -> dict[str, Hyperparameter]:
         b1, b2 = (real(b) for b in self.betas)

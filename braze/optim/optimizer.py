@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from braze.autodiff import no_grad
-from braze.ir.dtypes import DType, bfloat16, float32, float64, storage_array
+from braze.ir.dtypes import DType, float64, storage_array
 from braze.lazy import barrier
 from braze.ops import astype, clip, full, maximum, sqrt
 from braze.ops import sum as reduce_sum
@@ -83,19 +83,6 @@ def slot_data(param: Tensor, values: Any, dtype: DType | None = None) -> Tensor:
     return Tensor.from_numpy(storage_array(values, dtype or param.dtype), param.device)
 
 
-def count_dtype(param: Tensor) -> DType:
-    """The dtype of a step-count slot: float32 for a bfloat16 parameter (bfloat16 counts
-    exactly only to 256, as PyTorch keeps its ``step`` in float32), else the parameter's."""
-    return float32 if param.dtype is bfloat16 else param.dtype
-
-
-def arithmetic_dtype(dtype: DType) -> DType:
-    """The dtype an update of a parameter of ``dtype`` computes in: float32 for bfloat16 (as
-    PyTorch computes a bfloat16 tensor's ops; in bfloat16 itself a beta2 of 0.999 is 1.0,
-    so Adam's bias correction divides by zero and the parameter never moves)."""
-    return float32 if dtype is bfloat16 else dtype
-
-
 class LearningRate(float):
     """An optimizer's learning rate as a number that also answers as Keras's variable:
     ``optimizer.learning_rate.assign(0.01)`` sets the optimizer's rate."""
@@ -127,7 +114,9 @@ class Optimizer:
     the value every group shares, and setting it sets it in every group."""
 
     jit_inputs: tuple[str, ...] = ("lr",)  # numbers read afresh by every call of a jitted step
-    count_slots: tuple[str, ...] = ()  # slots that count steps (their dtype: count_dtype)
+    # Slots that count steps, kept in the parameter's compute dtype: float32 for bfloat16,
+    # which counts exactly only to 256 (PyTorch keeps its ``step`` in float32).
+    count_slots: tuple[str, ...] = ()
     ParamGroup: type[ParamGroup] = ParamGroup  # each subclass gets its own, of its jit_inputs
     clipvalue: float | None = None
     clipnorm: float | None = None
@@ -280,12 +269,15 @@ class Optimizer:
 
     def slot_dtype(self, name: str, param: Tensor) -> DType:
         """The dtype of ``param``'s slot ``name``: the parameter's, or a count's."""
-        return count_dtype(param) if name in self.count_slots else param.dtype
+        return param.dtype.compute if name in self.count_slots else param.dtype
 
-    def _in_arithmetic_dtype(self, update: Any, param: Tensor, grad: Tensor, slots: Slots) -> tuple[Tensor, Slots]:
-        """``update(param, grad, slots)`` computed in :func:`arithmetic_dtype`, its results
-        rounded once to the dtypes they are kept in."""
-        dtype = arithmetic_dtype(param.dtype)
+    def _in_compute_dtype(self, update: Any, param: Tensor, grad: Tensor, slots: Slots) -> tuple[Tensor, Slots]:
+        """``update(param, grad, slots)`` computed in the parameter's compute dtype, its results
+        rounded once to the dtypes they are kept in, as PyTorch computes a bfloat16 tensor's
+        ops: in bfloat16 itself a beta2 of 0.999 is 1.0, so Adam's bias correction would
+        divide by zero and the parameter never move. (The rule's numbers, ``constant`` and
+        ``hyperparameter``, are made in that dtype too.)"""
+        dtype = param.dtype.compute
         if dtype is param.dtype:
             return update(param, grad, slots)
 
@@ -350,7 +342,7 @@ class Optimizer:
             try:
                 for i, param, grad, slots, h in rules:
                     with self._using(self._group_of[i]):
-                        new_param, new_slots = self._in_arithmetic_dtype(
+                        new_param, new_slots = self._in_compute_dtype(
                             lambda p, g, s, h=h: self.rule(p, g, s, h), param, grad, slots
                         )
                     results += [new_param, *new_slots.values()]
@@ -368,7 +360,7 @@ class Optimizer:
         ``like``'s dtype and device, made once per ``step()`` for all the parameters: on a
         lazy device one constant for the step, not one per parameter. Forgotten when the
         updates are made, so that a lazy step's barrier never computes them as results."""
-        dtype = arithmetic_dtype(like.dtype)
+        dtype = like.dtype.compute
         key = (value, dtype, like.device)
         found = self._constants.get(key)
         if found is None:
@@ -381,7 +373,7 @@ class Optimizer:
         whatever its value (a new learning rate, 1 or 0 included, is not a new graph), a
         tensor is converted, and a schedule is evaluated at ``iterations``."""
         number = isinstance(value, (int, float, np.number))
-        dtype = arithmetic_dtype(like.dtype)
+        dtype = like.dtype.compute
         key = (("number", value) if number else id(value), dtype, like.device)
         found = self._constants.get(key)
         if found is None:
@@ -529,7 +521,7 @@ class Optimizer:
         found = []
         for i, p, grad in updates:
             with self._using(self._group_of[i]):
-                found.append(self._in_arithmetic_dtype(self.update, p, grad, self.state[i]))
+                found.append(self._in_compute_dtype(self.update, p, grad, self.state[i]))
         return found
 
     def apply_state(
@@ -545,7 +537,7 @@ class Optimizer:
         with no_grad(), self._step_constants():
             for p, g, slots in zip(params, grads, state, strict=True):
                 with self._using(groups.get(id(p), self.ParamGroup([], self._defaults))):
-                    new_p, new_slots = self._in_arithmetic_dtype(self.update, p.detach(), g, slots)
+                    new_p, new_slots = self._in_compute_dtype(self.update, p.detach(), g, slots)
                 new_params.append(new_p)
                 new_state.append(new_slots)
         return new_params, new_state
