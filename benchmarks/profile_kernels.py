@@ -1,6 +1,6 @@
 """Where a compiled training step spends its time, kernel by kernel.
 
-    python benchmarks/profile_kernels.py [cnn|lenet] [--steps 3] [--top 20] [--autocast bf16]
+    python benchmarks/profile_kernels.py [cnn|lenet|gpt|resnet|...] [--steps 3] [--top 20] [--autocast bf16]
 
 Compiles the workload's step with ``@braze.jit`` and BRAZE_PROFILE=1 (the generated entry
 function times every kernel call), runs it a few times and prints the slowest kernels with
@@ -30,7 +30,7 @@ def profile(workload: str, steps: int, with_kernels: bool = False) -> tuple[floa
     step = work.jit_step()
     for _ in range(3):  # the first step makes the optimizer's slots; the next compiles once
         step(work.model, work.optimizer, work.loss_fn, x, y)
-    (compiled,) = step._compiled.values()
+    compiled = step._compiled.values()[-1]  # the steady step's (the first step's comes before it)
     before = [seconds for _, seconds in compiled.executable.kernel_seconds()]
     start = time.perf_counter()
     for _ in range(steps):

@@ -231,6 +231,24 @@ def _prefetch_ahead(em: Emitter, g: Gemm, x: Node) -> None:
     em.emit(f"const {c_type(x.dtype)}* ahead = am + (m0 + {line} < {g.m} ? m0 + {line} : m0);")
 
 
+# Depths ahead at which a tile reading A across its rows prefetches its own line into L1.
+_L1_PREFETCH_DEPTHS = 8
+
+
+def _prefetch_depth(em: Emitter, g: Gemm) -> None:
+    """Prefetch, at depth ``k``, the tiles' next lines of A: that of the rows past the tile
+    into L2 (``_prefetch_ahead``), and the tile's own line ``_L1_PREFETCH_DEPTHS`` depths on
+    into L1. A's rows of one depth lie a row of A from the last depth's, a power-of-two
+    stride on a transformer (2 KiB for the 512-wide activations) whose lines fall in one or
+    two L1 sets, so the lines the last tile read are gone when the next reads them, and each
+    depth waited on L2. On an Intel Xeon (AVX-512) the GPT's weight gradients, operands in
+    cache: 512 x 128 0.39 -> 0.31 ms, 128 x 512 0.31 -> 0.29 ms, 128 x 384 0.22 -> 0.21 ms.
+    The last depths prefetch their own line again, so the address stays in A."""
+    em.emit(f"__builtin_prefetch(ahead + k * {g.a_k}, 0, 2);")
+    depth = f"(k + {_L1_PREFETCH_DEPTHS} < {g.k} ? k + {_L1_PREFETCH_DEPTHS} : k)"
+    em.emit(f"__builtin_prefetch(am + m0 + {depth} * {g.a_k}, 0, 3);")
+
+
 def _within_half_l1(em: Emitter, elements: int, itemsize: int) -> bool:
     return elements * itemsize <= em.target.l1d_bytes // 2
 
@@ -308,7 +326,7 @@ def _tiled_gemm(em: Emitter, computation: Graph, outputs: list[str], root: Node,
             _prefetch_ahead(em, g, x)
         open_loop(em, "k", g.k)
         if prefetching:
-            em.emit(f"__builtin_prefetch(ahead + k * {g.a_k}, 0, 2);")
+            _prefetch_depth(em, g)
         # A panel's rows are chunk vectors wide (the last panel, narrower, is packed so).
         panel = f"bp + k * {chunk * lanes}" if packed else f"bm + k * {g.b_k} + q0 * {lanes}"
         scalar = (
