@@ -1,10 +1,11 @@
 """Fusion mechanics: turn the groups the policy chose into ``fusion`` nodes.
 
-Four phases, each driven by ``fusion_policy``: output fusion (bias, activation and scaling
+Five phases, each driven by ``fusion_policy``: output fusion (bias, activation and scaling
 join the dot or conv that produces them), producer fusion in reverse topological order
 (elementwise and movement producers join the loop or reduction kernel that alone reads
-them), multi-output fusion of sibling loop kernels that read the same input, and, where the
-backend writes them, row kernels (``row_fusion``: a layer norm or a softmax, one kernel). Each
+them), loop kernels joining the epilogue of the product they read where the backend takes
+them (``epilogue_loops``), multi-output fusion of sibling loop kernels that read the same
+input, and, where the backend writes them, row kernels (``row_fusion``: a layer norm or a softmax, one kernel). Each
 group becomes one ``fusion`` node whose computation is the group's subgraph; results read
 outside the group become its outputs.
 """
@@ -18,6 +19,7 @@ from braze.ir.graph import Graph, Node, parameter
 from braze.ir.primitive import Category
 from braze.ir.prims.fusion import fusion, get_element
 from braze.ir.prims.sources import constant
+from braze.passes.epilogue_loops import EpilogueContext, merge_epilogue_loops
 from braze.passes.fusion_policy import TARGET_INDEPENDENT, YES, Decision, FusionPolicy, no
 from braze.passes.kernel_graph import Group, KernelGraph, external_inputs
 from braze.passes.row_fusion import RowContext, merge_rows
@@ -171,6 +173,9 @@ def plan_fusion(graph: Graph, policy: FusionPolicy = TARGET_INDEPENDENT) -> Plan
             owner[id(element)] = group
 
     kernels = KernelGraph(groups, owner)
+    context = EpilogueContext(position, shared)
+    groups, epilogue_refusals = merge_epilogue_loops(groups, owner, kernels, policy, context)
+    refusals += epilogue_refusals
     groups, sibling_refusals = merge_siblings(groups, owner, kernels, policy, outputs)
     refusals += sibling_refusals
     if policy.row_kernels:

@@ -88,6 +88,12 @@ class FusionPolicy:
     # and their per-row readers in one loop over each row.
     row_kernels = False
 
+    def epilogue_takes_loops(self, root: Node) -> bool:
+        """Whether a whole loop kernel reading the result of ``root`` (an output kernel's
+        root) may join its epilogue (``epilogue_loops``): a backend whose epilogue computes
+        any graph of elementwise ops at the stored element, several results among them."""
+        return False
+
     def takes_epilogue(self, node: Node) -> bool:
         """Kernels that apply elementwise readers of their result as they store it."""
         return node.op.category is Category.CONTRACTION or scatters_once(node)

@@ -454,17 +454,21 @@ def matmul(d: Drawer) -> bool:
     # mixed precision (bfloat16 operands, float32 accumulation) for a quarter of the products,
     # by the roll's lower digits: no extra draw, so every seed keeps the program it had
     mixed = roll * 16 % 1 < 0.25
+    # a product read twice at each element (a GELU's p * erf(p)) for a quarter of them, by
+    # other digits: the loop reading it joins the product's epilogue (passes/epilogue_loops.py)
+    twice = "(lambda p: p * B.erf(p * 0.5) + p)({})" if roll * 64 % 1 < 0.25 else "{}"
     if roll < 0.3 and len(d.shape(x)) == 2:
         y = d.pick(lambda i: len(d.shape(i)) == 2 and d.shape(i)[1] == k)
         product = "B.autocast()(lambda a, b: a @ b.T)({0}, {1})" if mixed else "{0} @ {1}.T"
-        return y is not None and d.add(product, (x, y))
+        return y is not None and d.add(twice.format(product), (x, y))
     if d.rng.random() < 0.3 and len(d.shape(x)) >= 3:
         # a batched product with a transposed right operand, as attention's q @ k^T
         batch = d.shape(x)[:-2]
         y = d.pick(lambda i: d.shape(i)[:-2] == batch and len(d.shape(i)) == len(batch) + 2 and d.shape(i)[-1] == k)
-        return y is not None and d.add("{0} @ B.swapaxes({1}, -1, -2)", (x, y))
+        return y is not None and d.add(twice.format("{0} @ B.swapaxes({1}, -1, -2)"), (x, y))
     y = d.pick(lambda i: len(d.shape(i)) >= 1 and d.shape(i)[-2 if len(d.shape(i)) >= 2 else 0] == k)
-    return y is not None and d.add("B.autocast()(lambda a, b: a @ b)({0}, {1})" if mixed else "{0} @ {1}", (x, y))
+    product = "B.autocast()(lambda a, b: a @ b)({0}, {1})" if mixed else "{0} @ {1}"
+    return y is not None and d.add(twice.format(product), (x, y))
 
 
 def conv(d: Drawer) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from braze.backends.cpu.bf16_conv import conv_reads_bfloat16
 from braze.backends.cpu.bf16_dot import reads_bfloat16
 from braze.ir.graph import Node
+from braze.ir.prims.linalg import dot_general
 from braze.ir.prims.reductions import reduce_max, reduce_prod, reduce_sum
 from braze.ir.prims.structural import rev
 from braze.ir.prims.window import nhwc_pool_windows, reduce_window
@@ -34,6 +35,10 @@ class CpuFusionPolicy(FusionPolicy):
         # autocast the pooled activation is written once, already rounded to bfloat16 for
         # the next convolution, not in float32 and then converted by a kernel of its own.
         return super().takes_epilogue(node) or (node.op is reduce_window and nhwc_pool_windows(node))
+
+    def epilogue_takes_loops(self, root: Node) -> bool:
+        # A product's store loop computes its fusion's results at each element (store_results).
+        return root.op is dot_general
 
     def contracts_bfloat16(self, node: Node) -> bool:
         return reads_bfloat16(node) or conv_reads_bfloat16(node)
