@@ -233,6 +233,16 @@ def test_a_cache_size_that_is_no_size_is_a_one_line_error(tmp_path, monkeypatch,
     ]
 
 
+def test_a_dump_folder_that_cannot_be_made_is_a_one_line_error(tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("BRAZE_DUMP", str(blocker / "dump"))
+    result = run_braze("hlo", "lenet", "--summary", home=tmp_path)
+    assert result.returncode == 1, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"braze hlo: error: BRAZE_DUMP={str(blocker / 'dump')!r}: cannot make the folder"), line
+
+
 def test_distributed_training_without_mpi4py_is_a_one_line_error(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "mpi4py", None)  # its import fails, as where it is not installed
     assert cli.main(["train", "lenet", "--distributed", "--epochs", "1"]) == cli.EXIT_USER_ERROR

@@ -22,6 +22,7 @@ import numpy as np
 
 from braze.data.errors import DataError
 from braze.data.idx import parse_idx, read_bytes
+from braze.runtime.cachedir import default_root
 
 TRAIN_IMAGES = "train-images-idx3-ubyte"
 TRAIN_LABELS = "train-labels-idx1-ubyte"
@@ -64,8 +65,9 @@ class MNIST:
 
 
 def cache_dir() -> Path:
-    """Where downloads go: ``~/.cache/braze/mnist`` (resolved at call time, so HOME counts)."""
-    return Path.home() / ".cache" / "braze" / "mnist"
+    """Where downloads go: ``mnist/`` in braze's cache folder, ``$BRAZE_CACHE`` else
+    ``~/.cache/braze`` (resolved at call time, so the environment and HOME count)."""
+    return default_root() / "mnist"
 
 
 def _find_file(directory: Path, name: str) -> Path | None:
@@ -214,7 +216,7 @@ def _check_pair(images: np.ndarray, labels: np.ndarray, files: tuple[Path, Path]
 
 def load_mnist(path: str | os.PathLike | None = None, verify: bool = True) -> MNIST:
     """Load MNIST from the directory ``path``, or when it is None search ``$BRAZE_DATA``
-    (and its ``mnist/``), the repository's ``data/mnist/`` and ``~/.cache/braze/mnist``.
+    (and its ``mnist/``), the repository's ``data/mnist/`` and :func:`cache_dir`.
 
     A named ``path`` must hold all four IDX files (each raw or ``.gz``): it is never
     silently replaced by another source. Otherwise the first directory searched holding

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from braze.ir.errors import ConfigError
 from braze.ir.graph import Graph
 from braze.ir.text import print_graph
 from braze.ir.verify import verify as verify_graph
@@ -68,6 +69,18 @@ class PassLog:
         return "\n".join(f"{name}: {seconds * 1000:.2f} ms, {nodes} nodes" for name, seconds, nodes in self.entries)
 
 
+def dump_folder(base: str, name: str) -> Path:
+    """``base/name``, made if missing, for the files ``BRAZE_DUMP`` asks for; a ConfigError
+    naming the setting where it cannot be made (a file in the way, no permission), rather
+    than an OSError from inside a compile."""
+    folder = Path(base) / name
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ConfigError(f"BRAZE_DUMP={base!r}: cannot make the folder {str(folder)!r} ({error.strerror})") from None
+    return folder
+
+
 def run(
     graph: Graph,
     verify: bool | None = None,
@@ -83,9 +96,8 @@ def run(
     fusion = os.environ.get("BRAZE_FUSION", "1") != "0" if fusion is None else fusion
     verify = os.environ.get("BRAZE_VERIFY") == "1" if verify is None else verify
     dump_dir = dump_dir if dump_dir is not None else os.environ.get("BRAZE_DUMP")
-    dump = Path(dump_dir) / f"graph{next(_DUMPS):04d}" if dump_dir else None
+    dump = dump_folder(dump_dir, f"graph{next(_DUMPS):04d}") if dump_dir else None
     if dump:
-        dump.mkdir(parents=True, exist_ok=True)
         (dump / "00_input.txt").write_text(print_graph(graph) + "\n")
     log = PassLog()
     for step, (name, apply) in enumerate(passes(policy, alignment, fusion), start=1):

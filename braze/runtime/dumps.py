@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from braze.passes.pipeline import dump_folder
 from braze.runtime.diskcache import digest
 
 
@@ -17,8 +18,6 @@ def dump_source(source: str, suffix: str) -> Path | None:
     dump = os.environ.get("BRAZE_DUMP")
     if not dump:
         return None
-    folder = Path(dump) / "kernels"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{digest(source)[:16]}{suffix}"
+    path = dump_folder(dump, "kernels") / f"{digest(source)[:16]}{suffix}"
     path.write_text(source)
     return path

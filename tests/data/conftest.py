@@ -74,9 +74,10 @@ def small_mnist():
 
 @pytest.fixture
 def hermetic(tmp_path, monkeypatch):
-    """No MNIST anywhere: empty HOME, no BRAZE_DATA, repository directory moved to tmp."""
+    """No MNIST anywhere: empty HOME, no BRAZE_DATA or BRAZE_CACHE, repository directory moved to tmp."""
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.delenv("BRAZE_DATA", raising=False)
+    monkeypatch.delenv("BRAZE_CACHE", raising=False)
     monkeypatch.setattr("braze.data.mnist.REPO_DIR", tmp_path / "repo" / "data" / "mnist")
     return tmp_path
 

@@ -73,6 +73,13 @@ def test_braze_data_mnist_subfolder_then_repo_then_cache(hermetic, small_mnist, 
     assert load_mnist(verify=False).train_labels[0] == 3
 
 
+def test_the_download_cache_is_in_braze_cache(hermetic, small_mnist, monkeypatch):
+    monkeypatch.setenv("BRAZE_CACHE", str(hermetic / "elsewhere"))
+    small_mnist(hermetic / "home" / ".cache" / "braze" / "mnist", label_base=5)
+    small_mnist(hermetic / "elsewhere" / "mnist", label_base=6)
+    assert load_mnist(verify=False).train_labels[0] == 6
+
+
 def test_offline_error_lists_every_place(hermetic, small_mnist, monkeypatch):
     def offline(url, dest):
         raise urllib.error.URLError("network is unreachable")
