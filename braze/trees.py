@@ -12,16 +12,19 @@ from braze.tensor import Tensor
 Rebuild = Callable[[list], Any]
 
 
-def flatten(tree: Any, what: str = "grad") -> tuple[list[Tensor], Rebuild]:
-    """The tensors of a nested list/tuple/dict, and a function rebuilding it from new leaves."""
+def flatten(tree: Any, what: str = "grad", none_is_empty: bool = False) -> tuple[list[Tensor], Rebuild]:
+    """The tensors of a nested list/tuple/dict, and a function rebuilding it from new leaves;
+    with ``none_is_empty`` a None anywhere is a subtree without tensors, as in JAX's pytrees."""
     if isinstance(tree, Tensor):
         return [tree], lambda leaves: leaves[0]
+    if tree is None and none_is_empty:
+        return [], lambda leaves: None
     if isinstance(tree, (list, tuple)):
-        parts = [flatten(item, what) for item in tree]
+        parts = [flatten(item, what, none_is_empty) for item in tree]
         return _join(parts, sequence_builder(tree))
     if isinstance(tree, dict):
         keys = dict_keys(tree)
-        parts = [flatten(tree[k], what) for k in keys]
+        parts = [flatten(tree[k], what, none_is_empty) for k in keys]
         return _join(parts, lambda items: dict(zip(keys, items, strict=True)))
     raise TypeError(f"{what}: expected tensors or nested lists/tuples/dicts of tensors, got {type(tree).__name__}")
 

@@ -129,3 +129,32 @@ def test_scan_takes_a_numpy_integer_length():
     carry, ys = lax.scan(lambda c, _: (c + 1.0, c), braze.zeros(()), None, length=np.int64(3))
     assert carry.numpy() == 3.0
     np.testing.assert_array_equal(ys.numpy(), [0.0, 1.0, 2.0])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_loops_take_numpy_arrays_python_numbers_and_none_leaves_as_jax_does(mode):
+    """JAX's loops make NumPy and Python leaves arrays and take None as an empty subtree;
+    the reference is a NumPy loop."""
+    xs = np.arange(1.0, 5.0, dtype=np.float32)
+
+    def loops(scale):
+        carry, (ys, nothing) = lax.scan(lambda c, x: (c + x * scale, (c * x, None)), 0.5, xs)
+        doubled = lax.fori_loop(0, 3, lambda i, v: v * 2.0, np.float32(1.5))
+        counted = lax.while_loop(lambda v: v < 10, lambda v: v + 3, 1)
+        return carry, ys, nothing, doubled, counted
+
+    before = braze.default_device()
+    # leaves that are no tensors are made on the default device, as braze.tensor makes them
+    braze.set_default_device(braze.LAZY_CPU if mode == "lazy" else braze.CPU)
+    try:
+        carry, ys, nothing, doubled, counted = run(mode, loops, np.float32(2.0))
+    finally:
+        braze.set_default_device(before)
+    running, expected = 0.5, []
+    for x in xs:
+        expected.append(running * x)
+        running += x * 2.0
+    np.testing.assert_allclose(carry.numpy(), running, rtol=1e-6)
+    np.testing.assert_allclose(ys.numpy(), expected, rtol=1e-6)
+    assert nothing is None
+    assert float(doubled.numpy()) == 12.0 and int(counted.numpy()) == 10

@@ -37,9 +37,33 @@ def _structure(tree: Any) -> Any:
 
 
 def _leaves(tree: Any, what: str) -> tuple[list[Tensor], trees.Rebuild]:
-    if tree is None:
-        return [], lambda leaves: None
-    return trees.flatten(tree, what)
+    return trees.flatten(tree, what, none_is_empty=True)
+
+
+def _as_tensors(tree: Any, device: Any) -> Any:
+    """``tree`` with its NumPy arrays, NumPy scalars and Python numbers made tensors on
+    ``device`` (JAX's loops take them, as ``jnp.asarray`` would); other leaves are left for
+    the flattening to refuse by name."""
+    if isinstance(tree, (list, tuple)):
+        return trees.sequence_builder(tree)([_as_tensors(item, device) for item in tree])
+    if isinstance(tree, dict):
+        return {key: _as_tensors(value, device) for key, value in tree.items()}
+    if isinstance(tree, (np.ndarray, np.generic, bool, int, float)):
+        return ops.as_tensor(tree, device=device)
+    return tree
+
+
+def _home(*tree: Any) -> Any:
+    """The device of the first tensor in ``tree``, else the default device."""
+    leaves = _tensors_in(tree)
+    return leaves[0].device if leaves else default_device()
+
+
+def _tensors_in(tree: Any) -> list[Tensor]:
+    if isinstance(tree, Tensor):
+        return [tree]
+    items = tree.values() if isinstance(tree, dict) else tree if isinstance(tree, (list, tuple)) else ()
+    return [t for item in items for t in _tensors_in(item)]
 
 
 def _check_callable(fn: Any, what: str, name: str) -> None:
@@ -93,6 +117,8 @@ def scan(
     (the stacked ``y`` stays in the order of ``xs``). The body must return a carry of the
     structure, shapes and dtypes of ``init``."""
     _check_callable(f, "scan", "f")
+    device = _home(init, xs)
+    init, xs = _as_tensors(init, device), _as_tensors(xs, device)
     carry_leaves, carry_tree = _leaves(init, "scan")
     x_leaves, x_tree = _leaves(xs, "scan")
     lengths = {x.shape[0] if x.shape else None for x in x_leaves}
@@ -119,7 +145,6 @@ def scan(
         ys_tree.append(rebuild)
         return _check_carry("scan", init, new_carry) + y_leaves
 
-    device = (carry_leaves + x_leaves)[0].device if carry_leaves or x_leaves else default_device()
     body, _ = trace(step, [t.aval for t in carry_leaves] + x_avals, device, "scan")
     node = loops.scan.bind(
         *carry_leaves,
@@ -158,6 +183,7 @@ def fori_loop(lower: int, upper: int, body_fun: Callable[[Tensor, Any], Any], in
     ``lax.fori_loop``). With Python integer bounds it is a ``scan`` over the indices (and
     differentiable); with tensor bounds a ``while_loop`` (forward only)."""
     _check_callable(body_fun, "fori_loop", "body_fun")
+    init_val = _as_tensors(init_val, _home(init_val, lower, upper))
     for name, bound in (("lower", lower), ("upper", upper)):
         kind = bound.dtype.kind if isinstance(bound, Tensor) else np.asarray(bound).dtype.kind
         if kind not in "iu" or isinstance(bound, (bool, np.bool_)):
@@ -206,6 +232,7 @@ def while_loop(cond_fun: Callable[[Any], Tensor], body_fun: Callable[[Any], Any]
     (use ``fori_loop`` with static bounds or ``scan``); eagerly its steps are ops like any."""
     _check_callable(cond_fun, "while_loop", "cond_fun")
     _check_callable(body_fun, "while_loop", "body_fun")
+    init_val = _as_tensors(init_val, _home(init_val))
     leaves, tree = _leaves(init_val, "while_loop")
     if not _is_traced(leaves):
         val = init_val
