@@ -13,8 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from braze import ops
 from braze.autodiff import no_grad
 from braze.distributed.world import init
+from braze.ir.dtypes import float32
 from braze.ir.prims.collectives import REDUCE_OPS
 from braze.ir.prims.collectives import all_reduce as all_reduce_p
 from braze.tensor import Tensor
@@ -38,6 +40,8 @@ def all_reduce(tree: Any, op: str = "sum") -> Any:
 
     def reduce(value: Any) -> Any:
         if isinstance(value, Tensor):
+            if op == "mean" and value.dtype.kind in "iu":
+                value = ops.astype(value, float32)  # the mean of counts, as braze.mean gives it
             return all_reduce_p.bind(value, op=op)
         array = np.asarray(value)
         if array.dtype.kind not in "if":

@@ -73,6 +73,11 @@ np.testing.assert_array_equal(transposed, x.sum(0).T, err_msg="transposed operan
 counts = dist.all_reduce({"n": rank + 1, "v": np.array([rank, 2 * rank])}, "mean")
 np.testing.assert_array_equal(counts["v"], np.mean([[r, 2 * r] for r in range(size)], axis=0))
 assert counts["n"] == np.mean(np.arange(1, size + 1)), counts
+for mode in ("eager", "lazy"):  # an integer tensor's mean too, as braze.mean gives it (float32)
+    device = braze.CPU if mode == "eager" else braze.LAZY_CPU
+    mean = dist.all_reduce(braze.tensor([rank, 2 * rank + 1], dtype=braze.int32, device=device), "mean")
+    assert mean.dtype is braze.float32, mean.dtype
+    np.testing.assert_array_equal(mean.numpy(), np.mean([[r, 2 * r + 1] for r in range(size)], axis=0))
 
 # A 0-d tensor (a statistic) keeps its shape.
 for mode in ("eager", "lazy"):
