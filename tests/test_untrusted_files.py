@@ -147,3 +147,31 @@ def test_a_cache_size_past_any_disk_is_a_config_error(monkeypatch):
     monkeypatch.setenv("BRAZE_CACHE_MAX_SIZE", "9" * 400)
     with pytest.raises(braze.BrazeError, match="past any size"):
         diskcache.size_limit()
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_a_gpt_config_counts_the_parameters_its_model_has(bias):
+    from braze.models.gpt_config import GPTConfig, initial_state
+
+    for config in (
+        GPTConfig(bias=bias),
+        GPTConfig(block_size=8, vocab_size=11, n_layer=3, n_head=2, n_embd=6, bias=bias),
+    ):
+        assert config.parameter_count() == sum(a.size for a in initial_state(config).values())
+
+
+def test_gpt_settings_of_a_model_bigger_than_its_weights_are_refused_before_it_is_built(tmp_path, monkeypatch):
+    from braze.bench.gpt import load_checkpoint, save_checkpoint
+    from braze.data import CharTokenizer
+    from braze.models.gpt import GPT
+    from braze.models.gpt_config import GPTConfig
+
+    small = GPTConfig(block_size=8, vocab_size=3, n_layer=1, n_head=2, n_embd=8)
+    save_checkpoint(tmp_path, GPT(small), CharTokenizer(list("abc")))
+    assert load_checkpoint(tmp_path)[0].config == small
+    record = json.loads((tmp_path / "config.json").read_text())
+    record["model"]["n_embd"] = 8192
+    (tmp_path / "config.json").write_text(json.dumps(record))
+    monkeypatch.setattr(GPT, "__init__", lambda *a, **k: pytest.fail("the model was built"))
+    with pytest.raises(CheckpointError, match="declare a model of 805,421,056 parameters, more than"):
+        load_checkpoint(tmp_path)

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 MODES = ("eager", "lazy", "jit")
 MODEL_FILE, CONFIG_FILE = "model.safetensors", "config.json"
+_SMALLEST_FLOAT = 2  # bytes per stored parameter at least (bfloat16)
 
 
 @dataclass(frozen=True)
@@ -249,6 +250,15 @@ def load_checkpoint(folder: str | Path) -> tuple[GPT, CharTokenizer]:
     if tokenizer.vocab_size != config.vocab_size:
         raise CheckpointError(
             f"{folder / CONFIG_FILE}: {tokenizer.vocab_size} characters for a vocabulary of {config.vocab_size}"
+        )
+    weights = folder / MODEL_FILE
+    stored = weights.stat().st_size if weights.is_file() else None
+    if stored is not None and config.parameter_count() * _SMALLEST_FLOAT > stored:
+        # Checked before the model is built: settings of a model far bigger than its weights
+        # (n_embd 8192) would allocate gigabytes before the weights were compared with it.
+        raise CheckpointError(
+            f"{folder / CONFIG_FILE}: the settings declare a model of {config.parameter_count():,} parameters, "
+            f"more than {weights} ({stored:,} bytes) can hold"
         )
     from braze.models.gpt import GPT
 

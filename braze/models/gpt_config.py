@@ -36,6 +36,13 @@ class GPTConfig:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def parameter_count(self) -> int:
+        """The model's parameters (those of :func:`initial_state`; the output layer shares
+        the token embedding), counted without building it."""
+        c = self.n_embd
+        per_layer = 12 * c * c + 2 * c + (11 * c if self.bias else 0)  # attention, MLP, two norms
+        return (self.vocab_size + self.block_size) * c + self.n_layer * per_layer + (2 * c if self.bias else c)
+
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> GPTConfig:
         unknown = sorted(set(values) - set(cls.__dataclass_fields__))
