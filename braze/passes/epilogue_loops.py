@@ -98,7 +98,7 @@ def _not_at_element(loop: Group, product: Group, root: Node, position: dict[int,
     for member in sorted(loop.members, key=lambda m: position[id(m)]):
         if not any(id(i) in from_product for i in member.inputs):
             continue
-        if not member.op.elementwise or member.multi_output or member.shape != root.shape:
+        if not member.op.elementwise or member.shape != root.shape:
             return member
         from_product.add(id(member))
     return None

@@ -71,6 +71,13 @@ def test_the_product_is_still_written_where_another_kernel_reads_it(tmp_path):
     assert_matches_reference(graph, cpu.compile_graph(optimized, cpu.DiskCache(tmp_path)), TOLERANCE)
 
 
+def test_a_loop_joins_no_epilogue_past_the_kernel_size_bound(monkeypatch):
+    monkeypatch.setattr(cpu.CPU_FUSION, "max_fused_ops", 8)
+    optimized = cpu.optimize(_gelu_backward(float64), verify=True)
+    assert _holding(optimized, "exp") is not _holding(optimized, "dot_general")
+    assert any("would hold more than 8 ops" in note for note in optimized.notes), optimized.notes
+
+
 def test_a_loop_reading_the_product_at_another_element_stays_out(tmp_path):
     x, w, g = _product(float64, m=8, k=4, n=8)
     moved = make("transpose", (g,), permutation=(1, 0))
