@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from braze.ir.dtypes import DEFAULT_FLOAT, as_dtype
+from braze.ir.dtypes import DEFAULT_FLOAT, as_dtype, storage_array
 from braze.ops import random
 from braze.ops.creation import full
 from braze.runtime.device import CPU, default_device
@@ -180,7 +180,7 @@ class Orthogonal(_Seeded):
         q, r = np.linalg.qr(samples.numpy())
         q = q * np.sign(np.diag(r))
         matrix = q if rows >= cols else q.T
-        return Tensor.from_numpy((self.gain * matrix).reshape(shape).astype(dtype.numpy), CPU)
+        return Tensor.from_numpy(storage_array((self.gain * matrix).reshape(shape), dtype), CPU)
 
     def get_config(self) -> dict[str, Any]:
         return {"gain": self.gain, "seed": self.seed}
@@ -275,7 +275,7 @@ class _Function(Initializer):
     def __call__(self, shape: Any, dtype: Any = None, generator: random.Generator | None = None) -> Tensor:
         dtype = as_dtype(dtype or DEFAULT_FLOAT)
         value = self.fn(tuple(shape), dtype=dtype.name)
-        array = np.asarray(value.numpy() if isinstance(value, Tensor) else value, dtype=dtype.numpy)
+        array = storage_array(value.numpy() if isinstance(value, Tensor) else value, dtype)
         return Tensor.from_numpy(np.broadcast_to(array, tuple(shape)).copy(), CPU)
 
 
@@ -290,7 +290,8 @@ def make_weight(
     """A new weight of ``shape`` on ``device`` (the default device), as data: a parameter
     (requires grad) when ``trainable``, else state such as batch norm's moving statistics."""
     values = get(initializer)(shape, dtype, generator)
-    weight = Tensor.from_numpy(np.array(values.numpy()), device or default_device())
+    # storage_array: a bfloat16 tensor's numpy() reads as float32, its storage is uint16 bit patterns
+    weight = Tensor.from_numpy(storage_array(values.numpy(), values.dtype), device or default_device())
     return weight.requires_grad_() if trainable else weight
 
 

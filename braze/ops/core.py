@@ -13,6 +13,7 @@ from braze.ir.dtypes import (
     DType,
     as_dtype,
     default_dtype_for,
+    int_beyond,
     require_in_range,
     storage_array,
     weak_result_dtype,
@@ -43,6 +44,8 @@ def as_tensor(value: Any, dtype: Any = None, like: Tensor | None = None, device:
         dt = as_dtype(dtype, "tensor")
     elif is_number(value):
         dt = like.dtype if like is not None else default_dtype_for(value)
+        if int_beyond(value, dt):  # NumPy would wrap a NumPy integer around in silence
+            _out_of_range(value, dt)
     else:
         dt = _default_array_dtype(value)
     return Tensor.from_numpy(storage_array(value, dt), target)
@@ -50,7 +53,9 @@ def as_tensor(value: Any, dtype: Any = None, like: Tensor | None = None, device:
 
 def _default_array_dtype(value: Any) -> DType:
     """Python lists take the defaults (float32, int32) as in JAX; NumPy arrays keep float32,
-    float64, int32 and int64, and narrower or unsigned integers widen."""
+    float64, int32 and int64, and narrower or unsigned integers widen (uint32 to int64). An
+    integer the dtype cannot hold (a uint64 past int64's range) is an ``OverflowError``,
+    where NumPy's conversion would wrap it around."""
     array = np.asarray(value)
     kind, size = array.dtype.kind, array.dtype.itemsize
     from_numpy = isinstance(value, (np.ndarray, np.generic))
@@ -58,8 +63,23 @@ def _default_array_dtype(value: Any) -> DType:
         return as_dtype(np.float64 if from_numpy and array.dtype == np.float64 else np.float32)
     if kind in "iu":
         wide = from_numpy and (size >= 8 or (kind == "u" and size >= 4))
-        return as_dtype(np.int64 if wide else np.int32)
+        dt = as_dtype(np.int64 if wide else np.int32)
+        if array.size and not np.can_cast(array.dtype, dt.numpy):  # only a uint64 array, or a list past int64
+            for extreme in (array.max(), array.min()):
+                if int_beyond(extreme, dt):
+                    _out_of_range(extreme, dt)
+        return dt
     return as_dtype(array.dtype, "tensor")
+
+
+def _out_of_range(value: Any, dtype: DType) -> None:
+    """The ``OverflowError`` of an integer that the dtype a new tensor gets cannot hold."""
+    limits = np.iinfo(dtype.numpy)
+    wider = "int64" if dtype.itemsize < 8 and -(2**63) <= int(value) < 2**63 else "float64"
+    raise OverflowError(
+        f"tensor: the integer {int(value)} is out of range for {dtype.name} ({limits.min} to {limits.max}), "
+        f"the dtype braze gives it (braze has no unsigned dtypes); pass dtype={wider!r} or convert the values first"
+    )
 
 
 def scalar(value: Number, dtype: DType, device: Device) -> Tensor:

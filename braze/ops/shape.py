@@ -1,6 +1,6 @@
 """Shape manipulation and indexing: reshape, transpose, swapaxes, flip, flatten, squeeze,
 expand_dims, concatenate, stack, split, chunk, pad and ``tensor[index]`` with ints, slices
-(negative steps too), ``...`` and ``None``."""
+(negative steps too), ``...``, ``None`` and ``True`` / ``False`` (NumPy's new axis of length 1 / 0)."""
 
 from __future__ import annotations
 
@@ -167,13 +167,54 @@ def pad(x: Any, pad_width: Sequence[Sequence[int]] | int, value: float = 0.0) ->
     )
 
 
+def _is_bool_scalar(item: Any) -> bool:
+    """Whether an indexing item is a boolean scalar (``True``, ``np.True_``, a 0-d NumPy
+    boolean array), which NumPy reads as no integer but a new axis of length 1 or 0."""
+    if isinstance(item, (bool, np.bool_)):
+        return True
+    return isinstance(item, np.ndarray) and item.ndim == 0 and item.dtype == np.bool_
+
+
+def _getitem_bool_scalars(x: Tensor, items: list[Any]) -> Tensor:
+    """``x[items]`` where some items are boolean scalars, as NumPy reads them: each inserts
+    an axis of length 1 that it then indexes by ``zeros(1)`` (True) or ``zeros(0)`` (False),
+    an integer-array index that uses no axis of ``x``. A lone one among slices, ``...`` and
+    ``None`` is a basic slice of that axis; beside integers or arrays, NumPy's rules for
+    array indices place the new axis (they broadcast together)."""
+    from braze.ops.indexing import is_index_array
+
+    flags = [bool(item) if _is_bool_scalar(item) else None for item in items]
+    basic = sum(f is not None for f in flags) == 1 and not any(
+        f is None and (is_index_array(item) or isinstance(item, (int, np.integer)))
+        for item, f in zip(items, flags, strict=True)
+    )
+    # First the new axes (the other indices kept for the second step), then the indices.
+    widened = getitem(
+        x,
+        tuple(
+            None if f is not None or item is None else item if item is Ellipsis else slice(None)
+            for item, f in zip(items, flags, strict=True)
+        ),
+    )
+    second = []
+    for item, f in zip(items, flags, strict=True):
+        if f is not None:
+            second.append(slice(0, int(f)) if basic else np.zeros(int(f), dtype=np.int64))
+        else:
+            second.append(slice(None) if item is None else item)
+    return getitem(widened, tuple(second))
+
+
 def getitem(x: Tensor, index: Any) -> Tensor:
     """Indexing as NumPy's: integers, slices (a negative step reverses the axis, then slices
-    it), ``...`` and ``None``, and integer arrays (tensors, NumPy arrays, lists), which
-    gather (``table[idx]``; see ``braze.ops.indexing``)."""
+    it), ``...`` and ``None``, integer arrays (tensors, NumPy arrays, lists), which
+    gather (``table[idx]``; see ``braze.ops.indexing``), and ``True`` / ``False``, which add
+    an axis of length 1 / 0 as in NumPy."""
     from braze.ops.indexing import index_by_arrays, is_index_array
 
     items = list(index) if isinstance(index, tuple) else [index]
+    if any(_is_bool_scalar(item) for item in items):
+        return _getitem_bool_scalars(x, items)
     arrays = False
     for item in items:
         if is_index_array(item):

@@ -144,7 +144,8 @@ def to_number(string_tensor: Any, out_type: Any = "float32", name: str | None = 
         values = [float(s) if dtype.is_float else int(s) for s in array.reshape(-1)]
     except ValueError as error:
         raise ValueError(f"tf.strings.to_number: {error}") from None
-    return as_tensor(np.array(values, dtype=dtype.numpy).reshape(array.shape), dtype=dtype)
+    # dtype.compute: bfloat16's NumPy twin is its uint16 storage; its values go through float32
+    return as_tensor(np.array(values, dtype=dtype.compute.numpy).reshape(array.shape), dtype=dtype)
 
 
 def length(input: Any, unit: str = "BYTE", name: str | None = None) -> np.ndarray:
