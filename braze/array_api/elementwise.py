@@ -145,10 +145,13 @@ def pow(x1: Any, x2: Any, /) -> Array:  # noqa: A001 - the standard's name
 
 
 def logaddexp(x1: Any, x2: Any, /) -> Array:
-    """``log(exp(x1) + exp(x2))`` without overflow: the larger plus ``log1p(exp(-|x1 - x2|))``."""
+    """``log(exp(x1) + exp(x2))`` without overflow: the larger plus ``log1p(exp(smaller -
+    larger))``, both chosen by one where, so that where ``x1 == x2`` the gradients are 1/2
+    each (maximum's and abs's derivatives at a tie would give 1 and 0)."""
     a, b = promoted(x1, x2)
-    larger = ops.maximum(a, b)
-    tail = ops.log1p(ops.exp(-ops.abs(a - b)))
+    first = a >= b
+    larger = ops.where(first, a, b)
+    tail = ops.log1p(ops.exp(ops.where(first, b - a, a - b)))
     return wrap(ops.where(ops.abs(larger) == math.inf, larger, larger + tail))
 
 

@@ -47,7 +47,7 @@ from braze.nn.keras_attention import AdditiveAttention, Attention, Dot, dot
 from braze.nn.keras_cells import RNN, GRUCell, LSTMCell, SimpleRNNCell, StackedRNNCells
 from braze.nn.keras_recurrent import GRU, LSTM, Bidirectional, SimpleRNN
 from braze.nn.keras_simple import ActivityRegularization, GroupNormalization, Identity, PReLU, UnitNormalization
-from braze.nn.keras_spellings import Embedding, LayerNormalization
+from braze.nn.keras_spellings import Embedding, LayerNormalization, LeakyReLU
 from braze.nn.layers import (
     ELU,
     Activation,
@@ -55,7 +55,6 @@ from braze.nn.layers import (
     Dropout,
     Flatten,
     Lambda,
-    LeakyReLU,
     Linear,
     ReLU,
     Rescaling,

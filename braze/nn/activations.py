@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from braze import ops
 from braze.nn import functional
+from braze.ops import tensorflow as tf_ops
 from braze.tensor import Tensor
 
 
@@ -38,8 +39,9 @@ def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
 
 
 def softplus(x: Tensor) -> Tensor:
-    """``log(1 + exp(x))`` written so that it never overflows."""
-    return ops.relu(x) + ops.log(1.0 + ops.exp(-ops.abs(x)))
+    """``log(1 + exp(x))`` written so that it never overflows, with the slope 1/2 at 0
+    (``tf.math.softplus``'s formulation: relu's and abs's derivatives at 0 would give 0)."""
+    return tf_ops.softplus(x)
 
 
 def silu(x: Tensor) -> Tensor:

@@ -2,7 +2,8 @@
 (``input_dim``, ``output_dim``; its table, ``embeddings``, starts uniform in [-0.05,
 0.05); ``mask_zero`` masks the steps whose index is 0) and ``LayerNormalization``
 (``axis``, ``epsilon``, ``center``, ``scale``; ``gamma`` and ``beta``, made on the first
-call). Each subclasses or calls its PyTorch-named twin;
+call); also ``LeakyReLU``, whose slope is Keras's 0.3 where ``braze.nn.LeakyReLU``'s is
+PyTorch's 0.01. Each subclasses or calls its PyTorch-named twin;
 only the names and defaults differ."""
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ from typing import Any
 
 from braze import ops
 from braze.ir.errors import ShapeError
-from braze.nn import functional, initializers, regularizers, symbolic, transformer
+from braze.nn import functional, initializers, layers, regularizers, symbolic, transformer
 from braze.nn.layer import Layer
 from braze.ops.random import Generator
 from braze.tensor import Tensor, user_error
 
-__all__ = ["Embedding", "LayerNormalization"]
+__all__ = ["Embedding", "LayerNormalization", "LeakyReLU"]
 
 
 class Embedding(transformer.Embedding):
@@ -44,7 +45,7 @@ class Embedding(transformer.Embedding):
         if kwargs.pop("input_length", None) is not None:
             warnings.warn("Embedding: input_length is deprecated (as in Keras 3) and changes nothing", stacklevel=2)
         self.embeddings_initializer = initializers.get(embeddings_initializer)
-        super().__init__(input_dim, output_dim, generator, **kwargs)
+        super().__init__(input_dim, output_dim, generator=generator, **kwargs)
         self.mask_zero = self.supports_masking = bool(mask_zero)
         regularizer = regularizers.get(embeddings_regularizer)
         if regularizer is not None:  # its penalty joins the layer's losses, as add_weight's
@@ -107,3 +108,11 @@ class LayerNormalization(Layer):
         axes = self._axes(x.ndim)
         weight, bias = getattr(self, "gamma", None), getattr(self, "beta", None)
         return functional.normalize(x, axes, weight, bias, self.epsilon)
+
+
+class LeakyReLU(layers.LeakyReLU):
+    """``keras.layers.LeakyReLU(negative_slope=0.3)``: Keras's default slope, where PyTorch's
+    (``braze.nn.LeakyReLU``) is 0.01."""
+
+    def __init__(self, negative_slope: float = 0.3, **kwargs: Any) -> None:
+        super().__init__(negative_slope, **kwargs)

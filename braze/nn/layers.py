@@ -202,15 +202,28 @@ class Activation(Layer):
         return self._fn(x)
 
 
+def _check_inplace(layer: str, inplace: Any) -> None:
+    """PyTorch's ``inplace`` flag, accepted: braze's layers return a new tensor whatever it
+    says, the value PyTorch's in-place layer returns too (only the input is not overwritten)."""
+    if not isinstance(inplace, bool):
+        raise TypeError(f"{layer}: inplace must be a bool (PyTorch's flag), got {inplace!r}")
+
+
 class ReLU(Layer):
     """``max(x, 0)``, capped at ``max_value`` if given, with ``negative_slope`` below
-    ``threshold`` (Keras's ``ReLU`` layer; also PyTorch's ``nn.ReLU()``)."""
+    ``threshold`` (Keras's ``ReLU`` layer); also PyTorch's ``nn.ReLU(inplace=False)``: a bool
+    first argument is PyTorch's ``inplace`` (``nn.ReLU(True)``, a plain ReLU), never a cap."""
 
     supports_masking = True
 
     def __init__(
         self, max_value: float | None = None, negative_slope: float = 0.0, threshold: float = 0.0, **kwargs: Any
     ) -> None:
+        # Taken from kwargs, not the signature, so that Keras's config of the layer stays Keras's.
+        inplace = kwargs.pop("inplace", False)
+        if isinstance(max_value, bool):  # True is 1 to Python: as max_value it would cap every output at 1
+            inplace, max_value = max_value, None
+        _check_inplace("ReLU", inplace)
         super().__init__(**kwargs)
         self.max_value, self.negative_slope, self.threshold = max_value, float(negative_slope), float(threshold)
 
@@ -223,12 +236,16 @@ class ReLU(Layer):
 
 
 class LeakyReLU(Layer):
-    """``x`` where positive, else ``negative_slope * x`` (Keras 2's ``alpha`` too)."""
+    """``x`` where positive, else ``negative_slope * x``: PyTorch's ``nn.LeakyReLU(negative_slope=0.01,
+    inplace=False)``, as ``braze.nn.LeakyReLU``. ``keras.layers.LeakyReLU`` is its Keras
+    spelling (``keras_spellings.LeakyReLU``), whose slope is Keras's 0.3; both take Keras 2's
+    ``alpha`` too."""
 
     supports_masking = True
 
-    def __init__(self, negative_slope: float = 0.3, **kwargs: Any) -> None:
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False, **kwargs: Any) -> None:
         alpha = kwargs.pop("alpha", None)  # Keras 2's name
+        _check_inplace("LeakyReLU", inplace)
         super().__init__(**kwargs)
         self.negative_slope = float(negative_slope if alpha is None else alpha)
 

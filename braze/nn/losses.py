@@ -16,6 +16,7 @@ from braze import ops
 from braze.ir.dtypes import int32, int64
 from braze.ir.errors import ShapeError
 from braze.ops.indexing import checked, rows
+from braze.ops.tensorflow import softplus_parts
 from braze.replay import replaying
 from braze.tensor import Tensor, user_error
 
@@ -115,7 +116,11 @@ def label_cross_entropy(name: str, logits: Tensor, labels: Tensor) -> Tensor:
 def binary_cross_entropy_elements(x: Tensor, y: Tensor, from_logits: bool) -> Tensor:
     """Elementwise binary cross-entropy of matched predictions and targets."""
     if from_logits:
-        return ops.relu(x) - x * y + ops.log(1.0 + ops.exp(-ops.abs(x)))
+        # max(x, 0) - x * y + log1p(exp(-|x|)), the parts by where (softplus_parts): with
+        # relu and abs the slope at x = 0 would be -y, not sigmoid(0) - y = 1/2 - y. The
+        # small log1p term is added last, so a confident logit's loss keeps its digits.
+        linear, tail = softplus_parts(x)
+        return linear - x * y + tail
     p = ops.clip(x, _EPSILON, 1.0 - _EPSILON)
     return -(y * ops.log(p) + (1.0 - y) * ops.log(1.0 - p))
 

@@ -289,6 +289,10 @@ class LSTM(_TorchRecurrent):
     gates = 4
 
     def forward(self, x: Tensor, hx: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        if hx is not None and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
+            # hx[0] of one tensor would be its first layer, then a confusing shape error.
+            shown = f"a tensor of shape {hx.shape}" if isinstance(hx, Tensor) else type(hx).__name__
+            raise user_error(TypeError, f"LSTM: the initial state is a pair (h_0, c_0), got {shown}")
         seq, unbatched = self._time_major(x)
         batch = seq.shape[1]
         hs = self._initial(None if hx is None else hx[0], batch, seq, unbatched)

@@ -117,6 +117,12 @@ def cross_entropy(
     w = _class_weights(weight, scores, classes)
     y = ops.as_tensor(target, device=scores.device)
     if y.dtype.kind == "f":
+        if ignore_index != -100:  # PyTorch refuses it too: no class of a probability target can be ignored
+            raise user_error(
+                ValueError,
+                f"{_NAME}: ignore_index is not supported for floating point (class probability) targets, "
+                f"got ignore_index={ignore_index}",
+            )
         if y.shape != scores.shape:
             raise user_error(
                 ShapeError, f"{_NAME}: class probabilities {y.shape} must have the input's shape {scores.shape}"

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from braze import ops
 from braze.nn import functional, initializers
 from braze.nn.layer import Layer
 from braze.ops.random import Generator
@@ -26,16 +27,43 @@ __all__ = ["GELU", "Embedding", "LayerNorm"]
 class Embedding(Layer):
     """A table of ``num_embeddings`` rows of ``embedding_dim`` values; ``layer(indices)``
     is the rows at the integer ``indices`` (as ``torch.nn.Embedding``, whose table,
-    ``weight``, starts normal with standard deviation 1)."""
+    ``weight``, starts normal with standard deviation 1). ``padding_idx`` (PyTorch's third
+    argument; negative counts from the end) names a row that starts as zeros and takes no
+    gradient; ``generator`` is braze's, by keyword only."""
 
     table = "weight"  # the attribute the table is held in, and its checkpoint name
 
     def __init__(
-        self, num_embeddings: int, embedding_dim: int, generator: Generator | None = None, **kwargs: Any
+        self,
+        num_embeddings: int,
+        embedding_dim: int,
+        padding_idx: int | None = None,
+        *,
+        generator: Generator | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.num_embeddings, self.embedding_dim = int(num_embeddings), int(embedding_dim)
-        setattr(self, self.table, self.initial((self.num_embeddings, self.embedding_dim), generator))
+        self.padding_idx = self._padding_row(padding_idx)
+        table = self.initial((self.num_embeddings, self.embedding_dim), generator)
+        if self.padding_idx is not None:  # PyTorch zeroes the row when it makes the table
+            values = table.numpy().copy()
+            values[self.padding_idx] = 0
+            table._load(values)
+        setattr(self, self.table, table)
+
+    def _padding_row(self, padding_idx: Any) -> int | None:
+        """``padding_idx`` as a row of the table, or None; PyTorch's checks."""
+        if padding_idx is None:
+            return None
+        if isinstance(padding_idx, bool) or not isinstance(padding_idx, (int, np.integer)):
+            raise TypeError(f"Embedding: padding_idx must be an int row of the table or None, got {padding_idx!r}")
+        if not -self.num_embeddings <= padding_idx < self.num_embeddings:
+            raise ValueError(
+                f"Embedding: padding_idx must be within [-{self.num_embeddings}, {self.num_embeddings}), "
+                f"got {padding_idx}"
+            )
+        return int(padding_idx) % self.num_embeddings
 
     def initial(self, shape: tuple[int, int], generator: Generator | None) -> Tensor:
         return initializers.make_weight(initializers.RandomNormal(stddev=1.0), shape, generator=generator)
@@ -46,7 +74,13 @@ class Embedding(Layer):
         return getattr(self, self.table)
 
     def forward(self, indices: Any) -> Tensor:
-        return functional.embedding(indices, self.weights_table)
+        found = functional.embedding(indices, self.weights_table)
+        if self.padding_idx is None:
+            return found
+        # The padding row's lookups, detached, add nothing to its gradient (PyTorch's rule);
+        # their value is the row's as it is, zero unless it was changed.
+        padding = ops.expand_dims(ops.as_tensor(indices, device=found.device) == self.padding_idx, -1)
+        return ops.where(padding, found.detach(), found)
 
     def attend(self, x: Tensor) -> Tensor:
         """``x @ table.T``: the similarity of ``x`` to every row, the logits of an output

@@ -432,13 +432,19 @@ def squared_difference(x: Any, y: Any, name: str | None = None) -> Tensor:
     return difference * difference
 
 
+def softplus_parts(x: Tensor) -> tuple[Tensor, Tensor]:
+    """``max(x, 0)`` and ``log1p(exp(-|x|))``, whose sum is ``log(1 + exp(x))`` without
+    overflow, both parts chosen by where: relu's and abs's derivatives at 0 (both 0) would
+    not give the slope there, sigmoid(0) = 1/2. Apart, so that a loss can subtract from the
+    first before adding the small second (braze's softplus, binary cross-entropy of logits)."""
+    positive = x > 0
+    return math_ops.where(positive, x, 0.0), math_ops.log1p(math_ops.exp(math_ops.where(positive, -x, x)))
+
+
 def softplus(features: Any, name: str | None = None) -> Tensor:
     """``log(1 + exp(x))``, which never overflows: ``tf.math.softplus``."""
-    x = _floats("softplus", features)
-    positive = x > 0
-    # max(x, 0) + log1p(exp(-|x|)), both parts chosen by where: relu's and abs's derivatives
-    # at 0 would not give the slope there, sigmoid(0) = 1/2.
-    return math_ops.where(positive, x, 0.0) + math_ops.log1p(math_ops.exp(math_ops.where(positive, -x, x)))
+    linear, tail = softplus_parts(_floats("softplus", features))
+    return linear + tail
 
 
 def log_sigmoid(x: Any, name: str | None = None) -> Tensor:

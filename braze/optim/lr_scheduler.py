@@ -164,7 +164,8 @@ class LinearLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
-        done = min(self.total_iters, self.last_epoch) / self.total_iters
+        # total_iters=0: no epoch reaches the end of the line, so start_factor stays, as PyTorch's.
+        done = min(self.total_iters, self.last_epoch) / self.total_iters if self.total_iters else 0.0
         factor = self.start_factor + (self.end_factor - self.start_factor) * done
         return [base * factor for base in self.base_lrs]
 

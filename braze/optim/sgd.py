@@ -1,30 +1,38 @@
-"""Stochastic gradient descent with momentum, Nesterov momentum and weight decay (PyTorch's)."""
+"""Stochastic gradient descent with momentum, dampening, Nesterov momentum and weight decay (PyTorch's)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from braze.ops import maximum
 from braze.optim.optimizer import Hyperparameter, Optimizer, Slots, active, check_positive, zeros_data
 from braze.tensor import Tensor
 
 
 class SGD(Optimizer):
-    """Stochastic gradient descent, with optional (Nesterov) momentum and L2 ``weight_decay``.
+    """Stochastic gradient descent, with optional (Nesterov) momentum, ``dampening`` and L2
+    ``weight_decay``, with PyTorch's arguments in PyTorch's order and defaults
+    (``SGD(params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False)``).
 
     ``lr`` may be a number, a 0-d tensor or a schedule (``braze.optim.schedules``); a zero
-    ``momentum`` or ``weight_decay`` leaves its term out."""
+    ``momentum``, ``dampening`` or ``weight_decay`` leaves its term out. As PyTorch's, the
+    momentum buffer starts as the first gradient, then is ``momentum * buf + (1 -
+    dampening) * grad``."""
 
-    jit_inputs = ("lr", "momentum", "weight_decay")
+    jit_inputs = ("lr", "momentum", "dampening", "weight_decay")
 
     def __init__(
         self,
         params: Any = None,
-        lr: Hyperparameter = 0.01,
+        lr: Hyperparameter = 1e-3,
         momentum: Hyperparameter = 0.0,
-        nesterov: bool = False,
+        dampening: Hyperparameter = 0.0,
         weight_decay: Hyperparameter = 0.0,
+        nesterov: bool = False,
     ) -> None:
-        super().__init__(params, lr=lr, momentum=momentum, nesterov=nesterov, weight_decay=weight_decay)
+        super().__init__(
+            params, lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay, nesterov=nesterov
+        )
 
     def check(self, hyperparameters: dict[str, Hyperparameter]) -> None:
         momentum = hyperparameters["momentum"]
@@ -36,18 +44,36 @@ class SGD(Optimizer):
             momentum=momentum,
             weight_decay=hyperparameters["weight_decay"],
         )
-        if hyperparameters["nesterov"] and not active(momentum):
-            raise ValueError("SGD: Nesterov momentum needs momentum > 0")
+        if hyperparameters["nesterov"] and (not active(momentum) or active(hyperparameters["dampening"])):
+            raise ValueError("SGD: Nesterov momentum needs momentum > 0 and zero dampening (as PyTorch's)")
 
     def get_config(self) -> dict[str, Any]:
-        return {"lr": self.lr, "momentum": self.momentum, "nesterov": self.nesterov, "weight_decay": self.weight_decay}
+        return {
+            "lr": self.lr,
+            "momentum": self.momentum,
+            "dampening": self.dampening,
+            "weight_decay": self.weight_decay,
+            "nesterov": self.nesterov,
+        }
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> SGD:
         return cls(**config)
 
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        # A state saved before braze's SGD took dampening has none in its groups: it was 0.
+        groups = [g if "dampening" in g else {**g, "dampening": 0.0} for g in state_dict["param_groups"]]
+        super().load_state_dict({**state_dict, "param_groups": groups})
+
     def init_slots(self, param: Tensor) -> Slots:
-        return {"momentum": zeros_data(param)} if active(self.momentum) else {}
+        if not active(self.momentum):
+            return {}
+        slots = {"momentum": zeros_data(param)}
+        if active(self.dampening):
+            # 0 until the first step, then 1: PyTorch's buffer starts as the first gradient,
+            # undamped, and the zero buffer alone cannot tell the first step from a later one.
+            slots["started"] = zeros_data(param, ())
+        return slots
 
     def rule_inputs(self) -> dict[str, Hyperparameter]:
         found = {"lr": self.lr}
@@ -55,6 +81,8 @@ class SGD(Optimizer):
             found["decay"] = self.weight_decay
         if active(self.momentum):
             found["nesterov momentum" if self.nesterov else "momentum"] = self.momentum
+            if active(self.dampening):
+                found["dampening"] = self.dampening
         return found
 
     def rule(self, param: Tensor, grad: Tensor, slots: Slots, h: dict[str, Tensor]) -> tuple[Tensor, Slots]:
@@ -64,6 +92,15 @@ class SGD(Optimizer):
         if momentum is None:
             return param - grad * h["lr"], {}
         previous = slots.get("momentum")  # none yet when momentum was turned on after the optimizer was made
-        velocity = grad if previous is None else previous * momentum + grad
+        if previous is None:
+            velocity, kept = grad, {}
+        elif "dampening" in h:
+            started = slots.get("started")  # none when dampening was turned on after the optimizer was made
+            one = self.constant(1.0, param)
+            damped = one - h["dampening"] if started is None else one - h["dampening"] * started
+            velocity = previous * momentum + grad * damped
+            kept = {} if started is None else {"started": maximum(started, one)}
+        else:
+            velocity, kept = previous * momentum + grad, {}
         direction = grad + velocity * momentum if "nesterov momentum" in h else velocity
-        return param - direction * h["lr"], {"momentum": velocity}
+        return param - direction * h["lr"], {"momentum": velocity, **kept}
