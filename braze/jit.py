@@ -91,6 +91,61 @@ def _host_array(t: Tensor) -> np.ndarray:
     return executor_for(t.device).to_numpy(t._value, t.device)
 
 
+def _value_references(t: Tensor) -> int:
+    """The references to ``t``'s value, counted the same way wherever it is asked."""
+    return sys.getrefcount(t._value)
+
+
+def _data_references(t: Tensor) -> int:
+    """The references to the device data of ``t``'s lazy value."""
+    return sys.getrefcount(t._value.data)
+
+
+def _probe(value: Any) -> Tensor:
+    return Tensor._view(value, None, LAZY_CPU)  # type: ignore[arg-type]
+
+
+# What the counts say of a value only its tensor holds, and of device data only its
+# expression holds: measured, since what a call's arguments count differs between versions.
+_VALUE_ALONE = _value_references(_probe(np.empty(0)))
+_DATA_ALONE = _data_references(_probe(lazy.Expr(None, (), {}, None, None, data=np.empty(0))))  # type: ignore[arg-type]
+
+
+def _owned(array: np.ndarray) -> bool:
+    """An array that owns its memory (a view's is its base's, which others may read through
+    other views) and may be written."""
+    return array.flags.owndata and array.flags.writeable
+
+
+def _donated_array(t: Tensor) -> np.ndarray:
+    """``t``'s buffer for a call that writes ``t``'s new value into it (``donate_argnums``)
+    when ``t`` alone holds it, else a copy of it: as in JAX, donating invalidates the donated
+    tensor's old value only. Whoever else holds the buffer keeps what it read: a
+    ``detach()`` alias or a tensor made from this one (``braze.tensor(t)``), which share its
+    value; a NumPy array read with ``.numpy()`` or given to ``asarray``/``from_dlpack`` (a
+    read-only one too), a gradient graph recording the value, a result of an earlier call
+    that returned its argument as it was. CPython's reference counts tell exactly."""
+    alone = _value_references(t) == _VALUE_ALONE  # counted before a local name holds the value too
+    value = t._value
+    if isinstance(value, np.ndarray) and alone and _owned(value):
+        return value
+    if not isinstance(value, (np.ndarray, lazy.Expr)):
+        return _host_array(t)  # a device array's value, downloaded: a copy no one else holds
+    # A lazy tensor's data: the expression must be this tensor's alone (detach() shares it),
+    # and its buffer the expression's alone (not read out, nor another tensor's data).
+    if (
+        isinstance(value, lazy.Expr)
+        and isinstance(value.data, np.ndarray)
+        and alone
+        and not value.lent
+        and _owned(value.data)
+        and _data_references(t) == _DATA_ALONE
+    ):
+        return value.data
+    metrics.count("DonatedBufferCopies")
+    return np.array(_host_array(t), order="C")
+
+
 @dataclass
 class Compiled:
     """One traced signature: its executable and where its inputs and outputs go."""
@@ -118,6 +173,9 @@ class Compiled:
     on_device: bool = False
     generators: list[Generator] = field(default_factory=list)  # each call draws one key from each, in order
     backend: Backend | None = None  # that compiled it, and uploads what each call gives it
+    # The parameters whose buffers the executable writes results into (donated tensors):
+    # each call hands over a buffer only its tensor holds there (``_donated_array``).
+    overwritten: frozenset[int] = frozenset()
 
 
 class JittedFunction:
@@ -228,10 +286,14 @@ class JittedFunction:
 
     def _arguments(self, compiled: Compiled, tensors: list[Tensor], numbers: list[float], keys: list[int]) -> list[Any]:
         arguments: list[Any] = []
-        for kind, slot in compiled.inputs:
+        overwritten = compiled.overwritten
+        for j, (kind, slot) in enumerate(compiled.inputs):
             if kind == "state":
                 t = tensors[slot]
-                arguments.append(t._value if compiled.on_device else _host_array(t))
+                if compiled.on_device:
+                    arguments.append(t._value)
+                else:
+                    arguments.append(_donated_array(t) if j in overwritten else _host_array(t))
             elif kind == "number":
                 arguments.append(_per_call(np.array(numbers[slot], np.float64), compiled))
             elif kind == "draw":
@@ -350,8 +412,12 @@ class JittedFunction:
             on_device,
             [generator for generator, _ in drawn],
             target,
+            frozenset() if on_device else lazy.overwritten(executable),
         )
         keys = [int(key_tensor.item()) for _, key_tensor in drawn]  # this call's draws, made while tracing
+        # The trace's expressions hold the tensors' buffers: let them go, so that this call
+        # too writes donated ones in place rather than into copies (``_donated_array``).
+        del trace, recorded, roots, result, result_tensors
         arguments = self._arguments(compiled, tensors, reads.numbers, keys)
         _release(compiled, tensors)
         outputs = self._execute(compiled, arguments)

@@ -297,8 +297,10 @@ def donations(roots: Sequence[Expr], trace: Trace) -> dict[int, int]:
     count tells exactly: anything else (a ``detach()`` alias, a gradient graph kept with
     ``retain_graph``) keeps the copy semantics. A buffer that the old data shares with
     someone the count cannot see (``Expr.lent``: a NumPy array read from it, another
-    tensor's data) is still donated, but ``run`` hands the step a copy to write into: the
-    graph, so its executable, is the same whoever reads the buffer.
+    tensor's data; or, counted on the buffer itself, see ``_alone``: an array of yours that
+    ``from_numpy``, ``asarray`` or ``load_state_dict`` took without a copy, a read-only
+    array, a value read before the barrier) is still donated, but ``run`` hands the step a
+    copy to write into: the graph, so its executable, is the same whoever reads the buffer.
     """
     position = {id(leaf): j for j, leaf in enumerate(trace.leaves)}
     donated: dict[int, int] = {}
@@ -552,15 +554,19 @@ class LazyExecutor:
                     "BatchNormalization's) and cannot be computed: return it from the body, in the carry or the "
                     "ys, instead"
                 )
-            for j in donated.values():
-                if leaves[j].lent:  # its buffer is held elsewhere too: the step writes into a copy
-                    args[j] = _own_copy(args[j], device)
         if donated:
             metrics.count("DonatedBuffers", len(donated))
         metrics.record("GraphNodes", len(graph.nodes()))
         executable, hit = self.cache.get_or_compile(graph, backend.name, lambda g: compile_for_target(g, backend))
         if not hit:
             self.explainer.note_compile(call_site(), graph)  # the stack still holds the user's frame
+        if donated:
+            written = overwritten(executable)
+            for j in donated.values():
+                # A buffer held elsewhere too is not written: the step writes into a copy.
+                if j in written and (leaves[j].lent or not _alone(args, j)):
+                    args[j] = _own_copy(args[j], device)
+                    metrics.count("DonatedBufferCopies")
         with metrics.timed("ExecuteTime"):
             # Device data in and out; only the step's new scalars (a learning rate) are uploaded.
             results = executable.run(on_backend(backend, args))
@@ -568,6 +574,34 @@ class LazyExecutor:
         if donating:  # the roots take these results as their data: only then may a later step donate them
             _lend_shared(roots, leaves, args, results, donated)
         return results
+
+
+def overwritten(executable: Any) -> frozenset[int]:
+    """The parameters whose buffers ``executable`` writes results into (donated ones that
+    its backend does update in place)."""
+    found = getattr(executable, "overwritten", None)
+    return frozenset(executable.graph.donated.values()) if found is None else found
+
+
+def _references(arrays: list[Any], j: int) -> int:
+    """The references to ``arrays[j]``, counted the same way wherever it is asked."""
+    return sys.getrefcount(arrays[j])
+
+
+def _alone(args: list[Any], j: int) -> bool:
+    """Whether the host buffer ``args[j]`` (the data of the trace's leaf ``j``) is braze's
+    to overwrite: an array that owns its memory (a view's memory is its base's, which others
+    may read through other views), is writeable, and that nothing but its expression and the
+    trace holds: no array of yours (``Tensor.from_numpy``, ``asarray`` and
+    ``load_state_dict`` take NumPy arrays without a copy), no view read from it, no other
+    tensor's data, no value read before the barrier that came out as this buffer. A device
+    buffer is another backend's, whose expressions tell with ``lent``."""
+    if not isinstance(args[j], np.ndarray):
+        return True
+    if _references(args, j) != _HELD_BY_TRACE:  # counted before a local name holds it too
+        return False
+    flags = args[j].flags
+    return flags.owndata and flags.writeable
 
 
 def _own_copy(value: Any, device: Device) -> Any:
@@ -596,6 +630,15 @@ def _aval_of(array: np.ndarray) -> Aval:
 
     return Aval(tuple(array.shape), storage_dtype(array.dtype))
 
+
+def _held_by_trace() -> int:
+    leaf = Expr(None, (), {}, _aval_of(np.empty(0, np.float32)), None, data=np.empty(0, np.float32))
+    return _references([leaf.data], 0)
+
+
+# What ``_references`` says of a buffer held by one expression's data and a trace's list of
+# arguments alone: measured, since what a call's arguments count differs between versions.
+_HELD_BY_TRACE = _held_by_trace()
 
 EXECUTOR = LazyExecutor()
 register_executor("LAZY", EXECUTOR)

@@ -709,6 +709,35 @@ class Tensor:
     def __itruediv__(self, other: Any) -> Tensor:
         return self._in_place(ops.divide, other)
 
+    def __ifloordiv__(self, other: Any) -> Tensor:
+        return self._in_place(ops.floor_divide, other)
+
+    def __imod__(self, other: Any) -> Tensor:
+        return self._in_place(ops.remainder, other)
+
+    def __ipow__(self, other: Any) -> Tensor:
+        return self._in_place(ops.power, other)
+
+    def __imatmul__(self, other: Any) -> Tensor:
+        """``x @= y`` as NumPy's: in place when the product keeps ``x``'s shape (a square
+        ``y``), an error otherwise."""
+        return self._in_place(ops.matmul, other)
+
+    def __iand__(self, other: Any) -> Tensor:
+        return self._in_place(ops.bitwise_and, other)
+
+    def __ior__(self, other: Any) -> Tensor:
+        return self._in_place(ops.bitwise_or, other)
+
+    def __ixor__(self, other: Any) -> Tensor:
+        return self._in_place(ops.bitwise_xor, other)
+
+    def __ilshift__(self, other: Any) -> Tensor:
+        return self._in_place(ops.bitwise_left_shift, other)
+
+    def __irshift__(self, other: Any) -> Tensor:
+        return self._in_place(ops.bitwise_right_shift, other)
+
     def _in_place(self, op: Any, other: Any) -> Tensor:
         """``x op= y``: in place for data (statistics, parameters under ``no_grad``); for a
         tensor computed in a gradient computation, a new tensor, as TensorFlow's immutable

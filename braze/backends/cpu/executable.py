@@ -6,6 +6,7 @@ import ctypes
 import os
 import sys
 import threading
+import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -138,9 +139,20 @@ class CpuExecutable:
         self._arena_guard = self._arena[plan.arena_bytes :]
         self._arena_pointer = self._arena.ctypes.data
         self._param_types = [(p.aval.shape, p.aval.dtype.numpy) for p in graph.params]
+        # The parameters whose buffers the kernels overwrite with a result (donated ones):
+        # callers hand over a buffer nobody else holds there (``lazy.run``, ``braze.jit``).
+        self.overwritten = frozenset(plan.in_place.values())
+        self._overwrites = [i in self.overwritten for i in range(len(graph.params))]
+        # Overwritten parameters that are also results (a value returned as it was given,
+        # x.T.T, beside x's update): their old value is copied out before the kernels run.
+        self._returned_overwritten = sorted(
+            {out.index for out in plan.outputs if out.kind == "param" and out.index in self.overwritten}
+        )
         # The arrays of the last call, whose checks and addresses a call given the same
-        # arrays skips (an array's shape, dtype and address never change).
-        self._last_args: list[np.ndarray | None] = [None] * len(graph.params)
+        # arrays skips (an array's shape, dtype and address never change), held weakly: an
+        # executable holding a buffer would count as one more holder of it, and a donated
+        # buffer that someone else holds is copied rather than overwritten.
+        self._last_args: list[weakref.ref | None] = [None] * len(graph.params)
         self._spares: list[_Spares] = []
         budget = RECYCLED_BYTES
         for k, (shape, dtype) in enumerate(plan.buffers):
@@ -183,17 +195,24 @@ class CpuExecutable:
     def _call(self, args: Sequence[np.ndarray]) -> list[np.ndarray]:
         if len(args) != len(self._param_types):
             raise ValueError(f"the graph takes {len(self._param_types)} arguments, got {len(args)}")
-        arrays, last = [], self._last_args
+        arrays, last, refs, overwrites = [], self._last_args, [], self._overwrites
         for i, (arg, (shape, dtype)) in enumerate(zip(args, self._param_types, strict=True)):
-            if arg is last[i]:  # the last call's array (a parameter updated in place): checked, its address set
+            ref = last[i]
+            # The last call's array (a parameter updated in place): checked, its address set.
+            if ref is not None and ref() is arg and (not overwrites[i] or arg.flags.writeable):
                 arrays.append(arg)
+                refs.append(ref)
                 continue
             array = arg if (arg.dtype == dtype and arg.flags.c_contiguous) else np.ascontiguousarray(arg, dtype)
             if array.shape != shape:
                 raise ValueError(f"argument {i} has shape {array.shape}, the graph expects {shape}")
+            if overwrites[i] and not array.flags.writeable:  # read-only memory is never written: a copy is
+                array = np.array(array)
             arrays.append(array)
+            refs.append(weakref.ref(array))
             self._params[i] = array.ctypes.data
-        self._last_args = arrays
+        self._last_args = refs
+        kept = {i: arrays[i].copy() for i in self._returned_overwritten} if self._returned_overwritten else None
         buffers, guards = [], []
         for k, (shape, dtype) in enumerate(self.plan.buffers):
             target = self.plan.in_place.get(k)
@@ -220,7 +239,7 @@ class CpuExecutable:
         results = []
         for out in self.plan.outputs:
             if out.kind == "param":
-                results.append(arrays[out.index])
+                results.append(kept[out.index] if kept and out.index in kept else arrays[out.index])
             elif out.kind == "constant":
                 results.append(out.array.copy())
             else:

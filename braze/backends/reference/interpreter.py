@@ -52,6 +52,9 @@ class ReferenceExecutable:
 
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
+        # The parameters whose buffers take a result (donated ones): callers hand over a
+        # buffer nobody else holds there (``lazy.run``, ``braze.jit``).
+        self.overwritten = frozenset(graph.donated.values())
 
     def run(self, args: Sequence[np.ndarray]) -> list[np.ndarray]:
         return self(args)
@@ -59,9 +62,18 @@ class ReferenceExecutable:
     def __call__(self, args: Sequence[np.ndarray]) -> list[np.ndarray]:
         results = evaluate(self.graph, args)
         for output, param in self.graph.donated.items():
-            # Input/output aliasing: the result lives on in the donated argument's buffer.
-            np.copyto(args[param], results[output])
-            results[output] = args[param]
+            # Input/output aliasing: the result lives on in the donated argument's buffer,
+            # unless that buffer is read-only (it keeps its value; the result is its own).
+            target = args[param]
+            if not (isinstance(target, np.ndarray) and target.flags.writeable):
+                continue
+            for k, result in enumerate(results):
+                # Another result that is the argument, or a view of it (a reshape), keeps
+                # the value the argument had: it is copied before the argument is written.
+                if k != output and isinstance(result, np.ndarray) and np.may_share_memory(result, target):
+                    results[k] = np.array(result)
+            np.copyto(target, results[output])
+            results[output] = target
         return results
 
 
