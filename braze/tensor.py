@@ -253,6 +253,20 @@ def unheard() -> bool:
     return current_binder() is bind
 
 
+def _numpy_reduction_input(x: Tensor, name: str, numpy: dict[str, Any]) -> Tensor:
+    """``x`` for ``x.<name>(...)`` called by NumPy's ``np.<name>(x, ...)``, which passes its
+    own keywords: ``dtype`` converts ``x`` first, ``out=None`` and ``where=True`` are its
+    defaults; an ``out`` array, a ``where`` mask or ``initial`` is a TypeError saying so."""
+    dtype = numpy.pop("dtype", None)
+    if numpy.pop("out", None) is not None:
+        raise TypeError(f"{name}: out= is not supported: braze returns a new tensor, use it")
+    if numpy.pop("where", True) is not True:
+        raise TypeError(f"{name}: where= is not supported; mask the tensor with braze.where() first")
+    if numpy:
+        raise TypeError(f"{name}: unsupported keyword argument(s) {', '.join(sorted(numpy))}")
+    return x if dtype is None else x.astype(dtype)
+
+
 class Tensor:
     """An n-dimensional array on a device, with operators, NumPy interop and autodiff."""
 
@@ -849,20 +863,22 @@ class Tensor:
     def astype(self, dtype: Any) -> Tensor:
         return ops.astype(self, dtype)
 
-    def sum(self, axis: Any = None, keepdims: bool = False) -> Tensor:
-        return ops.sum(self, axis, keepdims)
+    # The reductions take the keywords NumPy's functions pass (np.sum(t) calls
+    # t.sum(axis=None, dtype=None, out=None)): see _numpy_reduction_input.
+    def sum(self, axis: Any = None, keepdims: bool = False, **numpy: Any) -> Tensor:
+        return ops.sum(_numpy_reduction_input(self, "sum", numpy), axis, keepdims)
 
-    def mean(self, axis: Any = None, keepdims: bool = False) -> Tensor:
-        return ops.mean(self, axis, keepdims)
+    def mean(self, axis: Any = None, keepdims: bool = False, **numpy: Any) -> Tensor:
+        return ops.mean(_numpy_reduction_input(self, "mean", numpy), axis, keepdims)
 
-    def var(self, axis: Any = None, keepdims: bool = False) -> Tensor:
-        return ops.var(self, axis, keepdims)
+    def var(self, axis: Any = None, keepdims: bool = False, ddof: int = 0, **numpy: Any) -> Tensor:
+        return ops.var(_numpy_reduction_input(self, "var", numpy), axis, keepdims, ddof)
 
-    def max(self, axis: Any = None, keepdims: bool = False) -> Tensor:
-        return ops.max(self, axis, keepdims)
+    def max(self, axis: Any = None, keepdims: bool = False, **numpy: Any) -> Tensor:
+        return ops.max(_numpy_reduction_input(self, "max", numpy), axis, keepdims)
 
-    def min(self, axis: Any = None, keepdims: bool = False) -> Tensor:
-        return ops.min(self, axis, keepdims)
+    def min(self, axis: Any = None, keepdims: bool = False, **numpy: Any) -> Tensor:
+        return ops.min(_numpy_reduction_input(self, "min", numpy), axis, keepdims)
 
     def argmax(self, axis: Any = None, keepdims: bool = False) -> Tensor:
         return ops.argmax(self, axis, keepdims)
@@ -870,8 +886,8 @@ class Tensor:
     def argmin(self, axis: Any = None, keepdims: bool = False) -> Tensor:
         return ops.argmin(self, axis, keepdims)
 
-    def prod(self, axis: Any = None, keepdims: bool = False) -> Tensor:
-        return ops.prod(self, axis, keepdims)
+    def prod(self, axis: Any = None, keepdims: bool = False, **numpy: Any) -> Tensor:
+        return ops.prod(_numpy_reduction_input(self, "prod", numpy), axis, keepdims)
 
     def cumsum(self, axis: int | None = None) -> Tensor:
         return ops.cumsum(self, axis)

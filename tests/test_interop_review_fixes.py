@@ -165,3 +165,54 @@ def test_unsigned_integers_within_range_keep_their_values(device):
         np.testing.assert_array_equal(t.numpy(), values.astype(np.int64))
     assert braze.tensor(np.uint32(7), device=device).tolist() == 7
     assert braze.tensor(np.array([2**63 + 5], np.uint64), dtype="float64").tolist() == [float(2**63 + 5)]
+
+
+# NumPy's reductions called on a tensor (np.sum(t) calls t.sum(axis=..., dtype=..., out=...)).
+
+
+@pytest.mark.parametrize("device", [braze.CPU, braze.LAZY_CPU], ids=["eager", "lazy"])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        np.sum,
+        np.mean,
+        np.max,
+        np.amax,
+        np.min,
+        np.amin,
+        np.prod,
+        np.var,
+        lambda a: np.sum(a, axis=0),
+        lambda a: np.sum(a, axis=1, keepdims=True),
+        lambda a: np.max(a, axis=1),
+        lambda a: np.mean(a, axis=0),
+        lambda a: np.var(a, ddof=1),
+        lambda a: np.sum(a, dtype=np.float64),
+    ],
+)
+def test_numpy_reductions_of_a_tensor_match_numpy(fn, device):
+    values = np.array([[1.0, -2.0], [3.5, 4.0]], np.float32)
+    got = fn(braze.tensor(values, device=device))
+    expected = fn(values)
+    assert isinstance(got, braze.Tensor) and got.shape == np.shape(expected)
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-6)
+
+
+def test_numpy_reduction_keywords_braze_cannot_honour_are_refused():
+    t = braze.tensor([1.0, 2.0])
+    with pytest.raises(TypeError, match="out= is not supported"):
+        np.sum(t, out=np.zeros(()))
+    with pytest.raises(TypeError, match="where= is not supported"):
+        np.sum(t, where=np.array([True, False]))
+    with pytest.raises(TypeError, match="initial"):
+        np.max(t, initial=0.0)
+    assert np.sum(t, dtype=np.float64).dtype == braze.float64
+    assert t.sum(0, True).shape == (1,)  # positional axis, keepdims unchanged
+
+
+def test_asarray_rounds_values_into_bfloat16_not_their_bits():
+    import braze.array_api as xp
+
+    for data in ([1.5, 2.0, 300.0], np.array([1.5, 2.0, 301.0])):
+        got = xp.asarray(data, dtype=braze.bfloat16)
+        np.testing.assert_array_equal(np.asarray(got).astype(np.float32), [1.5, 2.0, 300.0])

@@ -15,7 +15,17 @@ from braze.array_api.array_object import Array, copied, wrap
 from braze.array_api.dtypes import as_array_dtype, result_type
 from braze.array_api.elementwise import as_array
 from braze.interop import from_dlpack as _from_dlpack
-from braze.ir.dtypes import DEFAULT_FLOAT, DEFAULT_INT, DType, as_dtype, bool_, float64, int64
+from braze.ir.dtypes import (
+    DEFAULT_FLOAT,
+    DEFAULT_INT,
+    DType,
+    as_dtype,
+    bfloat16,
+    bool_,
+    float64,
+    int64,
+    storage_array,
+)
 from braze.ir.prims import sources
 from braze.ops.core import full as _full
 from braze.runtime.device import Device, as_device, default_device
@@ -84,7 +94,8 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | 
     if isinstance(obj, (np.ndarray, np.generic)) or hasattr(obj, "__array_interface__") or _is_buffer(obj):
         array = np.asarray(obj)
         kind = as_dtype(array.dtype, "asarray") if wanted is None else wanted
-        converted = array.astype(kind.numpy, copy=bool(copy))
+        # bfloat16's NumPy twin is its uint16 storage: values are rounded into bit patterns, not cast
+        converted = storage_array(array, kind) if kind is bfloat16 else array.astype(kind.numpy, copy=bool(copy))
         if copy is False and converted is not array and not np.shares_memory(converted, array):
             raise ValueError(f"asarray: copy=False, but a {array.dtype} array needs a copy to become {kind.name}")
         return wrap(Tensor.from_numpy(converted, target))
@@ -93,7 +104,8 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | 
     if isinstance(obj, complex):
         raise TypeError("asarray: braze has no complex dtypes")
     kind = wanted or _python_dtype(obj)
-    return wrap(Tensor.from_numpy(np.array(obj, dtype=kind.numpy), target))
+    data = storage_array(obj, kind) if kind is bfloat16 else np.array(obj, dtype=kind.numpy)
+    return wrap(Tensor.from_numpy(data, target))
 
 
 def _is_buffer(obj: Any) -> bool:
