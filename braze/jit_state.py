@@ -1,9 +1,11 @@
 """What a jitted function reads from Python, found on every call by walking what it can reach.
 
 The roots are the arguments and the function's own state: the object of a bound method, a
-callable object itself, a function's default values, the cells it closes over and the
-globals its code names, and the same of every user function met on the way (functions of
-braze, the standard library and installed packages are only compared by identity). From the roots the walk
+callable object itself, a function's default values, the cells it closes over, the
+globals its code names and the attributes its code reads from a module of the user's that
+it names (``settings.SCALE``), and the same of every user function met on the way
+(functions and modules of braze, the standard library and installed packages are only
+compared by identity). From the roots the walk
 follows lists, tuples, dicts and the public attributes of objects (names without a
 leading underscore, in their ``__dict__`` or ``__slots__``) and, for an object of a class
 the user wrote, its class's public attributes and the methods a call reaches (``call``,
@@ -22,10 +24,10 @@ function's are), at most ``MAX_DEPTH`` deep, and sorts what it meets:
   with;
 - **everything else** is a guard, part of the key under which the executable is cached:
   every other number, bool, string and None (a module's ``training`` flag, a dropout rate,
-  a closed-over float), a NumPy array's shape, dtype and values (a big one's by a digest
-  of its bytes, so that writing into it between calls is seen), and the identity of
-  functions, classes, modules and random generators (whose keys are drawn as inputs, see
-  :mod:`braze.ops.random`).
+  a closed-over float; a zero or NaN float by its bits), a NumPy array's shape, dtype and
+  values (a big one's by a digest of its bytes, so that writing into it between calls is
+  seen), and the identity of functions, classes, modules and random generators (whose
+  keys are drawn as inputs, see :mod:`braze.ops.random`).
 
 A tensor's guard is its shape, dtype, device and whether it requires grad (a parameter
 frozen between calls has no gradient, as in eager execution). The key holds each entry with
@@ -41,6 +43,7 @@ import functools
 import hashlib
 import inspect
 import os
+import struct
 import sys
 import sysconfig
 import types
@@ -120,14 +123,113 @@ def function_roots(fn: Callable[..., Any]) -> list[tuple[str, Any]]:
         except ValueError:  # a cell not filled yet (a name assigned after the function was made)
             continue
     namespace = fn.__globals__
-    roots += [(name, namespace[name]) for name in _global_names(fn.__code__) if name in namespace]
+    global_names, attribute_reads = _code_reads(fn.__code__)
+    roots += [(name, namespace[name]) for name in global_names if name in namespace]
+    # A module the code names is compared by identity; what the code reads from it
+    # (``settings.SCALE``) is read as a global is, where the module is the user's.
+    for name, chains, cell in attribute_reads:
+        if cell is None:
+            module = namespace.get(name)
+        else:
+            try:
+                module = fn.__closure__[cell].cell_contents
+            except ValueError:
+                continue
+        if isinstance(module, types.ModuleType) and _user_module(module):
+            roots += _module_roots(name, module, chains)
     return roots
+
+
+@functools.cache
+def _code_reads(code: types.CodeType) -> tuple[tuple[str, ...], tuple]:
+    """What ``function_roots`` reads of a function with ``code`` on every call: its global
+    names and its reads of attributes (``_attribute_reads``)."""
+    return _global_names(code), _attribute_reads(code)
 
 
 @functools.cache
 def _global_names(code: types.CodeType) -> tuple[str, ...]:
     """Every name that ``code`` and the code inside it (lambdas, comprehensions) read as a global."""
     return _names_loaded(code, ("LOAD_GLOBAL", "LOAD_NAME"))
+
+
+def _attribute_reads(code: types.CodeType) -> tuple[tuple[str, tuple[tuple[str, ...], ...], int | None], ...]:
+    """(name, chains, cell) for each global, or variable closed over (its cell's index in
+    ``co_freevars``), that ``code`` and the code inside it read attributes of: the chains of
+    attribute names read after loading it (``settings.SCALE``: ``("SCALE",)``;
+    ``pkg.sub.rate``: ``("sub", "rate")``)."""
+    found: dict[tuple[str, bool], dict[tuple[str, ...], None]] = {}
+    _collect_attribute_reads(code, found)
+    free = code.co_freevars
+    return tuple(
+        (name, tuple(chains), free.index(name) if closed else None)
+        for (name, closed), chains in found.items()
+        if not closed or name in free
+    )
+
+
+_ROOT_LOADS = {"LOAD_GLOBAL": False, "LOAD_NAME": False, "LOAD_DEREF": True, "LOAD_CLASSDEREF": True}
+_ATTRIBUTE_LOADS = ("LOAD_ATTR", "LOAD_METHOD")
+
+
+def _collect_attribute_reads(code: types.CodeType, found: dict) -> None:
+    instructions = [i for i in dis.get_instructions(code) if i.opname != "EXTENDED_ARG"]
+    for k, instruction in enumerate(instructions):
+        closed = _ROOT_LOADS.get(instruction.opname)
+        if closed is None:
+            continue
+        chain: list[str] = []
+        for following in instructions[k + 1 :]:
+            if following.opname not in _ATTRIBUTE_LOADS:
+                break
+            chain.append(following.argval)
+        if chain:
+            found.setdefault((instruction.argval, closed), {})[tuple(chain)] = None
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _collect_attribute_reads(const, found)
+
+
+_MISSING_ATTRIBUTE = "<no such attribute>"
+
+
+def _module_roots(name: str, module: types.ModuleType, chains: tuple[tuple[str, ...], ...]) -> list[tuple[str, Any]]:
+    """The values a function reads from a module of the user's by ``chains`` (see
+    ``_attribute_reads``), as (path, value) roots: each chain is followed while it reaches
+    modules of the user's, and the value it ends at (or the first that is not such a
+    module: an object's attributes are walked anyway) is the root."""
+    roots: dict[str, Any] = {}
+    for chain in chains:
+        value, path = module, name
+        for attribute in chain:
+            if not (isinstance(value, types.ModuleType) and _user_module(value)):
+                break
+            value, path = getattr(value, attribute, _MISSING_ATTRIBUTE), f"{path}.{attribute}"
+        roots[path] = value
+    return list(roots.items())
+
+
+_USER_MODULES: dict[str, tuple[types.ModuleType, bool]] = {}
+
+
+def _user_module(module: types.ModuleType) -> bool:
+    """Whether ``module`` is of the user's program (or braze's fuzzer's): not braze, the
+    standard library (built in or not) or an installed package, whose attributes are their
+    own business, as their functions' globals are."""
+    name = getattr(module, "__name__", None)
+    known = _USER_MODULES.get(name) if isinstance(name, str) else None
+    if known is not None and known[0] is module:
+        return known[1]
+    source = getattr(module, "__file__", None)
+    if not isinstance(source, str):  # a namespace package: its first folder
+        source = next(iter(getattr(module, "__path__", None) or ()), None)
+    if not isinstance(source, str):  # built in or frozen (imported: it has a spec), or made by the program
+        user = getattr(module, "__spec__", None) is None and name not in sys.builtin_module_names
+    else:
+        user = not source.startswith(_LIBRARY) or source.startswith(_USER_IN_BRAZE)
+    if isinstance(name, str):
+        _USER_MODULES[name] = (module, user)
+    return user
 
 
 @functools.cache
@@ -147,14 +249,39 @@ def _is_library(code: types.CodeType) -> bool:
 
 
 # How the walk treats a value, by its type (found once per type, see _category).
-_SCALAR, _TENSOR, _SEQUENCE, _DICT, _ARRAY, _FUNCTION, _OPAQUE, _OBJECT, _IGNORED = range(9)
+_SCALAR, _FLOAT, _TENSOR, _SEQUENCE, _DICT, _ARRAY, _FUNCTION, _OPAQUE, _OBJECT, _IGNORED = range(10)
 _SLOTS: dict[type, tuple[str, ...]] = {}
-_CATEGORIES: dict[type, int] = {bool: _SCALAR, int: _SCALAR, float: _SCALAR, str: _SCALAR, type(None): _SCALAR}
+_CATEGORIES: dict[type, int] = {bool: _SCALAR, int: _SCALAR, float: _FLOAT, str: _SCALAR, type(None): _SCALAR}
+
+
+_FLOATS = frozenset({float, np.float16, np.float32, np.float64, np.longdouble})
+
+
+class ExactFloat:
+    """A zero or NaN float in a guard: equal to a float of the same bits only (``==`` takes
+    -0.0 for 0.0, and a NaN for no value, not even itself), shown as the float."""
+
+    __slots__ = ("value", "bits")
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        self.bits = value.tobytes() if isinstance(value, np.generic) else struct.pack("<d", value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ExactFloat) and self.bits == other.bits
+
+    def __hash__(self) -> int:
+        return hash(self.bits)
+
+    def __repr__(self) -> str:
+        return repr(self.value)
 
 
 def _category(kind: type) -> int:
     if getattr(kind, "jit_ignore", False) is True:
         found = _IGNORED
+    elif kind in _FLOATS:
+        found = _FLOAT
     elif issubclass(kind, _VALUES):
         found = _SCALAR
     elif issubclass(kind, Tensor):
@@ -187,7 +314,9 @@ def read(roots: list[tuple[str, Any]]) -> Reads:
         category = categories.get(kind)
         if category is None:
             category = _category(kind)
-        if category == _SCALAR:
+        if category <= _FLOAT:  # a float by its bits where == is not: -0.0 == 0.0, and NaN != NaN
+            if category == _FLOAT and (value == 0 or value != value):
+                value = ExactFloat(value)
             entries.append((path, kind, value))
         elif category == _TENSOR:
             if id(value) not in seen:
@@ -360,7 +489,8 @@ def _lift(reads: Reads, owner: Any, name: str, value: Any, path: str) -> bool:
 
 def _lift_number(reads: Reads, holder: Holder, value: Any) -> None:
     if value == 0:  # leaves its term out of the computation: a guard
-        reads.entries.append((holder.path, type(value), value))
+        exact = ExactFloat(value) if type(value) in _FLOATS else value
+        reads.entries.append((holder.path, type(value), exact))
         return
     reads.entries.append((holder.path, INPUT))
     reads.numbers.append(float(value))

@@ -24,6 +24,7 @@ import numpy as np
 
 from braze.ir.dtypes import DType, readable, storage_array
 from braze.ir.errors import BrazeError, DeviceError
+from braze.ir.graph import exact_attributes
 from braze.ir.primitive import Aval, Primitive, current_binder, set_binder
 from braze.runtime.backend import home_backend
 from braze.runtime.cache import BoundedCache
@@ -184,7 +185,8 @@ def _abstract_eval(primitive: Primitive, args: tuple, attrs: dict) -> tuple[Aval
     every time, finds each one remembered."""
     avals = tuple([t._aval for t in args])
     try:
-        key: tuple | None = (primitive, avals, tuple(attrs.items()))
+        # A float attribute by its bits: pad(x, value=-0.0) is not pad(x, value=0.0).
+        key: tuple | None = (primitive, avals, exact_attributes(tuple(attrs.items())))
         found = _AVALS.get(key)
     except TypeError:  # an unhashable attribute value
         key = found = None

@@ -11,9 +11,12 @@ ignores names and node ids but not shapes, dtypes, attributes or edges.
 from __future__ import annotations
 
 import hashlib
+import struct
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
+
+import numpy as np
 
 from braze.ir.dtypes import DType
 from braze.ir.primitive import Aval, Category, Primitive
@@ -31,6 +34,25 @@ def freeze(value: Any) -> Any:
     return value
 
 
+_FLOATS = frozenset({float, np.float16, np.float32, np.float64})
+
+
+def exact_attributes(attrs: Attrs) -> Attrs:
+    """``attrs`` as a key in which a float value equals only a float of the same bits: ``==``
+    takes -0.0 for 0.0 (so ``pad(x, value=-0.0)`` would be ``pad(x, value=0.0)``'s node, in
+    this graph and the next) and a NaN for no value, not even another NaN. Attributes
+    without a float value (nearly every op's) come back as they are; a float inside a tuple
+    is not looked at (no primitive has one)."""
+    for _, value in attrs:
+        if type(value) in _FLOATS:
+            return tuple((k, _float_key(v)) if type(v) in _FLOATS else (k, v) for k, v in attrs)
+    return attrs
+
+
+def _float_key(value: float) -> tuple[type, bytes]:
+    return type(value), value.tobytes() if isinstance(value, np.generic) else struct.pack("<d", value)
+
+
 class Node:
     """One operation: ``op(inputs) {attrs} : aval``. Construct with ``Node.make``."""
 
@@ -45,7 +67,7 @@ class Node:
     @staticmethod
     def make(op: Primitive, inputs: tuple[Node, ...], attrs: Mapping[str, Any] | Attrs, aval: Aval) -> Node:
         frozen = attrs if isinstance(attrs, tuple) else tuple(sorted((k, freeze(v)) for k, v in attrs.items()))
-        key = (op, tuple(id(i) for i in inputs), frozen, aval)
+        key = (op, tuple(id(i) for i in inputs), exact_attributes(frozen), aval)
         found = _INTERNED.get(key)
         if found is not None:
             return found

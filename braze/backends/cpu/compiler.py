@@ -24,9 +24,22 @@ from braze.runtime.diskcache import digest
 # (the max-pool gradient did not vectorize for AVX2: 9x slower than for AVX-512). Neither
 # changes a result. -fwrapv: integers wrap around, as NumPy's do (the elemental emitter
 # already computes integer values as unsigned; this covers the sums of reductions and
-# contractions too); the LeNet and CNN steps vectorize the same loops with it. The target
-# adds -march.
-BASE_FLAGS = ("-O3", "-fwrapv", "-fno-math-errno", "-fno-trapping-math", "-fPIC", "-shared", "-std=gnu11")
+# contractions too); the LeNet and CNN steps vectorize the same loops with it.
+# -ffp-contract=off: a product is rounded before the sum it feeds, as eager mode's NumPy
+# rounds it (GCC under -std=gnu11 fused a * b + c into one instruction: 1 / (a * b + c) was
+# -inf where eager gives inf); the matrix products' and convolutions' accumulations and the
+# math functions' polynomials ask for their fused multiply-adds explicitly (vmath.py's
+# braze_fmaf, emit.py's braze_fmav32; tiles.accumulate). The target adds -march.
+BASE_FLAGS = (
+    "-O3",
+    "-fwrapv",
+    "-fno-math-errno",
+    "-fno-trapping-math",
+    "-ffp-contract=off",
+    "-fPIC",
+    "-shared",
+    "-std=gnu11",
+)
 # What _probe decides besides BASE_FLAGS (a new value makes every process probe again).
 _PROBE_VERSION = "4"
 

@@ -36,6 +36,7 @@ from braze.backends.cpu.loops import (
     store_results,
 )
 from braze.backends.cpu.tiles import (
+    accumulate,
     each_tile,
     load_accumulators,
     operand,
@@ -324,12 +325,14 @@ def _direct_conv(p: _Conv, w_hwoi: str | None = None, live_rows: tuple[int, int]
             if wide:
                 open_loop(em, "j", width)
                 em.emit(f"const {t} xv = xr[j * {sw * c} + ci];")
-                em.emit(f"for (int64_t co = 0; co < {o}; co++) acc[j][co] += xv * wt[ci * {o} + co];")
+                update = accumulate(t, "acc[j][co]", "xv", f"wt[ci * {o} + co]")
+                em.emit(f"for (int64_t co = 0; co < {o}; co++) {update}")
             else:
                 em.emit("#pragma GCC unroll 32")
                 open_loop(em, "co", o)
                 em.emit(f"const {t} wv = wt[ci * {o} + co];")
-                em.emit(f"for (int64_t j = 0; j < {width}; j++) acc[co][j] += xr[j * {sw * c} + ci] * wv;")
+                update = accumulate(t, "acc[co][j]", f"xr[j * {sw * c} + ci]", "wv")
+                em.emit(f"for (int64_t j = 0; j < {width}; j++) {update}")
             close_loops(em, 4)
             store(width, o, "0", "acc[j][cc]" if wide else "acc[cc][j]")
         if streamed:
@@ -361,7 +364,7 @@ def _deep_conv(p: _Conv, w_hwoi: str) -> None:
     em.emit(f"const {t}* wt = {w_hwoi} + (a * {kw} + b) * {c * o};")
     em.emit("#pragma GCC unroll 32")
     open_loop(em, "co", o)
-    em.emit(f"for (int64_t ci = 0; ci < {c}; ci++) acc[co][ci] += xr[ci] * wt[co * {c} + ci];")
+    em.emit(f"for (int64_t ci = 0; ci < {c}; ci++) {accumulate(t, 'acc[co][ci]', 'xr[ci]', f'wt[co * {c} + ci]')}")
     close_loops(em, 3)
     open_loop(em, "co", o)
     em.emit(f"{t} total = 0;")
@@ -413,7 +416,9 @@ def _narrow_conv(p: _Conv, live_rows: tuple[int, int] | None = None) -> None:
         em.emit(f"memcpy(&xv{r}, {start}, sizeof(xv{r}));")
     em.emit(f"const float* wt = {w} + ((a * {kw} + b) * {c} + ci) * {o};")
     for co in range(o):
-        updates = " ".join(f"acc[{r}][{co}] += xv{r} * wv;" for r in range(tile))
+        updates = " ".join(
+            accumulate("braze_vf32", f"acc[{r}][{co}]", f"xv{r}", "wv", scalar_b=True) for r in range(tile)
+        )
         em.emit(f"{{ const float wv = wt[{co}]; {updates} }}")
     close_loops(em, 3)
     em.emit(f"const int64_t width = {ow} - x0 < {lanes} ? {ow} - x0 : {lanes};")
@@ -647,7 +652,7 @@ def _blocked_filter_grad(p: _Conv) -> None:
         em.emit("#pragma GCC unroll 32")
         open_loop(em, "ci", width)
         em.emit(f"const {t} xv = xr[xo * {p.sw * c} + ci];")
-        em.emit(f"for (int64_t co = 0; co < {o}; co++) acc[ci][co] += xv * gr[xo * {o} + co];")
+        em.emit(f"for (int64_t co = 0; co < {o}; co++) {accumulate(t, 'acc[ci][co]', 'xv', f'gr[xo * {o} + co]')}")
         close_loops(em, 4)
         open_loop(em, "ci", width)
         open_loop(em, "co", o)
@@ -803,14 +808,14 @@ def _row_filter_grad(p: _Conv) -> None:
             open_loop(em, "k", width)
             em.emit("braze_vf32 xv;")
             em.emit(f"memcpy(&xv, xbase + {tap} + {block_start}, sizeof(xv));")
-            em.emit("acc[k] += xv * gv;")
+            em.emit(accumulate("braze_vf32", "acc[k]", "xv", "gv"))
             close_loops(em, 1)
             em.pop()
             em.emit("}")
         if ow < lanes:
             open_loop(em, "xt", ow)
             open_loop(em, "k", width)
-            em.emit(f"tail[k] += xbase[{tap} + xt] * grow[xt * {o}];")
+            em.emit(accumulate(t, "tail[k]", f"xbase[{tap} + xt]", f"grow[xt * {o}]"))
             close_loops(em, 2)
         close_loops(em, 1)
         open_loop(em, "k", width)

@@ -121,6 +121,67 @@ static inline void braze_fence(void) {}
 _STREAM_STORES = {64: "__builtin_ia32_movntps512", 32: "__builtin_ia32_movntps256", 16: "__builtin_ia32_movntps"}
 
 
+# GCC's fused multiply-add of one x86 vector, by element type and vector bytes, and the
+# macro that says the target has it.
+_X86_VECTOR_FMA = {
+    ("f32", 64): ("__AVX512F__", "__builtin_ia32_vfmaddps512_mask(a, b, c, (unsigned short)-1, 4)"),
+    ("f64", 64): ("__AVX512F__", "__builtin_ia32_vfmaddpd512_mask(a, b, c, (unsigned char)-1, 4)"),
+    ("f32", 32): ("__FMA__", "__builtin_ia32_vfmaddps256(a, b, c)"),
+    ("f64", 32): ("__FMA__", "__builtin_ia32_vfmaddpd256(a, b, c)"),
+    ("f32", 16): ("__FMA__", "__builtin_ia32_vfmaddps(a, b, c)"),
+    ("f64", 16): ("__FMA__", "__builtin_ia32_vfmaddpd(a, b, c)"),
+}
+_NEON_FMA = {"f32": ("float32x4_t", "vfmaq_f32"), "f64": ("float64x2_t", "vfmaq_f64")}
+
+
+def _vector_fma(short: str, scalar: str, nbytes: int, lanes: int) -> str:
+    """``braze_fmav32(a, b, c)`` (``64`` for doubles): a * b + c of braze's vectors, fused
+    where the target can (clang's elementwise builtin, GCC's x86 builtins, NEON's), else a
+    product and a sum, as vmath.py's ``braze_fmaf`` is for scalars; ``braze_fmav32s(a, s,
+    c)`` takes a scalar ``s`` for ``b``. The modules are compiled with -ffp-contract=off
+    (compiler.py), so that elementwise code rounds each product as eager mode does; the
+    accumulations of matrix products and convolutions ask for these (tiles.accumulate)."""
+    vector, name = f"braze_v{short}", f"braze_fmav{short[1:]}"
+    x86 = _X86_VECTOR_FMA.get((short, nbytes))
+    neon_type, neon = _NEON_FMA[short]
+    branches = [
+        "#if defined(__clang__) && defined(BRAZE_ELEMENTWISE_FMA)",
+        "  return __builtin_elementwise_fma(a, b, c);",
+    ]
+    if x86:
+        branches += [f"#elif !defined(__clang__) && defined(__x86_64__) && defined({x86[0]})", f"  return {x86[1]};"]
+    if nbytes == 16:
+        branches += [
+            "#elif !defined(__clang__) && defined(__aarch64__)",
+            f"  return ({vector}){neon}(({neon_type})c, ({neon_type})a, ({neon_type})b);",
+        ]
+    branches += ["#else", "  return a * b + c;", "#endif"]
+    body = "\n".join(branches)
+    broadcast = ", ".join(["s"] * lanes)
+    return (
+        f"static inline __attribute__((always_inline)) {vector} {name}({vector} a, {vector} b, {vector} c) {{\n"
+        f"{body}\n}}\n"
+        f"static inline __attribute__((always_inline)) {vector} {name}s({vector} a, {scalar} s, {vector} c) {{\n"
+        f"  return {name}(a, ({vector}){{{broadcast}}}, c);\n}}\n"
+    )
+
+
+def fma_helpers(target: CpuTarget) -> str:
+    """The fused multiply-adds of contractions' accumulations (``tiles.accumulate``) on
+    ``target``'s vectors (whose types the prelude declares before them)."""
+    arm = "#if !defined(__clang__) && defined(__aarch64__)\n#include <arm_neon.h>\n#endif\n"
+    clang = (  # (without the instruction it would call fmaf for each lane)
+        "#if defined(__clang__) && defined(__has_builtin) && (defined(__FMA__) || defined(__ARM_FEATURE_FMA))\n"
+        "#if __has_builtin(__builtin_elementwise_fma)\n#define BRAZE_ELEMENTWISE_FMA 1\n#endif\n#endif\n"
+    )
+    return (
+        (arm if target.vector_bytes == 16 else "")
+        + clang
+        + _vector_fma("f32", "float", target.vector_bytes, target.lanes(4))
+        + _vector_fma("f64", "double", target.vector_bytes_for(8), target.lanes(8))
+    )
+
+
 def prelude(target: CpuTarget) -> str:
     """What every generated module starts with: helpers, and vector types as wide as the
     target's registers. The target's features are kept in the library as a string, so a
@@ -134,7 +195,8 @@ def prelude(target: CpuTarget) -> str:
     )
     record = f"{target.macros_digest} {' '.join(sorted(target.features))}"
     marker = f'__attribute__((used)) static const char braze_target_features[] = "{FEATURES_MARKER}{record}";\n'
-    return _COMMON + BFLOAT16_HELPERS.format(fn="static inline") + VECTOR_MATH + vectors + stream + marker
+    fused = fma_helpers(target)
+    return _COMMON + BFLOAT16_HELPERS.format(fn="static inline") + VECTOR_MATH + vectors + fused + stream + marker
 
 
 FEATURES_MARKER = "braze-target:"

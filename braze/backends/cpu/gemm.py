@@ -34,7 +34,15 @@ from braze.backends.cpu.loops import (
     store_results,
 )
 from braze.backends.cpu.target import CACHE_LINE
-from braze.backends.cpu.tiles import each_tile, operand, register_tiles, strides, vector_tile, zero_accumulators
+from braze.backends.cpu.tiles import (
+    accumulate,
+    each_tile,
+    operand,
+    register_tiles,
+    strides,
+    vector_tile,
+    zero_accumulators,
+)
 from braze.backends.cstyle import Index, c_type, unflatten
 from braze.ir.dtypes import bfloat16
 from braze.ir.graph import Graph, Node
@@ -425,7 +433,7 @@ def _loop_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node) -
             em.push()
         em.emit(f"const {t} av = {a}[{a_base} + {a_k}];")
         em.emit(f"const {t}* brow = {b} + {b_base} + {b_k};")
-        em.emit(f"for (int64_t n0 = 0; n0 < {n_total}; n0++) acc[n0] += av * brow[n0];")
+        em.emit(f"for (int64_t n0 = 0; n0 < {n_total}; n0++) {accumulate(t, 'acc[n0]', 'av', 'brow[n0]')}")
         for _ in ks:
             em.pop()
             em.emit("}")
@@ -445,7 +453,7 @@ def _loop_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node) -
                 em.emit("#pragma omp simd reduction(+:acc)")
             em.emit(f"for (int64_t {name} = 0; {name} < {x.shape[d]}; {name}++) {{")
             em.push()
-        em.emit(f"acc += {a}[{a_base} + {a_k}] * {b}[{b_base} + {b_n} + {b_k}];")
+        em.emit(accumulate(t, "acc", f"{a}[{a_base} + {a_k}]", f"{b}[{b_base} + {b_n} + {b_k}]"))
         for _ in ks:
             em.pop()
             em.emit("}")

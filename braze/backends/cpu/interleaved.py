@@ -34,6 +34,7 @@ from braze.backends.cpu.loops import (
     open_thread_block,
     store_results,
 )
+from braze.backends.cpu.tiles import accumulate
 from braze.backends.cstyle import Index, c_type
 from braze.ir.graph import Graph, Node
 
@@ -163,7 +164,8 @@ def _filter_taps(em: Emitter, vector: str, lanes: int, kw: int, o: int, v: int, 
     is zero past the row, so the garbage the expanded row has there adds nothing)."""
     em.emit(f"{{ {vector} gv = {{0}}; memcpy(&gv, gr + {at}, {count} * sizeof(gv[0]));")
     for b in range(kw):
-        em.emit(f"  {{ {vector} xv; memcpy(&xv, xr + {at} + {b * o}, sizeof(xv)); acc{b}_{v} += xv * gv; }}")
+        update = accumulate(vector, f"acc{b}_{v}", "xv", "gv")
+        em.emit(f"  {{ {vector} xv; memcpy(&xv, xr + {at} + {b * o}, sizeof(xv)); {update} }}")
     em.emit("}")
 
 
@@ -188,7 +190,7 @@ def _chunk(
     em.emit(f"const {t}* wr = wpat + ((a * {kw} + b) * {c} + ci) * {period};")
     for k in range(vectors):
         em.emit(f"{{ {vector} xv, wv; memcpy(&xv, xr + {k * lanes}, sizeof(xv)); ")
-        em.emit(f"  memcpy(&wv, wr + {k * lanes}, sizeof(wv)); acc{k} += xv * wv; }}")
+        em.emit(f"  memcpy(&wv, wr + {k * lanes}, sizeof(wv)); {accumulate(vector, f'acc{k}', 'xv', 'wv')} }}")
     close_loops(em, 3)
     em.emit(f"{t} staged[{vectors * lanes}];")
     for k in range(vectors):

@@ -332,7 +332,6 @@ def emit_reduction_kernel(em: Emitter, computation: Graph, outputs: list[str], r
     # lost some of the terms, with AVX2 and with AVX-512 (fuzz program 9673); one sum alone
     # was right. Sibling reductions keep their branches.
     em.keep_branches = em.keep_branches or len(targets) > 1
-    em.emit(f"for (int64_t k = 0; k < {root.aval.size}; k++) {{ {' '.join(f'{t}[k] = {init};' for t in targets)} }}")
 
     def element(index: Index) -> list[str]:
         for k in extras:
@@ -343,6 +342,24 @@ def emit_reduction_kernel(em: Emitter, computation: Graph, outputs: list[str], r
     if period:
         _periodic_sum(em, root, targets, element, period)
         return
+    results, count = targets, root.aval.size
+    # A float sum accumulates in double, as the twin's does (reduce_sum's _sum_impl): where
+    # the loops add into a result across more than one row (an axis reduced other than the
+    # innermost: a bias gradient), they add into double slots, rounded into the results at
+    # the end (float slots lost the digits a float running sum loses: [1e8, 1, -1e8] summed
+    # to 0). Still vectorized; converting each element to double is what it costs (a
+    # (768, 512) sum over axis 0, in cache, one thread: 25 -> 55 us; (4096, 384): 5% more).
+    wide = root.op is reduce_sum and dtype.is_float and dtype.itemsize < 8 and bool(axes - {len(shape) - 1})
+    if wide:
+        targets = [f"wide{k}" for k in range(len(results))]
+        for name in targets:
+            if count <= _LOCAL_SUMS:
+                em.emit(f"double {name}[{count}];")
+            else:
+                em.scratch_buffer("double", name, count, temporary=True)
+        init = "0"
+    slot_type = "double" if wide else c_type(dtype)
+    em.emit(f"for (int64_t k = 0; k < {count}; k++) {{ {' '.join(f'{t}[k] = {init};' for t in targets)} }}")
     names = tuple(f"i{d}" for d in range(len(shape)))
     kept = [d for d in range(len(shape)) if d not in axes]
     kept_linear = "0"
@@ -365,7 +382,7 @@ def emit_reduction_kernel(em: Emitter, computation: Graph, outputs: list[str], r
         em.push()
 
     if inner_reduced:
-        reduce_row(em, root, [f"{t}[{kept_linear}]" for t in targets], names, element)
+        reduce_row(em, root, [f"{t}[{kept_linear}]" for t in targets], names, element, slot_type)
     else:
         for target, value in zip(targets, element(Index(shape, names)), strict=True):
             slot = f"{target}[{kept_linear}]"
@@ -373,6 +390,14 @@ def emit_reduction_kernel(em: Emitter, computation: Graph, outputs: list[str], r
     for _ in outer:
         em.pop()
         em.emit("}")
+    if wide:
+        rounded = " ".join(f"{r}[k] = ({c_type(dtype)}){t}[k];" for r, t in zip(results, targets, strict=True))
+        em.emit(f"for (int64_t k = 0; k < {count}; k++) {{ {rounded} }}")
+
+
+# A float sum's double slots (emit_reduction_kernel) are a local array up to this many (on
+# the stack, 32 KiB; the OpenMP reduction's private copies too), a scratch buffer past it.
+_LOCAL_SUMS = 4096
 
 
 def _splits_rows(em: Emitter, root: Node, row: int) -> bool:
@@ -384,17 +409,25 @@ def _splits_rows(em: Emitter, root: Node, row: int) -> bool:
 
 
 def reduce_row(
-    em: Emitter, root: Node, slots: list[str], names: tuple[str, ...], element: Callable[[Index], list[str]]
+    em: Emitter,
+    root: Node,
+    slots: list[str],
+    names: tuple[str, ...],
+    element: Callable[[Index], list[str]],
+    slot_type: str | None = None,
 ) -> None:
     """Combine one row of ``root``'s input (its innermost axis, at loop names ``names``) into
     each of ``slots``: C lvalues holding what is reduced so far, one per value ``element``
-    gives (reductions of ``root``'s operation and type). In a block of its own, so that a
-    kernel reducing its rows several times over declares its accumulators in each."""
+    gives (reductions of ``root``'s operation and type), of C type ``slot_type`` (default:
+    the result's; ``double`` for a float sum's slots that keep summing over more rows). In
+    a block of its own, so that a kernel reducing its rows several times over declares its
+    accumulators in each."""
     shape, dtype = root.inputs[0].shape, root.dtype
+    slot_type = slot_type or c_type(dtype)
     em.emit("{")
     em.push()
     if _splits_rows(em, root, shape[-1]):
-        _split_row_reduction(em, root, slots, names, element)
+        _split_row_reduction(em, root, slots, names, element, slot_type)
     else:
         t = "double" if root.op is reduce_sum and dtype.is_float else c_type(dtype)
         accumulators = [f"acc{k}" for k in range(len(slots))]
@@ -407,12 +440,17 @@ def reduce_row(
             em.emit(f"{acc} = {_combine(root.op, acc, value, dtype)};")
         close_loops(em, 1)
         for acc, slot in zip(accumulators, slots, strict=True):
-            em.emit(f"{slot} = ({c_type(dtype)}){acc};")
+            em.emit(f"{slot} = ({slot_type}){acc};")
     close_loops(em, 1)
 
 
 def _split_row_reduction(
-    em: Emitter, root: Node, slots: list[str], names: tuple[str, ...], element: Callable[[Index], list[str]]
+    em: Emitter,
+    root: Node,
+    slots: list[str],
+    names: tuple[str, ...],
+    element: Callable[[Index], list[str]],
+    slot_type: str,
 ) -> None:
     """One row's reduction (into each of ``slots``) as a vector's worth of partial results,
     lane j taking the row's elements j, j + lanes, ...: the producers' elementwise work (an
@@ -448,7 +486,7 @@ def _split_row_reduction(
         em.emit(f"{t} acc_{part} = {slot};")
         combined = _combine(root.op, f"acc_{part}", f"{part}[j]", dtype)
         em.emit(f"for (int64_t j = 0; j < {lanes}; j++) acc_{part} = {combined};")
-        em.emit(f"{slot} = ({c_type(dtype)})acc_{part};")
+        em.emit(f"{slot} = ({slot_type})acc_{part};")
 
 
 # At most this many accumulators for a periodic sum (the period of its kept axis in vectors).
@@ -507,7 +545,8 @@ def _periodic_sum(
             em.emit(f"{acc}[l - {full}] += {value};")
         em.pop()
         em.emit("}")
-    for acc, target in zip(accumulators, targets, strict=True):
-        em.emit(f"for (int64_t j = 0; j < {period}; j++) {target}[j % {kept}] += ({c_type(root.dtype)}){acc}[j];")
+    for acc, target in zip(accumulators, targets, strict=True):  # folded in double too, then rounded once
+        em.emit(f"for (int64_t j = {kept}; j < {period}; j++) {acc}[j % {kept}] += {acc}[j];")
+        em.emit(f"for (int64_t j = 0; j < {kept}; j++) {target}[j] = ({c_type(root.dtype)}){acc}[j];")
     em.pop()
     em.emit("}")

@@ -40,18 +40,22 @@ def _open_line(em: Emitter, lines: int, length: int, inner: int) -> None:
 
 
 def emit_scan_kernel(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
-    """Each line's running sum or product, in double for floats (as braze's sums are), in
-    the element type (wrapping) for integers."""
+    """Each line's running sum or product, as the twins compute them (``ir/prims/scans.py``):
+    a float sum in double, as braze's sums are, from -0.0 (so that a line of -0.0 sums to
+    -0.0), each prefix rounded once; a product in the element type, as ``reduce_prod`` and
+    NumPy multiply (a prefix that overflows stays infinite); integers wrap."""
     x, out = _operand_and_result(em, computation, outputs, root)
     lines, length, inner = _lines(root)
     t = c_type(root.dtype)
-    acc_type = "double" if root.dtype.is_float else t
-    symbol = "+" if root.op is cumsum else "*"
+    summing = root.op is cumsum
+    acc_type = "double" if summing and root.dtype.is_float else t
+    symbol = "+" if summing else "*"
     pragma = parallel_pragma(lines * length, lines)
     if pragma:
         em.emit(pragma)
     _open_line(em, lines, length, inner)
-    em.emit(f"{acc_type} acc = {'0' if symbol == '+' else '1'};")
+    start = ("-0.0" if root.dtype.is_float else "0") if summing else "1"
+    em.emit(f"{acc_type} acc = {start};")
     open_loop(em, "k", length)
     em.emit(f"const int64_t at = base + k * {inner};")
     em.emit(f"acc = acc {symbol} ({acc_type}){x}[at];")

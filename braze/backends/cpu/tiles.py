@@ -78,6 +78,29 @@ def each_tile(em: Emitter, name: str, total: int, tile: int, body: Callable[[int
         body(total % tile, str(full))
 
 
+# The fused multiply-adds of every module (vmath.py's scalar ones, emit.py's vector ones),
+# by the C type of the operands.
+_FUSED = {"float": "braze_fmaf", "double": "braze_fma", "braze_vf32": "braze_fmav32", "braze_vf64": "braze_fmav64"}
+
+
+def multiply_add(t: str, a: str, b: str, c: str) -> str:
+    """C for ``a * b + c`` of C type ``t`` (a float type or braze's vector of one; an
+    integer's is a product and a sum), rounded once where the target has fused
+    multiply-adds: the accumulation of a contraction (the modules are compiled without
+    contraction, so that elementwise code rounds as eager does, see compiler.py)."""
+    fused = _FUSED.get(t)
+    return f"{fused}({a}, {b}, {c})" if fused else f"{c} + {a} * {b}"
+
+
+def accumulate(t: str, acc: str, a: str, b: str, scalar_b: bool = False) -> str:
+    """The C statement ``acc += a * b`` of a contraction's accumulation, fused (see
+    ``multiply_add``); ``scalar_b``: ``acc`` and ``a`` are vectors of type ``t``, ``b`` a
+    scalar."""
+    if scalar_b and t in _FUSED:
+        return f"{acc} = {_FUSED[t]}s({a}, {b}, {acc});"
+    return f"{acc} = {multiply_add(t, a, b, acc)};"
+
+
 def zero_accumulators(em: Emitter, vector: str, rows: int, vectors: int) -> None:
     """Set a register tile's accumulators ``acc[rows][vectors]`` (vectors of type ``vector``)
     to zero, each by a statement of its own: for a memset of the whole array (a tile of 6 x
@@ -111,14 +134,17 @@ def vector_tile(
     weights: str,
     scalar: Callable[[int], str],
     vector: tuple[str, int] | None = None,
-    update: str = "acc[{j}][{q}] += w{q} * s;",
+    update: str | None = None,
 ) -> None:
-    """acc[j][q] += weights[q-th vector] * scalar(j) over a register tile, written out in
-    full: GCC keeps named vectors in registers but spills a small array of vectors indexed
-    in a loop (2.8x slower on the CNN's second convolution). ``vector``: the weights' vector
-    type and elements per vector, where they are not the scalars' (``update`` then says how
-    a weight vector ``w{q}`` and the scalar ``s`` go into accumulator ``acc[{j}][{q}]``)."""
+    """acc[j][q] += weights[q-th vector] * scalar(j) over a register tile (fused
+    multiply-adds, ``accumulate``), written out in full: GCC keeps named vectors in
+    registers but spills a small array of vectors indexed in a loop (2.8x slower on the
+    CNN's second convolution). ``vector``: the weights' vector type and elements per
+    vector, where they are not the scalars' (``update`` then says how a weight vector
+    ``w{q}`` and the scalar ``s`` go into accumulator ``acc[{j}][{q}]``)."""
     name, lanes = vector or ("braze_vf32" if t == "float" else "braze_vf64", em.target.lanes(4 if t == "float" else 8))
+    if update is None:
+        update = accumulate(name, "acc[{j}][{q}]", "w{q}", "s", scalar_b=True)
     for q in range(vectors):
         em.emit(f"{name} w{q};")
         em.emit(f"memcpy(&w{q}, {weights} + {q * lanes}, sizeof(w{q}));")

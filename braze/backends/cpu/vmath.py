@@ -9,7 +9,11 @@ They have no branches and no calls: bit casts are memcpy, rounding to an integer
 and every select is a blend of bits (braze_pick says why not a ternary). Inlined into a
 plain ``for`` loop, each vectorizes at -O3 under gcc 12's default -ftrapping-math on
 x86-64-v2, v3 and v4; ``#pragma omp declare simd`` would add nothing, as the functions are
-always inlined.
+always inlined. The modules are compiled without floating-point contraction (so that
+elementwise code rounds as eager mode does), and the polynomials and range reductions ask
+for their fused multiply-adds (``braze_fmaf``, ``braze_fma``: one instruction where the
+target has it, a product and a sum where not), the ones GCC had fused: the same bits as
+before at every level.
 
 Largest error against the correctly rounded result, in ulps, measured by
 tests/backends/test_cpu_vmath.py (float32: every 4096th bit pattern, the denormals and the
@@ -45,6 +49,21 @@ from braze.ir.prims import special
 
 _FIXED = r"""
 #define BRAZE_VMATH static inline __attribute__((always_inline))
+/* a * b + c rounded once where the target has fused multiply-adds (the modules are
+   compiled with -ffp-contract=off: nothing else is fused), else a product and a sum: the
+   polynomials and range reductions below, and contractions' accumulations. */
+#ifndef braze_fmaf
+#if defined(__FP_FAST_FMAF) || defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+#define braze_fmaf(a, b, c) __builtin_fmaf((a), (b), (c))
+#else
+#define braze_fmaf(a, b, c) ((a) * (b) + (c))
+#endif
+#if defined(__FP_FAST_FMA) || defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+#define braze_fma(a, b, c) __builtin_fma((a), (b), (c))
+#else
+#define braze_fma(a, b, c) ((a) * (b) + (c))
+#endif
+#endif
 BRAZE_VMATH uint32_t braze_bits32(float x) { uint32_t u; memcpy(&u, &x, sizeof(u)); return u; }
 BRAZE_VMATH float braze_from_bits32(uint32_t u) { float x; memcpy(&x, &u, sizeof(x)); return x; }
 BRAZE_VMATH uint64_t braze_bits64(double x) { uint64_t u; memcpy(&u, &x, sizeof(u)); return u; }
@@ -64,18 +83,18 @@ BRAZE_VMATH double braze_pick(int c, double a, double b) {
 /* exp(x) = 2^n e^r, n = round(x / ln 2), |r| <= ln(2) / 2 (Cephes' two-part ln 2): e^r,
    and k = 1.5 * 2^23 + n, whose bits hold n. */
 BRAZE_VMATH float braze_expf_reduced(float x, float* k) {
-  *k = x * 0x1.715476p+0f + 0x1.8p23f;
+  *k = braze_fmaf(x, 0x1.715476p+0f, 0x1.8p23f);
   const float n = *k - 0x1.8p23f;
-  float r = x - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
+  float r = braze_fmaf(n, -0.693359375f, x);
+  r = braze_fmaf(n, 2.12194440e-4f, r);
   /* Cephes expf: e^r = 1 + r + r^2 P(r) */
   float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  return p * (r * r) + r + 1.0f;
+  p = braze_fmaf(p, r, 1.3981999507e-3f);
+  p = braze_fmaf(p, r, 8.3334519073e-3f);
+  p = braze_fmaf(p, r, 4.1665795894e-2f);
+  p = braze_fmaf(p, r, 1.6666665459e-1f);
+  p = braze_fmaf(p, r, 5.0000001201e-1f);
+  return braze_fmaf(p, r * r, r) + 1.0f;
 }
 
 /* The clamp keeps n within [-150, 128]; 2^n is applied as two normal factors, so a
@@ -107,24 +126,24 @@ BRAZE_VMATH double braze_exp(double x) {
   const int zero = x < -746.0;
   x = braze_pick(x > 710.0, 710.0, x);
   x = braze_pick(zero, 0.0, x);
-  const double k = x * 0x1.71547652b82fep+0 + 0x1.8p52; /* 1.5 * 2^52 + n */
+  const double k = braze_fma(x, 0x1.71547652b82fep+0, 0x1.8p52); /* 1.5 * 2^52 + n */
   const double n = k - 0x1.8p52;
-  double r = x - n * 6.93145751953125e-1;
-  r = r - n * 1.42860682030941723212e-6;
+  double r = braze_fma(n, -6.93145751953125e-1, x);
+  r = braze_fma(n, -1.42860682030941723212e-6, r);
   /* Taylor series to r^13: the remainder is below 0.05 ulp for |r| <= ln(2) / 2. */
   double p = 1.0 / 6227020800.0;
-  p = p * r + 1.0 / 479001600.0;
-  p = p * r + 1.0 / 39916800.0;
-  p = p * r + 1.0 / 3628800.0;
-  p = p * r + 1.0 / 362880.0;
-  p = p * r + 1.0 / 40320.0;
-  p = p * r + 1.0 / 5040.0;
-  p = p * r + 1.0 / 720.0;
-  p = p * r + 1.0 / 120.0;
-  p = p * r + 1.0 / 24.0;
-  p = p * r + 1.0 / 6.0;
-  p = p * r + 0.5;
-  p = p * (r * r) + r + 1.0;
+  p = braze_fma(p, r, 1.0 / 479001600.0);
+  p = braze_fma(p, r, 1.0 / 39916800.0);
+  p = braze_fma(p, r, 1.0 / 3628800.0);
+  p = braze_fma(p, r, 1.0 / 362880.0);
+  p = braze_fma(p, r, 1.0 / 40320.0);
+  p = braze_fma(p, r, 1.0 / 5040.0);
+  p = braze_fma(p, r, 1.0 / 720.0);
+  p = braze_fma(p, r, 1.0 / 120.0);
+  p = braze_fma(p, r, 1.0 / 24.0);
+  p = braze_fma(p, r, 1.0 / 6.0);
+  p = braze_fma(p, r, 0.5);
+  p = braze_fma(p, r * r, r) + 1.0;
   const uint64_t m = braze_bits64(k) - 0x4338000000000000ull + 2048u; /* n + 2048, in [972, 3072] */
   const double low = braze_from_bits64(((m >> 1) - 1u) << 52);
   const double high = braze_from_bits64((m - (m >> 1) - 1u) << 52);
@@ -141,16 +160,16 @@ BRAZE_VMATH float braze_logf(float x) {
   /* Cephes logf: log(1 + f) = f - f^2 / 2 + f^3 P(f) */
   const float z = f * f;
   float p = 7.0376836292e-2f;
-  p = p * f - 1.1514610310e-1f;
-  p = p * f + 1.1676998740e-1f;
-  p = p * f - 1.2420140846e-1f;
-  p = p * f + 1.4249322787e-1f;
-  p = p * f - 1.6668057665e-1f;
-  p = p * f + 2.0000714765e-1f;
-  p = p * f - 2.4999993993e-1f;
-  p = p * f + 3.3333331174e-1f;
-  p = p * f * z + e * -2.12194440e-4f - 0.5f * z;
-  float y = (f + p) + e * 0.693359375f;
+  p = braze_fmaf(p, f, -1.1514610310e-1f);
+  p = braze_fmaf(p, f, 1.1676998740e-1f);
+  p = braze_fmaf(p, f, -1.2420140846e-1f);
+  p = braze_fmaf(p, f, 1.4249322787e-1f);
+  p = braze_fmaf(p, f, -1.6668057665e-1f);
+  p = braze_fmaf(p, f, 2.0000714765e-1f);
+  p = braze_fmaf(p, f, -2.4999993993e-1f);
+  p = braze_fmaf(p, f, 3.3333331174e-1f);
+  p = braze_fmaf(-0.5f, z, braze_fmaf(p * f, z, e * -2.12194440e-4f));
+  float y = braze_fmaf(e, 0.693359375f, f + p);
   y = braze_pickf(x < INFINITY, y, x); /* inf and nan */
   y = braze_pickf(x < 0.0f, NAN, y);
   return braze_pickf(x == 0.0f, -INFINITY, y);
@@ -169,15 +188,16 @@ BRAZE_VMATH double braze_log(double x) {
   const double w = z * z;
   /* R(s^2) = s^4 (Lg2 + s^4 (Lg4 + s^4 Lg6)) + s^2 (Lg1 + s^4 (Lg3 + ...)) */
   double lg246 = 1.531383769920937332e-01;
-  lg246 = lg246 * w + 2.222219843214978396e-01;
-  lg246 = lg246 * w + 3.999999999940941908e-01;
+  lg246 = braze_fma(lg246, w, 2.222219843214978396e-01);
+  lg246 = braze_fma(lg246, w, 3.999999999940941908e-01);
   double lg1357 = 1.479819860511658591e-01;
-  lg1357 = lg1357 * w + 1.818357216161805012e-01;
-  lg1357 = lg1357 * w + 2.857142874366239149e-01;
-  lg1357 = lg1357 * w + 6.666666666666735130e-01;
-  const double r = lg246 * w + lg1357 * z;
-  const double half = 0.5 * f * f;
-  double y = e * 6.93147180369123816490e-01 - ((half - (s * (half + r) + e * 1.90821492927058770002e-10)) - f);
+  lg1357 = braze_fma(lg1357, w, 1.818357216161805012e-01);
+  lg1357 = braze_fma(lg1357, w, 2.857142874366239149e-01);
+  lg1357 = braze_fma(lg1357, w, 6.666666666666735130e-01);
+  const double r = braze_fma(lg246, w, lg1357 * z);
+  const double h = 0.5 * f; /* f^2 / 2 = h f, fused where it is added */
+  const double tail = braze_fma(s, braze_fma(h, f, r), e * 1.90821492927058770002e-10);
+  double y = braze_fma(e, 6.93147180369123816490e-01, -(braze_fma(h, f, -tail) - f));
   y = braze_pick(x < INFINITY, y, x);
   y = braze_pick(x < 0.0, NAN, y);
   return braze_pick(x == 0.0, -INFINITY, y);
@@ -190,11 +210,11 @@ BRAZE_VMATH float braze_tanhf(float x) {
   const float large = 1.0f - 2.0f / (braze_expf(a + a) + 1.0f);
   const float z = x * x;
   float p = -5.70498872745e-3f;
-  p = p * z + 2.06390887954e-2f;
-  p = p * z - 5.37397155531e-2f;
-  p = p * z + 1.33314422036e-1f;
-  p = p * z - 3.33332819422e-1f;
-  const float small = p * z * x + x;
+  p = braze_fmaf(p, z, 2.06390887954e-2f);
+  p = braze_fmaf(p, z, -5.37397155531e-2f);
+  p = braze_fmaf(p, z, 1.33314422036e-1f);
+  p = braze_fmaf(p, z, -3.33332819422e-1f);
+  const float small = braze_fmaf(p * z, x, x);
   return braze_pickf(a < 0.625f, braze_pickf(x == 0.0f, x, small), braze_pickf(x < 0.0f, -large, large)); /* keeps -0 */
 }
 
@@ -202,9 +222,11 @@ BRAZE_VMATH double braze_tanh(double x) {
   const double a = braze_pick(x < 0.0, -x, x);
   const double large = 1.0 - 2.0 / (braze_exp(a + a) + 1.0);
   const double z = x * x;
-  const double p = (-9.64399179425052238628e-1 * z - 9.92877231001918586564e1) * z - 1.61468768441708447952e3;
-  const double q = ((z + 1.12811678491632931402e2) * z + 2.23548839060100448583e3) * z + 4.84406305325125486048e3;
-  const double small = x * z * (p / q) + x;
+  const double p = braze_fma(braze_fma(-9.64399179425052238628e-1, z, -9.92877231001918586564e1), z,
+                             -1.61468768441708447952e3);
+  const double q = braze_fma(braze_fma(z + 1.12811678491632931402e2, z, 2.23548839060100448583e3), z,
+                             4.84406305325125486048e3);
+  const double small = braze_fma(x * z, p / q, x);
   return braze_pick(a < 0.625, braze_pick(x == 0.0, x, small), braze_pick(x < 0.0, -large, large));
 }
 
@@ -239,7 +261,7 @@ BRAZE_VMATH float braze_powf(float x, float y) {
 def _horner(coefficients: tuple[float, ...], t: str) -> str:
     expression = c_literal(coefficients[-1], float32)
     for c in coefficients[-2::-1]:
-        expression = f"({expression} * {t} + {c_literal(c, float32)})"
+        expression = f"braze_fmaf({expression}, {t}, {c_literal(c, float32)})"
     return expression
 
 
@@ -251,10 +273,10 @@ def _erf() -> str:
 BRAZE_VMATH float braze_erff(float x) {{
   const float a = fabsf(x);
   const float z = x * x;
-  const float small = x + x * {_horner(special.ERF_SMALL, "z")};
+  const float small = braze_fmaf(x, {_horner(special.ERF_SMALL, "z")}, x);
   const float c = braze_pickf(a > {clamp}, {clamp}, a); /* nan stays nan */
   const float t = c - {center};
-  const float large = 1.0f - braze_expf_normal(-(c * c)) * {_horner(special.ERF_LARGE, "t")};
+  const float large = braze_fmaf(-braze_expf_normal(-(c * c)), {_horner(special.ERF_LARGE, "t")}, 1.0f);
   return braze_pickf(a < {c_literal(special.SMALL_BOUND, float32)}, small, copysignf(large, x));
 }}
 #define braze_erf(x) erf(x)

@@ -36,6 +36,7 @@ from braze.backends.cpu.loops import (
     parallel_pragma,
 )
 from braze.backends.cpu.tiles import (
+    accumulate,
     each_tile,
     load_accumulators,
     register_tile,
@@ -313,7 +314,8 @@ def _recompute_directly(p: _Conv, block: int) -> None:
     open_loop(em, "a", 3)
     open_loop(em, "b", 3)
     open_loop(em, "ci", c)
-    em.emit(f"y += src[((u + a) * {p.cols} + v + b) * {c} + ci] * {p.other}[((a * 3 + b) * {c} + ci) * {o} + co];")
+    tap = f"src[((u + a) * {p.cols} + v + b) * {c} + ci]"
+    em.emit(accumulate("float", "y", tap, f"{p.other}[((a * 3 + b) * {c} + ci) * {o} + co]"))
     close_loops(em, 3)
     em.emit(f"const int64_t oy = ty * {TILE} + u, ox = tx * {TILE} + v;")
     p.store(("bn", "oy", "ox", "co"), "y")
@@ -400,10 +402,8 @@ def _store_filter_grad(p: _Conv, size: int) -> None:
     open_loops(em, [("a", 3), ("b", 3), ("co", o)])
     em.emit("float y = 0;")
     open_loops(em, [("bn", p.n), ("oy", p.oh), ("ox", p.ow)])
-    em.emit(
-        f"y += {p.x}[((bn * {p.rows} + oy + a) * {p.cols} + ox + b) * {c} + cc]"
-        f" * {p.other}[((bn * {p.oh} + oy) * {p.ow} + ox) * {o} + co];"
-    )
+    x = f"{p.x}[((bn * {p.rows} + oy + a) * {p.cols} + ox + b) * {c} + cc]"
+    em.emit(accumulate("float", "y", x, f"{p.other}[((bn * {p.oh} + oy) * {p.ow} + ox) * {o} + co]"))
     close_loops(em, 3)
     p.store(("a", "b", "cc", "co"), "y")
     close_loops(em, 3)

@@ -182,8 +182,11 @@ def _min_vjp(g, x, y, out):
     return gx, g - gx
 
 
-max_ = binary("max", np.maximum, _max_vjp, ANY, commutative=True)
-min_ = binary("min", np.minimum, _min_vjp, ANY, commutative=True)
+# Not commutative for CSE: on a tie NumPy's maximum and minimum return their second operand
+# (maximum(-0.0, 0.0) is 0.0, maximum(0.0, -0.0) is -0.0), and so does the compiled rule, so
+# swapping the operands would change the sign of a zero result.
+max_ = binary("max", np.maximum, _max_vjp, ANY)
+min_ = binary("min", np.minimum, _min_vjp, ANY)
 
 
 def _compare(name: str, impl: Callable, commutative: bool = False) -> Primitive:

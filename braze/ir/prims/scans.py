@@ -35,11 +35,17 @@ def _scan_rule(name: str):
 
 
 def _cumsum_impl(x: np.ndarray, *, dimension: int) -> np.ndarray:
+    # As braze's sums (reduce_sum) and the compiled kernels: narrower floats accumulate in
+    # float64, each prefix rounded once to the element type (a float32 running sum drifts,
+    # and [1e8, 1, -1e8] would end at 0).
+    if x.dtype.kind == "f" and x.dtype.itemsize < 8:
+        return np.cumsum(x, axis=dimension, dtype=np.float64).astype(x.dtype)
     with np.errstate(over="ignore"):
         return np.cumsum(x, axis=dimension, dtype=x.dtype)
 
 
 def _cumprod_impl(x: np.ndarray, *, dimension: int) -> np.ndarray:
+    # In the element type, as reduce_prod and NumPy multiply: no prefix escapes its overflow.
     with np.errstate(over="ignore"):
         return np.cumprod(x, axis=dimension, dtype=x.dtype)
 
