@@ -2,13 +2,12 @@
 
 Output fusion (``fuse.plan_fusion``) grows a contraction's epilogue as a chain: each op the
 one reader of the last. A result read twice ends the chain, and the loop kernel that reads
-it twice reads it back from memory: a GELU's derivative multiplies the incoming gradient by
-``(1 + erf)`` and by ``x * exp(-x^2 / 2)`` in one loop, so the product ``g @ W^T`` wrote the
-gradient out and that loop read it back, beside the activations and erf it reads anyway
-(on the GPT's four 768 x 512 MLPs, 1.5 MB written and read again per layer). Where the
-policy allows it (``FusionPolicy.epilogue_takes_loops``), such a loop kernel joins the
-product's kernel: its ops are computed as each element of the product is stored, and the
-product is written only where another kernel reads it.
+it twice, or reads it beside other values (an optimizer's update of a parameter by its
+gradient, LeNet's SGD step), reads it back from memory. Where the policy allows it
+(``FusionPolicy.epilogue_takes_loops``), such a loop kernel joins the product's kernel: its
+ops are computed as each element of the product is stored, and the product is written only
+where another kernel reads it. Only cheap loops join (``FusionPolicy.cheap_in_epilogue``):
+one of transcendentals is bound by its arithmetic, which is no cheaper in the epilogue.
 
 A loop kernel may join when everything in it that depends on the product is elementwise at
 the element being stored, of the product's shape (a store computes its epilogue at that
@@ -79,6 +78,9 @@ def _may_join(
     name = f"loop kernel {loop.members[0].op} {loop.members[0].aval}"
     if len(product.members) + len(loop.members) > policy.max_fused_ops:
         return no(f"{name} and the epilogue of {root.op} {root.aval} would hold more than {policy.max_fused_ops} ops")
+    costly = next((m for m in loop.members if not policy.cheap_in_epilogue(m)), None)
+    if costly is not None:
+        return no(f"{name} computes {costly.op} {costly.aval}: faster in a loop of its own than at each stored element")
     for other in kernels.producers[loop]:
         if other is not product and kernels.depends_on(other, product):
             return no(f"{name} reads {root.op} {root.aval} also through another kernel")

@@ -454,9 +454,9 @@ def matmul(d: Drawer) -> bool:
     # mixed precision (bfloat16 operands, float32 accumulation) for a quarter of the products,
     # by the roll's lower digits: no extra draw, so every seed keeps the program it had
     mixed = roll * 16 % 1 < 0.25
-    # a product read twice at each element (a GELU's p * erf(p)) for a quarter of them, by
-    # other digits: the loop reading it joins the product's epilogue (passes/epilogue_loops.py)
-    twice = "(lambda p: p * B.erf(p * 0.5) + p)({})" if roll * 64 % 1 < 0.25 else "{}"
+    # a product read twice at each element (p * |p| - p / 2) for a quarter of them, by other
+    # digits: the loop reading it joins the product's epilogue (passes/epilogue_loops.py)
+    twice = "(lambda p: p * B.abs(p) - p * 0.5)({})" if roll * 64 % 1 < 0.25 else "{}"
     if roll < 0.3 and len(d.shape(x)) == 2:
         y = d.pick(lambda i: len(d.shape(i)) == 2 and d.shape(i)[1] == k)
         product = "B.autocast()(lambda a, b: a @ b.T)({0}, {1})" if mixed else "{0} @ {1}.T"
