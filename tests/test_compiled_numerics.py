@@ -321,3 +321,24 @@ def test_a_library_modules_attributes_are_not_walked():
     paths = [path for path, _ in jit_state.function_roots(uses)]
     assert "math" in paths and "braze" in paths
     assert not any(path.startswith(("math.", "braze.")) for path in paths)
+
+
+@pytest.mark.parametrize("bounds", [(0.0, 1.0), (np.nan, 1.0), (0.0, np.nan), (2.0, 1.0), (-0.0, 0.0)])
+def test_clip_keeps_a_value_within_its_bounds_as_numpy_does_eager_and_compiled(bounds):
+    """np.clip with both bounds: x where it lies within them (-0.0 at a bound of 0.0, which a
+    maximum would turn into 0.0), NaN where x or a bound is NaN, max where min > max."""
+    x = np.array([-1.0, -0.0, 0.0, 0.5, np.nan, 2.0, 1.0], np.float32)
+    want = np.clip(x, *bounds)
+    for got in (braze.clip(braze.tensor(x), *bounds), braze.jit(lambda t: braze.clip(t, *bounds))(braze.tensor(x))):
+        np.testing.assert_array_equal(got.numpy(), want)
+        np.testing.assert_array_equal(np.signbit(got.numpy()), np.signbit(want))
+
+
+def test_clip_passes_the_gradient_within_and_at_its_bounds_as_pytorchs_clamp():
+    x = braze.tensor(np.array([-1.0, 0.0, 0.5, 1.0, 2.0], np.float32), requires_grad=True)
+    braze.clip(x, 0.0, 1.0).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 1.0, 1.0, 1.0, 0.0])
+    lows = braze.tensor(np.array([0.0, 1.0, np.nan], np.float32))
+    np.testing.assert_array_equal(
+        braze.clip(braze.tensor(np.full((2, 3), 0.5, np.float32)), lows, 2.0).numpy()[0], [0.5, 1.0, np.nan]
+    )

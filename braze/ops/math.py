@@ -200,14 +200,25 @@ def where(condition: Any, x: Any, y: Any) -> Tensor:
 
 
 def clip(x: Any, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002 - NumPy's names
-    """``x`` limited to ``[min, max]`` (either bound may be None), as ``np.clip``: where
-    ``min > max``, ``max``."""
+    """``x`` limited to ``[min, max]`` (either bound may be None), as ``np.clip``: ``x``
+    itself where it lies within them (-0.0 at a bound of 0.0 too), its gradient there and
+    at a bound (as PyTorch's clamp); where ``min > max``, ``max``; NaN where ``x`` or a
+    bound is NaN."""
     out = as_tensor(x)
     if min is not None:
-        out = maximum(out, min)
+        out = _bounded(out, min, operator.lt)
     if max is not None:
-        out = minimum(out, max)
+        out = _bounded(out, max, operator.gt)
     return out
+
+
+def _bounded(x: Tensor, bound: Any, beyond: Callable[[Any, Any], Any]) -> Tensor:
+    """``bound`` where ``x`` is ``beyond`` it (or it is NaN), else ``x``: a select, not a
+    maximum, which on a tie gives its second operand (+0.0 for -0.0 at a bound of 0.0)."""
+    crossed = beyond(x, bound)
+    if not (is_number(bound) and bound == bound):  # a tensor's NaNs, or a NaN number, are NaN results
+        crossed = crossed | (as_tensor(bound, like=x) != bound)
+    return where(crossed, bound, x)
 
 
 def logical_and(x: Any, y: Any) -> Tensor:
