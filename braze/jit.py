@@ -111,12 +111,6 @@ _VALUE_ALONE = _value_references(_probe(np.empty(0)))
 _DATA_ALONE = _data_references(_probe(lazy.Expr(None, (), {}, None, None, data=np.empty(0))))  # type: ignore[arg-type]
 
 
-def _owned(array: np.ndarray) -> bool:
-    """An array that owns its memory (a view's is its base's, which others may read through
-    other views) and may be written."""
-    return array.flags.owndata and array.flags.writeable
-
-
 def _donated_array(t: Tensor) -> np.ndarray:
     """``t``'s buffer for a call that writes ``t``'s new value into it (``donate_argnums``)
     when ``t`` alone holds it, else a copy of it: as in JAX, donating invalidates the donated
@@ -127,7 +121,7 @@ def _donated_array(t: Tensor) -> np.ndarray:
     that returned its argument as it was. CPython's reference counts tell exactly."""
     alone = _value_references(t) == _VALUE_ALONE  # counted before a local name holds the value too
     value = t._value
-    if isinstance(value, np.ndarray) and alone and _owned(value):
+    if isinstance(value, np.ndarray) and alone and lazy.owned(value):
         return value
     if not isinstance(value, (np.ndarray, lazy.Expr)):
         return _host_array(t)  # a device array's value, downloaded: a copy no one else holds
@@ -138,7 +132,7 @@ def _donated_array(t: Tensor) -> np.ndarray:
         and isinstance(value.data, np.ndarray)
         and alone
         and not value.lent
-        and _owned(value.data)
+        and lazy.owned(value.data)
         and _data_references(t) == _DATA_ALONE
     ):
         return value.data

@@ -600,8 +600,13 @@ def _alone(args: list[Any], j: int) -> bool:
         return True
     if _references(args, j) != _HELD_BY_TRACE:  # counted before a local name holds it too
         return False
-    flags = args[j].flags
-    return flags.owndata and flags.writeable
+    return owned(args[j])
+
+
+def owned(array: np.ndarray) -> bool:
+    """An array that owns its memory (a view's is its base's, which others may read through
+    other views) and may be written."""
+    return bool(array.flags.owndata and array.flags.writeable)
 
 
 def _own_copy(value: Any, device: Device) -> Any:
