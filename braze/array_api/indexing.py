@@ -5,7 +5,7 @@ Integers, slices, ``...`` and ``None`` index as braze's tensors do; integer arra
 integers, over the leading axes select elements (:mod:`braze.array_api.selection`), and
 beside slices, ``...`` or ``None`` follow NumPy's rules, as a plain Tensor's do. A
 boolean mask as the sole index selects a number of elements known only from its values: it
-is read (see :mod:`braze.array_api.values`) and becomes the positions of its True
+is read (see :mod:`braze.ops.values`) and becomes the positions of its True
 elements. Assigning through a basic key places the value with pads (the selected box, its
 strides and reversals) and selects it in; through a mask, the mask selects the value in
 without reading it when the value is a scalar.
@@ -19,12 +19,13 @@ from typing import Any
 import numpy as np
 
 import braze.ops as ops
-from braze.array_api import selection, values
+from braze.array_api import selection
 from braze.array_api.array_object import Array, wrap
 from braze.array_api.dtypes import scalar_dtype
 from braze.array_api.elementwise import as_array
 from braze.ir.dtypes import bool_
 from braze.ir.prims import structural
+from braze.ops import values
 from braze.tensor import Tensor
 
 

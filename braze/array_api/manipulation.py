@@ -133,7 +133,8 @@ def repeat(x: Any, repeats: int | Any, /, *, axis: int | None = None) -> Array:
     """Each element repeated ``repeats`` times along ``axis`` (the flattened array when
     None). Counts given as an array decide the result's shape by their values: they are
     read (on a lazy device, a barrier; under ``@jit``, an error)."""
-    from braze.array_api import indexing, values
+    from braze.array_api import indexing
+    from braze.ops import values
 
     x = as_array(x, "repeat")
     if axis is None:

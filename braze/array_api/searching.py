@@ -8,12 +8,12 @@ from typing import Any
 import numpy as np
 
 import braze.ops as ops
-from braze.array_api import values
 from braze.array_api.array_object import Array, wrap
 from braze.array_api.dtypes import promoted
 from braze.array_api.elementwise import as_array
 from braze.ir.dtypes import bool_, int32, int64
 from braze.ir.errors import DTypeError
+from braze.ops import values
 from braze.tensor import Tensor
 
 
@@ -44,7 +44,7 @@ def count_nonzero(x: Any, /, *, axis: Any = None, keepdims: bool = False) -> Arr
 
 def nonzero(x: Any, /) -> tuple[Array, ...]:
     """The positions of the nonzero elements, one array per axis, in row-major order. Their
-    length depends on the values: see :mod:`braze.array_api.values`."""
+    length depends on the values: see :mod:`braze.ops.values`."""
     x = as_array(x, "nonzero")
     if x.ndim == 0:
         raise ValueError("nonzero: a 0-d array has no positions; use x[None]")

@@ -1,5 +1,5 @@
 """The standard's set functions. Their results' lengths depend on the values, which are
-read (see :mod:`braze.array_api.values`) and counted with NumPy; every NaN is distinct, and
+read (see :mod:`braze.ops.values`) and counted with NumPy; every NaN is distinct, and
 -0.0 equals 0.0."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from braze.array_api import values
 from braze.array_api.array_object import Array, wrap
 from braze.array_api.elementwise import as_array
+from braze.ops import values
 from braze.tensor import Tensor
 
 

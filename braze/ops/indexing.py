@@ -1,5 +1,8 @@
 """Indexing by integer tensors: ``take``, ``take_along_axis`` and NumPy's integer-array
-indexing (``table[idx]``), each one ``gather`` whose gradient is a ``scatter_add``.
+indexing (``table[idx]``), each one ``gather`` whose gradient is a ``scatter_add``; a
+boolean mask (``x[x > 0]``) is read and indexes by the positions of its True elements, as
+NumPy's ``nonzero`` gives them (on a lazy device a barrier, under ``@jit`` an error: see
+``braze.ops.values``).
 
 Indices count from the end when negative, as in NumPy. An eager index out of range raises
 an ``IndexError`` naming the op and the bound; a lazy or jitted one cannot be seen before
@@ -19,6 +22,7 @@ from braze.ir.prims.checks import fmt_shape
 from braze.ops.core import as_tensor, astype, broadcast_shapes, broadcast_to, full, normalize_axis
 from braze.ops.math import where
 from braze.ops.shape import concatenate, reshape
+from braze.ops.values import read
 from braze.tensor import Tensor, user_error
 
 
@@ -45,6 +49,55 @@ def index_tensor(op: str, value: Any, device: Any) -> Tensor:
     if indices.dtype.kind != "i":
         raise user_error(DTypeError, f"{op}: indices must be integers, got {indices.dtype.name}")
     return indices
+
+
+_BOOLS = (bool, np.bool_)
+
+
+def _mask_values(item: Any) -> np.ndarray | None:
+    """The values of a boolean index array (a tensor, NumPy array or list of booleans),
+    read on the host; None for any other item."""
+    if isinstance(item, Tensor):
+        return read("indexing", item) if item.dtype.kind == "b" else None
+    if isinstance(item, (np.ndarray, list)):
+        array = np.asarray(item)
+        return array if array.dtype == np.bool_ else None
+    return None
+
+
+def expand_masks(x: Tensor, items: list[Any]) -> list[Any]:
+    """``items`` (an index of ``x``) with each boolean mask of rank k replaced by the k
+    integer arrays of its True elements' positions, as NumPy reads a mask (``np.nonzero``),
+    and each 0-d one by its boolean (NumPy's new axis of length 1 or 0). A mask's shape must
+    be that of the axes it covers."""
+    masks = [_mask_values(item) for item in items]
+    if all(mask is None for mask in masks):
+        return items
+    # Axes each item covers: a mask its rank, None, ... and a boolean scalar none of their own.
+    spans = [
+        mask.ndim if mask is not None else 0 if item is None or item is Ellipsis or isinstance(item, _BOOLS) else 1
+        for item, mask in zip(items, masks, strict=True)
+    ]
+    if sum(spans) > x.ndim:
+        raise user_error(IndexError, f"indexing: too many indices ({sum(spans)}) for a tensor of rank {x.ndim}")
+    expanded: list[Any] = []
+    axis = 0
+    for item, mask, span in zip(items, masks, spans, strict=True):
+        if mask is not None and mask.ndim == 0:
+            expanded.append(bool(mask))
+        elif mask is not None:
+            covered = x.shape[axis : axis + span]
+            if mask.shape != covered:
+                raise user_error(
+                    IndexError,
+                    f"indexing: a boolean mask of shape {fmt_shape(mask.shape)} does not match the axes it indexes, "
+                    f"{fmt_shape(covered)} (from axis {axis} of a tensor of shape {fmt_shape(x.shape)})",
+                )
+            expanded += list(np.nonzero(mask))
+        else:
+            expanded.append(item)
+        axis += x.ndim - sum(spans) if item is Ellipsis else span
+    return expanded
 
 
 def checked(op: str, indices: Tensor, size: int, axis: int, negative: bool = True) -> Tensor:

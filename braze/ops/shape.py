@@ -1,6 +1,7 @@
 """Shape manipulation and indexing: reshape, transpose, swapaxes, flip, flatten, squeeze,
 expand_dims, concatenate, stack, split, chunk, pad and ``tensor[index]`` with ints, slices
-(negative steps too), ``...``, ``None`` and ``True`` / ``False`` (NumPy's new axis of length 1 / 0)."""
+(negative steps too), ``...``, ``None``, ``True`` / ``False`` (NumPy's new axis of length
+1 / 0), and the integer arrays and boolean masks of ``braze.ops.indexing``."""
 
 from __future__ import annotations
 
@@ -208,11 +209,12 @@ def _getitem_bool_scalars(x: Tensor, items: list[Any]) -> Tensor:
 def getitem(x: Tensor, index: Any) -> Tensor:
     """Indexing as NumPy's: integers, slices (a negative step reverses the axis, then slices
     it), ``...`` and ``None``, integer arrays (tensors, NumPy arrays, lists), which
-    gather (``table[idx]``; see ``braze.ops.indexing``), and ``True`` / ``False``, which add
-    an axis of length 1 / 0 as in NumPy."""
-    from braze.ops.indexing import index_by_arrays, is_index_array
+    gather (``table[idx]``; see ``braze.ops.indexing``), boolean masks, which index by the
+    positions of their True elements, and ``True`` / ``False``, which add an axis of length
+    1 / 0 as in NumPy."""
+    from braze.ops.indexing import expand_masks, index_by_arrays, is_index_array
 
-    items = list(index) if isinstance(index, tuple) else [index]
+    items = expand_masks(x, list(index) if isinstance(index, tuple) else [index])
     if any(_is_bool_scalar(item) for item in items):
         return _getitem_bool_scalars(x, items)
     arrays = False
@@ -222,8 +224,8 @@ def getitem(x: Tensor, index: Any) -> Tensor:
         elif not (item is None or item is Ellipsis or isinstance(item, (int, np.integer, slice))):
             raise user_error(
                 TypeError,
-                f"indexing: only integers, slices, ..., None and integer arrays are supported, got "
-                f"{type(item).__name__}; use where() for masks",
+                f"indexing: only integers, slices, ..., None, integer arrays and boolean masks are supported, "
+                f"got {type(item).__name__}",
             )
     ellipses = [k for k, item in enumerate(items) if item is Ellipsis]  # by identity: a tensor's == is elementwise
     if len(ellipses) > 1:

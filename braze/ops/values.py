@@ -1,6 +1,6 @@
 """Functions whose result's shape depends on their operands' values (``nonzero``,
-``unique_*``, boolean masks, ``repeat`` by an array of counts) read those values on the
-host. On a lazy device that is a barrier: every pending computation of the device runs
+``unique_*``, boolean-mask indexing, ``repeat`` by an array of counts) read those values on
+the host. On a lazy device that is a barrier: every pending computation of the device runs
 first (``braze.metrics`` counts each as ``DataDependentShape``), and the results go on
 as device data. Under ``@jit`` it is an error that says so, since a compiled call cannot
 know the shape it would produce."""
