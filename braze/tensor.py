@@ -30,6 +30,7 @@ from braze.runtime.backend import home_backend
 from braze.runtime.cache import BoundedCache
 from braze.runtime.device import Device, default_device
 from braze.tangents import LEVELS, push
+from braze.torch_methods import TorchMethods, ValuesIndices, axis_keywords, divisor_correction
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -269,8 +270,19 @@ def _numpy_reduction_input(x: Tensor, name: str, numpy: dict[str, Any]) -> Tenso
     return x if dtype is None else x.astype(dtype)
 
 
-class Tensor:
-    """An n-dimensional array on a device, with operators, NumPy interop and autodiff."""
+def _names_a_dtype(value: Any) -> bool:
+    """Whether ``value`` is a dtype rather than a device (a DType, a NumPy dtype or scalar type)."""
+    return isinstance(value, (DType, np.dtype)) or (isinstance(value, type) and issubclass(value, np.generic))
+
+
+def _refuse_others(name: str, keywords: dict[str, Any]) -> None:
+    if keywords:
+        raise TypeError(f"{name}: unsupported keyword argument(s) {', '.join(sorted(keywords))}")
+
+
+class Tensor(TorchMethods):
+    """An n-dimensional array on a device, with operators, NumPy interop and autodiff;
+    NumPy's methods, and PyTorch's where they do not contradict them (``TorchMethods``)."""
 
     __slots__ = (
         "_value",
@@ -463,12 +475,15 @@ class Tensor:
     # Devices and autodiff ------------------------------------------------------------
 
     def to(self, device: Device | str | None = None, dtype: Any = None) -> Tensor:
-        """This tensor on another device (and/or of another dtype); itself when nothing changes.
+        """This tensor on another device (and/or of another dtype, also given alone, as
+        PyTorch's ``to(dtype)``); itself when nothing changes.
         A leaf that requires grad moves as a new leaf of the device (its gradients gather
         there); a result that carries a gradient graph cannot move with it (the gradient
         would stop at the move): that is an error, where ``detach()`` first moves its value."""
         from braze.runtime.device import as_device
 
+        if dtype is None and _names_a_dtype(device):
+            device, dtype = None, device  # PyTorch's to(dtype)
         out = self
         if dtype is not None:
             out = ops.astype(out, dtype)
@@ -866,40 +881,72 @@ class Tensor:
         return ops.astype(self, dtype)
 
     # The reductions take the keywords NumPy's functions pass (np.sum(t) calls
-    # t.sum(axis=None, dtype=None, out=None)): see _numpy_reduction_input.
-    def sum(self, axis: Any = None, keepdims: bool = False, **numpy: Any) -> Tensor:
-        return ops.sum(_numpy_reduction_input(self, "sum", numpy), axis, keepdims)
+    # t.sum(axis=None, dtype=None, out=None)): see _numpy_reduction_input; and PyTorch's dim
+    # and keepdim (braze.torch_methods).
+    def sum(self, axis: Any = None, keepdims: bool = False, **keywords: Any) -> Tensor:
+        axis, keepdims, _ = axis_keywords("sum", axis, keepdims, keywords)
+        return ops.sum(_numpy_reduction_input(self, "sum", keywords), axis, keepdims)
 
-    def mean(self, axis: Any = None, keepdims: bool = False, **numpy: Any) -> Tensor:
-        return ops.mean(_numpy_reduction_input(self, "mean", numpy), axis, keepdims)
+    def mean(self, axis: Any = None, keepdims: bool = False, **keywords: Any) -> Tensor:
+        axis, keepdims, _ = axis_keywords("mean", axis, keepdims, keywords)
+        return ops.mean(_numpy_reduction_input(self, "mean", keywords), axis, keepdims)
 
-    def var(self, axis: Any = None, keepdims: bool = False, ddof: int = 0, **numpy: Any) -> Tensor:
-        return ops.var(_numpy_reduction_input(self, "var", numpy), axis, keepdims, ddof)
+    def var(self, axis: Any = None, keepdims: bool = False, ddof: Any = 0, **keywords: Any) -> Tensor:
+        """The variance, dividing by the count less ``ddof`` (NumPy's 0 by default), or less
+        PyTorch's ``correction`` (1 by default where the call names ``dim``)."""
+        axis, keepdims, named = axis_keywords("var", axis, keepdims, keywords)
+        ddof = divisor_correction("var", ddof, keywords, named)
+        return ops.var(_numpy_reduction_input(self, "var", keywords), axis, keepdims, ddof)
 
-    def max(self, axis: Any = None, keepdims: bool = False, **numpy: Any) -> Tensor:
-        return ops.max(_numpy_reduction_input(self, "max", numpy), axis, keepdims)
+    def max(self, axis: Any = None, keepdims: bool = False, **keywords: Any) -> Any:
+        """The maximum along ``axis``; along a ``dim``, PyTorch's ``(values, indices)``."""
+        return self._extreme("max", axis, keepdims, keywords)
 
-    def min(self, axis: Any = None, keepdims: bool = False, **numpy: Any) -> Tensor:
-        return ops.min(_numpy_reduction_input(self, "min", numpy), axis, keepdims)
+    def min(self, axis: Any = None, keepdims: bool = False, **keywords: Any) -> Any:
+        """The minimum along ``axis``; along a ``dim``, PyTorch's ``(values, indices)``."""
+        return self._extreme("min", axis, keepdims, keywords)
 
-    def argmax(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+    def _extreme(self, name: str, axis: Any, keepdims: bool, keywords: dict[str, Any]) -> Any:
+        axis, keepdims, named = axis_keywords(name, axis, keepdims, keywords)
+        values = getattr(ops, name)(_numpy_reduction_input(self, name, keywords), axis, keepdims)
+        if not named:
+            return values
+        return ValuesIndices(values, getattr(ops, f"arg{name}")(self, axis, keepdims))
+
+    def argmax(self, axis: Any = None, keepdims: bool = False, **keywords: Any) -> Tensor:
+        axis, keepdims, _ = axis_keywords("argmax", axis, keepdims, keywords)
+        _refuse_others("argmax", keywords)
         return ops.argmax(self, axis, keepdims)
 
-    def argmin(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+    def argmin(self, axis: Any = None, keepdims: bool = False, **keywords: Any) -> Tensor:
+        axis, keepdims, _ = axis_keywords("argmin", axis, keepdims, keywords)
+        _refuse_others("argmin", keywords)
         return ops.argmin(self, axis, keepdims)
 
-    def prod(self, axis: Any = None, keepdims: bool = False, **numpy: Any) -> Tensor:
-        return ops.prod(_numpy_reduction_input(self, "prod", numpy), axis, keepdims)
+    def prod(self, axis: Any = None, keepdims: bool = False, **keywords: Any) -> Tensor:
+        axis, keepdims, _ = axis_keywords("prod", axis, keepdims, keywords)
+        return ops.prod(_numpy_reduction_input(self, "prod", keywords), axis, keepdims)
 
-    def cumsum(self, axis: int | None = None) -> Tensor:
+    def cumsum(self, axis: int | None = None, **keywords: Any) -> Tensor:
+        axis, _, _ = axis_keywords("cumsum", axis, False, keywords)
+        _refuse_others("cumsum", keywords)
         return ops.cumsum(self, axis)
 
-    def sort(self, axis: int = -1, descending: bool = False) -> Tensor:
-        """This tensor sorted along ``axis`` (a new tensor, unlike NumPy's in-place sort)."""
-        return ops.sort(self, axis, descending)
+    def sort(self, axis: int | None = None, descending: bool = False, **keywords: Any) -> Any:
+        """This tensor sorted along ``axis`` (last by default; a new tensor, unlike NumPy's
+        in-place sort); along a ``dim``, PyTorch's ``(values, indices)``."""
+        axis, _, named = axis_keywords("sort", axis, False, keywords)
+        keywords.pop("stable", None)  # braze's sort is stable
+        _refuse_others("sort", keywords)
+        axis = -1 if axis is None else axis
+        values = ops.sort(self, axis, descending)
+        return ValuesIndices(values, ops.argsort(self, axis, descending)) if named else values
 
-    def argsort(self, axis: int = -1, descending: bool = False) -> Tensor:
-        return ops.argsort(self, axis, descending)
+    def argsort(self, axis: int | None = None, descending: bool = False, **keywords: Any) -> Tensor:
+        axis, _, _ = axis_keywords("argsort", axis, False, keywords)
+        keywords.pop("stable", None)
+        _refuse_others("argsort", keywords)
+        return ops.argsort(self, -1 if axis is None else axis, descending)
 
     def exp(self) -> Tensor:
         return ops.exp(self)

@@ -26,6 +26,7 @@ LAYERS = (
         "replay",
         "transforms",
         "trees",
+        "torch_methods",
         "lazy",
         "jit",
         "jit_state",

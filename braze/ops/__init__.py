@@ -74,6 +74,7 @@ from braze.ops.random import Generator, manual_seed, multinomial, normal_quantil
 from braze.ops.reduction import argmax, argmin, log_softmax, logsumexp, max, mean, min, prod, softmax, sum, var
 from braze.ops.selection import masked_fill, topk, tril, triu
 from braze.ops.shape import (
+    cat,
     chunk,
     concatenate,
     expand_dims,
@@ -142,6 +143,7 @@ __all__ = [
     "bitwise_xor",
     "broadcast_to",
     "ceil",
+    "cat",
     "chunk",
     "clip",
     "concatenate",

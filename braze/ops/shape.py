@@ -111,8 +111,14 @@ def concatenate(tensors: Sequence[Any], axis: int = 0) -> Tensor:
     return structural.concatenate.bind(*items, dimension=dimension)
 
 
-def stack(tensors: Sequence[Any], axis: int = 0) -> Tensor:
-    """The tensors joined along a new ``axis``, as ``np.stack``."""
+def cat(tensors: Sequence[Any], dim: int = 0) -> Tensor:
+    """The tensors joined along an existing ``dim``: PyTorch's name of ``concatenate``."""
+    return concatenate(tensors, dim)
+
+
+def stack(tensors: Sequence[Any], axis: int = 0, *, dim: int | None = None) -> Tensor:
+    """The tensors joined along a new ``axis`` (PyTorch's ``dim``), as ``np.stack``."""
+    axis = axis if dim is None else dim
     items = [as_tensor(t) for t in tensors]
     if not items:
         raise user_error(ValueError, "stack: needs at least one tensor")
