@@ -167,14 +167,7 @@ class TorchMethods:
         return _ops().swapaxes(self, -2, -1)
 
     def movedim(self, source: int | Sequence[int], destination: int | Sequence[int]) -> Any:
-        sources = _axes("movedim", source, self.ndim)
-        targets = _axes("movedim", destination, self.ndim)
-        if len(sources) != len(targets):
-            raise ShapeError(f"movedim: {len(sources)} source axes but {len(targets)} destinations")
-        order = [d for d in range(self.ndim) if d not in sources]
-        for target, source_axis in sorted(zip(targets, sources, strict=True)):
-            order.insert(target, source_axis)
-        return _ops().transpose(self, tuple(order))
+        return _ops().shape.moveaxis(self, source, destination, "movedim")
 
     def narrow(self, dim: int, start: int, length: int) -> Any:
         d = _ops().core.normalize_axis("narrow", dim, self.ndim)
@@ -192,14 +185,14 @@ class TorchMethods:
         return tuple(self.select(d, i) for i in range(self.shape[d]))
 
     def flip(self, dims: int | Sequence[int]) -> Any:
-        return _ops().flip(self, tuple(_axes("flip", dims, self.ndim)))
+        return _ops().flip(self, tuple(_ops().shape.ordered_axes("flip", dims, self.ndim)))
 
     def roll(self, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Any:
         """Elements shifted by ``shifts`` along ``dims``, wrapping around (of the flattened
         tensor when ``dims`` is None)."""
         if dims is None:
             return _ops().reshape(_ops().reshape(self, (self.size,)).roll(shifts, 0), self.shape)
-        axes = _axes("roll", dims, self.ndim)
+        axes = _ops().shape.ordered_axes("roll", dims, self.ndim)
         moves = [shifts] * len(axes) if isinstance(shifts, (int, np.integer)) else list(shifts)
         if len(moves) != len(axes):
             raise ShapeError(f"roll: {len(moves)} shifts for {len(axes)} dims")
@@ -217,9 +210,7 @@ class TorchMethods:
         ``index`` has this tensor's rank and at most its size on every other axis."""
         index = _ops().as_tensor(index, like=self)
         d = _ops().core.normalize_axis("gather", dim, self.ndim)
-        if index.ndim != self.ndim or any(
-            index.shape[a] > self.shape[a] for a in range(self.ndim) if a != d
-        ):
+        if index.ndim != self.ndim or any(index.shape[a] > self.shape[a] for a in range(self.ndim) if a != d):
             raise ShapeError(
                 f"gather: index {index.shape} needs the rank of the tensor {self.shape} and at most its size on "
                 f"every axis but {dim}"
@@ -373,14 +364,6 @@ def _sizes(sizes: tuple[Any, ...]) -> tuple[int, ...]:
     if len(sizes) == 1 and not isinstance(sizes[0], (int, np.integer)):
         sizes = tuple(sizes[0])
     return tuple(int(s) for s in sizes)
-
-
-def _axes(op: str, axes: int | Sequence[int], ndim: int) -> list[int]:
-    listed = [axes] if isinstance(axes, (int, np.integer)) else list(axes)
-    found = [_ops().core.normalize_axis(op, a, ndim) for a in listed]
-    if len(set(found)) != len(found):
-        raise ValueError(f"{op}: repeated axis in {axes}")
-    return found
 
 
 def _ranked_product(op: str, x: Any, y: Any, rank: int) -> Any:

@@ -17,15 +17,6 @@ from braze.ops.core import broadcast_shapes, normalize_axis
 from braze.tensor import Tensor
 
 
-def _axes(op: str, axis: int | Sequence[int], ndim: int) -> tuple[int, ...]:
-    """Axes in the order given (negatives counted from the end), each once."""
-    given = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-    axes = tuple(normalize_axis(op, a, ndim) for a in given)
-    if len(set(axes)) != len(axes):
-        raise ValueError(f"{op}: repeated axis in {given}")
-    return axes
-
-
 def broadcast_arrays(*arrays: Any) -> list[Array]:
     """The arrays broadcast to their common shape."""
     items = [as_array(a, "broadcast_arrays") for a in arrays]
@@ -60,15 +51,7 @@ def permute_dims(x: Any, /, axes: Sequence[int]) -> Array:
 
 def moveaxis(x: Any, source: int | Sequence[int], destination: int | Sequence[int], /) -> Array:
     """``x`` with the ``source`` axes moved to the positions ``destination``."""
-    x = as_array(x, "moveaxis")
-    sources = _axes("moveaxis", source, x.ndim)
-    targets = _axes("moveaxis", destination, x.ndim)
-    if len(sources) != len(targets):
-        raise ValueError(f"moveaxis: {len(sources)} source axes but {len(targets)} destinations")
-    order = [d for d in range(x.ndim) if d not in sources]
-    for target, source_axis in sorted(zip(targets, sources, strict=True)):
-        order.insert(target, source_axis)
-    return wrap(ops.transpose(x, tuple(order)))
+    return wrap(ops.shape.moveaxis(as_array(x, "moveaxis"), source, destination))
 
 
 def reshape(x: Any, /, shape: Sequence[int], *, copy: bool | None = None) -> Array:

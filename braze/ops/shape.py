@@ -51,6 +51,29 @@ def transpose(x: Any, axes: Sequence[int] | None = None) -> Tensor:
     return structural.transpose.bind(x, permutation=permutation)
 
 
+def ordered_axes(op: str, axes: int | Sequence[int], ndim: int) -> tuple[int, ...]:
+    """Axes in the order given (negatives counted from the end), each once."""
+    given = (axes,) if isinstance(axes, (int, np.integer)) else tuple(axes)
+    found = tuple(normalize_axis(op, a, ndim) for a in given)
+    if len(set(found)) != len(found):
+        raise user_error(ValueError, f"{op}: repeated axis in {given}")
+    return found
+
+
+def moveaxis(x: Any, source: int | Sequence[int], destination: int | Sequence[int], op: str = "moveaxis") -> Tensor:
+    """``x`` with the ``source`` axes moved to the positions ``destination``, the others
+    kept in order (``np.moveaxis``; PyTorch's ``movedim``)."""
+    x = as_tensor(x)
+    sources = ordered_axes(op, source, x.ndim)
+    targets = ordered_axes(op, destination, x.ndim)
+    if len(sources) != len(targets):
+        raise user_error(ShapeError, f"{op}: {len(sources)} source axes but {len(targets)} destinations")
+    order = [d for d in range(x.ndim) if d not in sources]
+    for target, source_axis in sorted(zip(targets, sources, strict=True)):
+        order.insert(target, source_axis)
+    return transpose(x, tuple(order))
+
+
 def swapaxes(x: Any, axis1: int, axis2: int) -> Tensor:
     """``x`` with two axes exchanged, as ``np.swapaxes`` and ``torch.transpose(x, a, b)``."""
     x = as_tensor(x)
