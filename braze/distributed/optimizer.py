@@ -12,11 +12,12 @@ where the compiler combines them into a few large all-reduces. Keras-style ``fit
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from braze.autodiff import no_grad
+from braze.autodiff import enable_grad, no_grad
 from braze.distributed.collectives import all_reduce, broadcast
 from braze.distributed.metrics import all_reduce_metrics, all_reduce_statistics
 from braze.nn import Statistics
@@ -48,8 +49,8 @@ class DistributedOptimizer:
     def params(self) -> list[Tensor]:
         return self.optimizer.params
 
-    def zero_grad(self) -> None:
-        self.optimizer.zero_grad()
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        self.optimizer.zero_grad(set_to_none)
 
     def average_gradients(self) -> None:
         """Replace each parameter's gradient by its mean over the ranks.
@@ -66,9 +67,16 @@ class DistributedOptimizer:
             for p, mean in zip(owned, all_reduce(grads, op="mean"), strict=True):
                 p.grad = mean
 
-    def step(self) -> None:
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Average the gradients over the ranks, then step; ``closure`` (PyTorch's) first
+        computes this rank's loss and gradients, and its loss is returned."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
         self.average_gradients()
         self.optimizer.step()
+        return loss
 
     def apply_gradients(self, grads_and_vars: Any) -> int:
         """Keras's update with each gradient first averaged over the ranks (a variable the

@@ -25,6 +25,7 @@ from braze.ir.dtypes import as_dtype
 from braze.nn.checkpoint import HDF5_SUFFIXES, CheckpointError, read_checkpoint, saved_whole, write_checkpoint
 from braze.nn.keras_methods import KerasMethods
 from braze.nn.state import is_buffer, mark_buffer, set_value
+from braze.ops import zeros_like
 from braze.runtime.device import Device, as_device
 from braze.tensor import Tensor, was_trainable
 
@@ -147,10 +148,11 @@ class Module(KerasMethods):
     def eval(self) -> Module:
         return self.train(False)
 
-    def zero_grad(self) -> None:
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Drop every parameter's gradient (``set_to_none=False``: make each a zero tensor), as PyTorch's."""
         for _, t in self._named_tensors():
             if t.requires_grad:
-                t.grad = None
+                t.grad = None if set_to_none or t.grad is None else zeros_like(t.grad)
 
     def to(self, device: Device | str | None = None, dtype: Any = None) -> Module:
         """Move every parameter and buffer to ``device`` in place (X10's ``model.move(to:)``),

@@ -35,10 +35,11 @@ def clip_grad_norm_(
     """Scale the gradients of ``parameters`` in place so that their total ``norm_type``-norm
     (the norm of the per-gradient norms) is at most ``max_norm``, and return that total norm
     before clipping, as ``torch.nn.utils.clip_grad_norm_``: every gradient is multiplied by
-    ``min(1, max_norm / (total + 1e-6))``. ``error_if_nonfinite`` raises a RuntimeError for a
-    NaN or infinite total; it reads the value, so only eager tensors can ask for it."""
-    if not max_norm > 0:
-        raise ValueError(f"clip_grad_norm_: max_norm must be more than 0, got {max_norm}")
+    ``min(1, max_norm / (total + 1e-6))`` (0 for a ``max_norm`` of 0, as PyTorch's: the
+    gradients are zeroed). ``error_if_nonfinite`` raises a RuntimeError for a NaN or
+    infinite total; it reads the value, so only eager tensors can ask for it."""
+    if not max_norm >= 0:  # PyTorch would flip the gradients' signs: surely a mistake
+        raise ValueError(f"clip_grad_norm_: max_norm must be 0 or more, got {max_norm}")
     params = _with_grads(parameters)
     if not params:
         return ops.zeros(())
@@ -94,9 +95,9 @@ def _norm(x: Tensor, order: float) -> Tensor:
 
 def clip_grad_value_(parameters: Parameters, clip_value: float) -> None:
     """Clip every gradient of ``parameters`` to ``[-clip_value, clip_value]`` in place, as
-    ``torch.nn.utils.clip_grad_value_``."""
-    if not clip_value > 0:
-        raise ValueError(f"clip_grad_value_: clip_value must be more than 0, got {clip_value}")
+    ``torch.nn.utils.clip_grad_value_`` (0 zeroes them, as PyTorch's)."""
+    if not clip_value >= 0:
+        raise ValueError(f"clip_grad_value_: clip_value must be 0 or more, got {clip_value}")
     with no_grad():
         for p in _with_grads(parameters):
             p.grad = ops.clip(p.grad, -clip_value, clip_value)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from braze.ops import power, sqrt
+from braze.ops import log1p, sqrt
 from braze.optim.optimizer import (
     Hyperparameter,
     Optimizer,
     Slots,
     active,
     check_positive,
+    one_minus_power,
     real,
     zeros_data,
 )
@@ -25,6 +26,7 @@ class Adam(Optimizer):
     default_weight_decay = 0.0
     jit_inputs = ("lr", "betas", "eps", "weight_decay")
     count_slots = ("step",)
+    optional_slots = ()
 
     def __init__(
         self,
@@ -79,8 +81,10 @@ class Adam(Optimizer):
         # The step count is a tensor slot, so the bias corrections are computed in the graph:
         # a traced or jitted step is the same computation every time.
         step = slots["step"] + c(1.0)
-        step_size = h["lr"] / (c(1.0) - power(h["b1"], step))
-        denominator = sqrt(v) / sqrt(c(1.0) - power(h["b2"], step)) + h["eps"]
+        # From 1 - beta, which is exact to float32 rounding where beta is not (PyTorch's
+        # bias corrections are in double precision).
+        step_size = h["lr"] / one_minus_power(log1p(-h["1-b1"]), step)
+        denominator = sqrt(v) / sqrt(one_minus_power(log1p(-h["1-b2"]), step)) + h["eps"]
         if "decay" in h and self.decoupled:
             param = param * h["decay"]
         return param - m / denominator * step_size, {"m": m, "v": v, "step": step}

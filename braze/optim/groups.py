@@ -83,6 +83,11 @@ def requested_groups(params: Any, optimizer: str) -> list[tuple[list[Tensor], di
             given = item["params"]
             if isinstance(given, Tensor):
                 given = [given]
+            if isinstance(given, (set, frozenset)):  # PyTorch's refusal: slots are saved by position
+                raise TypeError(
+                    f"{optimizer}: a parameter group's params must be ordered (a list), not a set, "
+                    "whose order changes between runs"
+                )
             found = given.parameters() if hasattr(given, "parameters") else given
             groups.append((_tensors(found, optimizer), {k: v for k, v in item.items() if k != "params"}))
         return groups

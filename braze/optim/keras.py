@@ -1,7 +1,9 @@
 """``keras.optimizers``: SGD, Adam, AdamW, RMSprop and Adagrad with Keras's arguments,
 defaults and update formulas (which differ from PyTorch's in small ways: SGD keeps a
-velocity that includes the learning rate, Adam's epsilon is added after the bias
-correction of the second moment, RMSprop adds epsilon inside the square root).
+velocity that includes the learning rate, Adam folds both bias corrections into the step
+size and adds epsilon to the root of the uncorrected second moment, ``lr * sqrt(1 -
+beta_2 ** t) / (1 - beta_1 ** t) * m / (sqrt(v) + epsilon)``, RMSprop adds epsilon inside
+the square root).
 
 Each takes Keras's common arguments: ``weight_decay`` (decoupled: ``w -= lr * wd * w``
 before the update), ``clipnorm``, ``clipvalue``, ``global_clipnorm`` and ``name``. Their
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from braze.ops import astype, maximum, power, sqrt
+from braze.ops import astype, log, maximum, sqrt
 from braze.optim.optimizer import (
     Hyperparameter,
     Optimizer,
@@ -21,6 +23,7 @@ from braze.optim.optimizer import (
     active,
     check_positive,
     full_data,
+    one_minus_power,
     real,
     zeros_data,
 )
@@ -30,6 +33,8 @@ from braze.tensor import Tensor
 class KerasOptimizer(Optimizer):
     """The arguments every Keras optimizer takes, and its decoupled weight decay. The
     learning rate may be a number, a 0-d tensor or a schedule (``keras.optimizers.schedules``)."""
+
+    optional_slots: tuple[str, ...] = ()  # a group holds no hyperparameters: the slots tell the kinds apart
 
     def __init__(
         self,
@@ -53,8 +58,11 @@ class KerasOptimizer(Optimizer):
             raise NotImplementedError(
                 f"{kind}: use_ema, loss_scale_factor and gradient_accumulation_steps are not supported"
             )
-        if clipnorm is not None and global_clipnorm is not None:
-            raise ValueError(f"{kind}: give clipnorm or global_clipnorm, not both")
+        # Keras refuses two: its optimizers apply one clipping, never a composition of them.
+        given = {"clipnorm": clipnorm, "clipvalue": clipvalue, "global_clipnorm": global_clipnorm}
+        if sum(value is not None for value in given.values()) > 1:
+            shown = ", ".join(f"{name}={value}" for name, value in given.items())
+            raise ValueError(f"{kind}: give only one of clipnorm, clipvalue and global_clipnorm, got {shown}")
         check_positive(kind, allow_zero=True, learning_rate=learning_rate)  # Keras takes a rate of 0
         check_positive(kind, allow_zero=True, weight_decay=weight_decay or 0.0)
         self.name = name or kind
@@ -97,11 +105,14 @@ class SGD(KerasOptimizer):
     """Keras's SGD: ``v = momentum * v - lr * g; w += v`` (Nesterov: ``w += momentum * v - lr * g``)."""
 
     jit_inputs = ("lr", "momentum", "weight_decay")
+    optional_slots = ("momentum",)  # made once momentum is turned on
 
     def __init__(
         self, learning_rate: Hyperparameter = 0.01, momentum: Hyperparameter = 0.0, nesterov: bool = False, **kwargs
     ):
         check_positive("SGD", allow_zero=True, momentum=momentum)
+        if not isinstance(momentum, Tensor) and momentum > 1:  # Keras's bound
+            raise ValueError(f"SGD: momentum must be in [0, 1], got {momentum}")
         self.momentum, self.nesterov = momentum, bool(nesterov)
         super().__init__(learning_rate, **kwargs)
 
@@ -156,9 +167,11 @@ class Adam(KerasOptimizer):
 
     def keras_update(self, param, grad, slots):
         b1, b2 = real(self.beta_1), real(self.beta_2)
-        one = self.constant(1.0, param)
         step = astype(self.iterations + 1, param.dtype)  # Keras's: the optimizer's own step count
-        correction = sqrt(one - power(self.h(b2, param), step)) / (one - power(self.h(b1, param), step))
+        # Keras's powers of the betas in the parameter's dtype, without the cancellation of
+        # 1 - beta ** step (which would leave a few digits, differently in each backend's pow).
+        correction1 = one_minus_power(log(self.h(b1, param)), step)
+        correction = sqrt(one_minus_power(log(self.h(b2, param)), step)) / correction1
         rate = self.h(self.lr, param) * correction
         m = slots["m"] + (grad - slots["m"]) * self.h(1 - b1, param)
         v = slots["v"] + (grad * grad - slots["v"]) * self.h(1 - b2, param)
@@ -179,6 +192,7 @@ class RMSprop(KerasOptimizer):
     """Keras's RMSprop: ``epsilon`` inside the square root; optional momentum and centering."""
 
     jit_inputs = ("lr", "rho", "momentum", "epsilon", "weight_decay")
+    optional_slots = ("momentum",)  # made once momentum is turned on
 
     def __init__(
         self,

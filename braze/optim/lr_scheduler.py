@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -142,6 +143,25 @@ class LambdaLR(LRScheduler):
 
     def get_lr(self) -> list[float]:
         return [base * fn(self.last_epoch) for base, fn in zip(self.base_lrs, self.lr_lambdas, strict=True)]
+
+    def state_dict(self) -> dict[str, Any]:
+        """As PyTorch's: no functions (a lambda cannot be pickled), each as None, or for a
+        callable object its attributes."""
+        state = {k: v for k, v in super().state_dict().items() if k not in ("lr_lambda", "lr_lambdas")}
+        state["lr_lambdas"] = [
+            None if isinstance(fn, types.FunctionType) or not hasattr(fn, "__dict__") else dict(vars(fn))
+            for fn in self.lr_lambdas
+        ]
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore the state, keeping this scheduler's own functions (as PyTorch does)."""
+        state = dict(state)
+        saved = state.pop("lr_lambdas", [])
+        super().load_state_dict(state)
+        for fn, attributes in zip(self.lr_lambdas, saved, strict=False):
+            if attributes is not None:
+                vars(fn).update(attributes)
 
 
 class LinearLR(LRScheduler):

@@ -24,15 +24,15 @@ Keras's spellings work on every optimizer: ``apply_gradients(zip(grads, variable
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
 
-from braze.autodiff import no_grad
+from braze.autodiff import enable_grad, no_grad
 from braze.ir.dtypes import DType, float64, storage_array
 from braze.lazy import barrier
-from braze.ops import astype, clip, full, maximum, sqrt
+from braze.ops import astype, clip, expm1, full, maximum, sqrt, zeros_like
 from braze.ops import sum as reduce_sum
 from braze.ops.core import scalar_input
 from braze.optim.groups import ParamGroup, group_class, requested_groups
@@ -58,13 +58,32 @@ def real(value: Hyperparameter) -> Any:
     return astype(value, float64) if isinstance(value, Tensor) else value
 
 
+def check_kind(optimizer: str, **hyperparameters: Hyperparameter) -> None:
+    """A TypeError naming any hyperparameter that is not a number, a tensor or a schedule:
+    ``lr=None`` would otherwise be taken as NaN at the first step, where PyTorch refuses it."""
+    for name, value in hyperparameters.items():
+        if not isinstance(value, (int, float, np.number, Tensor)) and not callable(value):
+            raise TypeError(
+                f"{optimizer}: {name} must be a number, a 0-d tensor or a schedule, got {type(value).__name__}"
+            )
+
+
 def check_positive(optimizer: str, allow_zero: bool = False, **hyperparameters: Hyperparameter) -> None:
-    """A ValueError naming any hyperparameter given as a number that is negative (or zero,
-    unless ``allow_zero``); tensors and schedules are taken as they are."""
+    """A TypeError naming any hyperparameter that is not a number, a tensor or a schedule,
+    and a ValueError naming any given as a number that is negative (or zero, unless
+    ``allow_zero``); tensors and schedules are taken as they are."""
+    check_kind(optimizer, **hyperparameters)
     for name, value in hyperparameters.items():
         if isinstance(value, (int, float, np.number)) and (value < 0 or (value == 0 and not allow_zero)):
             bound = "0 or more" if allow_zero else "more than 0"
             raise ValueError(f"{optimizer}: {name} must be {bound}, got {value}")
+
+
+def one_minus_power(log_base: Tensor, step: Tensor) -> Tensor:
+    """``1 - base ** step`` (a bias correction) from ``log(base)``, as ``-expm1(step *
+    log(base))``: to the dtype's rounding, where the direct form cancels (a beta of 0.999
+    at step 1 leaves three digits of float32) and PyTorch computes it in double precision."""
+    return -expm1(step * log_base)
 
 
 def zeros_data(param: Tensor, shape: tuple[int, ...] | None = None, dtype: DType | None = None) -> Tensor:
@@ -117,6 +136,10 @@ class Optimizer:
     # Slots that count steps, kept in the parameter's compute dtype: float32 for bfloat16,
     # which counts exactly only to 256 (PyTorch keeps its ``step`` in float32).
     count_slots: tuple[str, ...] = ()
+    # Slots that a saved or a loaded state may lack, made only once a hyperparameter turns
+    # their term on (SGD's momentum); any other slot must be in both, or the state is
+    # another optimizer's and is refused. None: not checked (an optimizer of your own).
+    optional_slots: tuple[str, ...] | None = None
     ParamGroup: type[ParamGroup] = ParamGroup  # each subclass gets its own, of its jit_inputs
     clipvalue: float | None = None
     clipnorm: float | None = None
@@ -409,16 +432,27 @@ class Optimizer:
             self._constants.clear()
             self._held.clear()
 
-    def zero_grad(self) -> None:
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Drop every parameter's gradient, as PyTorch's; ``set_to_none=False`` makes each a
+        zero tensor instead, which ``step()`` then applies (Adam's moments still decay)."""
         for p in self.params:
-            p.grad = None
+            if set_to_none or p.grad is None:
+                p.grad = None
+            else:
+                p.grad = zeros_like(p.grad)
 
-    def step(self) -> None:
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Update every parameter that has a gradient, in place; on a lazy device, then run
-        the traced step (a barrier)."""
+        the traced step (a barrier). ``closure``, as PyTorch's, is called first (with
+        gradients recorded) to compute the loss and gradients; its loss is returned."""
         if not self.params:
             raise RuntimeError(f"{type(self).__name__}: no parameters; pass them or a model to the optimizer")
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
         self._apply([(i, p, p.grad) for i, p in enumerate(self.params) if p.grad is not None])
+        return loss
 
     def apply_gradients(self, grads_and_vars: Iterable[tuple[Tensor | None, Tensor]]) -> Tensor:
         """Keras's update: each variable takes its gradient's step (a None gradient is
@@ -607,7 +641,11 @@ class Optimizer:
             if names != mine:  # another kind of optimizer
                 return f"group {k} saved the hyperparameters {names}, this optimizer's has {mine}"
         for i, slots in enumerate(self.state):
-            for slot, array in state.get(i, {}).items():
+            saved = state.get(i, {})
+            unmatched = set(saved).symmetric_difference(slots) - set(self.optional_slots or ())
+            if self.optional_slots is not None and unmatched:  # another optimizer's (RMSprop's into Adam)
+                return f"parameter {i} saved the slots {sorted(saved)}, this optimizer's has {sorted(slots)}"
+            for slot, array in saved.items():
                 # A slot this optimizer has not made yet is one of its parameter's shape or a scalar.
                 expected = slots[slot].shape if slot in slots else self.params[i].shape
                 if np.shape(array) != expected and (slot in slots or np.shape(array) != ()):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from braze.ops import maximum
-from braze.optim.optimizer import Hyperparameter, Optimizer, Slots, active, check_positive, zeros_data
+from braze.optim.optimizer import Hyperparameter, Optimizer, Slots, active, check_kind, check_positive, zeros_data
 from braze.tensor import Tensor
 
 
@@ -20,6 +20,7 @@ class SGD(Optimizer):
     dampening) * grad``."""
 
     jit_inputs = ("lr", "momentum", "dampening", "weight_decay")
+    optional_slots = ("momentum", "started")  # made once momentum (dampening) is turned on
 
     def __init__(
         self,
@@ -44,6 +45,7 @@ class SGD(Optimizer):
             momentum=momentum,
             weight_decay=hyperparameters["weight_decay"],
         )
+        check_kind("SGD", dampening=hyperparameters["dampening"])  # any number, as PyTorch's
         if hyperparameters["nesterov"] and (not active(momentum) or active(hyperparameters["dampening"])):
             raise ValueError("SGD: Nesterov momentum needs momentum > 0 and zero dampening (as PyTorch's)")
 

@@ -104,6 +104,23 @@ optimizer.step()
 assert optimizer.optimizer.lr == 0.25
 np.testing.assert_allclose(p.numpy(), -0.25 * g[:, 0, :3].mean(0), rtol=1e-6, err_msg="SGD step with lr 0.25")
 
+# PyTorch's step(closure): the closure's gradients are averaged over the ranks, its loss returned.
+optimizer.zero_grad(set_to_none=False)
+assert p.grad.numpy().tolist() == [0.0] * 3, p.grad
+before = p.numpy().copy()
+
+
+def closure():
+    optimizer.zero_grad()
+    loss = (p * braze.tensor(g[rank, 1, :3])).sum()
+    loss.backward()
+    return loss
+
+
+loss = optimizer.step(closure)
+np.testing.assert_allclose(loss.numpy(), (before * g[rank, 1, :3]).sum(), rtol=1e-6, err_msg="closure's loss")
+np.testing.assert_allclose(p.numpy(), before - 0.25 * g[:, 1, :3].mean(0), rtol=1e-6, err_msg="step(closure)")
+
 # An unbound optimizer, wrapped and then bound as compile(optimizer=...) binds it: rank 0's
 # parameters everywhere, and the wrapper is what binding returns.
 p = braze.tensor(np.full(3, rank, np.float32), requires_grad=True)
