@@ -277,6 +277,14 @@ class ExactFloat:
         return repr(self.value)
 
 
+def _guarded(value: Any) -> Any:
+    """A number as a guard compares it: a zero or NaN float by its bits, where ``==`` would
+    not tell them apart (-0.0 == 0.0) or not match at all (NaN != NaN); any other as it is."""
+    if type(value) in _FLOATS and (value == 0 or value != value):
+        return ExactFloat(value)
+    return value
+
+
 def _category(kind: type) -> int:
     if getattr(kind, "jit_ignore", False) is True:
         found = _IGNORED
@@ -314,10 +322,8 @@ def read(roots: list[tuple[str, Any]]) -> Reads:
         category = categories.get(kind)
         if category is None:
             category = _category(kind)
-        if category <= _FLOAT:  # a float by its bits where == is not: -0.0 == 0.0, and NaN != NaN
-            if category == _FLOAT and (value == 0 or value != value):
-                value = ExactFloat(value)
-            entries.append((path, kind, value))
+        if category <= _FLOAT:
+            entries.append((path, kind, _guarded(value) if category == _FLOAT else value))
         elif category == _TENSOR:
             if id(value) not in seen:
                 seen.add(id(value))
@@ -489,8 +495,7 @@ def _lift(reads: Reads, owner: Any, name: str, value: Any, path: str) -> bool:
 
 def _lift_number(reads: Reads, holder: Holder, value: Any) -> None:
     if value == 0:  # leaves its term out of the computation: a guard
-        exact = ExactFloat(value) if type(value) in _FLOATS else value
-        reads.entries.append((holder.path, type(value), exact))
+        reads.entries.append((holder.path, type(value), _guarded(value)))
         return
     reads.entries.append((holder.path, INPUT))
     reads.numbers.append(float(value))
