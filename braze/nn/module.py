@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -72,6 +72,38 @@ class Module(KerasMethods):
             if id(module) not in seen:
                 seen.add(id(module))
                 yield name.removesuffix("."), module
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        """(name, module) for the modules this one holds directly (in its attributes, and
+        in lists and dicts there: ``"blocks.0"``), each once, as PyTorch's."""
+        for name, value in self._items():
+            if isinstance(value, Module):
+                yield name, value
+
+    def children(self) -> Iterator[Module]:
+        for _, module in self.named_children():
+            yield module
+
+    def modules(self) -> Iterator[Module]:
+        """This module and every module inside it, each once (PyTorch's ``modules``)."""
+        for _, module in self.named_modules():
+            yield module
+
+    def apply(self, fn: Callable[[Module], Any]) -> Module:
+        """Call ``fn`` on every module inside this one, then on this one (PyTorch's order:
+        a weight-initializing function reaches each layer), and return this module."""
+        for child in self.children():
+            child.apply(fn)
+        fn(self)
+        return self
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        """Make every parameter (frozen ones too) require gradients or not, as PyTorch's:
+        a frozen one is left out of ``parameters()`` but kept in the state that is saved."""
+        for t in self._state().values():
+            if not is_buffer(t):
+                t.requires_grad_(requires_grad)
+        return self
 
     def _module_items(
         self, prefix: str, trainable: bool = True
