@@ -1,5 +1,5 @@
-"""Optimizers written with tensor ops: SGD (momentum, Nesterov, weight decay), Adam, AdamW
-with PyTorch's arguments, and Keras's (``keras.optimizers``: SGD, Adam, AdamW, RMSprop,
+"""Optimizers written with tensor ops: SGD (momentum, Nesterov, weight decay), Adam, AdamW,
+Adadelta, RMSprop and Adagrad with PyTorch's arguments, and Keras's (``keras.optimizers``: SGD, Adam, AdamW, RMSprop,
 Adagrad) in :mod:`braze.optim.keras`; PyTorch's learning-rate schedulers (``lr_scheduler``)
 and Keras's schedules (``schedules``)."""
 
@@ -7,6 +7,7 @@ from typing import Any
 
 from braze.optim import keras, lr_scheduler, schedules
 from braze.optim.adam import Adam, AdamW
+from braze.optim.adaptive import Adadelta, Adagrad, RMSprop
 from braze.optim.optimizer import Optimizer
 from braze.optim.sgd import SGD
 
@@ -24,4 +25,16 @@ def get_optimizer(optimizer: str | Optimizer, model: Any) -> Optimizer:
     return optimizer
 
 
-__all__ = ["SGD", "Adam", "AdamW", "Optimizer", "get_optimizer", "keras", "lr_scheduler", "schedules"]
+__all__ = [
+    "SGD",
+    "Adadelta",
+    "Adagrad",
+    "Adam",
+    "AdamW",
+    "Optimizer",
+    "RMSprop",
+    "get_optimizer",
+    "keras",
+    "lr_scheduler",
+    "schedules",
+]
