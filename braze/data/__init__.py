@@ -14,7 +14,7 @@ from braze.data.idx import read_idx
 from braze.data.image_folder import ImageFolder, img_to_array, load_img
 from braze.data.image_generator import ImageDataGenerator
 from braze.data.keras_utils import PyDataset, Sequence, pad_sequences, to_categorical
-from braze.data.loader import DataLoader, mnist_loaders
+from braze.data.loader import DataLoader, TensorDataset, mnist_loaders
 from braze.data.mnist import MNIST, load_mnist
 from braze.data.shakespeare import BlockSampler, CharTokenizer, Shakespeare, load_shakespeare
 from braze.data.synthetic import make_two_class_folder
@@ -35,6 +35,7 @@ __all__ = [
     "ImageDataGenerator",
     "ImageFolder",
     "Shakespeare",
+    "TensorDataset",
     "img_to_array",
     "load_img",
     "load_mnist",

@@ -52,16 +52,37 @@ def shard_position() -> tuple[int, int]:
     return rank_and_size()
 
 
+class TensorDataset:
+    """PyTorch's ``TensorDataset``: sample ``i`` is the tuple of row ``i`` of every array (or
+    tensor) given, which must share their first dimension. A DataLoader over it gathers each
+    batch's rows at once, as it does for a tuple of arrays."""
+
+    def __init__(self, *tensors: Any) -> None:
+        self.tensors = tuple(np.asarray(t) for t in tensors)
+        if not self.tensors or any(t.ndim == 0 for t in self.tensors):
+            raise DataError("TensorDataset: needs one or more arrays with a first dimension")
+        sizes = [len(t) for t in self.tensors]
+        if len(set(sizes)) != 1:
+            raise DataError(f"TensorDataset: the arrays must share their first dimension, got {sizes}")
+
+    def __len__(self) -> int:
+        return len(self.tensors[0])
+
+    def __getitem__(self, index: int) -> tuple[np.ndarray, ...]:
+        return tuple(t[index] for t in self.tensors)
+
+
 class DataLoader:
     """Iterate over ``data`` in batches, each a tuple of NumPy arrays.
 
     ``data`` is a tuple (or list) of arrays sharing their first dimension, a single
-    array, or a dataset: any object with ``len()`` whose ``[i]`` returns one sample (a
-    tuple of arrays, or one array) - samples are stacked into batches. Each ``for`` loop
-    is one epoch; with ``shuffle`` each epoch takes a new permutation from a generator
-    seeded by ``seed``, so two loaders with the same seed yield the same batches.
-    ``drop_last`` skips a final partial batch. ``prefetch`` > 0 builds up to that many
-    batches ahead on a daemon thread; 0 builds them in the consumer's thread.
+    array, a ``TensorDataset``, or a dataset: any object with ``len()`` whose ``[i]``
+    returns one sample (a tuple of arrays, or one array) - samples are stacked into
+    batches. ``batch_size`` is 1 unless given, as PyTorch's. Each ``for`` loop is one
+    epoch; with ``shuffle`` each epoch takes a new permutation from a generator seeded by
+    ``seed``, so two loaders with the same seed yield the same batches. ``drop_last``
+    skips a final partial batch. ``prefetch`` > 0 builds up to that many batches ahead on
+    a daemon thread; 0 builds them in the consumer's thread.
 
     ``shard=True`` (data-parallel training, after ``braze.distributed.init()``) gives rank
     r of N the samples r, r + N, r + 2N, ... of each epoch's order, as PyTorch's
@@ -75,7 +96,7 @@ class DataLoader:
     def __init__(
         self,
         data: Sequence[np.ndarray] | np.ndarray | Dataset,
-        batch_size: int,
+        batch_size: int = 1,
         shuffle: bool = False,
         seed: int | None = None,
         drop_last: bool = False,
@@ -86,8 +107,11 @@ class DataLoader:
             raise DataError(f"batch_size must be >= 1, got {batch_size}")
         if prefetch < 0:
             raise DataError(f"prefetch must be >= 0, got {prefetch}")
+        self.dataset = data  # PyTorch's name for what the loader reads
         if isinstance(data, np.ndarray):
             data = (data,)
+        elif isinstance(data, TensorDataset):
+            data = data.tensors
         self._arrays: tuple[np.ndarray, ...] | None = None
         if isinstance(data, (tuple, list)):
             self._arrays = tuple(np.asarray(a) for a in data)

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from braze.data import MNIST, DataError, DataLoader, ImageFolder, make_two_class_folder, mnist_loaders
+import braze
+from braze.data import MNIST, DataError, DataLoader, ImageFolder, TensorDataset, make_two_class_folder, mnist_loaders
 
 
 def prefetch_threads():
@@ -228,3 +229,20 @@ def test_list_samples_batch_as_tuples_of_fields():
 def test_samples_a_batch_cannot_hold_are_a_data_error(make, message):
     with pytest.raises(DataError, match=message):
         next(iter(DataLoader(_Samples(make), 2, prefetch=0)))
+
+
+def test_a_tensor_dataset_gives_pytorchs_samples_and_batches():
+    images = np.arange(20, dtype=np.float32).reshape(5, 2, 2)
+    labels = braze.tensor(np.array([3, 1, 4, 1, 5]))
+    dataset = TensorDataset(images, labels)
+    assert len(dataset) == 5
+    first = dataset[1]
+    np.testing.assert_array_equal(first[0], images[1])
+    assert first[1] == 1
+    batches = list(DataLoader(dataset, batch_size=2, prefetch=0))
+    assert [len(b[0]) for b in batches] == [2, 2, 1]
+    np.testing.assert_array_equal(np.concatenate([b[0] for b in batches]), images)
+    np.testing.assert_array_equal(np.concatenate([b[1] for b in batches]), [3, 1, 4, 1, 5])
+    assert len(DataLoader(dataset)) == 5  # PyTorch's batch_size of 1
+    with pytest.raises(DataError, match="share their first dimension"):
+        TensorDataset(images, np.zeros(4))
