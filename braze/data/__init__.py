@@ -3,7 +3,8 @@
 This package deliberately depends only on NumPy, the standard library and (lazily)
 Pillow, and from braze only on the runtime (the job's rank and size for sharding, and the
 eager CPU device that ``Dataset.map`` functions run on): the framework wraps the arrays
-into tensors, and data loading can be used and tested on its own.
+into tensors, and data loading can be used and tested on its own. (A ``TensorDataset`` of
+tensors gives batches of tensors, as PyTorch's: made by the tensors' own class.)
 """
 
 from braze.data.augment import Augment

@@ -9,10 +9,11 @@ leaks neither a thread nor memory.
 
 from __future__ import annotations
 
+import functools
 import math
 import queue
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -52,6 +53,13 @@ def shard_position() -> tuple[int, int]:
     return rank_and_size()
 
 
+def _maker(value: Any) -> Callable[[np.ndarray], Any] | None:
+    """What makes a batch of rows of ``value`` the kind of thing ``value`` is: a tensor's
+    class (found on it: this package imports no tensor), or None for arrays."""
+    make, device = getattr(type(value), "from_numpy", None), getattr(value, "device", None)
+    return functools.partial(make, device=device) if make is not None and device is not None else None
+
+
 class TensorDataset:
     """PyTorch's ``TensorDataset``: sample ``i`` is the tuple of row ``i`` of every array (or
     tensor) given, which must share their first dimension. A DataLoader over it gathers each
@@ -59,6 +67,9 @@ class TensorDataset:
 
     def __init__(self, *tensors: Any) -> None:
         self.tensors = tuple(np.asarray(t) for t in tensors)
+        # A batch of a tensor comes back as a tensor of its class and device, as in PyTorch
+        # (``data.to(device)`` in the loop), one of an array as an array.
+        self.makers = tuple(_maker(t) for t in tensors)
         if not self.tensors or any(t.ndim == 0 for t in self.tensors):
             raise DataError("TensorDataset: needs one or more arrays with a first dimension")
         sizes = [len(t) for t in self.tensors]
@@ -73,7 +84,8 @@ class TensorDataset:
 
 
 class DataLoader:
-    """Iterate over ``data`` in batches, each a tuple of NumPy arrays.
+    """Iterate over ``data`` in batches, each a tuple of NumPy arrays (of tensors for the
+    tensor fields of a ``TensorDataset``).
 
     ``data`` is a tuple (or list) of arrays sharing their first dimension, a single
     array, a ``TensorDataset``, or a dataset: any object with ``len()`` whose ``[i]``
@@ -110,8 +122,9 @@ class DataLoader:
         self.dataset = data  # PyTorch's name for what the loader reads
         if isinstance(data, np.ndarray):
             data = (data,)
-        elif isinstance(data, TensorDataset):
-            data = data.tensors
+        self._makers: tuple[Callable[[np.ndarray], Any] | None, ...] = ()
+        if isinstance(data, TensorDataset):
+            data, self._makers = data.tensors, data.makers
         self._arrays: tuple[np.ndarray, ...] | None = None
         if isinstance(data, (tuple, list)):
             self._arrays = tuple(np.asarray(a) for a in data)
@@ -159,14 +172,22 @@ class DataLoader:
         for b in range(len(self)):
             yield self._batch(order[b * self.batch_size : (b + 1) * self.batch_size])
 
-    def __iter__(self) -> Iterator[tuple[np.ndarray, ...]]:
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
         # The permutation is drawn here, in the caller's thread, so it is reproducible.
         order = self._rng.permutation(self._n) if self.shuffle else np.arange(self._n)
         if self.ranks > 1:
             order = np.resize(order, self._share * self.ranks)[self.rank :: self.ranks]
-        if self.prefetch == 0:
-            return self._batches(order)
-        return self._prefetched(order)
+        batches = self._batches(order) if self.prefetch == 0 else self._prefetched(order)
+        return self._made(batches) if any(self._makers) else batches
+
+    def _made(self, batches: Iterator[tuple[np.ndarray, ...]]) -> Iterator[tuple[Any, ...]]:
+        """The batches with a ``TensorDataset``'s tensor fields made tensors, in the
+        consumer's thread (a lazy device's tensors belong to it)."""
+        try:
+            for batch in batches:
+                yield tuple(a if make is None else make(a) for a, make in zip(batch, self._makers, strict=True))
+        finally:
+            batches.close()  # an abandoned loop stops the producer thread at once
 
     def _prefetched(self, order: np.ndarray) -> Iterator[tuple[np.ndarray, ...]]:
         """Consume batches built by a producer thread; stop it when abandoned."""

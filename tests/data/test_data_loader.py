@@ -239,10 +239,16 @@ def test_a_tensor_dataset_gives_pytorchs_samples_and_batches():
     first = dataset[1]
     np.testing.assert_array_equal(first[0], images[1])
     assert first[1] == 1
-    batches = list(DataLoader(dataset, batch_size=2, prefetch=0))
-    assert [len(b[0]) for b in batches] == [2, 2, 1]
-    np.testing.assert_array_equal(np.concatenate([b[0] for b in batches]), images)
-    np.testing.assert_array_equal(np.concatenate([b[1] for b in batches]), [3, 1, 4, 1, 5])
+    for prefetch in (0, 2):
+        batches = list(DataLoader(dataset, batch_size=2, prefetch=prefetch))
+        assert [len(b[0]) for b in batches] == [2, 2, 1]
+        # An array's rows come back as arrays, a tensor's as tensors (PyTorch's data.to(device))
+        assert all(isinstance(b[0], np.ndarray) and isinstance(b[1], braze.Tensor) for b in batches)
+        np.testing.assert_array_equal(np.concatenate([b[0] for b in batches]), images)
+        np.testing.assert_array_equal(np.concatenate([b[1].to("cpu").numpy() for b in batches]), [3, 1, 4, 1, 5])
+    lazy = DataLoader(TensorDataset(braze.tensor(images, device=braze.LAZY_CPU)), batch_size=5)
+    (batch,) = next(iter(lazy))
+    assert batch.device == braze.LAZY_CPU
     assert len(DataLoader(dataset)) == 5  # PyTorch's batch_size of 1
     with pytest.raises(DataError, match="share their first dimension"):
         TensorDataset(images, np.zeros(4))
