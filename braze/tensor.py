@@ -476,7 +476,8 @@ class Tensor(TorchMethods):
 
     def to(self, device: Device | str | None = None, dtype: Any = None) -> Tensor:
         """This tensor on another device (and/or of another dtype, also given alone, as
-        PyTorch's ``to(dtype)``); itself when nothing changes.
+        PyTorch's ``to(dtype)``, or both of another tensor, ``to(other)``); itself when
+        nothing changes.
         A leaf that requires grad moves as a new leaf of the device (its gradients gather
         there); a result that carries a gradient graph cannot move with it (the gradient
         would stop at the move): that is an error, where ``detach()`` first moves its value."""
@@ -484,6 +485,8 @@ class Tensor(TorchMethods):
 
         if dtype is None and _names_a_dtype(device):
             device, dtype = None, device  # PyTorch's to(dtype)
+        elif isinstance(device, Tensor):
+            device, dtype = device.device, device.dtype  # PyTorch's to(other): its dtype and device
         out = self
         if dtype is not None:
             out = ops.astype(out, dtype)
@@ -891,9 +894,10 @@ class Tensor(TorchMethods):
         axis, keepdims, _ = axis_keywords("mean", axis, keepdims, keywords)
         return ops.mean(_numpy_reduction_input(self, "mean", keywords), axis, keepdims)
 
-    def var(self, axis: Any = None, keepdims: bool = False, ddof: Any = 0, **keywords: Any) -> Tensor:
+    def var(self, axis: Any = None, *, keepdims: bool = False, ddof: Any = None, **keywords: Any) -> Tensor:
         """The variance, dividing by the count less ``ddof`` (NumPy's 0 by default), or less
-        PyTorch's ``correction`` (1 by default where the call names ``dim``)."""
+        PyTorch's ``correction`` (1 by default where the call names ``dim``). ``keepdims`` is
+        a keyword: a second positional argument is NumPy's dtype, PyTorch's ``unbiased``."""
         axis, keepdims, named = axis_keywords("var", axis, keepdims, keywords)
         ddof = divisor_correction("var", ddof, keywords, named)
         return ops.var(_numpy_reduction_input(self, "var", keywords), axis, keepdims, ddof)
@@ -907,11 +911,21 @@ class Tensor(TorchMethods):
         return self._extreme("min", axis, keepdims, keywords)
 
     def _extreme(self, name: str, axis: Any, keepdims: bool, keywords: dict[str, Any]) -> Any:
+        if isinstance(axis, Tensor):
+            raise TypeError(f"{name}(tensor): the elementwise {name}imum of two tensors is braze.{name}imum")
         axis, keepdims, named = axis_keywords(name, axis, keepdims, keywords)
-        values = getattr(ops, name)(_numpy_reduction_input(self, name, keywords), axis, keepdims)
+        x = _numpy_reduction_input(self, name, keywords)
         if not named:
-            return values
-        return ValuesIndices(values, getattr(ops, f"arg{name}")(self, axis, keepdims))
+            return getattr(ops, name)(x, axis, keepdims)
+        if not isinstance(axis, (int, np.integer)):
+            raise TypeError(f"{name}(dim=...) takes one dim, got {axis!r}: amax/amin reduce several")
+        # PyTorch's values along a dim are the elements at its indices: a tie's gradient
+        # goes to the one index returned, where a maximum's shares it among the ties.
+        indices = getattr(ops, f"arg{name}")(x, axis, True)
+        values = ops.take_along_axis(x, indices, axis)
+        if keepdims:
+            return ValuesIndices(values, indices)
+        return ValuesIndices(ops.squeeze(values, axis), ops.squeeze(indices, axis))
 
     def argmax(self, axis: Any = None, keepdims: bool = False, **keywords: Any) -> Tensor:
         axis, keepdims, _ = axis_keywords("argmax", axis, keepdims, keywords)

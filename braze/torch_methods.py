@@ -50,15 +50,16 @@ def divisor_correction(name: str, ddof: Any, keywords: dict[str, Any], named_dim
     either of them, is PyTorch's 1."""
     correction = keywords.pop("correction", None)
     unbiased = keywords.pop("unbiased", None)
-    if correction is not None and unbiased is not None:
-        raise TypeError(f"{name}: got both correction and unbiased")
-    if ddof and (correction is not None or unbiased is not None):
-        raise TypeError(f"{name}: got ddof and {'correction' if correction is not None else 'unbiased'}")
+    given = [n for n, v in (("ddof", ddof), ("correction", correction), ("unbiased", unbiased)) if v is not None]
+    if len(given) > 1:
+        raise TypeError(f"{name}: got both {given[0]} and {given[1]} (each says what to divide by)")
     if unbiased is not None:
         return 1 if unbiased else 0
     if correction is not None:
         return correction
-    return 1 if named_dim and not ddof else ddof
+    if ddof is not None:
+        return ddof
+    return 1 if named_dim else 0
 
 
 class TorchMethods:
@@ -108,17 +109,18 @@ class TorchMethods:
         of either leave the other as it is)."""
         return structural.reshape.bind(self, new_sizes=tuple(self.shape))  # a new tensor, never self
 
-    def new_tensor(self, data: Any) -> Any:
-        return _ops().tensor(data, dtype=self.dtype, device=self.device)
+    # PyTorch's new_* make a tensor of this one's dtype and device unless told others.
+    def new_tensor(self, data: Any, *, dtype: Any = None, device: Any = None) -> Any:
+        return _ops().tensor(data, dtype=_or(dtype, self.dtype), device=_or(device, self.device))
 
-    def new_full(self, size: Sequence[int], fill_value: Any) -> Any:
-        return _ops().full(tuple(size), fill_value, self.dtype, self.device)
+    def new_full(self, size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any = None) -> Any:
+        return _ops().full(tuple(size), fill_value, _or(dtype, self.dtype), _or(device, self.device))
 
-    def new_zeros(self, *size: Any) -> Any:
-        return self.new_full(_sizes(size), 0)
+    def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None) -> Any:
+        return self.new_full(_sizes(size), 0, dtype=dtype, device=device)
 
-    def new_ones(self, *size: Any) -> Any:
-        return self.new_full(_sizes(size), 1)
+    def new_ones(self, *size: Any, dtype: Any = None, device: Any = None) -> Any:
+        return self.new_full(_sizes(size), 1, dtype=dtype, device=device)
 
     # In place, on tensors outside a gradient computation (``Tensor._assign``) ----------
 
@@ -164,6 +166,8 @@ class TorchMethods:
     @property
     def mT(self) -> Any:  # noqa: N802 - PyTorch's and the Array API's name
         """The last two axes swapped (a batch of matrices transposed)."""
+        if self.ndim < 2:
+            raise ShapeError(f"mT: expects a matrix or a batch of them, got a tensor of rank {self.ndim}")
         return _ops().swapaxes(self, -2, -1)
 
     def movedim(self, source: int | Sequence[int], destination: int | Sequence[int]) -> Any:
@@ -171,10 +175,13 @@ class TorchMethods:
 
     def narrow(self, dim: int, start: int, length: int) -> Any:
         d = _ops().core.normalize_axis("narrow", dim, self.ndim)
-        start = start + self.shape[d] if start < 0 else start
-        if not 0 <= start <= start + length <= self.shape[d] or length < 0:
-            raise IndexError(f"narrow: [{start}, {start + length}) is outside axis {dim} of size {self.shape[d]}")
-        return self[(slice(None),) * d + (slice(start, start + length),)]
+        size = self.shape[d]
+        first = start + size if start < 0 else start
+        if length < 0:
+            raise IndexError(f"narrow: the length must not be negative, got {length}")
+        if not 0 <= first <= first + length <= size:  # the error names the start as given
+            raise IndexError(f"narrow: {length} elements from {start} do not fit in axis {dim} of size {size}")
+        return self[(slice(None),) * d + (slice(first, first + length),)]
 
     def select(self, dim: int, index: int) -> Any:
         d = _ops().core.normalize_axis("select", dim, self.ndim)
@@ -184,16 +191,22 @@ class TorchMethods:
         d = _ops().core.normalize_axis("unbind", dim, self.ndim)
         return tuple(self.select(d, i) for i in range(self.shape[d]))
 
-    def flip(self, dims: int | Sequence[int]) -> Any:
-        return _ops().flip(self, tuple(_ops().shape.ordered_axes("flip", dims, self.ndim)))
+    def flip(self, dims: int | Sequence[int] | None = None, *more: int) -> Any:
+        """This tensor reversed along ``dims``, given as one sequence or as ints
+        (``flip((0, 1))``, ``flip(dims=[0])``, ``flip(0, 1)``), as PyTorch's ``flip``."""
+        if dims is None:
+            raise TypeError("flip() missing dims: the axes to reverse (flip(()) reverses none)")
+        return _ops().flip(self, _ops().shape.ordered_axes("flip", _sizes((dims, *more)), self.ndim))
 
     def roll(self, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Any:
         """Elements shifted by ``shifts`` along ``dims``, wrapping around (of the flattened
         tensor when ``dims`` is None)."""
         if dims is None:
             return _ops().reshape(_ops().reshape(self, (self.size,)).roll(shifts, 0), self.shape)
-        axes = _ops().shape.ordered_axes("roll", dims, self.ndim)
-        moves = [shifts] * len(axes) if isinstance(shifts, (int, np.integer)) else list(shifts)
+        # A dim may come more than once: its shifts add up, as in PyTorch and NumPy.
+        given = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
+        axes = [_ops().core.normalize_axis("roll", a, self.ndim) for a in given]
+        moves = [shifts] * len(axes) if np.ndim(shifts) == 0 else list(shifts)
         if len(moves) != len(axes):
             raise ShapeError(f"roll: {len(moves)} shifts for {len(axes)} dims")
         out = self
@@ -207,9 +220,10 @@ class TorchMethods:
 
     def gather(self, dim: int, index: Any) -> Any:
         """``out[i][j][k] = x[i][index[i][j][k]][k]`` along ``dim`` (PyTorch's ``gather``):
-        ``index`` has this tensor's rank and at most its size on every other axis."""
-        index = _ops().as_tensor(index, like=self)
+        ``index`` has this tensor's rank and at most its size on every other axis, and its
+        entries lie in ``[0, size)`` (PyTorch's rule: no counting from the end)."""
         d = _ops().core.normalize_axis("gather", dim, self.ndim)
+        index = _torch_indices("gather", index, self, d)
         if index.ndim != self.ndim or any(index.shape[a] > self.shape[a] for a in range(self.ndim) if a != d):
             raise ShapeError(
                 f"gather: index {index.shape} needs the rank of the tensor {self.shape} and at most its size on "
@@ -219,10 +233,13 @@ class TorchMethods:
         return _ops().take_along_axis(rows, index, d)
 
     def index_select(self, dim: int, index: Any) -> Any:
-        index = _ops().as_tensor(index, like=self)
-        if index.ndim != 1:
+        """The slices at ``index`` (a vector, or a 0-d tensor read as one of length 1, as
+        PyTorch's) along ``dim``, each in ``[0, size)``."""
+        d = _ops().core.normalize_axis("index_select", dim, self.ndim)
+        index = _torch_indices("index_select", index, self, d)
+        if index.ndim > 1:
             raise ShapeError(f"index_select: the index must be 1-D, got shape {index.shape}")
-        return _ops().take(self, index, dim)
+        return _ops().take(self, _ops().reshape(index, (index.size,)), d)
 
     def nonzero(self, *, as_tuple: bool | None = None) -> Any:
         """The positions of the nonzero elements: PyTorch's (count, rank) tensor with
@@ -237,17 +254,25 @@ class TorchMethods:
             )
         from braze.ops import values
 
-        found = np.nonzero(values.read("nonzero", self))
+        array = values.read("nonzero", self)
+        # PyTorch reads a 0-d tensor as a vector of one element (NumPy refuses it): its tuple
+        # has that vector's positions, its tensor (count, 0) rows, the positions' columns cut
+        # to the tensor's rank.
+        found = np.nonzero(np.atleast_1d(array))
         if as_tuple:
             return tuple(values.constant_like(p.astype(np.int64), self) for p in found)
-        return values.constant_like(np.stack(found, axis=1).astype(np.int64), self)
+        return values.constant_like(np.stack(found, axis=1)[:, : array.ndim].astype(np.int64), self)
 
     def masked_select(self, mask: Any) -> Any:
         """The elements where ``mask`` (broadcast against this tensor) is true, as a 1-D
         tensor (its length is read from the mask: see boolean-mask indexing)."""
-        mask = _ops().as_tensor(mask, like=self)
+        if not isinstance(mask, TorchMethods):  # a constant mask stays one, as in x[mask] (it compiles)
+            mask = np.asarray(mask)
+        if mask.dtype.kind != "b":  # an integer mask would index by its values
+            raise DTypeError(f"masked_select: the mask must be bool, got {mask.dtype.name}")
         shape = _ops().core.broadcast_shapes("masked_select", self.shape, mask.shape)
-        return _ops().broadcast_to(self, shape)[_ops().broadcast_to(mask, shape)]
+        widen = np.broadcast_to if isinstance(mask, np.ndarray) else _ops().broadcast_to
+        return _ops().broadcast_to(self, shape)[widen(mask, shape)]
 
     # Arithmetic and comparisons ----------------------------------------------------------
 
@@ -294,14 +319,18 @@ class TorchMethods:
     def ge(self, other: Any) -> Any:
         return self >= other
 
+    # PyTorch's logical ops take tensors of any dtype, read as True where nonzero.
     def logical_and(self, other: Any) -> Any:
-        return _ops().logical_and(self, other)
+        return _ops().logical_and(_truth(self, self), _truth(other, self))
 
     def logical_or(self, other: Any) -> Any:
-        return _ops().logical_or(self, other)
+        return _ops().logical_or(_truth(self, self), _truth(other, self))
+
+    def logical_xor(self, other: Any) -> Any:
+        return _truth(self, self) != _truth(other, self)
 
     def logical_not(self) -> Any:
-        return _ops().logical_not(self)
+        return _ops().logical_not(_truth(self, self))
 
     def isnan(self) -> Any:
         return self != self if self.dtype.is_float else _ops().full(self.shape, False, bool_, self.device)
@@ -319,6 +348,14 @@ class TorchMethods:
         return _ranked_product("mm", self, other, 2)
 
     def bmm(self, other: Any) -> Any:
+        """Products of two batches of matrices of the same length (PyTorch's ``bmm`` does not
+        broadcast; ``matmul`` does)."""
+        other = _ops().as_tensor(other, like=self)
+        if self.ndim == other.ndim == 3 and self.shape[0] != other.shape[0]:
+            raise ShapeError(
+                f"bmm: batches of {self.shape[0]} and {other.shape[0]} matrices, shapes {self.shape} and "
+                f"{other.shape} (bmm does not broadcast; matmul does)"
+            )
         return _ranked_product("bmm", self, other, 3)
 
     # Reductions --------------------------------------------------------------------------
@@ -344,14 +381,14 @@ class TorchMethods:
     def all(self, dim: Any = None, keepdim: bool = False) -> Any:
         return _ops().sum(_ops().astype(self == 0, int64), dim, keepdim) == 0
 
-    def std(self, axis: Any = None, keepdims: bool = False, ddof: Any = 0, **keywords: Any) -> Any:
+    def std(self, axis: Any = None, *, keepdims: bool = False, ddof: Any = None, **keywords: Any) -> Any:
         """The standard deviation: the square root of ``var`` with the same arguments."""
-        return _ops().sqrt(self.var(axis, keepdims, ddof, **keywords))
+        return _root(self.var(axis, keepdims=keepdims, ddof=ddof, **keywords))
 
     def norm(self, p: Any = 2, dim: Any = None, keepdim: bool = False) -> Any:
         """The vector norm over ``dim`` (all elements when None): p = 2 (or "fro"), 1, inf or -inf."""
         if p in (2, "fro"):
-            return _ops().sqrt(_ops().sum(self * self, dim, keepdim))
+            return _root(_ops().sum(self * self, dim, keepdim))
         if p == 1:
             return _ops().sum(_ops().abs(self), dim, keepdim)
         if p in (np.inf, -np.inf):
@@ -364,6 +401,34 @@ def _sizes(sizes: tuple[Any, ...]) -> tuple[int, ...]:
     if len(sizes) == 1 and not isinstance(sizes[0], (int, np.integer)):
         sizes = tuple(sizes[0])
     return tuple(int(s) for s in sizes)
+
+
+def _or(given: Any, default: Any) -> Any:
+    return default if given is None else given
+
+
+def _root(total: Any) -> Any:
+    """The square root of a sum of squares (a norm's, a variance), whose gradient is 0 where it is 0 (a zero
+    vector's norm, a constant sample's std): PyTorch's subgradient there, where the
+    square root's own, inf, times the sum's, 0, would be NaN."""
+    zero = total == 0
+    return _ops().where(zero, total, _ops().sqrt(_ops().where(zero, _ops().ones_like(total), total)))
+
+
+def _truth(value: Any, like: Any) -> Any:
+    """``value`` as a bool tensor on ``like``'s device: True where it is nonzero (NaN too)."""
+    if not isinstance(value, TorchMethods):
+        value = np.asarray(value)
+    value = _ops().as_tensor(value, like=like)
+    return value if value.dtype == bool_ else value != 0
+
+
+def _torch_indices(op: str, index: Any, x: Any, axis: int) -> Any:
+    """``index`` as an integer tensor of positions along ``axis`` of ``x`` in ``[0, size)``:
+    PyTorch's gather and index_select do not count from the end, so an eager negative
+    index raises as one past the end does (lazy ones cannot be seen: braze.ops.indexing)."""
+    indexing = _ops().indexing
+    return indexing.checked(op, indexing.index_tensor(op, index, x.device), x.shape[axis], axis, negative=False)
 
 
 def _ranked_product(op: str, x: Any, y: Any, rank: int) -> Any:
