@@ -548,6 +548,17 @@ class Tensor(TorchMethods):
         """The same value, cut from the gradient graph."""
         return Tensor._make(self._value, self._aval, self.device)
 
+    @property
+    def data(self) -> Tensor:
+        """PyTorch's ``.data``: the values, cut from the gradient graph, whose in-place
+        updates (``p.data.mul_(0.5)``, ``m.weight.data.normal_(0, 0.02)``) update this
+        tensor too, outside any gradient computation."""
+        return _DataAlias.of(self)
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        _DataAlias.of(self)._assign(ops.as_tensor(value, like=self))
+
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         if requires_grad and not self.dtype.is_float:
             raise TypeError(f"only float tensors can require gradients, not {self.dtype.name}")
@@ -1003,6 +1014,28 @@ class Tensor(TorchMethods):
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         return ops.flatten(self, start_dim, end_dim)
+
+
+class _DataAlias(Tensor):
+    """``owner.data``: a detached tensor of the owner's value that hands every in-place
+    update of its own to the owner as well (an optimizer step written as PyTorch's older
+    code writes it, or an initialization), without the owner's gradient check."""
+
+    __slots__ = ("_owner",)
+
+    @classmethod
+    def of(cls, owner: Tensor) -> _DataAlias:
+        alias = cls._make(owner._value, owner._aval, owner.device)
+        alias._owner = owner
+        return alias
+
+    def _assign(self, other: Tensor) -> Tensor:
+        super()._assign(other)
+        owner = self._owner
+        previous, owner._value = owner._value, self._value
+        if owner.device.backend == "LAZY":
+            _EXECUTORS["LAZY"].track(owner, previous)
+        return self
 
 
 class ElementCount(int):

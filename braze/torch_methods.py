@@ -130,6 +130,46 @@ class TorchMethods:
     def fill_(self, value: Any) -> Any:
         return self._assign(_ops().full(self.shape, value, self.dtype, self.device))
 
+    def add_(self, other: Any, *, alpha: Any = 1) -> Any:
+        return self._assign(self + (other if alpha == 1 else other * alpha))
+
+    def sub_(self, other: Any, *, alpha: Any = 1) -> Any:
+        return self._assign(self - (other if alpha == 1 else other * alpha))
+
+    def mul_(self, other: Any) -> Any:
+        return self._assign(self * other)
+
+    def div_(self, other: Any) -> Any:
+        return self._assign(self / other)
+
+    def pow_(self, exponent: Any) -> Any:
+        return self._assign(self**exponent)
+
+    def neg_(self) -> Any:
+        return self._assign(-self)
+
+    def abs_(self) -> Any:
+        return self._assign(_ops().abs(self))
+
+    def sqrt_(self) -> Any:
+        return self._assign(_ops().sqrt(self))
+
+    def exp_(self) -> Any:
+        return self._assign(_ops().exp(self))
+
+    def clamp_(self, min: Any = None, max: Any = None) -> Any:  # noqa: A002 - PyTorch's names
+        return self._assign(self.clamp(min, max))
+
+    def uniform_(self, a: float = 0.0, b: float = 1.0, *, generator: Any = None) -> Any:
+        """Values drawn uniformly from [a, b) (braze's seeded generator, or ``generator``)."""
+        drawn = _ops().uniform(self.shape, a, b, self.dtype, generator=generator, device=self.device)
+        return self._assign(drawn)
+
+    def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> Any:
+        """Values drawn from a normal distribution of ``mean`` and ``std``."""
+        drawn = _ops().randn(self.shape, self.dtype, generator=generator, device=self.device)
+        return self._assign(drawn * std + mean)
+
     def copy_(self, source: Any) -> Any:
         """This tensor's values replaced by ``source``'s, broadcast and converted to its dtype."""
         source = _ops().as_tensor(source, like=self)

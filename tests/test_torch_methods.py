@@ -227,3 +227,63 @@ def test_misuse_is_a_clear_error():
         x.clamp()
     with pytest.raises(ValueError, match="norm: p must be"):
         x.norm(3)
+
+
+IN_PLACE = [
+    ("add_", lambda t: t.add_(2.0), lambda a: a + 2),
+    ("add_ alpha", lambda t: t.add_(braze.tensor(A, device=t.device), alpha=0.5), lambda a: a + 0.5 * a),
+    ("sub_ alpha", lambda t: t.sub_(1.5, alpha=2), lambda a: a - 3),
+    ("mul_", lambda t: t.mul_(-2.0), lambda a: a * -2),
+    ("div_", lambda t: t.div_(4.0), lambda a: a / 4),
+    ("pow_", lambda t: t.pow_(2), lambda a: a**2),
+    ("neg_", lambda t: t.neg_(), lambda a: -a),
+    ("abs_", lambda t: t.abs_(), lambda a: np.abs(a)),
+    ("sqrt_", lambda t: t.abs_().sqrt_(), lambda a: np.sqrt(np.abs(a))),
+    ("exp_", lambda t: t.exp_(), lambda a: np.exp(a)),
+    ("clamp_", lambda t: t.clamp_(-1.0, 1.0), lambda a: np.clip(a, -1, 1)),
+]
+
+
+@pytest.mark.parametrize(("name", "method", "numpy"), IN_PLACE, ids=[c[0] for c in IN_PLACE])
+@pytest.mark.parametrize("device", DEVICES, ids=DEVICE_IDS)
+def test_an_in_place_method_updates_the_tensor_itself(name, method, numpy, device):
+    x = _x(device)
+    assert method(x) is x
+    np.testing.assert_allclose(x.numpy(), numpy(A), rtol=3e-7, atol=0)
+
+
+@pytest.mark.parametrize("mode", ["eager", "lazy", "jit"])
+def test_data_updates_a_parameter_outside_the_gradient_computation(mode):
+    device = braze.LAZY_CPU if mode == "lazy" else braze.CPU
+    p = braze.tensor(A, requires_grad=True, device=device)
+
+    def halve():
+        p.data.mul_(0.5)
+
+    run = braze.jit(halve) if mode == "jit" else halve
+    run()
+    run()
+    if mode == "lazy":  # a barrier computes the parameter's new value, as it does any pending one
+        braze.barrier()
+        assert p._value.data is not None
+    np.testing.assert_array_equal(p.numpy(), A * 0.25)
+    assert p.requires_grad and p.is_leaf
+    p.data = np.zeros_like(A)
+    np.testing.assert_array_equal(p.numpy(), np.zeros_like(A))
+    with pytest.raises(RuntimeError, match="requires grad"):
+        p.mul_(2.0)  # on the parameter itself, as PyTorch's: only under no_grad
+
+
+def test_random_fills_draw_their_distributions_in_place():
+    w = braze.tensor(np.zeros((200, 100), np.float32), requires_grad=True)
+    w.data.uniform_(-0.5, 0.25, generator=braze.Generator(1))
+    values = w.numpy()
+    assert values.min() >= -0.5 and values.max() < 0.25
+    # 20,000 draws: the mean of U(-0.5, 0.25) within six standard errors.
+    assert abs(values.mean() - (-0.125)) < 6 * 0.75 / np.sqrt(12) / np.sqrt(values.size)
+    w.data.normal_(1.0, 0.02, generator=braze.Generator(2))
+    values = w.numpy().astype(np.float64)
+    assert abs(values.mean() - 1.0) < 6 * 0.02 / np.sqrt(values.size)
+    assert abs(values.std() - 0.02) < 6 * 0.02 / np.sqrt(2 * values.size)
+    with pytest.raises(ValueError, match="in-place update must keep"):
+        braze.tensor([1, 2]).add_(0.5)  # an int tensor cannot take a float, as PyTorch's
