@@ -197,6 +197,24 @@ class TorchMethods:
     def reshape_as(self, other: Any) -> Any:
         return _ops().reshape(self, other.shape)
 
+    def tile(self, *dims: Any) -> Any:
+        """This tensor repeated ``dims`` times along each axis (``np.tile``; PyTorch's
+        ``tile``), fewer ``dims`` than axes counting from the last, more adding axes in front."""
+        reps = _sizes(dims)
+        x = _ops().reshape(self, (1,) * (len(reps) - self.ndim) + tuple(self.shape))
+        return _ops().tensorflow.tile(x, (1,) * (x.ndim - len(reps)) + reps)
+
+    def repeat(self, *repeats: Any, axis: int | None = None) -> Any:
+        """NumPy's ``repeat`` with ``axis`` given: each element ``repeats`` times along it.
+        Without one the libraries differ (PyTorch's ``repeat`` tiles the whole tensor,
+        NumPy's repeats each element of the flattened one), so that is an error naming both."""
+        if axis is None:
+            raise TypeError(
+                "repeat(): PyTorch's repeat tiles the tensor (write x.tile(...)), NumPy's repeats each element "
+                "(write x.repeat(n, axis=k), or braze.repeat(x, n) for the flattened tensor)"
+            )
+        return _ops().tensorflow.repeat(self, *repeats, axis=axis)
+
     def t(self) -> Any:
         """The transpose of a matrix (a tensor of rank 0 or 1 as it is), as PyTorch's ``t``."""
         if self.ndim > 2:

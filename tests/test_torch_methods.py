@@ -287,3 +287,15 @@ def test_random_fills_draw_their_distributions_in_place():
     assert abs(values.std() - 0.02) < 6 * 0.02 / np.sqrt(2 * values.size)
     with pytest.raises(ValueError, match="in-place update must keep"):
         braze.tensor([1, 2]).add_(0.5)  # an int tensor cannot take a float, as PyTorch's
+
+
+@pytest.mark.parametrize("reps", [(2,), (2, 1), (1, 2, 3), (2, 1, 1, 2)], ids=repr)
+def test_tile_repeats_the_tensor_as_numpy_and_pytorch(reps):
+    np.testing.assert_array_equal(_x().tile(*reps).numpy(), np.tile(A, reps))
+    np.testing.assert_array_equal(_x().tile(reps).numpy(), np.tile(A, reps))
+
+
+def test_repeat_needs_an_axis_where_the_libraries_differ():
+    np.testing.assert_array_equal(_x().repeat(2, axis=1).numpy(), A.repeat(2, axis=1))
+    with pytest.raises(TypeError, match="x.tile"):
+        _x().repeat(1, 2, 1)
