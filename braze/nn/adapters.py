@@ -5,7 +5,8 @@ with ``y`` beside it (or a list or dict of targets), an ``(x, y)`` or ``(x, y,
 sample_weight)`` tuple, or anything that yields such batches: a braze ``DataLoader``,
 ``ImageFolder`` or ``Dataset``, a list, a generator. Arrays are cut into ``batch_size``
 batches (32 by default), reshuffled each epoch with braze's default generator (so
-``braze.manual_seed`` makes runs repeatable). A re-iterable source starts over each epoch; a
+``braze.manual_seed`` makes runs repeatable), and a ``keras.utils.PyDataset``'s batches are
+taken in a new order each epoch the same way. A re-iterable source starts over each epoch; a
 one-shot iterator (a generator) continues where the last epoch stopped, as Keras's
 ``fit_generator`` did. A batch is ``(x, y)``, ``(x, y, sample_weight)``, or ``x`` alone
 when there are no targets (a model trained by ``add_loss``); ``class_weight`` turns each
@@ -15,12 +16,14 @@ batch's targets into sample weights.
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
 
 from braze.data import DataLoader
+from braze.data.keras_utils import Sequence
 from braze.nn import tree
 from braze.ops.random import default_generator
 from braze.tensor import Tensor
@@ -88,15 +91,18 @@ def batch_size(batch: Any) -> int:
 
 class Batches:
     """The batches of one epoch at a time from ``source``; for ``predict`` (``inputs_only``)
-    only the inputs of each batch. With a number of steps per epoch, as in Keras 3, an epoch
-    takes up where the last one stopped, and the data starts over (reshuffled) once every
-    batch of it was taken, within an epoch too."""
+    only the inputs of each batch. As Keras 3's epoch iterator: each epoch (and each
+    ``evaluate`` or ``predict``) is a pass of its own, all of it or its first ``steps``
+    batches; under ``fit``'s ``steps_per_epoch`` an epoch takes up the pass where the last
+    one stopped and ends where that pass ends, the next epoch starting a new (reshuffled)
+    one. A generator always goes on where it stopped."""
 
     def __init__(self, source: Iterable, caller: str, inputs_only: bool = False, class_weight: Any = None) -> None:
         self.source, self.caller, self.inputs_only = source, caller, inputs_only
         self.class_weight = class_weight
         self.one_shot = isinstance(source, Iterator)
         self._running: Iterator | None = None  # the pass over the data that steps per epoch continue
+        self._taken = 0  # the batches taken from it
 
     def __len__(self) -> int:
         return len(self.source) if self.sized else 0
@@ -106,19 +112,27 @@ class Batches:
         """Whether the source knows its number of batches (a generator does not)."""
         return hasattr(self.source, "__len__")
 
-    def epoch(self, steps: int | None = None, resume: bool = True) -> Iterator[Any]:
-        """One epoch's batches: all of a pass, or ``steps`` of them, from where the last
-        epoch stopped unless ``resume`` is False (a pass of its own)."""
+    def remaining(self) -> int:
+        """The batches left in the pass that the next resumed epoch takes up (a sized source)."""
+        return len(self) - self._taken if self._running is not None else len(self)
+
+    def epoch(self, steps: int | None = None, resume: bool = False) -> Iterator[Any]:
+        """One epoch's batches: a pass of its own, all of it or its first ``steps``; with
+        ``resume`` (``fit``'s ``steps_per_epoch``), ``steps`` batches from where the last
+        epoch stopped, to the end of that pass at most."""
         if steps is not None and steps < 1:
             raise ValueError(f"{self.caller}: steps must be at least 1 (or None for all batches), got {steps}")
         try:
             if steps is None or self.one_shot or not resume:
                 iterator = self.source if self.one_shot else iter(self.source)
+                taken = 0
                 try:
                     for batch in itertools.islice(iterator, steps):
+                        taken += 1
                         yield self._unpack(batch)
                 finally:
                     _close(iterator, self.one_shot)
+                self._ran_out(steps, taken)
             else:
                 yield from self._continued(steps)
         finally:
@@ -127,22 +141,37 @@ class Batches:
                 end()  # a keras.utils.Sequence reshuffles here
 
     def _continued(self, steps: int) -> Iterator[Any]:
-        """``steps`` batches from the pass in progress, a new pass begun whenever one ends
-        (Keras 3's epoch iterator)."""
+        """``steps`` batches from the pass in progress, ending early where it ends (Keras 3's
+        epoch iterator, which then starts the next epoch on a new pass)."""
+        fresh = self._running is None
+        if fresh:
+            self._running, self._taken = iter(self.source), 0
         taken = 0
-        while taken < steps:
-            fresh = self._running is None
-            if fresh:
-                self._running = iter(self.source)
-            before = taken
-            for batch in itertools.islice(self._running, steps - taken):
-                taken += 1
-                yield self._unpack(batch)
-            if taken < steps:  # this pass is over
-                _close(self._running, False)
-                self._running = None
-                if fresh and taken == before:
-                    return  # the data has no batch at all
+        for batch in itertools.islice(self._running, steps):
+            taken += 1
+            self._taken += 1
+            yield self._unpack(batch)
+            if self._taken == len(self):
+                break  # a sized pass is spent: known without asking for one batch more
+        if taken == steps and self._taken != len(self):
+            return  # the pass goes on in the next epoch
+        _close(self._running, False)
+        self._running = None
+        if taken == 0 and not fresh:
+            # An unsized pass that the last epoch took to its end: this epoch starts a new one.
+            yield from self._continued(steps)
+            return
+        self._ran_out(steps, taken)
+
+    def _ran_out(self, steps: int | None, taken: int) -> None:
+        """Keras's warning for an epoch cut short by the end of the data (none batched at
+        all is the caller's error or warning)."""
+        if steps is not None and 0 < taken < steps:
+            warnings.warn(
+                f"{self.caller}: the data ran out after {taken} of {steps} steps; this pass ends here (give data "
+                "of at least steps batches, or repeat it)",
+                stacklevel=2,
+            )
 
     def _unpack(self, batch: Any) -> Any:
         if self.inputs_only:
@@ -200,6 +229,25 @@ class _ArrayBatches:
         for leaves in self.loader:
             cut = iter(leaves)
             yield tree.unflatten(self.structure, [next(cut) if kept else None for kept in self.present])
+
+
+class _ShuffledSequence:
+    """A ``keras.utils.PyDataset``'s batches in a new order every pass, as Keras's
+    ``fit(shuffle=True)`` takes them (from braze's default generator, as arrays are)."""
+
+    def __init__(self, sequence: Sequence) -> None:
+        self.sequence = sequence
+        self._rng = np.random.default_rng(default_generator.next_key())
+
+    def __len__(self) -> int:
+        return len(self.sequence)
+
+    def __iter__(self) -> Iterator[Any]:
+        for index in self._rng.permutation(len(self.sequence)):
+            yield self.sequence[int(index)]
+
+    def on_epoch_end(self) -> None:
+        self.sequence.on_epoch_end()
 
 
 def _weights_per_output(sample_weight: Any) -> bool:
@@ -317,6 +365,8 @@ def training_batches(
     if found is None:
         if validation_split:
             raise ValueError("fit: validation_split needs arrays; give a loader validation_data instead")
+        if shuffle and isinstance(x, Sequence):
+            x = _ShuffledSequence(x)
         return Batches(x, "fit", class_weight=class_weight), validation
     if validation_split and validation is None:
         found, held_out = _split(found, validation_split)

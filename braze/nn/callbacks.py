@@ -227,14 +227,21 @@ class _Monitor:
         if self.best is None:
             self.best = -math.inf if self.mode == "max" else math.inf
 
-    def value(self, logs: Logs | None) -> float:
+    def value(self, logs: Logs | None, params: dict[str, Any]) -> float | None:
+        """The monitored value; None, with Keras's warning, for a ``val_`` name in an epoch
+        that ``fit`` did not validate (``validation_freq``). A name that ``fit`` does not
+        log is an error (Keras warns at every epoch)."""
         logs = logs or {}
-        if self.monitor not in logs:
-            raise ValueError(
-                f"{self.owner}: monitor={self.monitor!r} is not logged; the logs have {sorted(logs)} "
-                "(val_ names need validation_data or validation_split)"
-            )
-        return float(logs[self.monitor])
+        if self.monitor in logs:
+            return float(logs[self.monitor])
+        unvalidated = params.get("do_validation") and not any(name.startswith("val_") for name in logs)
+        if self.monitor.startswith("val_") and unvalidated:
+            warnings.warn(f"{self.owner}: {self.monitor} is not logged in this epoch (validation_freq)", stacklevel=3)
+            return None
+        raise ValueError(
+            f"{self.owner}: monitor={self.monitor!r} is not logged; the logs have {sorted(logs)} "
+            "(val_ names need validation_data or validation_split)"
+        )
 
     def better(self, current: float, reference: float) -> bool:
         if self.mode == "max":
@@ -277,8 +284,8 @@ class EarlyStopping(Callback):
     def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
         monitor = self._monitor
         monitor.resolve(self.model)
-        current = monitor.value(logs)
-        if epoch < self.start_from_epoch:
+        current = monitor.value(logs, self.params)
+        if current is None or epoch < self.start_from_epoch:
             return
         if self.restore_best_weights and self.best_weights is None:
             self.best_weights, self.best_epoch = self.model.state_dict(), epoch  # the first epoch's, if none is better
@@ -307,7 +314,10 @@ class ModelCheckpoint(Callback):
     ``monitor`` improves, with ``save_best_only``) to ``filepath``, which may name the
     ``epoch``, the ``batch`` and logged values, e.g.
     ``"ckpt-{epoch:02d}-{val_loss:.2f}.npz"``. Each save is atomic: the file is written
-    beside the target and renamed over it, so an interrupted run keeps the last good one."""
+    beside the target and renamed over it, so an interrupted run keeps the last good one.
+    ``best`` is the best value saved; a first save must beat ``initial_value_threshold``.
+    In an epoch that ``fit`` does not validate (``validation_freq``) a ``val_`` monitor is
+    not logged: no save then (Keras saves, unmonitored)."""
 
     def __init__(
         self,
@@ -318,6 +328,7 @@ class ModelCheckpoint(Callback):
         save_weights_only: bool = False,
         mode: str = "auto",
         save_freq: str | int = "epoch",
+        initial_value_threshold: float | None = None,
     ) -> None:
         if save_freq != "epoch" and not (isinstance(save_freq, int) and save_freq > 0):
             raise ValueError(f"ModelCheckpoint: save_freq must be 'epoch' or a number of batches, got {save_freq!r}")
@@ -325,7 +336,13 @@ class ModelCheckpoint(Callback):
         saved_whole(self.filepath)  # a name nothing reads back fails here, not at the first epoch's end
         self.save_weights_only, self.save_freq = save_weights_only, save_freq
         self._monitor = _Monitor("ModelCheckpoint", monitor, mode)
+        self._monitor.best = initial_value_threshold  # Keras's: a first save must beat it
         self._epoch, self._batches = 0, 0
+
+    @property
+    def best(self) -> float | None:
+        """The best monitored value saved so far (with ``save_best_only``)."""
+        return self._monitor.best
 
     def on_epoch_begin(self, epoch: int, logs: Logs | None = None) -> None:
         self._epoch = epoch
@@ -354,8 +371,8 @@ class ModelCheckpoint(Callback):
                 )
                 return
             self._monitor.resolve(self.model)
-            current = self._monitor.value(logs)
-            if not self._monitor.better(current, self._monitor.best):
+            current = self._monitor.value(logs, self.params)
+            if current is None or not self._monitor.better(current, self._monitor.best):
                 return
             self._monitor.best = current
         if self.save_weights_only:
@@ -423,10 +440,12 @@ class ReduceLROnPlateau(Callback):
 
     def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
         self._monitor.resolve(self.model)
-        current = self._monitor.value(logs)
         optimizer = self.model.optimizer
         if logs is not None:
             logs["learning_rate"] = optimizer.learning_rate
+        current = self._monitor.value(logs, self.params)
+        if current is None:
+            return
         if self.cooldown_counter > 0:
             self.cooldown_counter -= 1
             self.wait = 0
@@ -464,11 +483,17 @@ class LearningRateScheduler(Callback):
 
 class TerminateOnNaN(Callback):
     """Stop training when an epoch's loss is NaN or infinite (read at epoch ends: reading
-    it after every batch would cut a compiled step in two)."""
+    it after every batch would cut a compiled step in two); with ``raise_error``, raise a
+    RuntimeError instead, as Keras's does."""
+
+    def __init__(self, raise_error: bool = False) -> None:
+        self.raise_error = raise_error
 
     def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
         loss = (logs or {}).get("loss")
         if loss is not None and not math.isfinite(loss):
+            if self.raise_error:
+                raise RuntimeError(f"NaN or Inf loss encountered in epoch {epoch + 1}: {loss}; training stops")
             print(f"Epoch {epoch + 1}: invalid loss, terminating training")
             self.model.stop_training = True
 
@@ -476,10 +501,11 @@ class TerminateOnNaN(Callback):
 class LambdaCallback(Callback):
     """A callback made of functions: ``LambdaCallback(on_epoch_end=lambda epoch, logs: ...)``."""
 
-    _HOOKS = ("on_epoch_begin", "on_epoch_end", "on_train_begin", "on_train_end", "on_batch_begin", "on_batch_end")
+    # Every hook of Callback, as Keras's takes any of them (``on_test_end=``...) by keyword.
+    _HOOKS = tuple(name for name in vars(Callback) if name.startswith("on_"))
 
     def __init__(self, **hooks: Any) -> None:
-        unknown = set(hooks) - {*self._HOOKS, "on_train_batch_begin", "on_train_batch_end"}
+        unknown = set(hooks) - set(self._HOOKS)
         if unknown:
             raise TypeError(f"LambdaCallback: unknown hooks {sorted(unknown)}; expected some of {list(self._HOOKS)}")
         for name, fn in hooks.items():

@@ -2,10 +2,12 @@
 
 A model with several outputs (a list or dict of them, named by their layers) takes a loss
 (and loss weight) per output as a list in output order or a dict by output name, or one
-loss for every output; targets come the same ways. Metrics are a list for every output, a
-list of lists or a dict per output; with several outputs each metric's name is prefixed by
+loss for every output; targets come the same ways. Metrics are a dict by output name or,
+as in Keras 3, a list of one entry per output (a metric, a list of them or None); another
+list goes to every output. With several outputs each metric's name is prefixed by
 its output's (``out_a_accuracy``), and each output's loss is logged too (``out_a_loss``).
-``metrics`` ignore sample weights and ``weighted_metrics`` apply them, as in Keras.
+``metrics`` ignore sample weights and ``weighted_metrics`` apply them, as in Keras; a name
+logged twice is made unique as Keras makes it (``accuracy_1``, ``weighted_accuracy``).
 """
 
 from __future__ import annotations
@@ -167,6 +169,8 @@ class CompileMetrics(Metric):
         self.metrics: list[Metric] = []
         self.by_output: list[tuple[list[Metric], list[Metric]]] | None = None
         self.names: list[str] = []
+        self.base_names: list[str] = []
+        self.log_names: list[str] = []
         if output_names:
             self.resolve(output_names)
 
@@ -179,15 +183,29 @@ class CompileMetrics(Metric):
         self.names = names
         plain, weighted = (self._per_output(spec, names) for spec in self._specs)
         self.by_output = list(zip(plain, weighted, strict=True))
-        self.metrics = [m for group in self.by_output for kind in group for m in kind]
+        # Keras's order: every output's unweighted metrics, then every output's weighted ones.
+        prefixes = [f"{name}_" if len(names) > 1 else "" for name in names]
+        kinds = [
+            [(prefix, m) for prefix, metrics in zip(prefixes, by_kind, strict=True) for m in metrics]
+            for by_kind in (plain, weighted)
+        ]
+        self.metrics = [m for kind in kinds for _, m in kind]
+        # Each metric's name without its output's (Keras's ``metric.name``, which orders
+        # ``evaluate``'s list), and its key in the logs.
+        self.base_names = [m.name.removeprefix(prefix) for kind in kinds for prefix, m in kind]
+        self.log_names = _log_names(
+            [m.name for _, m in kinds[0]], [(prefix, m.name.removeprefix(prefix)) for prefix, m in kinds[1]]
+        )
 
     def _per_output(self, spec: Any, names: list[str]) -> list[list[Metric]]:
         if spec is None:
             return [[] for _ in names]
         if isinstance(spec, str) or not isinstance(spec, (list, tuple, dict)):
             spec = [spec]
-        nested = isinstance(spec, (list, tuple)) and len(names) > 1 and all(isinstance(s, (list, tuple)) for s in spec)
-        groups = _per_output(spec, names, "metrics") if isinstance(spec, dict) or nested else [spec] * len(names)
+        # Keras 3: with several outputs, a dict by output name or a list of one entry per
+        # output (a metric, a list of them, or None); any other list is every output's.
+        by_output = isinstance(spec, dict) or (len(names) > 1 and len(spec) == len(names))
+        groups = _per_output(spec, names, "metrics") if by_output else [spec] * len(names)
         found = []
         for name, group in zip(names, groups, strict=True):
             items = [] if group is None else ([group] if not isinstance(group, (list, tuple)) else list(group))
@@ -215,7 +233,7 @@ class CompileMetrics(Metric):
                 metric.update_state(target, pred, sample_weight=weight)
 
     def result(self) -> dict[str, Tensor]:
-        return {m.name: m.result() for m in self.metrics}
+        return {name: m.result() for name, m in zip(self.log_names, self.metrics, strict=True)}
 
     def reset_state(self) -> None:
         for metric in self.metrics:
@@ -224,6 +242,29 @@ class CompileMetrics(Metric):
     @property
     def state(self) -> list[Tensor]:
         return [v for m in self.metrics for v in m.variables]
+
+
+def _log_names(plain: list[str], weighted: list[tuple[str, str]]) -> list[str]:
+    """The logs' keys of the compiled metrics, the unweighted ones' then the weighted ones',
+    made unique as Keras's ``CompileMetrics.result`` makes them: a name taken again gets
+    ``_1``, ``_2``...; a weighted metric whose name is taken is ``weighted_<name>`` (after
+    its output's name), then numbered. ``plain`` holds full names; ``weighted`` each
+    metric's output prefix and own name."""
+    counts: dict[str, int] = {}
+
+    def numbered(name: str) -> str:
+        if name not in counts:
+            counts[name] = 1
+            return name
+        index = counts[name]
+        counts[name] += 1
+        return f"{name}_{index}"
+
+    found = [numbered(name) for name in plain]
+    for prefix, name in weighted:
+        full = f"{prefix}{name}"
+        found.append(numbered(full if full not in counts else f"{prefix}weighted_{name}"))
+    return found
 
 
 def _fresh(metric: Metric) -> Metric:

@@ -29,6 +29,11 @@ def _log_line(logs: dict[str, Any]) -> str:
     return " - ".join(f"{name}: {fmt(value)}" for name, value in logs.items())
 
 
+class NotCompiledError(RuntimeError, ValueError):
+    """``fit``, ``evaluate`` or a ``*_on_batch`` method before ``compile``: a ValueError, as
+    Keras raises, and a RuntimeError, as braze raised first."""
+
+
 class KerasMethods(KerasSteps):
     """Mixed into ``Module``: the Keras training API over the module's weights."""
 
@@ -76,7 +81,7 @@ class KerasMethods(KerasSteps):
     def _compiled(self) -> Trainer:
         trainer = getattr(self, "_trainer", None)
         if trainer is None:
-            raise RuntimeError(f"{type(self).__name__}: call compile(optimizer=..., loss=...) before fit/evaluate")
+            raise NotCompiledError(f"{type(self).__name__}: call compile(optimizer=..., loss=...) before fit/evaluate")
         return trainer
 
     def _predictor(self) -> Trainer:
@@ -126,8 +131,10 @@ class KerasMethods(KerasSteps):
             needs_targets,
         )
         history = History()
-        steps = steps_per_epoch or len(train)
-        hooks = CallbackList([*(callbacks or []), history], self, {"epochs": epochs, "steps": steps})
+        steps = steps_per_epoch or len(train) or None  # None: a generator's (Keras's)
+        # Keras 3's params, and tf.keras's do_validation (monitors of val_ names read it).
+        params = {"verbose": verbose, "epochs": epochs, "steps": steps, "do_validation": validation is not None}
+        hooks = CallbackList([*(callbacks or []), history], self, params)
         self.history = history
         self.stop_training = False
         was_training = self.training
@@ -184,13 +191,11 @@ class KerasMethods(KerasSteps):
         """The loss, or ``[loss, metric, ...]`` with metrics (a dict with ``return_dict``)."""
         _loading_options("evaluate", loading)
         data = adapters.batches(x, y, batch_size, "evaluate", sample_weight)
-        hooks = CallbackList(callbacks or [], self, {"steps": steps})
+        hooks = CallbackList(callbacks or [], self, _params(verbose, steps, data))
         logs = self._compiled().evaluate(data, steps, hooks)
         if verbose:
             print(_log_line(logs), flush=True)
-        if return_dict:
-            return logs
-        return logs["loss"] if len(logs) == 1 and "loss" in logs else list(logs.values())
+        return logs if return_dict else self._in_order(logs)
 
     evaluate_generator = evaluate
 
@@ -206,8 +211,9 @@ class KerasMethods(KerasSteps):
         """The outputs for every input, as NumPy (a list or dict of arrays for a model with
         several outputs); no ``compile`` needed."""
         _loading_options("predict", loading)
-        hooks = CallbackList(callbacks or [], self, {"steps": steps})
-        return self._predictor().predict(adapters.prediction_batches(x, batch_size), steps, hooks)
+        data = adapters.prediction_batches(x, batch_size)
+        hooks = CallbackList(callbacks or [], self, _params(verbose, steps, data))
+        return self._predictor().predict(data, steps, hooks)
 
     predict_generator = predict
 
@@ -218,16 +224,30 @@ class KerasMethods(KerasSteps):
         trainer = self._compiled()
         batch = adapters.pack(x, y, sample_weight)
         if class_weight is not None:
+            if sample_weight is not None:
+                raise ValueError("train_on_batch: give class_weight or sample_weight, not both")
             batch = (x, y, adapters.class_weights(class_weight, y))
         self.reset_metrics()
         logs = pythonify(trainer._step(trainer.train_function, batch))
-        return logs if return_dict else _flat(logs)
+        return logs if return_dict else self._in_order(logs)
 
     def test_on_batch(self, x: Any, y: Any = None, sample_weight: Any = None, return_dict: bool = False) -> Any:
         trainer = self._compiled()
         self.reset_metrics()
         logs = pythonify(trainer._step(trainer.test_function, adapters.pack(x, y, sample_weight)))
-        return logs if return_dict else _flat(logs)
+        return logs if return_dict else self._in_order(logs)
+
+    def _in_order(self, logs: dict[str, Any]) -> Any:
+        """The logs as Keras 3 lists them (its ``_flatten_metrics_in_order``): in the order
+        of the model's metrics' names (a compiled metric's without its output's name, so a
+        model of several outputs lists its metrics after the losses), the rest by sorted
+        name; one value alone."""
+        names: list[str] = []
+        for metric in self.metrics:
+            names += metric.base_names if isinstance(metric, CompileMetrics) else [metric.name]
+        values = [logs[name] for name in names if name in logs]
+        values += [logs[name] for name in sorted(logs) if name not in names]
+        return values[0] if len(values) == 1 else values
 
     def predict_on_batch(self, x: Any) -> Any:
         return self.predict(x, batch_size=len(tree.leaves(x)[0]), verbose=0)
@@ -245,9 +265,10 @@ class KerasMethods(KerasSteps):
         summary(self, print_fn or print)
 
 
-def _flat(logs: dict[str, Any]) -> Any:
-    values = list(logs.values())
-    return values[0] if len(values) == 1 else values
+def _params(verbose: int | str, steps: int | None, data: adapters.Batches) -> dict[str, Any]:
+    """Keras 3's callback params of ``evaluate`` and ``predict``: one epoch of ``steps``
+    batches, or of the data's (None for a generator)."""
+    return {"verbose": verbose, "epochs": 1, "steps": steps or len(data) or None}
 
 
 def _validates(epoch: int, frequency: int | list[int]) -> bool:

@@ -156,8 +156,8 @@ class Trainer:
                     f"{train.caller}: data-parallel training on data without a length (a generator) needs "
                     "steps_per_epoch, so that every rank takes as many steps"
                 )
-            if train.sized:
-                steps = len(train) if steps is None else min(steps, len(train))
+            if train.sized:  # an epoch ends with the pass it takes up (Keras 3's)
+                steps = len(train) if steps is None else min(steps, train.remaining())
             steps = agree(steps)
             if steps == 0:  # some rank has no batch this epoch: none steps
                 return None
@@ -171,6 +171,10 @@ class Trainer:
             batches += 1
             hooks.call("on_train_batch_end", batch_number, pythonify(logs) if read else {})
             bar.update()
+            if getattr(self.model, "stop_training", False) and agree is None:
+                # A batch hook stopped training: Keras ends the epoch here (its validation still
+                # runs). Data-parallel ranks stop together at the epoch's end instead.
+                break
         bar.close()
         if not batches and agree is None:
             return None
