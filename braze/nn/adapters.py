@@ -91,18 +91,18 @@ def batch_size(batch: Any) -> int:
 
 class Batches:
     """The batches of one epoch at a time from ``source``; for ``predict`` (``inputs_only``)
-    only the inputs of each batch. As Keras 3's epoch iterator: each epoch (and each
-    ``evaluate`` or ``predict``) is a pass of its own, all of it or its first ``steps``
+    only the inputs of each batch. As Keras 3's epoch iterator, each ``evaluate``,
+    ``predict`` and validation is a pass of its own, all of it or its first ``steps``
     batches; under ``fit``'s ``steps_per_epoch`` an epoch takes up the pass where the last
-    one stopped and ends where that pass ends, the next epoch starting a new (reshuffled)
-    one. A generator always goes on where it stopped."""
+    one stopped and the data starts over (reshuffled) once spent, within an epoch too, so
+    that every epoch takes its steps (see ``_continued``). A generator always goes on where
+    it stopped."""
 
     def __init__(self, source: Iterable, caller: str, inputs_only: bool = False, class_weight: Any = None) -> None:
         self.source, self.caller, self.inputs_only = source, caller, inputs_only
         self.class_weight = class_weight
         self.one_shot = isinstance(source, Iterator)
         self._running: Iterator | None = None  # the pass over the data that steps per epoch continue
-        self._taken = 0  # the batches taken from it
 
     def __len__(self) -> int:
         return len(self.source) if self.sized else 0
@@ -112,14 +112,10 @@ class Batches:
         """Whether the source knows its number of batches (a generator does not)."""
         return hasattr(self.source, "__len__")
 
-    def remaining(self) -> int:
-        """The batches left in the pass that the next resumed epoch takes up (a sized source)."""
-        return len(self) - self._taken if self._running is not None else len(self)
-
     def epoch(self, steps: int | None = None, resume: bool = False) -> Iterator[Any]:
         """One epoch's batches: a pass of its own, all of it or its first ``steps``; with
         ``resume`` (``fit``'s ``steps_per_epoch``), ``steps`` batches from where the last
-        epoch stopped, to the end of that pass at most."""
+        epoch stopped, the data starting over once spent."""
         if steps is not None and steps < 1:
             raise ValueError(f"{self.caller}: steps must be at least 1 (or None for all batches), got {steps}")
         try:
@@ -141,27 +137,25 @@ class Batches:
                 end()  # a keras.utils.Sequence reshuffles here
 
     def _continued(self, steps: int) -> Iterator[Any]:
-        """``steps`` batches from the pass in progress, ending early where it ends (Keras 3's
-        epoch iterator, which then starts the next epoch on a new pass)."""
-        fresh = self._running is None
-        if fresh:
-            self._running, self._taken = iter(self.source), 0
+        """``steps`` batches from the pass in progress, a new (reshuffled) pass begun
+        whenever one ends, so that every epoch takes ``steps`` batches, as the XLA article's
+        ``fit_generator(train_set, steps_per_epoch=840 // 64)`` expects (tf.keras 2 took them
+        so; Keras 3 ends such an epoch early where a pass ends, warning that the data ran
+        out)."""
         taken = 0
-        for batch in itertools.islice(self._running, steps):
-            taken += 1
-            self._taken += 1
-            yield self._unpack(batch)
-            if self._taken == len(self):
-                break  # a sized pass is spent: known without asking for one batch more
-        if taken == steps and self._taken != len(self):
-            return  # the pass goes on in the next epoch
-        _close(self._running, False)
-        self._running = None
-        if taken == 0 and not fresh:
-            # An unsized pass that the last epoch took to its end: this epoch starts a new one.
-            yield from self._continued(steps)
-            return
-        self._ran_out(steps, taken)
+        while taken < steps:
+            fresh = self._running is None
+            if fresh:
+                self._running = iter(self.source)
+            before = taken
+            for batch in itertools.islice(self._running, steps - taken):
+                taken += 1
+                yield self._unpack(batch)
+            if taken < steps:  # this pass is over
+                _close(self._running, False)
+                self._running = None
+                if fresh and taken == before:
+                    return  # the data has no batch at all
 
     def _ran_out(self, steps: int | None, taken: int) -> None:
         """Keras's warning for an epoch cut short by the end of the data (none batched at

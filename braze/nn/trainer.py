@@ -156,8 +156,8 @@ class Trainer:
                     f"{train.caller}: data-parallel training on data without a length (a generator) needs "
                     "steps_per_epoch, so that every rank takes as many steps"
                 )
-            if train.sized:  # an epoch ends with the pass it takes up (Keras 3's)
-                steps = len(train) if steps is None else min(steps, train.remaining())
+            if train.sized:
+                steps = len(train) if steps is None else min(steps, len(train))
             steps = agree(steps)
             if steps == 0:  # some rank has no batch this epoch: none steps
                 return None

@@ -144,9 +144,10 @@ class BatchCounter(Callback):
 def test_fit_generator_takes_steps_per_epoch_as_keras_does():
     x, y = data()
     counter = BatchCounter()
-    # A loader's pass goes on from epoch to epoch, 2 of its 5 batches each, and an epoch
-    # ends where the pass ends (Keras 3's rule: 2, 2, then 1); validation takes its first
-    # batch every epoch.
+    # A loader's pass goes on from epoch to epoch, 2 of its 5 batches each, and starts over
+    # once it is spent, so that every epoch takes its steps (tf.keras 2's count; Keras 3
+    # ends the third epoch after 1, warning that the data ran out); validation takes its
+    # first batch every epoch.
     net = compiled()
     history = net.fit_generator(
         DataLoader((x, y), 16),
@@ -157,7 +158,7 @@ def test_fit_generator_takes_steps_per_epoch_as_keras_does():
         callbacks=[counter],
         verbose=0,
     ).history
-    assert counter.per_epoch == [2, 2, 1] and len(history["val_loss"]) == 3
+    assert counter.per_epoch == [2, 2, 2] and len(history["val_loss"]) == 3
     # A generator continues where the last epoch stopped; when it runs out, training stops.
     batches = ((x[i : i + 16], y[i : i + 16]) for i in range(0, N, 16))
     with pytest.warns(UserWarning, match="the training data ran out at epoch 4; training stops"):
@@ -180,12 +181,11 @@ class Passes:
             yield batch
 
 
-def test_steps_per_epoch_go_on_with_the_pass_and_end_an_epoch_where_it_ends():
+def test_steps_per_epoch_go_on_with_the_pass_and_start_it_over_once_spent():
     x, y = data()
     batches = Passes([(x[i : i + 16], y[i : i + 16]) for i in range(0, 80, 16)])
-    with pytest.warns(UserWarning):
-        compiled().fit(batches, steps_per_epoch=2, epochs=4, verbose=0)
-    assert batches.taken == [0, 1, 2, 3, 4, 0, 1]  # epochs of 2, 2, 1 (the pass ends), 2
+    compiled().fit(batches, steps_per_epoch=2, epochs=4, verbose=0)
+    assert batches.taken == [0, 1, 2, 3, 4, 0, 1, 2]
     whole = Passes(batches.batches)
     compiled().fit(whole, epochs=2, verbose=0)  # without steps, a pass an epoch
     assert whole.taken == [0, 1, 2, 3, 4] * 2
