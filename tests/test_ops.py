@@ -53,6 +53,7 @@ def test_op_table_covers_the_public_ops():
         "ones",
         "full",
         "zeros_like",
+        "empty",
         "ones_like",
         "full_like",
         "arange",  # test_creation

@@ -299,3 +299,9 @@ def test_repeat_needs_an_axis_where_the_libraries_differ():
     np.testing.assert_array_equal(_x().repeat(2, axis=1).numpy(), A.repeat(2, axis=1))
     with pytest.raises(TypeError, match="x.tile"):
         _x().repeat(1, 2, 1)
+
+
+def test_empty_is_a_tensor_of_zeros_to_fill():
+    w = braze.empty((2, 3), "float64", braze.LAZY_CPU)
+    assert w.shape == (2, 3) and w.dtype == braze.float64 and w.device == braze.LAZY_CPU
+    np.testing.assert_array_equal(w.numpy(), np.zeros((2, 3)))

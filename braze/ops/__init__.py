@@ -10,7 +10,18 @@ from braze.ops.bitwise import (
     bitwise_xor,
 )
 from braze.ops.core import as_tensor, astype, broadcast_to
-from braze.ops.creation import arange, full, full_like, one_hot, ones, ones_like, tensor, zeros, zeros_like
+from braze.ops.creation import (
+    arange,
+    empty,
+    full,
+    full_like,
+    one_hot,
+    ones,
+    ones_like,
+    tensor,
+    zeros,
+    zeros_like,
+)
 from braze.ops.einsum import einsum
 from braze.ops.indexing import take, take_along_axis
 from braze.ops.linalg import matmul
@@ -156,6 +167,7 @@ __all__ = [
     "cumprod",
     "cumsum",
     "divide",
+    "empty",
     "equal",
     "erf",
     "exp",

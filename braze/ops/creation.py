@@ -44,6 +44,12 @@ def ones(shape: Sequence[int] | int, dtype: Any = DEFAULT_FLOAT, device: Any = N
     return full(shape, 1, as_dtype(dtype, "ones"), device)
 
 
+def empty(shape: Sequence[int] | int, dtype: Any = DEFAULT_FLOAT, device: Any = None) -> Tensor:
+    """PyTorch's ``empty``: a tensor to be filled (by ``nn.init`` or in place); braze's are
+    zeros, never whatever memory held before, so a run is reproducible."""
+    return full(shape, 0, as_dtype(dtype, "empty"), device)
+
+
 def zeros_like(x: Tensor, dtype: Any = None) -> Tensor:
     """Zeros of ``x``'s shape, dtype (unless given) and device."""
     return full(x.shape, 0, dtype or x.dtype, x.device)
