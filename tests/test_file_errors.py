@@ -166,10 +166,13 @@ WRONG_DTYPE = [
     ),
     (
         "checkpoint of integers",
-        lambda t: (t / "ints.npz", _npz(kernel=np.zeros((3, 2), np.int64))),
+        lambda t: (
+            t / "ints.npz",
+            _npz(**{"layers.0.kernel": np.zeros((3, 2), np.int64), "layers.0.bias": np.ones(2)}),
+        ),
         lambda p: Sequential(Dense(2, input_dim=3)).load(p),
         CheckpointError,
-        "wrong dtype: kernel is int64, a checkpoint holds floating-point parameters",
+        "layers.0.kernel is int64 in the checkpoint but float32 in the model",
     ),
     (
         "checkpoint of strings",

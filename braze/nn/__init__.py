@@ -3,7 +3,7 @@ initializers, regularizers, callbacks and the Module base (with Keras's
 compile/fit/evaluate/predict/summary); also ``tf.nn``'s functions, as ``import braze as tf``
 reads ``tf.nn.relu``."""
 
-from braze.nn import activations, functional, initializers, keras_losses, metrics, regularizers, utils
+from braze.nn import activations, functional, init, initializers, keras_losses, metrics, regularizers, utils
 from braze.nn.attention import MultiHeadAttention
 from braze.nn.callbacks import (
     Callback,
@@ -16,6 +16,7 @@ from braze.nn.callbacks import (
     ReduceLROnPlateau,
     TerminateOnNaN,
 )
+from braze.nn.containers import ModuleDict, ModuleList, Parameter, ParameterDict, ParameterList
 from braze.nn.conv import (
     AveragePooling1D,
     AveragePooling2D,
@@ -105,7 +106,28 @@ from braze.nn.tf_nn import (
     sparse_softmax_cross_entropy_with_logits,
     tanh,
 )
-from braze.nn.torch_losses import CrossEntropyLoss
+from braze.nn.torch_elementwise_losses import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MSELoss,
+    SmoothL1Loss,
+)
+from braze.nn.torch_layers import (
+    AdaptiveAvgPool2d,
+    AvgPool2d,
+    BatchNorm1d,
+    BatchNorm2d,
+    Conv2d,
+    Identity,
+    LogSoftmax,
+    MaxPool2d,
+    SiLU,
+    Softplus,
+)
+from braze.nn.torch_losses import CrossEntropyLoss, NLLLoss
 from braze.nn.training import Statistics, count_correct
 from braze.nn.transformer import GELU, Embedding, LayerNorm
 
@@ -222,4 +244,28 @@ __all__ = [
     "MultiHeadAttention",
     "functional",
     "utils",
+    "BCELoss",
+    "BCEWithLogitsLoss",
+    "HuberLoss",
+    "KLDivLoss",
+    "L1Loss",
+    "MSELoss",
+    "NLLLoss",
+    "SmoothL1Loss",
+    "ModuleDict",
+    "ModuleList",
+    "Parameter",
+    "ParameterDict",
+    "ParameterList",
+    "init",
+    "AdaptiveAvgPool2d",
+    "AvgPool2d",
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "Conv2d",
+    "Identity",
+    "LogSoftmax",
+    "MaxPool2d",
+    "SiLU",
+    "Softplus",
 ]

@@ -39,6 +39,11 @@ HDF5_SUFFIXES = (".h5", ".hdf5")
 _WEIGHTS = (".npz", ".safetensors")
 
 
+# What a checkpoint holds: floating-point parameters and integer buffers.
+_KINDS = "fi"
+_HOLDS = "a checkpoint holds floating-point parameters and integer buffers"
+
+
 def saved_whole(path: str | os.PathLike) -> bool:
     """Whether ``save`` writes the whole model to ``path`` (``.keras``, or Keras's ``.h5``)
     rather than the weights (``.npz``, ``.safetensors``, ``.weights.h5``); ValueError for
@@ -57,11 +62,11 @@ def write_checkpoint(path: str | os.PathLike, state: dict[str, np.ndarray]) -> N
     """Write ``state`` atomically: safetensors when ``path`` ends with .safetensors, else .npz.
 
     Raises :class:`CheckpointError`, writing nothing, for what :func:`read_checkpoint` would
-    refuse to read back: anything but floating-point arrays."""
+    refuse to read back: anything but floating-point and integer arrays."""
     arrays = {name: np.asarray(value) for name, value in state.items()}
     for name, array in arrays.items():
-        if array.dtype.kind != "f":
-            raise CheckpointError(f"{name}: cannot save {array.dtype}, a checkpoint holds floating-point parameters")
+        if array.dtype.kind not in _KINDS:
+            raise CheckpointError(f"{name}: cannot save {array.dtype}, {_HOLDS}")
     target = Path(path)
     if target.suffix == SAFETENSORS_SUFFIX:
         write_atomically(target, lambda handle: write_safetensors(handle, arrays))
@@ -131,11 +136,12 @@ def _sync_folder(folder: Path) -> None:
 
 
 def read_checkpoint(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """The floating-point arrays of the ``.npz`` or ``.safetensors`` checkpoint ``path``, by
+    """The arrays of the ``.npz`` or ``.safetensors`` checkpoint ``path``, by
     parameter name.
 
     Raises :class:`CheckpointError` naming the file when it is missing, empty, of neither
-    format (wrong magic bytes), truncated or corrupt, or holds anything but float arrays.
+    format (wrong magic bytes), truncated or corrupt, or holds anything but float and integer
+    arrays.
     """
     magic = read_start(path, 9)
     if not magic:
@@ -151,7 +157,7 @@ def read_checkpoint(path: str | os.PathLike) -> dict[str, np.ndarray]:
             f"{path}: not a checkpoint: wrong magic bytes {magic[:4]!r} (an .npz archive starts with "
             f"{_ZIP_MAGICS[0]!r}, a .safetensors file with its header size and '{{')"
         )
-    require_floats(path, state)
+    require_numbers(path, state)
     return state
 
 
@@ -168,12 +174,12 @@ def read_start(path: str | os.PathLike, size: int) -> bytes:
         raise CheckpointError(f"{path}: cannot read checkpoint ({error.strerror or error})") from None
 
 
-def require_floats(path: str | os.PathLike, state: dict[str, object]) -> None:
-    """A CheckpointError unless every array of ``state`` is a floating-point NumPy array."""
+def require_numbers(path: str | os.PathLike, state: dict[str, object]) -> None:
+    """A CheckpointError unless every array of ``state`` is a NumPy array of floats (a
+    parameter) or integers (a buffer: a batch norm's count of batches, as PyTorch's); a
+    model's load then matches each one's kind to its tensor's."""
     for name, value in state.items():
         if not isinstance(value, np.ndarray):
             raise CheckpointError(f"{path}: not a checkpoint: member {name!r} is not a NumPy array")
-        if value.dtype.kind != "f":
-            raise CheckpointError(
-                f"{path}: wrong dtype: {name} is {value.dtype}, a checkpoint holds floating-point parameters"
-            )
+        if value.dtype.kind not in _KINDS:
+            raise CheckpointError(f"{path}: wrong dtype: {name} is {value.dtype}, {_HOLDS}")

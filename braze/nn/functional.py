@@ -1,8 +1,10 @@
-"""PyTorch's ``torch.nn.functional`` names for the transformer's pieces: ``gelu``,
-``layer_norm``, ``embedding``, ``scaled_dot_product_attention`` and ``cross_entropy``
-(``torch_losses.py``). The layers of
-``braze.nn`` (``GELU``, ``LayerNorm``, ``Embedding``, ``MultiHeadAttention``) call these,
-so each computation is written once."""
+"""PyTorch's ``torch.nn.functional``: the transformer's pieces here (``gelu``,
+``layer_norm``, ``embedding``, ``scaled_dot_product_attention``), the losses
+(``torch_losses.py``, ``torch_elementwise_losses.py``), and the activations, convolution, pooling, batch norm, dropout,
+``pad``, ``one_hot``, ``normalize`` and ``cosine_similarity`` (``torch_functional.py``).
+The layers of ``braze.nn`` (``GELU``, ``LayerNorm``, ``Embedding``, ``MultiHeadAttention``,
+``torch_layers.py``'s) call these, so each computation is written once. ``standardize`` is
+braze's: the normalization over given axes that layer and group norms share."""
 
 from __future__ import annotations
 
@@ -14,7 +16,39 @@ import numpy as np
 
 from braze import ops
 from braze.ir.errors import DTypeError, ShapeError
-from braze.nn.torch_losses import cross_entropy
+from braze.nn.torch_elementwise_losses import (
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    huber_loss,
+    kl_div,
+    l1_loss,
+    mse_loss,
+    smooth_l1_loss,
+)
+from braze.nn.torch_functional import (
+    adaptive_avg_pool2d,
+    avg_pool2d,
+    batch_norm,
+    conv2d,
+    cosine_similarity,
+    dropout,
+    elu,
+    hardtanh,
+    leaky_relu,
+    linear,
+    log_softmax,
+    max_pool2d,
+    normalize,
+    one_hot,
+    pad,
+    relu,
+    sigmoid,
+    silu,
+    softmax,
+    softplus,
+    tanh,
+)
+from braze.nn.torch_losses import cross_entropy, nll_loss
 from braze.ops.core import rounded_once
 from braze.ops.indexing import rows
 from braze.ops.linalg import matmul_transposed
@@ -23,13 +57,42 @@ from braze.replay import replaying
 from braze.tensor import Tensor, user_error
 
 __all__ = [
+    "adaptive_avg_pool2d",
+    "avg_pool2d",
+    "batch_norm",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
     "causal_mask",
+    "conv2d",
+    "cosine_similarity",
     "cross_entropy",
+    "dropout",
+    "elu",
     "embedding",
     "gelu",
+    "hardtanh",
+    "huber_loss",
+    "kl_div",
+    "l1_loss",
     "layer_norm",
+    "leaky_relu",
+    "linear",
+    "log_softmax",
+    "max_pool2d",
+    "mse_loss",
+    "nll_loss",
     "normalize",
+    "one_hot",
+    "pad",
+    "relu",
     "scaled_dot_product_attention",
+    "sigmoid",
+    "silu",
+    "smooth_l1_loss",
+    "softmax",
+    "softplus",
+    "standardize",
+    "tanh",
 ]
 
 _SQRT_HALF = math.sqrt(0.5)
@@ -67,16 +130,25 @@ def layer_norm(
         raise user_error(
             ShapeError, f"layer_norm: input of shape {tuple(x.shape)} does not end in the normalized shape {shape}"
         )
-    return normalize(x, tuple(range(x.ndim - len(shape), x.ndim)), weight, bias, eps)
+    return standardize(x, tuple(range(x.ndim - len(shape), x.ndim)), weight, bias, eps)
+
+
+def centered_moments(x: Tensor, axes: tuple[int, ...]) -> tuple[Tensor, Tensor, Tensor]:
+    """``x``'s mean over ``axes``, ``x`` minus it, and the biased variance (divided by the
+    count), the reduced axes kept: what layer, group and batch norms normalize by (batch
+    norm's running statistics too, so the step computes them once)."""
+    mean = ops.mean(x, axis=axes, keepdims=True)
+    centered = x - mean
+    return mean, centered, ops.mean(centered * centered, axis=axes, keepdims=True)
 
 
 @rounded_once
 @replaying
-def normalize(x: Tensor, axes: tuple[int, ...], weight: Tensor | None, bias: Tensor | None, eps: float) -> Tensor:
-    """``x`` normalized over ``axes`` (increasing), then scaled by ``weight`` and shifted by
-    ``bias``, each of the shape of those axes."""
-    centered = x - ops.mean(x, axis=axes, keepdims=True)
-    variance = ops.mean(centered * centered, axis=axes, keepdims=True)
+def standardize(x: Tensor, axes: tuple[int, ...], weight: Tensor | None, bias: Tensor | None, eps: float) -> Tensor:
+    """``x`` normalized over ``axes`` (increasing) to mean 0 and variance 1 (biased, divided
+    by the count), then scaled by ``weight`` and shifted by ``bias``, each of the shape of
+    those axes. (PyTorch's ``normalize`` is another function: x over its p-norm.)"""
+    _, centered, variance = centered_moments(x, axes)
     y = centered * ops.rsqrt(variance + eps)
     spread = tuple(x.shape[d] if d in axes else 1 for d in range(x.ndim))
     if weight is not None:

@@ -124,7 +124,7 @@ class GroupNormalization(Layer):
     def call(self, x: Tensor) -> Tensor:
         grouped = x.reshape(*x.shape[:-1], self.groups, x.shape[-1] // self.groups)
         axes = (*range(1, x.ndim - 1), x.ndim)  # every axis but the batch and the group
-        y = functional.normalize(grouped, axes, None, None, self.epsilon).reshape(x.shape)
+        y = functional.standardize(grouped, axes, None, None, self.epsilon).reshape(x.shape)
         if self.scale:
             y = y * self.gamma
         return y + self.beta if self.center else y

@@ -107,7 +107,7 @@ class LayerNormalization(Layer):
     def forward(self, x: Tensor) -> Tensor:
         axes = self._axes(x.ndim)
         weight, bias = getattr(self, "gamma", None), getattr(self, "beta", None)
-        return functional.normalize(x, axes, weight, bias, self.epsilon)
+        return functional.standardize(x, axes, weight, bias, self.epsilon)
 
 
 class LeakyReLU(layers.LeakyReLU):

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from braze import ops
 from braze.ir.errors import ShapeError
 from braze.nn import activations, keras_random, masks, regularizers
@@ -138,15 +140,23 @@ class Linear(Dense):
 
 
 class Flatten(Layer):
-    """Flatten everything but the batch dimension."""
+    """Flatten everything but the batch dimension (Keras's ``Flatten``), or the axes
+    ``start_dim`` to ``end_dim`` (PyTorch's ``nn.Flatten(start_dim=1, end_dim=-1)``; an int
+    first argument is PyTorch's). Elements keep their row-major order, so after an NCHW
+    convolution each example's C, H and W come in that order, as PyTorch flattens them."""
 
-    def __init__(self, data_format: str | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, start_dim: int | str | None = 1, end_dim: int = -1, data_format: str | None = None, **kwargs: Any
+    ) -> None:
+        if not isinstance(start_dim, (int, np.integer)):  # Keras's first argument, data_format
+            start_dim, data_format = 1, start_dim
         if data_format not in (None, "channels_last"):
             raise NotImplementedError(f"Flatten: data_format={data_format!r}: braze is channels_last (NHWC)")
         super().__init__(**kwargs)
+        self.start_dim, self.end_dim = int(start_dim), int(end_dim)
 
     def call(self, x: Tensor) -> Tensor:
-        return ops.flatten(x, 1)
+        return ops.flatten(x, self.start_dim, self.end_dim)
 
 
 class Reshape(Layer):
@@ -161,30 +171,45 @@ class Reshape(Layer):
 
 
 class Dropout(Layer):
-    """Zero a fraction ``rate`` of the inputs while training, scaling the rest by 1/(1-rate)."""
+    """Zero a fraction ``rate`` of the inputs while training, scaling the rest by 1/(1-rate)
+    (Keras's ``Dropout(rate)``; PyTorch's ``nn.Dropout(p=0.5, inplace=False)``: ``p``, and
+    0.5 when neither is given, a rate of 1 zeroing every element)."""
 
     supports_masking = True
 
     def __init__(
         self,
-        rate: float,
+        rate: float | None = None,
         noise_shape: Any = None,
         seed: int | None = None,
         *,
+        p: float | None = None,
+        inplace: bool = False,
         generator: Generator | None = None,
         **kwargs: Any,
     ) -> None:
-        if not 0 <= rate < 1:
-            raise ValueError(f"Dropout: rate must be in [0, 1), got {rate}")
+        if rate is not None and p is not None:
+            raise TypeError("Dropout: give rate (Keras's name) or p (PyTorch's), not both")
+        rate = 0.5 if rate is None and p is None else rate if rate is not None else p
+        if not 0 <= rate <= 1:
+            raise ValueError(f"Dropout: rate must be in [0, 1], got {rate}")
         if noise_shape is not None:
             raise NotImplementedError("Dropout: noise_shape is not supported; every element is dropped on its own")
+        check_inplace("Dropout", inplace)
         super().__init__(**kwargs)
         self.rate = rate
         self._generator = new_generator(seed, generator)
 
+    @property
+    def p(self) -> float:
+        """The rate, by PyTorch's name."""
+        return self.rate
+
     def call(self, x: Tensor, training: bool = False) -> Tensor:
         if not training or self.rate == 0:
             return x
+        if self.rate == 1:  # every element dropped (the scale would divide by zero)
+            return x * 0.0
         return keras_random.dropout(x, self.rate, seed=self._generator)
 
 
@@ -202,7 +227,7 @@ class Activation(Layer):
         return self._fn(x)
 
 
-def _check_inplace(layer: str, inplace: Any) -> None:
+def check_inplace(layer: str, inplace: Any) -> None:
     """PyTorch's ``inplace`` flag, accepted: braze's layers return a new tensor whatever it
     says, the value PyTorch's in-place layer returns too (only the input is not overwritten)."""
     if not isinstance(inplace, bool):
@@ -223,7 +248,7 @@ class ReLU(Layer):
         inplace = kwargs.pop("inplace", False)
         if isinstance(max_value, bool):  # True is 1 to Python: as max_value it would cap every output at 1
             inplace, max_value = max_value, None
-        _check_inplace("ReLU", inplace)
+        check_inplace("ReLU", inplace)
         super().__init__(**kwargs)
         self.max_value, self.negative_slope, self.threshold = max_value, float(negative_slope), float(threshold)
 
@@ -245,7 +270,7 @@ class LeakyReLU(Layer):
 
     def __init__(self, negative_slope: float = 0.01, inplace: bool = False, **kwargs: Any) -> None:
         alpha = kwargs.pop("alpha", None)  # Keras 2's name
-        _check_inplace("LeakyReLU", inplace)
+        check_inplace("LeakyReLU", inplace)
         super().__init__(**kwargs)
         self.negative_slope = float(negative_slope if alpha is None else alpha)
 

@@ -236,6 +236,11 @@ class Module(KerasMethods):
                     f"checkpoint does not fit {type(self).__name__}: {name} has shape {value.shape} in the "
                     f"checkpoint but {params[name].shape} in the model"
                 )
+            if (value.dtype.kind == "f") != params[name].dtype.is_float:  # an integer array is a count
+                raise CheckpointError(
+                    f"checkpoint does not fit {type(self).__name__}: {name} is {value.dtype} in the checkpoint "
+                    f"but {params[name].dtype.name} in the model"
+                )
         for name, value in loaded.items():
             set_value(params[name], value)
         return IncompatibleKeys(missing, unexpected)

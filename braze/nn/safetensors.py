@@ -21,18 +21,32 @@ import numpy as np
 
 from braze.nn.errors import CheckpointError
 
-# safetensors dtype names of the floating-point types a checkpoint may hold. bfloat16 has
-# no NumPy dtype: its 16 bits are the high half of a float32.
-FLOATS = {"F16": np.dtype("<f2"), "F32": np.dtype("<f4"), "F64": np.dtype("<f8"), "BF16": np.dtype("<u2")}
-_NAMES = {np.dtype("float16"): "F16", np.dtype("float32"): "F32", np.dtype("float64"): "F64"}
+# safetensors dtype names of the types a checkpoint may hold: floating-point parameters and
+# integer buffers (a batch norm's count of batches). bfloat16 has no NumPy dtype: its 16
+# bits are the high half of a float32.
+STORED = {
+    "F16": np.dtype("<f2"),
+    "F32": np.dtype("<f4"),
+    "F64": np.dtype("<f8"),
+    "BF16": np.dtype("<u2"),
+    "I32": np.dtype("<i4"),
+    "I64": np.dtype("<i8"),
+}
+_NAMES = {
+    np.dtype("float16"): "F16",
+    np.dtype("float32"): "F32",
+    np.dtype("float64"): "F64",
+    np.dtype("int32"): "I32",
+    np.dtype("int64"): "I64",
+}
 # The other dtypes the library knows: a tensor of one is a well-formed file, not a checkpoint.
-_OTHERS = {"BOOL", "U8", "I8", "F8_E5M2", "F8_E4M3", "I16", "U16", "I32", "U32", "I64", "U64"}
+_OTHERS = {"BOOL", "U8", "I8", "F8_E5M2", "F8_E4M3", "I16", "U16", "U32", "U64"}
 MAX_HEADER = 100_000_000  # the safetensors library's own limit
 _LIMIT = 2**64  # sizes and offsets are 64-bit in the library
 
 
 def write_safetensors(handle: BinaryIO, state: dict[str, np.ndarray]) -> None:
-    """Write float arrays to ``handle`` in the safetensors format."""
+    """Write float and integer arrays to ``handle`` in the safetensors format."""
     header, offset, arrays = {}, 0, []
     for name, value in state.items():
         if name == "__metadata__":
@@ -40,7 +54,9 @@ def write_safetensors(handle: BinaryIO, state: dict[str, np.ndarray]) -> None:
         array = np.asarray(value)
         native = array.dtype.newbyteorder("=")
         if native not in _NAMES:
-            raise CheckpointError(f"{name}: cannot write {array.dtype} to safetensors, a checkpoint holds floats")
+            raise CheckpointError(
+                f"{name}: cannot write {array.dtype} to safetensors, a checkpoint holds floats and integer buffers"
+            )
         # Little-endian and C order; np.ascontiguousarray would make a 0-d array 1-d.
         array = np.require(array.astype(native.newbyteorder("<"), copy=False), requirements="C")
         header[name] = {
@@ -103,12 +119,13 @@ def _entry(path: Path, name: str, entry: object) -> tuple[str, tuple[int, ...], 
         raise CheckpointError(f"{path}: not a checkpoint: bad safetensors entry for {name}: {entry!r:.200}") from None
     if not isinstance(dtype, str) or not all(_is_size(v) for v in (*shape, begin, end)):
         raise CheckpointError(f"{path}: not a checkpoint: bad safetensors entry for {name}: {entry!r:.200}")
-    if dtype not in FLOATS:
+    if dtype not in STORED:
         what = "a tensor" if dtype in _OTHERS else "an unknown safetensors dtype"
         raise CheckpointError(
-            f"{path}: wrong dtype: {name} is {dtype} ({what}), a checkpoint holds floating-point parameters"
+            f"{path}: wrong dtype: {name} is {dtype} ({what}), a checkpoint holds floating-point parameters "
+            "and integer buffers"
         )
-    nbytes = FLOATS[dtype].itemsize
+    nbytes = STORED[dtype].itemsize
     for dim in shape:
         nbytes *= dim
         if nbytes >= _LIMIT:
@@ -143,5 +160,5 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
 def _array(dtype: str, shape: tuple[int, ...], raw: memoryview) -> np.ndarray:
     if dtype == "BF16":
         return (np.frombuffer(raw, "<u2").astype(np.uint32) << 16).view(np.float32).reshape(shape)
-    stored = FLOATS[dtype]
+    stored = STORED[dtype]
     return np.frombuffer(raw, stored).astype(stored.newbyteorder("=")).reshape(shape)

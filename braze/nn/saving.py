@@ -27,7 +27,7 @@ import numpy as np
 from braze import ops
 from braze.ir.errors import BrazeError
 from braze.nn import activations, initializers, keras_losses, metrics, regularizers
-from braze.nn.checkpoint import CheckpointError, read_start, require_floats, write_atomically, write_npz
+from braze.nn.checkpoint import CheckpointError, read_start, require_numbers, write_atomically, write_npz
 from braze.nn.functional_api import InputLayer
 from braze.nn.keras_ops import _WRAPPED
 from braze.nn.layer import Layer
@@ -568,7 +568,7 @@ def load_model(
         found = config.get("format") if isinstance(config, dict) else type(config).__name__
         raise CheckpointError(f"{filepath}: not a model saved by braze (format {found!r})")
     arrays = read_npz(filepath, io.BytesIO(weights))
-    require_floats(filepath, {k: v for k, v in arrays.items() if k != "optimizer/iterations"})
+    require_numbers(filepath, {k: v for k, v in arrays.items() if k != "optimizer/iterations"})
     _refuse_file_names(filepath, config["model"])
     try:
         model = layer_from_config(config["model"], custom)

@@ -18,7 +18,7 @@ from braze.tensor import Tensor, user_error
 Padding = str | int | Sequence[int] | Sequence[Sequence[int]]
 
 
-def _pair(op: str, name: str, value: int | Sequence[int]) -> tuple[int, int]:
+def positive_pair(op: str, name: str, value: int | Sequence[int]) -> tuple[int, int]:
     pair = (value, value) if isinstance(value, int) else tuple(value)
     if len(pair) != 2 or any(not isinstance(v, int) or v < 1 for v in pair):
         raise user_error(ShapeError, f"{op}: {name} must be a positive int or a pair of them, got {value!r}")
@@ -77,8 +77,8 @@ def conv2d(
     """2-D convolution of NHWC ``x`` with HWIO filter ``w`` (cross-correlation, as in TF);
     in bfloat16 under ``braze.autocast``."""
     x, w = _image_and_filter("conv2d", x, w)
-    strides = _pair("conv2d", "stride", stride)
-    dilations = _pair("conv2d", "dilation", dilation)
+    strides = positive_pair("conv2d", "stride", stride)
+    dilations = positive_pair("conv2d", "dilation", dilation)
     span = [(k - 1) * d + 1 for k, d in zip(w.shape[:2], dilations, strict=True)]
     pads = resolve_padding("conv2d", padding, x.shape[1:3], span, strides)
     out = conv.conv.bind(rounded(x), rounded(w), strides=strides, padding=pads, dilation=dilations)
@@ -98,9 +98,9 @@ def conv2d_transpose(
     ``w`` of the convolution it transposes, into images of ``output_hw`` pixels and
     ``w.shape[2]`` channels. ``padding`` is that convolution's, over ``output_hw``."""
     x, w = _image_and_filter("conv2d_transpose", x, w, 3, " (height, width, out, in)")
-    out_hw = _pair("conv2d_transpose", "output_hw", tuple(output_hw))
-    strides = _pair("conv2d_transpose", "stride", stride)
-    dilations = _pair("conv2d_transpose", "dilation", dilation)
+    out_hw = positive_pair("conv2d_transpose", "output_hw", tuple(output_hw))
+    strides = positive_pair("conv2d_transpose", "stride", stride)
+    dilations = positive_pair("conv2d_transpose", "dilation", dilation)
     span = [(k - 1) * d + 1 for k, d in zip(w.shape[:2], dilations, strict=True)]
     pads = resolve_padding("conv2d_transpose", padding, out_hw, span, strides)
     reached = conv.output_hw(out_hw, w.shape[:2], strides, pads, dilations)
@@ -125,7 +125,8 @@ def depthwise_conv2d(
     Computed as a sum over the filter's taps of strided windows times per-channel weights,
     which the compiler fuses into one elementwise loop."""
     x, w = _image_and_filter("depthwise_conv2d", x, w, 2, " (height, width, channels, multiplier)")
-    (sh, sw), (dh, dw) = _pair("depthwise_conv2d", "stride", stride), _pair("depthwise_conv2d", "dilation", dilation)
+    sh, sw = positive_pair("depthwise_conv2d", "stride", stride)
+    dh, dw = positive_pair("depthwise_conv2d", "dilation", dilation)
     span = [(k - 1) * d + 1 for k, d in zip(w.shape[:2], (dh, dw), strict=True)]
     pads = resolve_padding("depthwise_conv2d", padding, x.shape[1:3], span, (sh, sw))
     oh, ow = conv.output_hw(x.shape[1:3], w.shape[:2], (sh, sw), pads, (dh, dw))
@@ -151,8 +152,8 @@ def _pool(op: str, kind: str, x: Any, size, stride, padding) -> tuple[Tensor, tu
     x = as_tensor(x)
     if x.ndim != 4:
         raise user_error(ShapeError, f"{op}: expected a 4-D NHWC input, got {fmt_shape(x.shape)}")
-    kh, kw = _pair(op, "size", size)
-    sh, sw = _pair(op, "stride", stride if stride is not None else (kh, kw))
+    kh, kw = positive_pair(op, "size", size)
+    sh, sw = positive_pair(op, "stride", stride if stride is not None else (kh, kw))
     (t, b), (l, r) = resolve_padding(op, padding, x.shape[1:3], (kh, kw), (sh, sw))
     window_dims, strides, pads = (1, kh, kw, 1), (1, sh, sw, 1), ((0, 0), (t, b), (l, r), (0, 0))
     out = window.reduce_window.bind(x, kind=kind, window_dimensions=window_dims, window_strides=strides, padding=pads)

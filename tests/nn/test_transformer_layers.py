@@ -163,7 +163,7 @@ GRADIENTS = {
     "gelu": (lambda x: F.gelu(x), [_float64(3, 4, scale=2)]),
     "gelu_tanh": (lambda x: F.gelu(x, "tanh"), [_float64(3, 4, scale=2)]),
     "layer_norm": (lambda x, w, b: F.layer_norm(x, 5, w, b), [_float64(2, 3, 5, scale=2), _float64(5), _float64(5)]),
-    "normalize_axes": (lambda x, w: F.normalize(x, (0, 2), w, None, 1e-3), [_float64(3, 2, 4), _float64(3, 4)]),
+    "standardize_axes": (lambda x, w: F.standardize(x, (0, 2), w, None, 1e-3), [_float64(3, 2, 4), _float64(3, 4)]),
     "embedding": (lambda w: F.embedding(braze.tensor([[0, 3, 3], [3, 1, 0]]), w) * 1.5, [_float64(4, 2)]),
     "attention_causal": (
         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, causal=True),
