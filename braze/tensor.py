@@ -934,19 +934,25 @@ class Tensor(TorchMethods):
         # goes to the one index returned, where a maximum's shares it among the ties.
         indices = getattr(ops, f"arg{name}")(x, axis, True)
         values = ops.take_along_axis(x, indices, axis)
+        indices = ops.astype(indices, "int64")  # PyTorch's index dtype (a target's, compared with it)
         if keepdims:
             return ValuesIndices(values, indices)
         return ValuesIndices(ops.squeeze(values, axis), ops.squeeze(indices, axis))
 
     def argmax(self, axis: Any = None, keepdims: bool = False, **keywords: Any) -> Tensor:
-        axis, keepdims, _ = axis_keywords("argmax", axis, keepdims, keywords)
-        _refuse_others("argmax", keywords)
-        return ops.argmax(self, axis, keepdims)
+        """The positions of the maxima (braze's index dtype, int32; int64, PyTorch's, where
+        the call names ``dim``, so they compare with a PyTorch program's int64 targets)."""
+        return self._position("argmax", axis, keepdims, keywords)
 
     def argmin(self, axis: Any = None, keepdims: bool = False, **keywords: Any) -> Tensor:
-        axis, keepdims, _ = axis_keywords("argmin", axis, keepdims, keywords)
-        _refuse_others("argmin", keywords)
-        return ops.argmin(self, axis, keepdims)
+        """The positions of the minima (int64 where the call names ``dim``, as ``argmax``)."""
+        return self._position("argmin", axis, keepdims, keywords)
+
+    def _position(self, name: str, axis: Any, keepdims: bool, keywords: dict[str, Any]) -> Tensor:
+        axis, keepdims, named = axis_keywords(name, axis, keepdims, keywords)
+        _refuse_others(name, keywords)
+        found = getattr(ops, name)(self, axis, keepdims)
+        return ops.astype(found, "int64") if named else found
 
     def prod(self, axis: Any = None, keepdims: bool = False, **keywords: Any) -> Tensor:
         axis, keepdims, _ = axis_keywords("prod", axis, keepdims, keywords)
@@ -965,13 +971,15 @@ class Tensor(TorchMethods):
         _refuse_others("sort", keywords)
         axis = -1 if axis is None else axis
         values = ops.sort(self, axis, descending)
-        return ValuesIndices(values, ops.argsort(self, axis, descending)) if named else values
+        return ValuesIndices(values, self.argsort(dim=axis, descending=descending)) if named else values
 
     def argsort(self, axis: int | None = None, descending: bool = False, **keywords: Any) -> Tensor:
-        axis, _, _ = axis_keywords("argsort", axis, False, keywords)
+        """The order that sorts along ``axis`` (int64, PyTorch's, where the call names ``dim``)."""
+        axis, _, named = axis_keywords("argsort", axis, False, keywords)
         keywords.pop("stable", None)
         _refuse_others("argsort", keywords)
-        return ops.argsort(self, -1 if axis is None else axis, descending)
+        order = ops.argsort(self, -1 if axis is None else axis, descending)
+        return ops.astype(order, "int64") if named else order
 
     def exp(self) -> Tensor:
         return ops.exp(self)

@@ -305,3 +305,14 @@ def test_empty_is_a_tensor_of_zeros_to_fill():
     w = braze.empty((2, 3), "float64", braze.LAZY_CPU)
     assert w.shape == (2, 3) and w.dtype == braze.float64 and w.device == braze.LAZY_CPU
     np.testing.assert_array_equal(w.numpy(), np.zeros((2, 3)))
+
+
+def test_positions_along_a_named_dim_are_pytorchs_int64():
+    x = _x()
+    assert x.argmax(dim=1).dtype == braze.int64 and x.argmin(dim=0, keepdim=True).dtype == braze.int64
+    assert x.max(dim=2).indices.dtype == braze.int64 and x.sort(dim=1).indices.dtype == braze.int64
+    assert x.argsort(dim=1).dtype == braze.int64
+    assert x.argmax(1).dtype == braze.int32  # NumPy's reading keeps braze's index dtype
+    # so a prediction compares with PyTorch's int64 targets, as in PyTorch's MNIST example
+    targets = braze.tensor(A.argmax(1).astype(np.int64))
+    assert x.argmax(dim=1).eq(targets).all()
