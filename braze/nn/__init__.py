@@ -128,6 +128,7 @@ from braze.nn.torch_layers import (
     Softplus,
 )
 from braze.nn.torch_losses import CrossEntropyLoss, NLLLoss
+from braze.nn.torch_state import from_torch_state_dict, to_torch_state_dict
 from braze.nn.training import Statistics, count_correct
 from braze.nn.transformer import GELU, Embedding, LayerNorm
 
@@ -268,4 +269,6 @@ __all__ = [
     "MaxPool2d",
     "SiLU",
     "Softplus",
+    "from_torch_state_dict",
+    "to_torch_state_dict",
 ]
