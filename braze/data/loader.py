@@ -53,34 +53,48 @@ def shard_position() -> tuple[int, int]:
     return rank_and_size()
 
 
-def _maker(value: Any) -> Callable[[np.ndarray], Any] | None:
+Maker = Callable[[np.ndarray], Any]
+# What the producer hands over: fields (arrays) and what makes each a tensor, or None for a
+# dataset's sample given as it is.
+_Fields = tuple[Any, tuple[Maker | None, ...] | None]
+
+
+def _maker(value: Any) -> Maker | None:
     """What makes a batch of rows of ``value`` the kind of thing ``value`` is: a tensor's
     class (found on it: this package imports no tensor), or None for arrays."""
     make, device = getattr(type(value), "from_numpy", None), getattr(value, "device", None)
     return functools.partial(make, device=device) if make is not None and device is not None else None
 
 
+def _made(values: tuple[Any, ...], makers: tuple[Maker | None, ...]) -> tuple[Any, ...]:
+    """Each of ``values`` (arrays, or a row's NumPy scalar) made by its maker, if any."""
+    return tuple(
+        v if make is None else make(np.require(v, requirements="C")) for v, make in zip(values, makers, strict=True)
+    )
+
+
 class TensorDataset:
     """PyTorch's ``TensorDataset``: sample ``i`` is the tuple of row ``i`` of every array (or
-    tensor) given, which must share their first dimension. A DataLoader over it gathers each
-    batch's rows at once, as it does for a tuple of arrays."""
+    tensor) given, which must share their first dimension; ``tensors`` holds them as given.
+    A DataLoader over it gathers each batch's rows at once, as it does for a tuple of arrays."""
 
     def __init__(self, *tensors: Any) -> None:
-        self.tensors = tuple(np.asarray(t) for t in tensors)
-        # A batch of a tensor comes back as a tensor of its class and device, as in PyTorch
-        # (``data.to(device)`` in the loop), one of an array as an array.
+        self.tensors = tensors
+        self.arrays = tuple(np.asarray(t) for t in tensors)
+        # A sample or batch of a tensor comes back as a tensor of its class and device, as in
+        # PyTorch (``data.to(device)`` in the loop), one of an array as an array.
         self.makers = tuple(_maker(t) for t in tensors)
-        if not self.tensors or any(t.ndim == 0 for t in self.tensors):
+        if not self.arrays or any(t.ndim == 0 for t in self.arrays):
             raise DataError("TensorDataset: needs one or more arrays with a first dimension")
-        sizes = [len(t) for t in self.tensors]
+        sizes = [len(t) for t in self.arrays]
         if len(set(sizes)) != 1:
             raise DataError(f"TensorDataset: the arrays must share their first dimension, got {sizes}")
 
     def __len__(self) -> int:
-        return len(self.tensors[0])
+        return len(self.arrays[0])
 
-    def __getitem__(self, index: int) -> tuple[np.ndarray, ...]:
-        return tuple(t[index] for t in self.tensors)
+    def __getitem__(self, index: Any) -> tuple[Any, ...]:
+        return _made(tuple(a[index] for a in self.arrays), self.makers)
 
 
 class DataLoader:
@@ -89,8 +103,10 @@ class DataLoader:
 
     ``data`` is a tuple (or list) of arrays sharing their first dimension, a single
     array, a ``TensorDataset``, or a dataset: any object with ``len()`` whose ``[i]``
-    returns one sample (a tuple of arrays, or one array) - samples are stacked into
-    batches. ``batch_size`` is 1 unless given, as PyTorch's. Each ``for`` loop is one
+    returns one sample (a tuple of arrays or tensors, or one) - samples are stacked into
+    batches, a field of tensors into a tensor. ``batch_size`` is 1 unless given, as
+    PyTorch's; ``None`` yields the samples one at a time, unbatched, as PyTorch's does (a
+    dataset's ``[i]`` as it is, row ``i`` of each array). Each ``for`` loop is one
     epoch; with ``shuffle`` each epoch takes a new permutation from a generator seeded by
     ``seed``, so two loaders with the same seed yield the same batches. ``drop_last``
     skips a final partial batch. ``prefetch`` > 0 builds up to that many batches ahead on
@@ -108,26 +124,27 @@ class DataLoader:
     def __init__(
         self,
         data: Sequence[np.ndarray] | np.ndarray | Dataset,
-        batch_size: int = 1,
+        batch_size: int | None = 1,
         shuffle: bool = False,
         seed: int | None = None,
         drop_last: bool = False,
         prefetch: int = 2,
         shard: bool = False,
     ) -> None:
-        if batch_size < 1:
-            raise DataError(f"batch_size must be >= 1, got {batch_size}")
+        _check_batch_size(batch_size, drop_last)
         if prefetch < 0:
             raise DataError(f"prefetch must be >= 0, got {prefetch}")
         self.dataset = data  # PyTorch's name for what the loader reads
         if isinstance(data, np.ndarray):
             data = (data,)
-        self._makers: tuple[Callable[[np.ndarray], Any] | None, ...] = ()
+        makers: tuple[Maker | None, ...] | None = None
         if isinstance(data, TensorDataset):
-            data, self._makers = data.tensors, data.makers
+            data, makers = data.arrays, data.makers
         self._arrays: tuple[np.ndarray, ...] | None = None
+        self._makers: tuple[Maker | None, ...] = ()
         if isinstance(data, (tuple, list)):
             self._arrays = tuple(np.asarray(a) for a in data)
+            self._makers = makers or (None,) * len(self._arrays)
             sizes = {len(a) for a in self._arrays}
             if len(sizes) != 1:
                 shapes = [a.shape for a in self._arrays]
@@ -148,14 +165,16 @@ class DataLoader:
         self._share = self._n // self.ranks if drop_last else math.ceil(self._n / self.ranks)
 
     def __len__(self) -> int:
-        """Batches per epoch (on this rank, when sharded)."""
+        """Batches per epoch (on this rank, when sharded); samples, unbatched."""
         if self.drop_last:
             return self._share // self.batch_size
-        return math.ceil(self._share / self.batch_size)
+        return math.ceil(self._share / (self.batch_size or 1))
 
-    def _batch(self, indices: np.ndarray) -> tuple[np.ndarray, ...]:
+    def _batch(self, indices: np.ndarray) -> _Fields:
+        """The batch of the samples at ``indices`` as arrays, with what makes each field
+        the kind of thing its samples are (a tensor's class), in the consumer's thread."""
         if self._arrays is not None:
-            return tuple(a[indices] for a in self._arrays)
+            return tuple(a[indices] for a in self._arrays), self._makers
         samples = [self.data[int(i)] for i in indices]
         if isinstance(samples[0], dict):
             raise DataError(
@@ -164,32 +183,46 @@ class DataLoader:
             )
         if isinstance(samples[0], list):  # a list of fields, as a tuple of them
             samples = [tuple(sample) for sample in samples]
-        if not isinstance(samples[0], tuple):
-            return (_stacked(samples, "samples"),)
-        return tuple(_stacked(field, f"field {k}") for k, field in enumerate(zip(*samples, strict=True)))
+        if not isinstance(samples[0], tuple):  # one array (or tensor) a sample
+            return (_stacked(samples, "samples"),), (_maker(samples[0]),)
+        fields = list(zip(*samples, strict=True))
+        makers = [_maker(f[0]) for f in fields]
+        # A sample holding a tensor is PyTorch's: its numbers and arrays (a label) are made
+        # tensors too, on that tensor's device, as PyTorch's collation makes them.
+        made = next((make for make in makers if make is not None), None)
+        return tuple(_stacked(f, f"field {k}") for k, f in enumerate(fields)), tuple(m or made for m in makers)
 
-    def _batches(self, order: np.ndarray) -> Iterator[tuple[np.ndarray, ...]]:
+    def _sample(self, index: int) -> _Fields:
+        """Sample ``index`` alone (``batch_size=None``): a dataset's as it gives it."""
+        if self._arrays is not None:
+            return tuple(a[index] for a in self._arrays), self._makers
+        return self.data[index], None
+
+    def _batches(self, order: np.ndarray) -> Iterator[_Fields]:
+        if self.batch_size is None:
+            for i in order:
+                yield self._sample(int(i))
+            return
         for b in range(len(self)):
             yield self._batch(order[b * self.batch_size : (b + 1) * self.batch_size])
 
-    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+    def __iter__(self) -> Iterator[Any]:
         # The permutation is drawn here, in the caller's thread, so it is reproducible.
         order = self._rng.permutation(self._n) if self.shuffle else np.arange(self._n)
         if self.ranks > 1:
             order = np.resize(order, self._share * self.ranks)[self.rank :: self.ranks]
-        batches = self._batches(order) if self.prefetch == 0 else self._prefetched(order)
-        return self._made(batches) if any(self._makers) else batches
+        return self._made(self._batches(order) if self.prefetch == 0 else self._prefetched(order))
 
-    def _made(self, batches: Iterator[tuple[np.ndarray, ...]]) -> Iterator[tuple[Any, ...]]:
-        """The batches with a ``TensorDataset``'s tensor fields made tensors, in the
-        consumer's thread (a lazy device's tensors belong to it)."""
+    def _made(self, batches: Iterator[_Fields]) -> Iterator[Any]:
+        """The batches with their tensor fields made tensors, in the consumer's thread (a
+        lazy device's tensors belong to it)."""
         try:
-            for batch in batches:
-                yield tuple(a if make is None else make(a) for a, make in zip(batch, self._makers, strict=True))
+            for fields, makers in batches:
+                yield fields if makers is None else _made(fields, makers)
         finally:
             batches.close()  # an abandoned loop stops the producer thread at once
 
-    def _prefetched(self, order: np.ndarray) -> Iterator[tuple[np.ndarray, ...]]:
+    def _prefetched(self, order: np.ndarray) -> Iterator[_Fields]:
         """Consume batches built by a producer thread; stop it when abandoned."""
         buffer: queue.Queue = queue.Queue(maxsize=self.prefetch)
         stop = threading.Event()
@@ -254,6 +287,17 @@ def mnist_loaders(
     )
     test = DataLoader(arrays(data.test_images, data.test_labels), batch_size, shard=shard)
     return train, test
+
+
+def _check_batch_size(batch_size: Any, drop_last: bool) -> None:
+    """PyTorch's refusals: a batch size that is not a whole number of 1 or more, and
+    ``drop_last`` without batches (``None``)."""
+    if batch_size is None:
+        if drop_last:
+            raise DataError("batch_size=None yields samples one at a time: drop_last has no partial batch to drop")
+        return
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise DataError(f"batch_size must be a whole number >= 1 (or None: no batches), got {batch_size!r}")
 
 
 def _stacked(values: Any, what: str) -> np.ndarray:

@@ -12,6 +12,8 @@ Held as ``self.layers``, a ModuleList's entries are found and named as PyTorch n
 
 from __future__ import annotations
 
+import operator
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -111,6 +113,7 @@ class _List(_Entries):
             self._put(str(i), value)
 
     def _index(self, index: int) -> int:
+        index = operator.index(index)  # a TypeError for "1" or 1.0, as a list's (not a missing key)
         if not -len(self) <= index < len(self):
             raise IndexError(f"{type(self).__name__}: index {index} is out of range for {len(self)} items")
         return index % len(self)
@@ -209,7 +212,9 @@ class _Dict(_Entries):
             self._drop(key)
 
     def update(self, values: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> None:
-        pairs = values.items() if isinstance(values, Mapping) else values
+        # A ModuleDict or ParameterDict is a mapping too (PyTorch's update takes one): iterated,
+        # it would give its keys alone.
+        pairs = values.items() if isinstance(values, (Mapping, _Dict)) else values
         for key, value in pairs:
             self[key] = value
 
@@ -243,7 +248,22 @@ class ParameterList(_List):
 
 class ParameterDict(_Dict):
     """``torch.nn.ParameterDict``: tensors by name, each made a :class:`Parameter` unless
-    it is one already; keys as :class:`ModuleDict`'s."""
+    it is one already; keys as :class:`ModuleDict`'s. As PyTorch's, a plain dict's entries
+    are added in the order of their keys (an ``OrderedDict``'s, a ParameterDict's or
+    pairs' in theirs)."""
 
     def _entry(self, value: Any) -> Any:
         return _as_parameter(value)
+
+    def update(self, values: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> None:
+        # PyTorch sorts a plain dict's keys: they order parameters(), which an optimizer's
+        # state follows by position, and state_dict().
+        if isinstance(values, Mapping) and not isinstance(values, OrderedDict):
+            values = sorted(values.items(), key=lambda item: item[0])
+        super().update(values)
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        """The value of ``key``, set to ``default`` (made a parameter) first if it has none."""
+        if key not in self:
+            self[key] = default
+        return self[key]

@@ -91,12 +91,18 @@ def _draw_dtype(tensor: Tensor) -> DType:
 
 def _uniform(name: str, tensor: Any, low: float, high: float, generator: random.Generator | None) -> Tensor:
     tensor = _checked(name, tensor)
+    # PyTorch refuses reversed bounds (a negative xavier gain makes them too): drawn, they
+    # would fill (high, low] without a word.
+    if not low <= high:
+        raise ValueError(f"{name}: the lower bound {low} is above the upper bound {high}")
     draws = random.uniform(tensor.shape, low, high, _draw_dtype(tensor), generator=generator, device=CPU)
     return _fill(tensor, draws)
 
 
 def _normal(name: str, tensor: Any, mean: float, std: float, generator: random.Generator | None) -> Tensor:
     tensor = _checked(name, tensor)
+    if not std >= 0:  # PyTorch's refusal, a negative xavier gain's too
+        raise ValueError(f"{name}: std must be 0 or more, got {std}")
     draws = random.randn(tensor.shape, _draw_dtype(tensor), generator=generator, device=CPU)
     return _fill(tensor, draws * std + mean)
 
@@ -153,6 +159,8 @@ def trunc_normal_(
     in the values' units, as PyTorch's): the normal quantile of uniform samples between
     the CDF at a and at b, which is the truncated distribution exactly."""
     tensor = _checked("trunc_normal_", tensor)
+    if not a <= b:  # PyTorch's refusal: the clip below would otherwise fill every value with b
+        raise ValueError(f"trunc_normal_: the lower bound a={a} is above the upper bound b={b}")
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn(
             "trunc_normal_: mean is more than 2 std from [a, b]; the distribution of values may be incorrect",

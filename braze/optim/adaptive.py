@@ -1,6 +1,8 @@
 """PyTorch's Adadelta, RMSprop and Adagrad: per-element step sizes from running sums of
-squared gradients, with PyTorch's arguments, defaults and update formulas (Keras's
-RMSprop and Adagrad, which place epsilon differently, are in ``braze.optim.keras``)."""
+squared gradients, with PyTorch's arguments (in its order), defaults and update formulas,
+``maximize`` included (Keras's RMSprop and Adagrad, which place epsilon differently, are in
+``braze.optim.keras``). PyTorch's choices of implementation (``foreach``, ``fused``,
+``capturable``, ``differentiable``) are taken at their defaults and refused otherwise."""
 
 from __future__ import annotations
 
@@ -10,23 +12,53 @@ from braze.ops import sqrt
 from braze.optim.optimizer import Hyperparameter, Optimizer, Slots, active, check_positive, full_data, zeros_data
 from braze.tensor import Tensor
 
+# What PyTorch's implementation options ask for, which braze's one update rule does not have.
+_TORCH_ONLY = {
+    "foreach": "PyTorch's multi-tensor kernels",
+    "fused": "PyTorch's fused kernels",
+    "capturable": "a step captured in a CUDA graph",
+    "differentiable": "a step that autograd differentiates through",
+}
+
+
+def _refuse_torch_only(optimizer: str, **options: Any) -> None:
+    """Accept PyTorch's implementation options at their defaults (None or False), which a
+    program may spell out; refuse any other value rather than ignore what it asks for."""
+    for name, value in options.items():
+        if value is not None and value is not False:
+            raise NotImplementedError(
+                f"{optimizer}: {name}={value!r} asks for {_TORCH_ONLY[name]}, which braze does not have: leave it out"
+            )
+
 
 class _Adaptive(Optimizer):
-    """What the three share: L2 ``weight_decay`` added to the gradient, as PyTorch's, and
-    its configuration as the constructor's arguments."""
+    """What the three share: ``maximize`` (the gradient negated) and then L2 ``weight_decay``
+    added to it, as PyTorch's, and its configuration as the constructor's arguments."""
 
     def get_config(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.jit_inputs}
+        return {**{name: getattr(self, name) for name in self.jit_inputs}, "maximize": self.maximize}
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> _Adaptive:
         return cls(**config)
 
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        # A state saved before these optimizers took maximize has none in its groups: it was
+        # False (PyTorch's own optimizers fill it in so too).
+        groups = [{"maximize": False, **g} for g in state_dict["param_groups"]]
+        super().load_state_dict({**state_dict, "param_groups": groups})
+
     def decayed(self, param: Tensor, grad: Tensor, h: dict[str, Tensor]) -> Tensor:
+        if "maximize" in h:  # -1, before the decay (PyTorch's order)
+            grad = grad * h["maximize"]
         return grad + param * h["decay"] if "decay" in h else grad
 
     def common_inputs(self) -> dict[str, Hyperparameter]:
         found = {"lr": self.lr, "eps": self.eps}
+        # An input by name, so a recorded step of a group that maximizes is never replayed
+        # for one that minimizes.
+        if self.maximize:
+            found["maximize"] = -1.0
         if active(self.weight_decay):
             found["decay"] = self.weight_decay
         return found
@@ -46,8 +78,14 @@ class Adadelta(_Adaptive):
         rho: Hyperparameter = 0.9,
         eps: Hyperparameter = 1e-6,
         weight_decay: Hyperparameter = 0.0,
+        foreach: bool | None = None,
+        *,
+        capturable: bool = False,
+        maximize: bool = False,
+        differentiable: bool = False,
     ) -> None:
-        super().__init__(params, lr=lr, rho=rho, eps=eps, weight_decay=weight_decay)
+        _refuse_torch_only("Adadelta", foreach=foreach, capturable=capturable, differentiable=differentiable)
+        super().__init__(params, lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize)
 
     def check(self, hyperparameters: dict[str, Hyperparameter]) -> None:
         check_positive("Adadelta", allow_zero=True, **hyperparameters)
@@ -87,16 +125,28 @@ class RMSprop(_Adaptive):
         weight_decay: Hyperparameter = 0.0,
         momentum: Hyperparameter = 0.0,
         centered: bool = False,
+        capturable: bool = False,
+        foreach: bool | None = None,
+        maximize: bool = False,
+        differentiable: bool = False,
     ) -> None:
+        _refuse_torch_only("RMSprop", capturable=capturable, foreach=foreach, differentiable=differentiable)
         super().__init__(
-            params, lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum, centered=centered
+            params,
+            lr=lr,
+            alpha=alpha,
+            eps=eps,
+            weight_decay=weight_decay,
+            momentum=momentum,
+            centered=centered,
+            maximize=maximize,
         )
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "centered": self.centered}
 
     def check(self, hyperparameters: dict[str, Hyperparameter]) -> None:
-        numbers = {k: v for k, v in hyperparameters.items() if k != "centered"}
+        numbers = {k: v for k, v in hyperparameters.items() if k not in ("centered", "maximize")}
         check_positive("RMSprop", allow_zero=True, **numbers)
 
     def init_slots(self, param: Tensor) -> Slots:
@@ -145,9 +195,15 @@ class Adagrad(_Adaptive):
         weight_decay: Hyperparameter = 0.0,
         initial_accumulator_value: float = 0.0,
         eps: Hyperparameter = 1e-10,
+        foreach: bool | None = None,
+        *,
+        maximize: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ) -> None:
+        _refuse_torch_only("Adagrad", foreach=foreach, differentiable=differentiable, fused=fused)
         self.initial_accumulator_value = float(initial_accumulator_value)
-        super().__init__(params, lr=lr, lr_decay=lr_decay, weight_decay=weight_decay, eps=eps)
+        super().__init__(params, lr=lr, lr_decay=lr_decay, weight_decay=weight_decay, eps=eps, maximize=maximize)
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "initial_accumulator_value": self.initial_accumulator_value}
