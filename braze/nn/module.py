@@ -181,10 +181,12 @@ class Module(KerasMethods):
         return self.train(False)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Drop every parameter's gradient (``set_to_none=False``: make each a zero tensor), as PyTorch's."""
-        for _, t in self._named_tensors():
-            if t.requires_grad:
-                t.grad = None if set_to_none or t.grad is None else zeros_like(t.grad)
+        """Drop every parameter's gradient (``set_to_none=False``: make each a zero tensor),
+        as PyTorch's: a parameter frozen since its last backward too, whose gradient an
+        optimizer made before the freeze would otherwise apply again."""
+        for t in self._state().values():
+            if t.grad is not None:
+                t.grad = None if set_to_none else zeros_like(t.grad)
 
     def to(self, device: Device | str | None = None, dtype: Any = None) -> Module:
         """Move every parameter and buffer to ``device`` in place (X10's ``model.move(to:)``),

@@ -69,3 +69,14 @@ def test_requires_grad_freezes_and_unfreezes_every_parameter_but_keeps_them_save
     assert sorted(net.state_dict()) == names  # frozen ones are still saved
     net.requires_grad_()
     assert sorted(name for name, _ in net.named_parameters()) == names
+
+
+def test_zero_grad_clears_a_parameter_frozen_since_its_backward():
+    layer = nn.Linear(2, 2)
+    optimizer = braze.optim.SGD(layer.parameters(), lr=0.1)
+    layer(braze.tensor(np.ones((1, 2), np.float32))).sum().backward()
+    kernel = layer.kernel.numpy().copy()
+    layer.requires_grad_(False)
+    layer.zero_grad()
+    optimizer.step()  # made before the freeze: it holds the kernel, whose gradient is gone
+    np.testing.assert_array_equal(layer.kernel.numpy(), kernel)
