@@ -1,6 +1,7 @@
 """PyTorch's ``torch.nn.functional``: the transformer's pieces here (``gelu``,
 ``layer_norm``, ``embedding``, ``scaled_dot_product_attention``), the losses
-(``torch_losses.py``, ``torch_elementwise_losses.py``), and the activations, convolution, pooling, batch norm, dropout,
+(``torch_losses.py``, ``torch_elementwise_losses.py``), the convolution, pooling and batch
+norm (``torch_convolution.py``), and the activations, dropout,
 ``pad``, ``one_hot``, ``normalize`` and ``cosine_similarity`` (``torch_functional.py``).
 The layers of ``braze.nn`` (``GELU``, ``LayerNorm``, ``Embedding``, ``MultiHeadAttention``,
 ``torch_layers.py``'s) call these, so each computation is written once. ``standardize`` is
@@ -16,6 +17,7 @@ import numpy as np
 
 from braze import ops
 from braze.ir.errors import DTypeError, ShapeError
+from braze.nn.torch_convolution import adaptive_avg_pool2d, avg_pool2d, batch_norm, conv2d, max_pool2d
 from braze.nn.torch_elementwise_losses import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -26,10 +28,6 @@ from braze.nn.torch_elementwise_losses import (
     smooth_l1_loss,
 )
 from braze.nn.torch_functional import (
-    adaptive_avg_pool2d,
-    avg_pool2d,
-    batch_norm,
-    conv2d,
     cosine_similarity,
     dropout,
     elu,
@@ -37,7 +35,6 @@ from braze.nn.torch_functional import (
     leaky_relu,
     linear,
     log_softmax,
-    max_pool2d,
     normalize,
     one_hot,
     pad,

@@ -21,6 +21,7 @@ from braze import ops
 from braze.autodiff import no_grad
 from braze.ir.errors import ShapeError
 from braze.nn import initializers
+from braze.nn import torch_convolution as C
 from braze.nn import torch_functional as F
 from braze.nn.layer import Layer
 from braze.nn.layers import check_inplace
@@ -79,8 +80,8 @@ class Conv2d(Layer):
         self.kernel_size = positive_pair("Conv2d", "kernel_size", kernel_size)
         self.stride = positive_pair("Conv2d", "stride", stride)
         self.dilation = positive_pair("Conv2d", "dilation", dilation)
-        F.conv_padding("Conv2d", padding, self.kernel_size, self.stride, self.dilation)  # PyTorch checks it here
-        self.padding = padding if isinstance(padding, str) else F.padding_pair("Conv2d", padding)
+        C.conv_padding("Conv2d", padding, self.kernel_size, self.stride, self.dilation)  # PyTorch checks it here
+        self.padding = padding if isinstance(padding, str) else C.padding_pair("Conv2d", padding)
         self.padding_mode = padding_mode
         fan_in = self.in_channels // self.groups * self.kernel_size[0] * self.kernel_size[1]
         bound = 1.0 / math.sqrt(fan_in)
@@ -92,10 +93,10 @@ class Conv2d(Layer):
     def forward(self, input: Tensor) -> Tensor:
         x, padding = input, self.padding
         if self.padding_mode != "zeros":
-            pads = F.conv_padding("Conv2d", padding, self.kernel_size, self.stride, self.dilation)
+            pads = C.conv_padding("Conv2d", padding, self.kernel_size, self.stride, self.dilation)
             (top, bottom), (left, right) = pads
             x, padding = F.pad(x, (left, right, top, bottom), mode=self.padding_mode), 0
-        return F.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
+        return C.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
 
 
 class MaxPool2d(Layer):
@@ -118,7 +119,7 @@ class MaxPool2d(Layer):
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.max_pool2d(
+        return C.max_pool2d(
             input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode, self.return_indices
         )
 
@@ -143,7 +144,7 @@ class AvgPool2d(Layer):
         self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.avg_pool2d(
+        return C.avg_pool2d(
             input,
             self.kernel_size,
             self.stride,
@@ -163,7 +164,7 @@ class AdaptiveAvgPool2d(Layer):
         self.output_size = output_size
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.adaptive_avg_pool2d(input, self.output_size)
+        return C.adaptive_avg_pool2d(input, self.output_size)
 
 
 class _BatchNorm(Layer):
@@ -212,7 +213,7 @@ class _BatchNorm(Layer):
             if self.momentum is None:  # PyTorch's cumulative average: the n-th batch weighs 1/n
                 factor = 1.0 / self.num_batches_tracked.astype(x.dtype)
         batch_statistics = training or self.running_mean is None
-        return F.batch_norm(
+        return C.batch_norm(
             x, self.running_mean, self.running_var, self.weight, self.bias, batch_statistics, factor, self.eps
         )
 

@@ -93,7 +93,10 @@ def _labels_reduced(losses: Tensor, kept: Tensor, label_weights: Tensor | None, 
     targets' summed weights (their count without weights), as PyTorch's."""
     kept_share = kept.astype(losses.dtype)
     counted = kept_share if label_weights is None else kept_share * label_weights
-    return reduce_losses(losses * kept_share, reduction, ops.sum(counted) if reduction == "mean" else 1)
+    # Selected, not multiplied by the share: an ignored target's loss may be inf (a -inf
+    # score where its placeholder class 0 is read), and inf * 0 would make the total NaN.
+    kept_losses = ops.where(kept, losses, 0.0)
+    return reduce_losses(kept_losses, reduction, ops.sum(counted) if reduction == "mean" else 1)
 
 
 def _check_options(reduction: str, label_smoothing: float) -> None:
@@ -105,13 +108,14 @@ def _check_options(reduction: str, label_smoothing: float) -> None:
 def _probability_targets(
     logits: Tensor, targets: Tensor, weight: Tensor | None, reduction: str, smoothing: float
 ) -> Tensor:
-    """``-sum_c w_c q_c log p_c`` per example; the mean divides by the examples (PyTorch)."""
+    """``-sum_c w_c q_c log p_c`` per example; the mean divides by the examples (PyTorch), so
+    it is NaN over none, as PyTorch's."""
     if smoothing:
         targets = targets * (1.0 - smoothing) + smoothing / logits.shape[-1]
     terms = targets * ops.log_softmax(logits, axis=-1)
     if weight is not None:
         terms = terms * weight
-    return reduce_losses(-ops.sum(terms, axis=-1), reduction, max(1, terms.size // logits.shape[-1]))
+    return reduce_losses(-ops.sum(terms, axis=-1), reduction, math.prod(logits.shape[:-1]))
 
 
 def _class_targets(
