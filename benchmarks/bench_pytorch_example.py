@@ -8,9 +8,10 @@ under ``braze.jit``), PyTorch runs it as written (eagerly, and its step under
 
 Both start from the same weights (PyTorch's initial distribution drawn with NumPy from one
 seed, loaded into braze with ``nn.from_torch_state_dict``) and train on the same synthetic
-batches of 64 NCHW images; each runs in a process of its own on 2 threads. A step's time is
-the median of ``--rounds`` rounds of ``--steps`` steps after ``--warmup`` steps (the first
-of which compiles); the first step's time is reported apart.
+batches of 64 NCHW images; each runs in a process of its own on 2 threads, from empty
+compile caches. A step's time is the median of ``--rounds`` rounds of ``--steps`` steps
+after ``--warmup`` steps (the first of which compiles); the first step's time is reported
+apart.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -166,8 +168,10 @@ def measure_torch(mode: str, warmup: int, steps: int, rounds: int) -> dict:
 def run(python: str, who: str, mode: str, args: argparse.Namespace) -> dict:
     command = [python, __file__, "--measure", who, "--mode", mode]
     command += ["--warmup", str(args.warmup), "--steps", str(args.steps), "--rounds", str(args.rounds)]
-    env = dict(os.environ, OMP_NUM_THREADS=str(THREADS))
-    result = subprocess.run(command, capture_output=True, text=True, env=env)
+    with tempfile.TemporaryDirectory(prefix="braze-bench-cache-") as cache:
+        # Empty compile caches, so that the first step measures a cold compile in both.
+        env = dict(os.environ, OMP_NUM_THREADS=str(THREADS), BRAZE_CACHE=cache, TORCHINDUCTOR_CACHE_DIR=cache)
+        result = subprocess.run(command, capture_output=True, text=True, env=env)
     if result.returncode != 0:
         raise SystemExit(f"{who} {mode} failed:\n{result.stderr[-2000:]}")
     return json.loads(result.stdout.strip().splitlines()[-1])
