@@ -621,6 +621,13 @@ class Tensor(TorchMethods):
         """``self -= value`` in place, recording no gradient (``Variable.assign_sub``)."""
         return self._assign_without_grad(ops.subtract, value)
 
+    def _take_value(self, source: Tensor) -> None:
+        """Hold ``source``'s value from now on, outside any gradient computation: the update
+        an alias of this tensor (``.data``, a layer's transposed view) hands to it."""
+        previous, self._value = self._value, source._value
+        if self.device.backend == "LAZY":
+            _EXECUTORS["LAZY"].track(self, previous)
+
     def _assign_without_grad(self, op: Any, value: Any) -> Tensor:
         previous, GRAD_MODE.enabled = GRAD_MODE.enabled, False
         try:
@@ -1039,10 +1046,7 @@ class _DataAlias(Tensor):
 
     def _assign(self, other: Tensor) -> Tensor:
         super()._assign(other)
-        owner = self._owner
-        previous, owner._value = owner._value, self._value
-        if owner.device.backend == "LAZY":
-            _EXECUTORS["LAZY"].track(owner, previous)
+        self._owner._take_value(self)
         return self
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from braze import ops
+from braze.autodiff import no_grad
 from braze.ir.errors import ShapeError
 from braze.nn import activations, keras_random, masks, regularizers
 from braze.nn.layer import Layer, new_generator
@@ -133,10 +134,47 @@ class Dense(KernelAndBias):
 
 
 class Linear(Dense):
-    """PyTorch's spelling: ``Linear(in_features, out_features)``."""
+    """PyTorch's spelling: ``Linear(in_features, out_features)``. It holds Keras's
+    ``kernel`` of shape (in, out); ``weight`` is PyTorch's view of it, (out, in)."""
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, generator: Generator | None = None):
         super().__init__(out_features, input_dim=in_features, use_bias=bias, generator=generator)
+
+    @property
+    def weight(self) -> Tensor:
+        """The kernel transposed, (out_features, in_features), as PyTorch's ``weight``:
+        gradients flow to the kernel, and an in-place update of it, outside a gradient
+        computation (``nn.init.xavier_uniform_(m.weight)``, ``m.weight.data.normal_()``),
+        is written into the kernel (PyTorch's fans, from its shape, are the right ones)."""
+        return _TransposedKernel.of(self.kernel)
+
+
+class _TransposedKernel(Tensor):
+    """A Linear's ``weight``: its kernel transposed, handing every in-place update (its own,
+    or its ``.data``'s) back to the kernel, transposed again."""
+
+    __slots__ = ("_kernel",)
+
+    @classmethod
+    def of(cls, kernel: Tensor) -> _TransposedKernel:
+        seen = ops.transpose(kernel)
+        alias = cls._make(seen._value, seen._aval, seen.device)
+        alias.requires_grad, alias._grad_node, alias._tangents = seen.requires_grad, seen._grad_node, seen._tangents
+        alias._kernel = kernel
+        return alias
+
+    def _assign(self, other: Tensor) -> Tensor:
+        super()._assign(other)
+        self._write_kernel()
+        return self
+
+    def _take_value(self, source: Tensor) -> None:
+        super()._take_value(source)
+        self._write_kernel()
+
+    def _write_kernel(self) -> None:
+        with no_grad():
+            self._kernel._take_value(ops.transpose(self.detach()))
 
 
 class Flatten(Layer):
