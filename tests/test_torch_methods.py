@@ -249,7 +249,8 @@ IN_PLACE = [
 def test_an_in_place_method_updates_the_tensor_itself(name, method, numpy, device):
     x = _x(device)
     assert method(x) is x
-    np.testing.assert_allclose(x.numpy(), numpy(A), rtol=3e-7, atol=0)
+    # exp_, sqrt_ and pow_ compiled are braze's vector math, a few ulp from NumPy's.
+    np.testing.assert_allclose(x.numpy(), numpy(A), rtol=2e-6, atol=0)
 
 
 @pytest.mark.parametrize("mode", ["eager", "lazy", "jit"])
