@@ -81,6 +81,8 @@ def __getattr__(name: str) -> Any:
         return importlib.import_module(f"braze.{name}")
     if name == "io":  # tf.io: file bytes and decoded images, for a tf.data map
         return importlib.import_module("braze.data.tf_io")
+    if name in ("save", "load"):  # torch.save and torch.load of a state dict, without pickle
+        return getattr(importlib.import_module("braze.nn.torch_save"), name)
     if name in _MISSING_TF:
         raise AttributeError(f"braze has no tf.{name}: {_MISSING_TF[name]}")
     raise AttributeError(f"module 'braze' has no attribute {name!r}")
@@ -88,7 +90,7 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     found = [name for name in _SUBPACKAGES if importlib.util.find_spec(f"braze.{name}") is not None]
-    return sorted(set(globals()) | set(found))
+    return sorted(set(globals()) | set(found) | {"save", "load"})
 
 
 __all__ = [
