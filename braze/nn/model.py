@@ -12,8 +12,9 @@ Every layer called inside follows the model's ``training`` value.
 
 from __future__ import annotations
 
+import operator
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -289,6 +290,42 @@ class Sequential(Model):
             self.built = all(getattr(m, "built", True) for m in self.layers)
         if isinstance(layer, Layer):  # its ``output``, asked for first, makes this model's graph
             layer._sequential = weakref.ref(self)
+
+    # PyTorch's nn.Sequential is a sequence of its modules: model[0], model[1:], len(model),
+    # for layer in model, model[i] = layer, model.append(layer).
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(list(self.layers))
+
+    def __getitem__(self, index: int | slice) -> Any:
+        """A layer, or for a slice a Sequential of those layers (shared, as PyTorch's)."""
+        if isinstance(index, slice):
+            return Sequential(*self.layers[index])
+        return self.layers[operator.index(index)]
+
+    def __setitem__(self, index: int, layer: Module) -> None:
+        """Replace the layer at ``index`` (the layers after it are added again, so that the
+        model's shapes and graph follow)."""
+        position = range(len(self.layers))[operator.index(index)]
+        before = self.layers[position:]
+        try:
+            self._replace_from(position, [layer, *before[1:]])
+        except Exception:
+            self._replace_from(position, before)  # a layer that does not fit leaves the model as it was
+            raise
+
+    def _replace_from(self, position: int, layers: list[Module]) -> None:
+        while len(self.layers) > position:
+            self.pop()
+        for layer in layers:
+            self.add(layer)
+
+    def append(self, layer: Module) -> Sequential:
+        """PyTorch's name of ``add``, returning the model."""
+        self.add(layer)
+        return self
 
     def pop(self) -> Module:
         layer = self.layers.pop()
