@@ -13,6 +13,7 @@ import functools
 import math
 import queue
 import threading
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
@@ -110,7 +111,9 @@ class DataLoader:
     epoch; with ``shuffle`` each epoch takes a new permutation from a generator seeded by
     ``seed``, so two loaders with the same seed yield the same batches. ``drop_last``
     skips a final partial batch. ``prefetch`` > 0 builds up to that many batches ahead on
-    a daemon thread; 0 builds them in the consumer's thread.
+    a daemon thread; 0 builds them in the consumer's thread. PyTorch's ``num_workers`` sets
+    it (0, or two batches per worker on that one thread); ``pin_memory`` has no effect and
+    says so.
 
     ``shard=True`` (data-parallel training, after ``braze.distributed.init()``) gives rank
     r of N the samples r, r + N, r + 2N, ... of each epoch's order, as PyTorch's
@@ -130,8 +133,19 @@ class DataLoader:
         drop_last: bool = False,
         prefetch: int = 2,
         shard: bool = False,
+        *,
+        num_workers: int | None = None,
+        pin_memory: bool = False,
     ) -> None:
         _check_batch_size(batch_size, drop_last)
+        if num_workers is not None:
+            prefetch = _prefetch_of_workers(num_workers)
+        if pin_memory:
+            warnings.warn(
+                "DataLoader: pin_memory has no effect: braze's batches are host arrays, which a device copies from "
+                "as they are",
+                stacklevel=2,
+            )
         if prefetch < 0:
             raise DataError(f"prefetch must be >= 0, got {prefetch}")
         self.dataset = data  # PyTorch's name for what the loader reads
@@ -287,6 +301,15 @@ def mnist_loaders(
     )
     test = DataLoader(arrays(data.test_images, data.test_labels), batch_size, shard=shard)
     return train, test
+
+
+def _prefetch_of_workers(num_workers: Any) -> int:
+    """PyTorch's ``num_workers`` as braze's ``prefetch``: 0 builds each batch in the loop's
+    thread, as PyTorch's 0 does; n builds 2 n batches ahead (PyTorch's two per worker) on
+    the loader's one background thread (braze starts no worker processes)."""
+    if isinstance(num_workers, bool) or not isinstance(num_workers, (int, np.integer)) or num_workers < 0:
+        raise DataError(f"num_workers must be a whole number >= 0, got {num_workers!r}")
+    return 2 * int(num_workers)
 
 
 def _check_batch_size(batch_size: Any, drop_last: bool) -> None:

@@ -252,3 +252,15 @@ def test_a_tensor_dataset_gives_pytorchs_samples_and_batches():
     assert len(DataLoader(dataset)) == 5  # PyTorch's batch_size of 1
     with pytest.raises(DataError, match="share their first dimension"):
         TensorDataset(images, np.zeros(4))
+
+
+def test_pytorchs_num_workers_and_pin_memory_are_taken():
+    x = np.arange(10, dtype=np.float32)
+    for workers, prefetch in ((0, 0), (2, 4)):
+        loader = DataLoader((x,), batch_size=4, num_workers=workers)
+        assert loader.prefetch == prefetch
+        np.testing.assert_array_equal(np.concatenate([b for (b,) in loader]), x)
+    with pytest.raises(DataError, match="num_workers"):
+        DataLoader((x,), num_workers=-1)
+    with pytest.warns(UserWarning, match="pin_memory has no effect"):
+        DataLoader((x,), pin_memory=True)
