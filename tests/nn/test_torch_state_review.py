@@ -7,8 +7,10 @@ values computed with torch 2.13 (said so where they are)."""
 from __future__ import annotations
 
 from collections import OrderedDict
+from functools import partial
 
 import numpy as np
+import optim_references as references
 import pytest
 
 import braze
@@ -171,46 +173,10 @@ GRADS = np.random.default_rng(4).standard_normal((5, 5)).astype(np.float32)
 RTOL = 1e-5  # five steps of float32 arithmetic from values near 1: a few ulp each
 
 
-def _ascent(g: np.ndarray, w: np.ndarray, weight_decay: float) -> np.ndarray:
-    """PyTorch's maximize: the gradient negated first, then the L2 decay added."""
-    return -g + weight_decay * w
-
-
-def adadelta(grads, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0.0):
-    w, v, u = W0.astype(np.float64), 0.0, 0.0
-    for g in grads:
-        g = _ascent(g, w, weight_decay)
-        v = rho * v + (1 - rho) * g * g
-        d = np.sqrt(u + eps) / np.sqrt(v + eps) * g
-        u = rho * u + (1 - rho) * d * d
-        w = w - lr * d
-    return w
-
-
-def rmsprop(grads, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0, centered=False):
-    w, v, mean, buf = W0.astype(np.float64), 0.0, 0.0, 0.0
-    for g in grads:
-        g = _ascent(g, w, weight_decay)
-        v = alpha * v + (1 - alpha) * g * g
-        variance = v
-        if centered:
-            mean = alpha * mean + (1 - alpha) * g
-            variance = v - mean * mean
-        step = g / (np.sqrt(variance) + eps)
-        if momentum:
-            buf = momentum * buf + step
-            step = buf
-        w = w - lr * step
-    return w
-
-
-def adagrad(grads, lr=1e-2, lr_decay=0.0, weight_decay=0.0, eps=1e-10):
-    w, total = W0.astype(np.float64), 0.0
-    for t, g in enumerate(grads, start=1):
-        g = _ascent(g, w, weight_decay)
-        total = total + g * g
-        w = w - lr / (1 + (t - 1) * lr_decay) * g / (np.sqrt(total) + eps)
-    return w
+# PyTorch's rules with maximize, from W0 (tests/optim_references.py).
+adadelta, rmsprop, adagrad = (
+    partial(rule, W0, maximize=True) for rule in (references.adadelta, references.rmsprop, references.adagrad)
+)
 
 
 MAXIMIZING = [

@@ -4,7 +4,10 @@ groups and a resumed state."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
+import optim_references as references
 import pytest
 
 import braze
@@ -16,41 +19,10 @@ GRADS = np.random.default_rng(1).standard_normal((6, 5)).astype(np.float32)
 RTOL = 1e-5
 
 
-def adadelta(grads, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0.0):
-    w, v, u = W0.astype(np.float64), 0.0, 0.0
-    for g in grads:
-        g = g + weight_decay * w
-        v = rho * v + (1 - rho) * g * g
-        d = np.sqrt(u + eps) / np.sqrt(v + eps) * g
-        u = rho * u + (1 - rho) * d * d
-        w = w - lr * d
-    return w
-
-
-def rmsprop(grads, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0, centered=False):
-    w, v, mean, buf = W0.astype(np.float64), 0.0, 0.0, 0.0
-    for g in grads:
-        g = g + weight_decay * w
-        v = alpha * v + (1 - alpha) * g * g
-        variance = v
-        if centered:
-            mean = alpha * mean + (1 - alpha) * g
-            variance = v - mean * mean
-        step = g / (np.sqrt(variance) + eps)
-        if momentum:
-            buf = momentum * buf + step
-            step = buf
-        w = w - lr * step
-    return w
-
-
-def adagrad(grads, lr=1e-2, lr_decay=0.0, weight_decay=0.0, initial_accumulator_value=0.0, eps=1e-10):
-    w, total = W0.astype(np.float64), initial_accumulator_value
-    for t, g in enumerate(grads, start=1):
-        g = g + weight_decay * w
-        total = total + g * g
-        w = w - lr / (1 + (t - 1) * lr_decay) * g / (np.sqrt(total) + eps)
-    return w
+# PyTorch's rules from W0 (tests/optim_references.py).
+adadelta, rmsprop, adagrad = (
+    partial(rule, W0) for rule in (references.adadelta, references.rmsprop, references.adagrad)
+)
 
 
 CASES = [
