@@ -195,7 +195,7 @@ def main() -> int:
     if args.peers_python:
         records += [run(args.peers_python, "torch", mode, args) for mode in ("eager", "compile")]
     print_host()
-    print("GPU: none (both frameworks on the CPU)")
+    print("device: the CPU for both frameworks (no GPU is used)")
     print(f"| PyTorch's MNIST example, batch {BATCH} | step | first step |")
     print("| --- | --- | --- |")
     for record in records:
