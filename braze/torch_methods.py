@@ -441,12 +441,12 @@ class TorchMethods:
 
     def std(self, axis: Any = None, *, keepdims: bool = False, ddof: Any = None, **keywords: Any) -> Any:
         """The standard deviation: the square root of ``var`` with the same arguments."""
-        return _root(self.var(axis, keepdims=keepdims, ddof=ddof, **keywords))
+        return zero_safe_root(self.var(axis, keepdims=keepdims, ddof=ddof, **keywords))
 
     def norm(self, p: Any = 2, dim: Any = None, keepdim: bool = False) -> Any:
         """The vector norm over ``dim`` (all elements when None): p = 2 (or "fro"), 1, inf or -inf."""
         if p in (2, "fro"):
-            return _root(_ops().sum(self * self, dim, keepdim))
+            return zero_safe_root(_ops().sum(self * self, dim, keepdim))
         if p == 1:
             return _ops().sum(_ops().abs(self), dim, keepdim)
         if p in (np.inf, -np.inf):
@@ -465,12 +465,13 @@ def _or(given: Any, default: Any) -> Any:
     return default if given is None else given
 
 
-def _root(total: Any) -> Any:
-    """The square root of a sum of squares (a norm's, a variance), whose gradient is 0 where it is 0 (a zero
-    vector's norm, a constant sample's std): PyTorch's subgradient there, where the
-    square root's own, inf, times the sum's, 0, would be NaN."""
+def zero_safe_root(total: Any, p: Any = 2) -> Any:
+    """The p-th root of a sum of p-th powers (a norm's; a variance's square root), whose
+    gradient is 0 where it is 0 (a zero vector's norm, a constant sample's std): PyTorch's
+    subgradient there, where the root's own, inf, times the sum's, 0, would be NaN."""
     zero = total == 0
-    return _ops().where(zero, total, _ops().sqrt(_ops().where(zero, _ops().ones_like(total), total)))
+    safe = _ops().where(zero, _ops().ones_like(total), total)
+    return _ops().where(zero, total, _ops().sqrt(safe) if p == 2 else safe ** (1.0 / p))
 
 
 def _truth(value: Any, like: Any) -> Any:

@@ -24,6 +24,7 @@ from braze.ops.core import broadcast_shapes
 from braze.ops.linalg import matmul_transposed
 from braze.ops.random import Generator
 from braze.tensor import Tensor, user_error
+from braze.torch_methods import zero_safe_root
 
 __all__ = [
     "cosine_similarity",
@@ -174,18 +175,12 @@ def dropout(
 
 
 def _vector_norm(x: Tensor, p: float, dim: int) -> Tensor:
-    """The p-norm over ``dim`` (kept), whose gradient at a zero vector is 0 (PyTorch's): the
-    root is taken of 1 there, then replaced, so no infinite slope reaches the zeros."""
-    if p == math.inf:
-        return ops.max(ops.abs(x), axis=dim, keepdims=True)
-    if p == 1:
-        return ops.sum(ops.abs(x), axis=dim, keepdims=True)
+    """The p-norm over ``dim`` (kept), whose gradient at a zero vector is 0 (PyTorch's)."""
+    if p in (1, 2, math.inf):
+        return x.norm(p, dim=dim, keepdim=True)
     if p <= 0:
         raise ValueError(f"normalize: p must be positive, got {p}")
-    total = ops.sum(x * x if p == 2 else ops.abs(x) ** p, axis=dim, keepdims=True)
-    nonzero = total > 0
-    safe = ops.where(nonzero, total, 1.0)
-    return ops.where(nonzero, ops.sqrt(safe) if p == 2 else safe ** (1.0 / p), 0.0)
+    return zero_safe_root(ops.sum(ops.abs(x) ** p, axis=dim, keepdims=True), p)
 
 
 def normalize(input: Any, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
