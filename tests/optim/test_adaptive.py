@@ -25,6 +25,11 @@ adadelta, rmsprop, adagrad = (
 )
 
 
+def _case_id(value) -> str:
+    """A test id: an optimizer's or rule's name (a partial's function's), or the settings."""
+    return getattr(getattr(value, "func", value), "__name__", repr(value))
+
+
 CASES = [
     (Adadelta, adadelta, {}),
     (Adadelta, adadelta, {"lr": 0.5, "rho": 0.8, "eps": 1e-4, "weight_decay": 0.1}),
@@ -51,13 +56,13 @@ def _train(optimizer_class, settings, mode, grads=GRADS):
 
 
 @pytest.mark.parametrize("mode", ["eager", "lazy", "jit"])
-@pytest.mark.parametrize(("optimizer_class", "rule", "settings"), CASES, ids=lambda c: getattr(c, "__name__", repr(c)))
+@pytest.mark.parametrize(("optimizer_class", "rule", "settings"), CASES, ids=_case_id)
 def test_each_step_is_pytorchs_rule(optimizer_class, rule, settings, mode):
     w, _ = _train(optimizer_class, settings, mode)
     np.testing.assert_allclose(w.numpy(), rule(GRADS, **settings), rtol=RTOL, atol=RTOL)
 
 
-@pytest.mark.parametrize(("optimizer_class", "rule", "settings"), CASES, ids=lambda c: getattr(c, "__name__", repr(c)))
+@pytest.mark.parametrize(("optimizer_class", "rule", "settings"), CASES, ids=_case_id)
 def test_a_resumed_state_continues_the_same_trajectory(optimizer_class, rule, settings):
     w, optimizer = _train(optimizer_class, settings, "eager", GRADS[:3])
     resumed_w = braze.tensor(w.numpy(), requires_grad=True)
