@@ -166,6 +166,14 @@ def plan_fusion(graph: Graph, policy: FusionPolicy = TARGET_INDEPENDENT) -> Plan
                 continue
             if len(reader_groups) > 1:
                 refusals.append(f"{node.op} {node.aval} is read by {len(reader_groups)} kernels; it is computed once")
+        elif id(node) in outputs and users[id(node)] and None not in reader_groups.values():
+            # A result of the graph read by a kernel that may compute it (an optimizer's new
+            # moments, which its update of the parameter reads): computed there and written
+            # out, instead of written by a kernel of its own and read back.
+            writer = _writing_reader(node, reader_groups, users, owner, policy, position[id(node)], positions, shared)
+            if writer is not None:
+                join(writer, node)
+                continue
         group = _group(policy.kind_of_root(node), node, position)
         groups.append(group)
         owner[id(node)] = group

@@ -10,7 +10,7 @@ decisions out live in ``fuse.py``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from braze.ir.graph import Node
@@ -250,6 +250,13 @@ class FusionPolicy:
         if connected():
             return no("sibling kernels depend on each other")
         return YES
+
+
+def per_element_ops(members: Iterable[Node]) -> int:
+    """The ops a kernel computes at each element of its loop, which bound its size: not its
+    scalar arithmetic, computed once before the loop (AdamW's bias corrections, two per
+    parameter), nor broadcasts, which only index their operand."""
+    return sum(1 for m in members if m.op is not broadcast_in_dim and not (m.shape == () and m.op.elementwise))
 
 
 def unlike_shapes(first: tuple[int, ...], second: tuple[int, ...]) -> Decision:

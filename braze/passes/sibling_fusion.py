@@ -21,7 +21,7 @@ from collections.abc import Iterator
 
 from braze.ir.graph import Node
 from braze.ir.primitive import Category
-from braze.passes.fusion_policy import FusionPolicy, unlike_shapes
+from braze.passes.fusion_policy import FusionPolicy, per_element_ops, unlike_shapes
 from braze.passes.kernel_graph import Group, KernelGraph, external_inputs
 
 
@@ -98,13 +98,14 @@ class _Siblings:
                 continue
             key, shape = keys[candidates[a]], groups[a].members[0].aval.shape
             for b in range(a + 1, len(groups)):
-                if len(groups[a].members) >= self.policy.max_fused_ops:
+                held = per_element_ops(groups[a].members)
+                if held >= self.policy.max_fused_ops:
                     # Full: no later sibling can join it (a fan of many sums stays linear).
-                    self.refusals.append(self.policy.siblings(shape, len(groups[a].members) + 1, lambda: False).reason)
+                    self.refusals.append(self.policy.siblings(shape, held + 1, lambda: False).reason)
                     break
                 if closure.gone(b) or keys[candidates[b]] != key:
                     continue
-                ops = len(groups[a].members) + len(groups[b].members)
+                ops = held + per_element_ops(groups[b].members)
                 decision = self.policy.siblings(shape, ops, lambda a=a, b=b: closure.connected(a, b))
                 if not decision.ok:
                     self.refusals.append(decision.reason)

@@ -6,6 +6,8 @@ sign, and a ReLU or a sign of either zero is +0 (NumPy's maximum(x, 0) and sign)
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from cpu_targets import use_target, with_parallel
@@ -21,6 +23,21 @@ pytestmark = pytest.mark.skipif(not cpu.available(), reason="no C compiler")
 SPECIAL = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1.5, -2.5, 1e-40, -1e-40, 5e-324, -5e-324, 3e38, -3e38]
 
 
+def _compiled(results: list, tmp_path, monkeypatch) -> tuple[list, list, str]:
+    """The compiled values of the lazy ``results``, the reference interpreter's, and the C
+    source of their kernels."""
+    traced = build_graph([r._value for r in results])
+    EXECUTOR._live.clear()
+    graph = cpu.optimize(traced.graph)
+    sources = []
+    compile_library = cpu.compile_library
+    monkeypatch.setattr(
+        cpu, "compile_library", lambda c, units, *a: sources.extend(units) or compile_library(c, units, *a)
+    )
+    got = cpu.compile_graph(graph, cpu.DiskCache(tmp_path))(traced.args)
+    return got, evaluate(graph, traced.args), "".join(sources)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("target", with_parallel())
 def test_relu_and_sign_in_a_kernel_of_several_sums_are_selects_with_the_references_values(
@@ -34,19 +51,35 @@ def test_relu_and_sign_in_a_kernel_of_several_sums_are_selects_with_the_referenc
     x, w = (braze.tensor(a, device=braze.LAZY_CPU) for a in (values, weights))
     relu, sign = braze.relu(x), braze.sign(x)
     results = [relu, sign, braze.sign(relu), (relu * w).sum(axis=0), (sign * w).sum(axis=0), sign.sum(axis=0)]
-    traced = build_graph([r._value for r in results])
-    EXECUTOR._live.clear()
-    graph = cpu.optimize(traced.graph)
-    sources = []
-    compile_library = cpu.compile_library
-    monkeypatch.setattr(
-        cpu, "compile_library", lambda c, units, *a: sources.extend(units) or compile_library(c, units, *a)
-    )
-    got = cpu.compile_graph(graph, cpu.DiskCache(tmp_path))(traced.args)
-    kernels = "".join(sources).split("braze_run0_kernel", 1)[1]  # past the prelude's own selects
+    got, expected, source = _compiled(results, tmp_path, monkeypatch)
+    kernels = source.split("braze_run0_kernel", 1)[1]  # past the prelude's own selects
     assert "0 ?" not in kernels and "!= (" not in kernels and "braze_pick" in kernels
-    for have, want in zip(got, evaluate(graph, traced.args), strict=True):
+    for have, want in zip(got, expected, strict=True):
         if have.ndim == 2:  # elementwise: bit for bit, the signs of zeros included
             np.testing.assert_array_equal(have.view(np.uint8), want.view(np.uint8))
         else:
             np.testing.assert_allclose(have, want, rtol=1e-6 if dtype == np.float32 else 1e-12, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("target", with_parallel())
+def test_maxima_minima_and_clamps_are_selects_with_the_references_values(dtype, target, tmp_path, monkeypatch):
+    """maximum, minimum, a clamp (two of them in a row, which GCC left scalar as ternaries)
+    and a row's maximum of clamped values: NaN from either operand, infinities and both
+    zeros as the reference interpreter gives them, from bitwise selects."""
+    use_target(target, monkeypatch)
+    x = np.resize(np.array(SPECIAL, dtype), (14, 14))
+    y = x.T.copy()  # every pair of special values, in both orders
+    a, b = (braze.tensor(v, device=braze.LAZY_CPU) for v in (x, y))
+    clamped = braze.minimum(braze.maximum(a, -1.0), 1.0)
+    results = [braze.maximum(a, b), braze.minimum(a, b), clamped, clamped.max(axis=-1), (a * 2).max(axis=0)]
+    got, expected, source = _compiled(results, tmp_path, monkeypatch)
+    # the kernels' values and their rows' partial maxima
+    values = [line for line in source.splitlines() if re.match(r"\s+(const \w+ v\d+|part\d+\[j\]) = ", line)]
+    assert not [line for line in values if " ? " in line] and any("braze_pick" in line for line in values)
+    for have, want in zip(got, expected, strict=True):
+        # NaN where the reference has NaN (of either sign), every other value bit for bit
+        np.testing.assert_array_equal(np.isnan(have), np.isnan(want))
+        np.testing.assert_array_equal(
+            np.where(np.isnan(want), 0, have).view(np.uint8), np.where(np.isnan(want), 0, want).view(np.uint8)
+        )

@@ -46,13 +46,30 @@ def _writer_of(graph: Graph, op: str) -> Node:
 
 
 @pytest.mark.parametrize("dtype", [float32, float64], ids=["float32", "float64"])
-def test_the_product_of_a_gelu_writes_its_erf(dtype, tmp_path):
+def test_the_sum_of_a_gelu_writes_it_and_its_erf_is_computed_once(dtype, tmp_path):
+    """The GELU, a result of the graph, is computed by the kernel of its sum, which writes it
+    out; the erf, read there and after the sum, is computed in that one row kernel."""
     graph = _gelu_graph(dtype)
     optimized = cpu.optimize(graph, verify=True)
     writer = _writer_of(optimized, "erf")
     inner = writer.attr("computation")
-    assert writer.attr("kind") == "loop" and len(inner.outputs) == 2
-    assert {o.op.name for o in inner.outputs} == {"erf", "mul"}
+    assert len(_kernels(optimized)) == 1 and writer.attr("kind") == "row"
+    assert [n.op.name for n in inner.nodes()].count("erf") == 1
+    assert_matches_reference(graph, cpu.compile_graph(optimized, cpu.DiskCache(tmp_path)), TOLERANCE)
+
+
+@pytest.mark.parametrize("dtype", [float32, float64], ids=["float32", "float64"])
+def test_results_of_the_graph_join_the_loop_that_reads_them(dtype, tmp_path):
+    """An optimizer's step: the new moment (a result of the graph: the optimizer keeps it)
+    is computed by the loop kernel of the parameter's update that reads it, which writes
+    both, instead of by a kernel of its own whose result the update reads back."""
+    g, m, p = (parameter(k, Aval((8, 16), dtype)) for k in range(3))
+    moment = make("add", (make("mul", (m, splat(0.9, m.aval))), make("mul", (g, splat(0.1, g.aval)))))
+    update = make("sub", (p, make("mul", (moment, splat(0.01, p.aval)))))
+    graph = Graph((g, m, p), (moment, update))
+    optimized = cpu.optimize(graph, verify=True)
+    (kernel,) = _kernels(optimized)
+    assert kernel.attr("kind") == "loop" and len(kernel.attr("computation").outputs) == 2
     assert_matches_reference(graph, cpu.compile_graph(optimized, cpu.DiskCache(tmp_path)), TOLERANCE)
 
 

@@ -86,3 +86,13 @@ class Emitter(CEmitter):
         return (
             picked if type(picked) is int and 0 <= picked < options else 0
         )  # a stale or edited record: the prediction
+
+
+def pick(condition: str, a: str, b: str, dtype) -> str:
+    """``condition ? a : b``; for floats a blend of bits (vmath's braze_pick), since GCC
+    vectorizes a chain of float ternaries only where the target has masked operations
+    (the max-pool gradient stayed scalar for AVX2), and not always there (a cross
+    entropy's clamp of its logits and their row maximum stayed scalar for AVX-512)."""
+    if not dtype.is_float:
+        return f"({condition} ? {a} : {b})"
+    return f"braze_pick{'f' if dtype.itemsize == 4 else ''}({condition}, {a}, {b})"

@@ -58,6 +58,10 @@ LOWERINGS: dict[Primitive, Any] = {
     # NaN stays NaN in both, and either zero gives +0, as NumPy's maximum(x, 0) and sign.
     ew.relu: elementwise(_branch_free(ew.relu, "{0} <= 0, ({t})0, {0}")),
     ew.sign: elementwise(_branch_free(ew.sign, "{0} != {0}, {0}, {p}({0} > 0, ({t})1, {p}({0} < 0, ({t})-1, ({t})0))")),
+    # NaN where either is NaN. As ternaries, a chain of them did not vectorize even where
+    # GCC if-converts (a cross entropy's clamp of its logits and their row maximum).
+    ew.max_: elementwise(_branch_free(ew.max_, "({0} != {0}) | ({0} > {1}), {0}, {1}")),
+    ew.min_: elementwise(_branch_free(ew.min_, "({0} != {0}) | ({0} < {1}), {0}, {1}")),
     reduce_sum: emit_reduction_kernel,
     reduce_prod: emit_reduction_kernel,
     reduce_max: emit_reduction_kernel,

@@ -5,7 +5,7 @@ compile-time bounds; out-of-range (padding) positions are skipped."""
 from __future__ import annotations
 
 from braze.backends.cpu import loops
-from braze.backends.cpu.elemental import Emitter
+from braze.backends.cpu.elemental import Emitter, pick
 from braze.backends.cpu.loops import (
     close_loops,
     close_parallel,
@@ -54,15 +54,6 @@ def _window_positions(em: Emitter, root: Node, out_dims: tuple[str, ...], source
     return names, " && ".join(checks)
 
 
-def _pick(condition: str, a: str, b: str, dtype) -> str:
-    """``condition ? a : b``; for floats a blend of bits (vmath's braze_pick), since GCC
-    vectorizes a chain of float ternaries only where the target has masked operations
-    (the max-pool gradient stayed scalar for AVX2)."""
-    if not dtype.is_float:
-        return f"({condition} ? {a} : {b})"
-    return f"braze_pick{'f' if dtype.itemsize == 4 else ''}({condition}, {a}, {b})"
-
-
 def _better(v: str, top: str, dtype) -> str:
     """Whether ``v`` replaces ``top`` as a window's maximum: greater, or NaN unless a NaN is
     already on top. GCC vectorizes this spelling (with & and | it leaves a branch)."""
@@ -90,7 +81,7 @@ def _unrolled_reduce_window(em: Emitter, computation: Graph, outputs: list[str],
                 if root.attr("kind") == "sum":
                     em.emit("  acc += v; }")
                 else:
-                    em.emit(f"  acc = {_pick(_better('v', 'acc', root.dtype), 'v', 'acc', root.dtype)}; }}")
+                    em.emit(f"  acc = {pick(_better('v', 'acc', root.dtype), 'v', 'acc', root.dtype)}; }}")
     store_results(em, computation, outputs, root, Index(root.shape, ("bn", "y", "ox", "ch")), "acc")
     close_loops(em, 4)
 
@@ -199,10 +190,10 @@ def _tiled_select_and_scatter(
         em.emit(f"const {t} tap{i} = {x}[at + {offset} + ch];")
         em.emit(f"const int take{i} = {_better(f'tap{i}', 'top', root.dtype)};")
         em.emit(f"best = take{i} ? {i} : best;")
-        em.emit(f"top = {_pick(f'take{i}', f'tap{i}', 'top', root.dtype)};")
+        em.emit(f"top = {pick(f'take{i}', f'tap{i}', 'top', root.dtype)};")
     window_values = []
     for i, offset in enumerate(offsets):
-        selected = _pick(f"best == {i}", "gv", f"({t})0", root.dtype)
+        selected = pick(f"best == {i}", "gv", f"({t})0", root.dtype)
         index = Index(root.shape, ("bn", f"(wy * {kh} + {i // kw})", f"(wx * {kw} + {i % kw})", "ch"))
         em.overrides[id(root)] = lambda _index, selected=selected: selected
         if summed is not None:
