@@ -1,7 +1,8 @@
 """Where the compiler's 512-bit double permutations cannot be trusted, modules prefer
 256-bit vectors; a kernel of flat loops over 4-byte values (a GELU, an optimizer's update)
 asks for the full width back, and no kernel that indexes its operands elsewhere or holds
-8-byte vectors does. Whatever the width, the kernels compute the reference's values."""
+8-byte vectors (a float32 pow's, computed in doubles, included) does. Whatever the width,
+the kernels compute the reference's values."""
 
 from __future__ import annotations
 
@@ -34,6 +35,10 @@ TRANSPOSED = """graph(%0: f32[24,40]) {
   %2 = exp(%1) : f32[40,24]
   return (%2)
 }"""
+POWER = """graph(%0: f32[24,40]) {
+  %1 = pow(%0, %0) : f32[24,40]
+  return (%1)
+}"""
 WIDENED = """graph(%0: f32[24,40]) {
   %1 = convert(%0) {dtype=f64} : f64[24,40]
   %2 = exp(%1) : f64[24,40]
@@ -42,7 +47,9 @@ WIDENED = """graph(%0: f32[24,40]) {
 
 
 @pytest.mark.parametrize(
-    ("text", "wide"), [(GELU, True), (TRANSPOSED, False), (WIDENED, False)], ids=["gelu", "transposed", "float64"]
+    ("text", "wide"),
+    [(GELU, True), (TRANSPOSED, False), (POWER, False), (WIDENED, False)],
+    ids=["gelu", "transposed", "pow", "float64"],
 )
 @pytest.mark.parametrize("narrow_doubles", [True, False], ids=["narrow-doubles", "wide-doubles"])
 def test_flat_float_loops_ask_for_full_width_vectors(text, wide, narrow_doubles, tmp_path):

@@ -27,6 +27,7 @@ from braze.backends.layout import Output, lay_out
 from braze.ir.dtypes import readable
 from braze.ir.graph import Graph, Node
 from braze.ir.primitive import ROOTS, Category
+from braze.ir.prims.elementwise import pow_
 from braze.ir.prims.fusion import fusion, get_element
 from braze.ir.prims.sources import constant
 from braze.ir.prims.structural import broadcast_in_dim
@@ -324,12 +325,14 @@ class KernelSource(NamedTuple):
 def _flat_narrow_loop(node: Node) -> bool:
     """Whether a kernel is elementwise loops over values of at most 4 bytes, each operand
     read at the element computed or broadcast from a scalar: code in which no vector of
-    doubles (or of any 8-byte value) is permuted, whatever the vector width."""
+    doubles (or of any 8-byte value) is permuted, whatever the vector width. A float32
+    pow works in doubles (vmath's braze_powf), so its kernels keep the module's width."""
     computation: Graph = node.attr("computation")
     if node.attr("kind") != "loop" or needs_dims(computation):
         return False
     return all(
         (n.op.elementwise or n.op in (broadcast_in_dim, constant) or n.op.category is Category.PARAMETER)
+        and n.op is not pow_
         and n.dtype.itemsize <= 4
         for n in computation.nodes()
         if n.shape
