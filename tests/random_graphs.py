@@ -177,6 +177,11 @@ def graphs(draw) -> Graph:
         elif kind == "dot" and len(shape) == 2:
             axes = draw(st.sampled_from([(0,), (1,), (0, 1)]))  # (0, 1): a full contraction, to a scalar
             node = make("dot_general", (x, x), lhs_contracting=axes, rhs_contracting=axes, lhs_batch=(), rhs_batch=())
+            if len(axes) == 1 and dtype.is_float and draw(st.booleans()):
+                # x^T tanh(x) (not symmetric), read only transposed: the operands swap
+                y = make("tanh", (x,))
+                contract = {"lhs_contracting": axes, "rhs_contracting": axes, "lhs_batch": (), "rhs_batch": ()}
+                node = make("transpose", (make("dot_general", (x, y), **contract),), permutation=(1, 0))
             if len(axes) == 2:  # the scalar spread over x and summed by rows (tensordot(u, v, 2) + bias)
                 spread = make("broadcast_in_dim", (node,), shape=shape, broadcast_dimensions=())
                 rows = x if x.aval.dtype == node.aval.dtype else make("convert", (x,), dtype=node.aval.dtype)

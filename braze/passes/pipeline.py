@@ -30,6 +30,7 @@ from braze.passes.fold import fold
 from braze.passes.fuse import fuse
 from braze.passes.fusion_policy import TARGET_INDEPENDENT, FusionPolicy
 from braze.passes.simplify import simplify
+from braze.passes.transposed_products import transposed_products
 
 Pass = Callable[[Graph], Graph]
 
@@ -48,6 +49,7 @@ def passes(
         ("cse", cse),
         ("fold", fold),
         ("simplify", simplify),
+        ("transposed_products", transposed_products),
         ("dce", dce),
         ("combine_all_reduce", combine_all_reduce),
         ("fuse", functools.partial(fuse, enabled=fusion, policy=policy)),

@@ -21,6 +21,7 @@ from braze.passes.dce import dce
 from braze.passes.fold import fold
 from braze.passes.fuse import fuse
 from braze.passes.simplify import RULES, simplify
+from braze.passes.transposed_products import transposed_products
 
 PASSES = {
     "combine_all_reduce": combine_all_reduce,
@@ -28,6 +29,7 @@ PASSES = {
     "cse": cse,
     "dce": dce,
     "fold": fold,
+    "transposed_products": transposed_products,
     "fuse": fuse,
     "fuse_cpu": functools.partial(fuse, policy=CPU_FUSION),  # with the CPU's row kernels
 }

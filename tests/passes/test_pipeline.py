@@ -72,14 +72,15 @@ def test_dump_writes_the_graph_after_every_pass(tmp_path):
         "03_cse.txt",
         "04_fold.txt",
         "05_simplify.txt",
-        "06_dce.txt",
-        "07_combine_all_reduce.txt",
-        "08_fuse.txt",
-        "09_dce.txt",
-        "10_assign_buffers.txt",
+        "06_transposed_products.txt",
+        "07_dce.txt",
+        "08_combine_all_reduce.txt",
+        "09_fuse.txt",
+        "10_dce.txt",
+        "11_assign_buffers.txt",
     ]
-    assert "fusion(" in (folder / "08_fuse.txt").read_text()
-    assert "# buffers:" in (folder / "10_assign_buffers.txt").read_text()
+    assert "fusion(" in (folder / "09_fuse.txt").read_text()
+    assert "# buffers:" in (folder / "11_assign_buffers.txt").read_text()
 
 
 def test_explain_reports_fusion_groups():
