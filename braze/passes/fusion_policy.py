@@ -255,8 +255,10 @@ class FusionPolicy:
 def per_element_ops(members: Iterable[Node]) -> int:
     """The ops a kernel computes at each element of its loop, which bound its size: not its
     scalar arithmetic, computed once before the loop (AdamW's bias corrections, two per
-    parameter), nor broadcasts, which only index their operand."""
-    return sum(1 for m in members if m.op is not broadcast_in_dim and not (m.shape == () and m.op.elementwise))
+    parameter), nor broadcasts, which only index their operand; at least one (its store),
+    so that kernels of broadcasts alone do not merge without bound."""
+    ops = sum(1 for m in members if m.op is not broadcast_in_dim and not (m.shape == () and m.op.elementwise))
+    return max(ops, 1)
 
 
 def unlike_shapes(first: tuple[int, ...], second: tuple[int, ...]) -> Decision:

@@ -70,9 +70,13 @@ def test_maxima_minima_and_clamps_are_selects_with_the_references_values(dtype, 
     use_target(target, monkeypatch)
     x = np.resize(np.array(SPECIAL, dtype), (14, 14))
     y = x.T.copy()  # every pair of special values, in both orders
-    a, b = (braze.tensor(v, device=braze.LAZY_CPU) for v in (x, y))
+    # rows without NaN for the maxima: values, both zeros, ties, an infinity
+    z = np.random.default_rng(1).standard_normal((14, 40)).astype(dtype)
+    z[:, ::7], z[:, 3::7], z[:, 5], z[2, 6], z[4] = 0.0, -0.0, z[:, 4], np.inf, -0.0
+    a, b, c = (braze.tensor(v, device=braze.LAZY_CPU) for v in (x, y, z))
     clamped = braze.minimum(braze.maximum(a, -1.0), 1.0)
-    results = [braze.maximum(a, b), braze.minimum(a, b), clamped, clamped.max(axis=-1), (a * 2).max(axis=0)]
+    held = braze.minimum(braze.maximum(c, -1.0), 1.0)
+    results = [braze.maximum(a, b), braze.minimum(a, b), clamped, held.max(axis=-1), (c * 2).max(axis=0)]
     got, expected, source = _compiled(results, tmp_path, monkeypatch)
     # the kernels' values and their rows' partial maxima
     values = [line for line in source.splitlines() if re.match(r"\s+(const \w+ v\d+|part\d+\[j\]) = ", line)]

@@ -197,3 +197,26 @@ def test_kernels_share_one_region_of_temporary_scratch_and_clear_what_they_read(
     # sums of 144 terms of size ~1: float32 rounding leaves them within 1e-4 of float64's
     np.testing.assert_allclose(convolved.numpy(), want, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(product.numpy(), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("reads_update", [True, False], ids=["reads-update", "sibling"])
+@pytest.mark.parametrize("size", [8, 300])  # one thread, and rows split between threads
+def test_a_parameter_read_transposed_is_not_replaced_by_the_kernel_reading_it(size, reads_update):
+    """An update of a donated parameter computed in the kernel that also reads the old
+    value at other elements (a transpose of its double, added to the update or a result
+    beside it): the update goes to a buffer of its own, or the later rows would read rows
+    already replaced."""
+
+    def step(p):
+        with braze.no_grad():
+            mixed = (p * 2.0).T
+            p += 1.0
+            return mixed + p if reads_update else mixed
+
+    start = np.random.default_rng(5).standard_normal((size, size)).astype(np.float32)
+    p = braze.tensor(start.copy())
+    compiled = braze.jit(step, donate_argnums=(0,))
+    mixed = compiled(p)
+    np.testing.assert_array_equal(p.numpy(), start + np.float32(1.0))
+    expected = (start * np.float32(2.0)).T
+    np.testing.assert_array_equal(mixed.numpy(), expected + (start + np.float32(1.0)) if reads_update else expected)

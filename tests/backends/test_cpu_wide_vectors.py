@@ -6,10 +6,14 @@ the kernels compute the reference's values."""
 
 from __future__ import annotations
 
+import platform
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from braze.backends import cpu
+from braze.backends.cpu.compiler import find_compiler
 from braze.backends.cpu.emit import ConstantPool, emit_kernel
 from braze.backends.cpu.target import resolve
 from braze.backends.reference.interpreter import evaluate
@@ -52,15 +56,30 @@ WIDENED = """graph(%0: f32[24,40]) {
     ids=["gelu", "transposed", "pow", "float64"],
 )
 @pytest.mark.parametrize("narrow_doubles", [True, False], ids=["narrow-doubles", "wide-doubles"])
-def test_flat_float_loops_ask_for_full_width_vectors(text, wide, narrow_doubles, tmp_path):
+def test_flat_float_loops_ask_for_full_width_vectors(text, wide, narrow_doubles, tmp_path, monkeypatch):
     graph = parse_graph(text)
     optimized = cpu.optimize(graph, verify=True)
     (kernel,) = [n for n in optimized.nodes() if n.op is fusion]
     target = resolve("x86-64-v4", AVX512, narrow_doubles)
     source = emit_kernel("k", kernel, ConstantPool("c"), False, target).definition
     assert ("BRAZE_WIDE_VECTORS" in source) == (wide and narrow_doubles), source
+    # This host's compiler, made to narrow doubles (or not) as the case says: the kernel
+    # with the attribute is compiled and run here too, whatever the probe found.
+    host = find_compiler()
+    if narrow_doubles and platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("the wide-vector attribute is GCC's for x86")
+    forced = replace(host, target=replace(host.target, narrow_doubles=narrow_doubles))
+    monkeypatch.setattr(cpu, "find_compiler", lambda target=None: forced)
+    sources = []
+    compile_library = cpu.compile_library
+    monkeypatch.setattr(
+        cpu, "compile_library", lambda c, units, *a: sources.extend(units) or compile_library(c, units, *a)
+    )
     rng = np.random.default_rng(0)
     args = [rng.standard_normal(p.aval.shape).astype(np.float32) for p in graph.params]
     got = cpu.compile_graph(optimized, cpu.DiskCache(tmp_path))(args)
+    assert ("\nBRAZE_WIDE_VECTORS " in "".join(sources)) == (
+        wide and narrow_doubles and forced.target.narrow_doubles
+    )
     for have, want in zip(got, evaluate(graph, args), strict=True):
         np.testing.assert_allclose(have, want, rtol=2e-6, atol=1e-7)

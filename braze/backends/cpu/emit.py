@@ -74,7 +74,7 @@ static inline const void* braze_opaque(const void* p) {
 /* Where the compiler miscompiles permutations of 512-bit double vectors, modules prefer
    256-bit vectors (compiler.py); a kernel of flat loops over 4-byte values, which permute
    nothing, asks for the full width back (a GELU's erf: 25% quicker on AVX-512). */
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__GNUC__) && !defined(__clang__) && (defined(__x86_64__) || defined(__i386__))
 #define BRAZE_WIDE_VECTORS __attribute__((target("prefer-vector-width=512")))
 #else
 #define BRAZE_WIDE_VECTORS
@@ -385,13 +385,16 @@ def _writes_in_place_safely(kernel: Node, parameter_index: int, graph: Graph, po
     if kernel.op is not fusion or kernel.attr("kind") != "loop":
         return False
     computation: Graph = kernel.attr("computation")
-    for k, operand in enumerate(kernel.inputs):
-        if operand is not source:
+    # Every value computed from it, not only its direct readers: a transpose of its double
+    # (the other operand of a sum with its update) reads it at other elements, which an
+    # earlier element's store would have overwritten.
+    reached = {id(computation.params[k]) for k, operand in enumerate(kernel.inputs) if operand is source}
+    for node in computation.nodes():
+        if node.op.category is Category.PARAMETER or not any(id(i) in reached for i in node.inputs):
             continue
-        inner = computation.params[k]
-        readers = [n for n in computation.nodes() if inner in n.inputs]
-        if any(not n.op.elementwise or n.shape != source.shape for n in readers):
+        if not node.op.elementwise or node.shape != source.shape:
             return False
+        reached.add(id(node))
     later = [
         n
         for n in graph.nodes()
