@@ -78,8 +78,6 @@ def test_flat_float_loops_ask_for_full_width_vectors(text, wide, narrow_doubles,
     rng = np.random.default_rng(0)
     args = [rng.standard_normal(p.aval.shape).astype(np.float32) for p in graph.params]
     got = cpu.compile_graph(optimized, cpu.DiskCache(tmp_path))(args)
-    assert ("\nBRAZE_WIDE_VECTORS " in "".join(sources)) == (
-        wide and narrow_doubles and forced.target.narrow_doubles
-    )
+    assert ("\nBRAZE_WIDE_VECTORS " in "".join(sources)) == (wide and narrow_doubles and forced.target.narrow_doubles)
     for have, want in zip(got, evaluate(graph, args), strict=True):
         np.testing.assert_allclose(have, want, rtol=2e-6, atol=1e-7)
