@@ -48,7 +48,15 @@ from braze.ir.prims.linalg import dot_general  # noqa: E402
 from braze.ir.text import kernel_label  # noqa: E402
 from braze.ops.autocast import autocast  # noqa: E402
 
+# Modules compile with -ffp-contract=off (compiler.py), which made ``acc * y + x`` a multiply
+# and an add: half the FMA peak. The peak loop asks for the contraction back.
 _PEAK_SOURCE = """\
+#if defined(__clang__)
+#define CONTRACT _Pragma("clang fp contract(fast)")
+#else
+#pragma GCC optimize("fp-contract=fast")
+#define CONTRACT
+#endif
 #include <stdint.h>
 #include <time.h>
 #include <omp.h>
@@ -61,6 +69,7 @@ double fma_peak(int64_t iterations, float* sink) {
     vec acc[ACCUMULATORS] = {{0}}, x, y;
     for (int i = 0; i < VECTOR_BYTES / 4; i++) { x[i] = 1e-7f * (float)(i + 1); y[i] = 0.999f; }
     for (int64_t i = 0; i < iterations; i++) {
+      CONTRACT
       __asm__("" : "+x"(x));
       #pragma GCC unroll 64
       for (int k = 0; k < ACCUMULATORS; k++) acc[k] = acc[k] * y + x;  /* no product to share */
