@@ -97,8 +97,8 @@ class _Siblings:
             if closure.gone(a):
                 continue
             key, shape = keys[candidates[a]], groups[a].members[0].aval.shape
+            held = per_element_ops(groups[a].members)
             for b in range(a + 1, len(groups)):
-                held = per_element_ops(groups[a].members)
                 if held >= self.policy.max_fused_ops:
                     # Full: no later sibling can join it (a fan of many sums stays linear).
                     self.refusals.append(self.policy.siblings(shape, held + 1, lambda: False).reason)
@@ -112,6 +112,7 @@ class _Siblings:
                     continue
                 closure.merge(a, b)
                 self._merge(groups[a], groups[b])
+                held = ops
 
     def _note_unlike_shapes(self, shapes: list[tuple[int, ...]]) -> None:
         """One refusal per pair of distinct shapes with a reader of the first before one of the second."""
