@@ -1,8 +1,8 @@
 """PyTorch's own MNIST example (``pytorch/examples``, ``mnist/main.py``: two convolutions, max
 pooling, two dropouts, two linear layers, ``log_softmax`` and ``nll_loss``, Adadelta) as one
-program in both frameworks: braze runs it with its imports changed (eagerly, and its step
-under ``braze.jit``), PyTorch runs it as written (eagerly, and its step under
-``torch.compile``), side by side in one run on this machine.
+program in both frameworks (one class, given each library's modules): braze runs it with
+its imports changed (eagerly, and its step under ``braze.jit``), PyTorch runs it as written
+(eagerly, and its step under ``torch.compile``), side by side in one run on this machine.
 
     python benchmarks/bench_pytorch_example.py --peers-python /work/peers-venv/bin/python
 
@@ -26,6 +26,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -84,11 +85,9 @@ def timed(step: Callable[[int], float], warmup: int, steps: int, rounds: int) ->
     return {"first_step_s": first, "step_ms": float(np.median(per_round)), "last_loss": loss}
 
 
-def measure_braze(mode: str, warmup: int, steps: int, rounds: int) -> dict:
-    import braze
-    import braze.nn as nn
-    import braze.nn.functional as F
-    import braze.optim as optim
+def mnist_net(nn: Any, F: Any, flatten: Callable) -> type:
+    """pytorch/examples' ``mnist/main.py`` network, written once against a library's ``nn``,
+    ``nn.functional`` and ``flatten``: braze's with its imports changed, PyTorch's as is."""
 
     class Net(nn.Module):
         def __init__(self):
@@ -103,10 +102,19 @@ def measure_braze(mode: str, warmup: int, steps: int, rounds: int) -> dict:
         def forward(self, x):
             x = F.relu(self.conv2(F.relu(self.conv1(x))))
             x = self.dropout1(F.max_pool2d(x, 2))
-            x = self.dropout2(F.relu(self.fc1(braze.flatten(x, 1))))
+            x = self.dropout2(F.relu(self.fc1(flatten(x, 1))))
             return F.log_softmax(self.fc2(x), dim=1)
 
-    model = Net()
+    return Net
+
+
+def measure_braze(mode: str, warmup: int, steps: int, rounds: int) -> dict:
+    import braze
+    import braze.nn as nn
+    import braze.nn.functional as F
+    import braze.optim as optim
+
+    model = mnist_net(nn, F, braze.flatten)()
     model.load_state_dict(nn.from_torch_state_dict(model, initial_state()))
     model.train()
     optimizer = optim.Adadelta(model.parameters(), lr=1.0)
@@ -131,23 +139,7 @@ def measure_torch(mode: str, warmup: int, steps: int, rounds: int) -> dict:
 
     torch.set_num_threads(THREADS)
 
-    class Net(nn.Module):  # pytorch/examples' mnist/main.py
-        def __init__(self):
-            super().__init__()
-            self.conv1 = nn.Conv2d(1, 32, 3, 1)
-            self.conv2 = nn.Conv2d(32, 64, 3, 1)
-            self.dropout1 = nn.Dropout(0.25)
-            self.dropout2 = nn.Dropout(0.5)
-            self.fc1 = nn.Linear(9216, 128)
-            self.fc2 = nn.Linear(128, 10)
-
-        def forward(self, x):
-            x = F.relu(self.conv2(F.relu(self.conv1(x))))
-            x = self.dropout1(F.max_pool2d(x, 2))
-            x = self.dropout2(F.relu(self.fc1(torch.flatten(x, 1))))
-            return F.log_softmax(self.fc2(x), dim=1)
-
-    model = Net()
+    model = mnist_net(nn, F, torch.flatten)()
     model.load_state_dict({k: torch.from_numpy(v) for k, v in initial_state().items()})
     model.train()
     optimizer = torch.optim.Adadelta(model.parameters(), lr=1.0)

@@ -143,8 +143,9 @@ def plan_fusion(graph: Graph, policy: FusionPolicy = TARGET_INDEPENDENT) -> Plan
         for u in users[id(node)]:
             for group in shared.get(id(u)) or [owner.get(id(u))]:
                 reader_groups[id(group)] = group
-        if id(node) not in outputs and users[id(node)] and None not in reader_groups.values():
-            if len(reader_groups) == 1:
+        result = id(node) in outputs
+        if users[id(node)] and None not in reader_groups.values():
+            if not result and len(reader_groups) == 1:
                 (group,) = reader_groups.values()
                 readers = [u for u in users[id(node)] if owner.get(id(u)) is group]
                 decision = policy.should_fuse(node, group.members, group.kind, readers)
@@ -154,26 +155,20 @@ def plan_fusion(graph: Graph, policy: FusionPolicy = TARGET_INDEPENDENT) -> Plan
                     join(group, node)
                     continue
                 refusals.append(decision.reason)
-            if _recomputed(node, reader_groups, users, owner, shared, policy, positions):
+            if not result and _recomputed(node, reader_groups, users, owner, shared, policy, positions):
                 shared[id(node)] = list(reader_groups.values())
                 for group in shared[id(node)]:
                     group.add(node, position[id(node)])
                 continue
+            # Producer multi-output fusion: a reader's kernel computes it and also writes it
+            # out, for the kernels that read it or as a result of the graph (an optimizer's
+            # new moments, which its update of the parameter reads).
             writer = _writing_reader(node, reader_groups, users, owner, policy, position[id(node)], positions, shared)
             if writer is not None:
-                # Producer multi-output fusion: a reader's kernel computes it and also writes it out.
                 join(writer, node)
                 continue
-            if len(reader_groups) > 1:
+            if not result and len(reader_groups) > 1:
                 refusals.append(f"{node.op} {node.aval} is read by {len(reader_groups)} kernels; it is computed once")
-        elif id(node) in outputs and users[id(node)] and None not in reader_groups.values():
-            # A result of the graph read by a kernel that may compute it (an optimizer's new
-            # moments, which its update of the parameter reads): computed there and written
-            # out, instead of written by a kernel of its own and read back.
-            writer = _writing_reader(node, reader_groups, users, owner, policy, position[id(node)], positions, shared)
-            if writer is not None:
-                join(writer, node)
-                continue
         group = _group(policy.kind_of_root(node), node, position)
         groups.append(group)
         owner[id(node)] = group
