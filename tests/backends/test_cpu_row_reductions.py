@@ -67,3 +67,24 @@ def test_sibling_row_sums_agree_with_the_reference(shape, target, tmp_path, monk
     for want, got in zip(wants, gots, strict=True):
         # a row of n terms summed in double, rounded once to float32 (plus the squares' rounding)
         np.testing.assert_allclose(got, want, rtol=4 * 2.0**-24, atol=4 * 2.0**-24 * shape[-1])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("target", with_parallel())
+def test_every_lane_of_a_row_reaches_its_maximum_and_sum(dtype, target, tmp_path, monkeypatch):
+    """The partial results are combined in halves (lane j with lane j + half): a row's
+    largest value, NaN or a large term at each of its 64 positions (every lane of every
+    vector width) reaches the row's maximum and sum."""
+    use_target(target, monkeypatch)
+    values = np.random.default_rng(3).standard_normal((64, 64)).astype(dtype)
+    largest, nans = values.copy(), values.copy()
+    diagonal = np.arange(64)
+    largest[diagonal, diagonal] = 1e6 + diagonal
+    nans[diagonal, diagonal] = np.nan
+    x, y = (braze.tensor(v, device=braze.LAZY_CPU) for v in (largest, nans))
+    wants, gots = _compile_and_evaluate([x.max(axis=-1), y.max(axis=-1), x.sum(axis=-1)], tmp_path)
+    np.testing.assert_array_equal(gots[0], 1e6 + diagonal)
+    np.testing.assert_array_equal(gots[0], wants[0])
+    assert np.isnan(gots[1]).all()
+    # 64 terms summed in double, rounded once to the type
+    np.testing.assert_allclose(gots[2], wants[2], rtol=4 * np.finfo(dtype).eps, atol=0)
