@@ -36,6 +36,7 @@ KINDS = [
     "rounded_dot",
     "rounded_conv",
     "dots_meet",
+    "split_heads_dot",
     "convs_meet",
     "winograd_conv",
     "strided_grad_input",
@@ -220,6 +221,21 @@ def graphs(draw) -> Graph:
             contract = {"lhs_contracting": (0,), "rhs_contracting": (0,), "lhs_batch": (), "rhs_batch": ()}
             first = make("dot_general", (x, y), **contract)
             node = make(draw(st.sampled_from(BINARY)), (first, make("dot_general", (y, x), **contract)))
+        elif kind == "split_heads_dot" and len(shape) == 2 and shape[1] >= 3:
+            # attention's heads: two column ranges of a computed value, each split into two
+            # heads by a reshape and a transpose, multiplied head by head; the CPU's tiled
+            # products (9 rows of (9, 10): 9 columns) read them in place (operand_views)
+            rows, half = shape[0], (shape[1] - 1) // 2
+            computed = make("tanh", (x,))
+
+            def heads(start: int, z: Node = computed, rows: int = rows, half: int = half) -> Node:
+                cut = make(
+                    "slice", (z,), start_indices=(0, start), limit_indices=(rows, start + 2 * half), strides=(1, 1)
+                )
+                return make("transpose", (make("reshape", (cut,), new_sizes=(rows, 2, half)),), permutation=(1, 0, 2))
+
+            batched = {"lhs_batch": (0,), "rhs_batch": (0,), "lhs_contracting": (2,), "rhs_contracting": (2,)}
+            node = make("dot_general", (heads(1), heads(0)), **batched)
         elif kind == "convs_meet" and len(shape) == 4 and min(shape[1:3]) >= 3:
             # the same for convolutions, with a filter cut from the image (HWIO: 2x2, C in, 1 out)
             cut = make("slice", (x,), start_indices=(0,) * 4, limit_indices=(1, 2, 2, shape[3]), strides=(1,) * 4)
@@ -238,15 +254,24 @@ def graphs(draw) -> Graph:
             n, h, w, _ = shape
             wide, filters = Aval((n, h, w, 32), dtype), Aval((3, 3, 32, 32), dtype)
 
-            # values of a few units: an exp of the result stays finite
-            summed = make("reduce_sum", (x,), axes=(3,))
+            # values of a few units: an exp of the result stays finite; image and filter of
+            # one sign, so that the sums do not cancel (a result a hundredth of its terms'
+            # magnitudes carries their float32 rounding a hundredfold, which the reference's
+            # summation, in another order, need not share)
+            summed = make("abs", (make("reduce_sum", (x,), axes=(3,)),))
             spread = make("broadcast_in_dim", (summed,), shape=wide.shape, broadcast_dimensions=(0, 1, 2))
             channel = make("iota", (), shape=wide.shape, dimension=3, dtype=int32)
             image = make("add", (spread, make("mul", (make("convert", (channel,), dtype=dtype), splat(1 / 32, wide)))))
             # the filter from iota (the image may hold infinities and NaNs, the filter not)
             count = filters.size
             index = make("convert", (make("iota", (), shape=(count,), dimension=0, dtype=int32),), dtype=dtype)
-            values = make("tanh", (make("mul", (index, splat(0.37, Aval((count,), dtype)))),))
+            values = make(
+                "add",
+                (
+                    make("tanh", (make("mul", (index, splat(0.37, Aval((count,), dtype)))),)),
+                    splat(1.5, Aval((count,), dtype)),
+                ),
+            )
             weights = make("mul", (make("reshape", (values,), new_sizes=filters.shape), splat(1 / 288, filters)))
             windows = {"strides": (1, 1), "padding": ((1, 1), (1, 1)), "dilation": (1, 1)}
             which = draw(st.sampled_from(("conv", "conv_grad_input", "conv_grad_filter")))

@@ -22,6 +22,7 @@ from braze.ir.prims.sources import constant
 from braze.passes.epilogue_loops import EpilogueContext, merge_epilogue_loops
 from braze.passes.fusion_policy import TARGET_INDEPENDENT, YES, Decision, FusionPolicy, no
 from braze.passes.kernel_graph import Group, KernelGraph, external_inputs
+from braze.passes.operand_views import VIEW_OPS, OperandViews
 from braze.passes.row_fusion import RowContext, merge_rows
 from braze.passes.sibling_fusion import merge_siblings
 
@@ -136,15 +137,22 @@ def plan_fusion(graph: Graph, policy: FusionPolicy = TARGET_INDEPENDENT) -> Plan
             if summed is not None:
                 join(group, summed)
 
+    views = OperandViews(users, owner, policy)
     for node in reversed(nodes):
         if node.op.category is Category.PARAMETER or id(node) in owner or node.op is get_element:
             continue  # a get_element reads a loop's results: it joins the loop's group
+        result = id(node) in outputs
+        viewing = views.read_through(node) if node.op in VIEW_OPS and not result else None
+        if viewing is not None:
+            shared[id(node)] = viewing
+            for group in viewing:
+                group.add(node, position[id(node)])
+            continue
         reader_groups: dict[int, Group | None] = {}
         for u in users[id(node)]:
             for group in shared.get(id(u)) or [owner.get(id(u))]:
                 reader_groups[id(group)] = group
-        result = id(node) in outputs
-        if users[id(node)] and None not in reader_groups.values():
+        if users[id(node)] and None not in reader_groups.values() and not views.read_by_view(node):
             if not result and len(reader_groups) == 1:
                 (group,) = reader_groups.values()
                 readers = [u for u in users[id(node)] if owner.get(id(u)) is group]
@@ -175,6 +183,7 @@ def plan_fusion(graph: Graph, policy: FusionPolicy = TARGET_INDEPENDENT) -> Plan
         for element in _take_results(group, node, users[id(node)], position):
             owner[id(element)] = group
 
+    refusals += views.refusals
     kernels = KernelGraph(groups, owner)
     context = EpilogueContext(position, shared)
     groups, epilogue_refusals = merge_epilogue_loops(groups, owner, kernels, policy, context)

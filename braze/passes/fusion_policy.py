@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from braze.ir.graph import Node
 from braze.ir.primitive import ROOTS, Category, Primitive
@@ -42,6 +43,9 @@ from braze.ir.prims.sources import constant, iota
 from braze.ir.prims.structural import broadcast_in_dim, reshape, transpose
 from braze.ir.prims.window import scatters_once, select_and_scatter_add
 from braze.passes.patterns import splat_value
+
+if TYPE_CHECKING:
+    from braze.passes.operand_views import View
 
 
 @dataclass(frozen=True)
@@ -158,6 +162,12 @@ class FusionPolicy:
     def reads_buffers(self, node: Node) -> bool:
         """Contractions, windowed ops, scans and collectives read their operands from memory."""
         return node.op.category in _READS_BUFFERS
+
+    def reads_operand_views(self, root: Node, views: tuple[View | None, ...]) -> Decision:
+        """May contraction ``root`` read each operand as its view (``operand_views``: None for
+        a chain that is not one), through the movement ops above the value in memory,
+        rather than from a buffer written by a kernel of its own?"""
+        return no(f"{root.op} {root.aval} reads its operands from memory as they lie")
 
     def should_fuse(self, producer: Node, members: list[Node], kind: str, readers_in_group: list[Node]) -> Decision:
         """May ``producer`` be computed inside a kernel of ``kind`` whose nodes ``readers_in_group`` read it?"""

@@ -464,6 +464,12 @@ def matmul(d: Drawer) -> bool:
     if d.rng.random() < 0.3 and len(d.shape(x)) >= 3:
         # a batched product with a transposed right operand, as attention's q @ k^T
         batch = d.shape(x)[:-2]
+        if roll * 256 % 1 < 0.25 and k >= 2:
+            # its operands x's heads, by other digits of the roll: two of x's channels each
+            # (a slice, a reshape and a transpose), which the CPU's products read in place
+            t, half = d.shape(x)[-2], k // 2
+            heads = f"B.swapaxes(B.reshape({{0}}[..., :{2 * half}], {(*batch, t, 2, half)!r}), -2, -3)"
+            return d.add(twice.format(f"(lambda h: h @ B.swapaxes(h, -1, -2))({heads})"), (x,))
         y = d.pick(lambda i: d.shape(i)[:-2] == batch and len(d.shape(i)) == len(batch) + 2 and d.shape(i)[-1] == k)
         return y is not None and d.add(twice.format("{0} @ B.swapaxes({1}, -1, -2)"), (x, y))
     y = d.pick(lambda i: len(d.shape(i)) >= 1 and d.shape(i)[-2 if len(d.shape(i)) >= 2 else 0] == k)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from braze.backends.cpu.elemental import Emitter
-from braze.backends.cpu.gemm import Gemm, batch_offset, gemm_layout, result_index
+from braze.backends.cpu.gemm import MIN_GEMM_COLUMNS, Gemm, batch_offset, gemm_layout, result_index
 from braze.backends.cpu.loops import close_loops, contraction_pragma, open_loop, parallel_pragma, store_results
 from braze.backends.cpu.tiles import each_tile, operand, register_tile, vector_tile, zero_accumulators
 from braze.ir.dtypes import bfloat16
@@ -64,7 +64,7 @@ def reads_bfloat16(node: Node) -> bool:
     if node.op is not dot_general:
         return False
     layout = gemm_layout(node)
-    return layout is not None and layout.n >= 8
+    return layout is not None and layout.n >= MIN_GEMM_COLUMNS
 
 
 def emit_bfloat16_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node, g: Gemm) -> None:

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from braze.backends.cpu.bf16_conv import conv_reads_bfloat16
 from braze.backends.cpu.bf16_dot import reads_bfloat16
+from braze.backends.cpu.gemm import MIN_GEMM_COLUMNS, gemm_layout
+from braze.ir.dtypes import float32, float64
 from braze.ir.graph import Node
 from braze.ir.prims.linalg import dot_general
 from braze.ir.prims.reductions import reduce_max, reduce_prod, reduce_sum
 from braze.ir.prims.structural import rev
 from braze.ir.prims.window import nhwc_pool_windows, reduce_window
-from braze.passes.fusion_policy import Decision, FusionPolicy, no
+from braze.passes.fusion_policy import YES, Decision, FusionPolicy, no
+from braze.passes.operand_views import View
 
 MAX_SUMMED_CHANNELS = 4096  # a pooling-gradient kernel's per-thread sums live on each thread's stack
 
@@ -39,6 +42,22 @@ class CpuFusionPolicy(FusionPolicy):
     def epilogue_takes_loops(self, root: Node) -> bool:
         # A product's store loop computes its fusion's results at each element (store_results).
         return root.op is dot_general
+
+    def reads_operand_views(self, root: Node, views: tuple[View | None, ...]) -> Decision:
+        # The tiled GEMM reads A and B at any strides (gemm.py); other products, from buffers.
+        name = f"{root.op} {root.aval}"
+        if (
+            root.op is not dot_general
+            or root.dtype not in (float32, float64)
+            or any(i.dtype != root.dtype for i in root.inputs)
+        ):
+            return no(f"{name} reads its operands from memory as they lie: only float GEMMs read through views")
+        if any(view is None for view in views):
+            return no(f"{name} reads an operand from memory: a reshape above it merges dimensions that do not nest")
+        layout = gemm_layout(root, views)
+        if layout is None or layout.n < MIN_GEMM_COLUMNS:
+            return no(f"{name} reads its operands from memory: as views they are not one batched GEMM's")
+        return YES
 
     def contracts_bfloat16(self, node: Node) -> bool:
         return reads_bfloat16(node) or conv_reads_bfloat16(node)

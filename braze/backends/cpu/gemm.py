@@ -46,6 +46,8 @@ from braze.backends.cpu.tiles import (
 from braze.backends.cstyle import Index, c_type, unflatten
 from braze.ir.dtypes import bfloat16
 from braze.ir.graph import Graph, Node
+from braze.ir.primitive import Category
+from braze.passes.operand_views import View, strided_view
 
 
 @dataclass(frozen=True)
@@ -79,15 +81,19 @@ def _collapse(dims: list[int], shape: tuple[int, ...], steps: list[int]) -> tupl
     return math.prod(shape[d] for d in kept), steps[kept[-1]]
 
 
-def gemm_layout(root: Node) -> Gemm | None:
+def gemm_layout(root: Node, views: tuple[View | None, ...] | None = None) -> Gemm | None:
     """``root`` (a dot_general) as a batched GEMM, or None where one of its dimension groups
-    does not collapse to a single stride."""
+    does not collapse to a single stride; its operands are read from memory as ``views``
+    (``operand_views``), row-major where none are given."""
     x, y = root.inputs
+    if views is None:
+        xs, ys = strides(x.shape), strides(y.shape)
+    else:
+        xs, ys = (list(view.strides) for view in views)
     lc, rc = list(root.attr("lhs_contracting")), list(root.attr("rhs_contracting"))
     lb, rb = list(root.attr("lhs_batch")), list(root.attr("rhs_batch"))
     lf = [d for d in range(len(x.shape)) if d not in lc and d not in lb]
     rf = [d for d in range(len(y.shape)) if d not in rc and d not in rb]
-    xs, ys = strides(x.shape), strides(y.shape)
     pairs = [(i, j) for i, j in zip(lc, rc, strict=True) if x.shape[i] != 1]
     rows, cols = _collapse(lf, x.shape, xs), _collapse(rf, y.shape, ys)
     a_depth = _collapse([i for i, _ in pairs], x.shape, xs)
@@ -98,16 +104,37 @@ def gemm_layout(root: Node) -> Gemm | None:
     return Gemm(batch, rows[0], cols[0], a_depth[0], rows[1], a_depth[1], b_depth[1], cols[1])
 
 
+# Products of fewer columns run as plain loops (a register tile would be mostly padding).
+MIN_GEMM_COLUMNS = 8
+
+
+def kernel_views(root: Node) -> tuple[View, ...]:
+    """A product's operands as its kernel reads them: each a parameter of the kernel, or a
+    view of one through the movement ops the fusion let it read through (operand_views)."""
+    views = tuple(strided_view(operand, lambda _: True) for operand in root.inputs)
+    for view in views:
+        assert view is not None and view.source.op.category is Category.PARAMETER, "a product reads buffers"
+    return views  # type: ignore[return-value]
+
+
 def emit_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
-    layout = gemm_layout(root) if root.dtype.is_float else None
-    if layout is not None and layout.n >= 8 and em.target.bfloat16_dot and root.inputs[0].dtype is bfloat16:
+    views = kernel_views(root)
+    layout = gemm_layout(root, views) if root.dtype.is_float else None
+    tiled = layout is not None and layout.n >= MIN_GEMM_COLUMNS
+    if tiled and em.target.bfloat16_dot and root.inputs[0].dtype is bfloat16:
         from braze.backends.cpu.bf16_dot import emit_bfloat16_dot  # it builds on this module
 
         emit_bfloat16_dot(em, computation, outputs, root, layout)
-    elif layout is not None and layout.n >= 8:
-        _tiled_gemm(em, computation, outputs, root, layout)
+    elif tiled:
+        _tiled_gemm(em, computation, outputs, root, layout, views)
     else:
         _loop_dot(em, computation, outputs, root)
+
+
+def _operand_pointer(em: Emitter, view: View) -> str:
+    """The C address of a product's operand: its parameter's, past the view's offset."""
+    base = em.inputs[view.source.attr("index")]
+    return f"({base} + {view.offset})" if view.offset else base
 
 
 def batch_offset(batch: tuple[tuple[int, int, int], ...], flat: str, operand_index: int) -> str:
@@ -261,9 +288,11 @@ def _within_half_l1(em: Emitter, elements: int, itemsize: int) -> bool:
     return elements * itemsize <= em.target.l1d_bytes // 2
 
 
-def _tiled_gemm(em: Emitter, computation: Graph, outputs: list[str], root: Node, g: Gemm) -> None:
+def _tiled_gemm(
+    em: Emitter, computation: Graph, outputs: list[str], root: Node, g: Gemm, views: tuple[View, ...]
+) -> None:
     x, y = root.inputs
-    a, b = operand(em, x), operand(em, y)
+    a, b = (_operand_pointer(em, view) for view in views)
     t = c_type(root.dtype)
     # bfloat16 operands (without vdpbf16ps) are widened to float32 as they are packed or read
     widen = "braze_from_bf16" if x.dtype is bfloat16 else ""
