@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from braze.backends.cpu.bf16_conv import conv_reads_bfloat16
 from braze.backends.cpu.bf16_dot import reads_bfloat16
-from braze.backends.cpu.gemm import MIN_GEMM_COLUMNS, gemm_layout
-from braze.ir.dtypes import float32, float64
+from braze.backends.cpu.gemm import float_gemm
 from braze.ir.graph import Node
 from braze.ir.prims.linalg import dot_general
 from braze.ir.prims.reductions import reduce_max, reduce_prod, reduce_sum
@@ -44,19 +43,13 @@ class CpuFusionPolicy(FusionPolicy):
         return root.op is dot_general
 
     def reads_operand_views(self, root: Node, views: tuple[View | None, ...]) -> Decision:
-        # The tiled GEMM reads A and B at any strides (gemm.py); other products, from buffers.
+        # The tiled GEMM of float operands reads A and B at any strides; other products read
+        # buffers (gemm.float_gemm decides both here and where the kernel is written).
         name = f"{root.op} {root.aval}"
-        if (
-            root.op is not dot_general
-            or root.dtype not in (float32, float64)
-            or any(i.dtype != root.dtype for i in root.inputs)
-        ):
-            return no(f"{name} reads its operands from memory as they lie: only float GEMMs read through views")
         if any(view is None for view in views):
             return no(f"{name} reads an operand from memory: a reshape above it merges dimensions that do not nest")
-        layout = gemm_layout(root, views)
-        if layout is None or layout.n < MIN_GEMM_COLUMNS:
-            return no(f"{name} reads its operands from memory: as views they are not one batched GEMM's")
+        if float_gemm(root, views) is None:  # type: ignore[arg-type]
+            return no(f"{name} reads its operands from memory as they lie: it is no float GEMM through these views")
         return YES
 
     def contracts_bfloat16(self, node: Node) -> bool:

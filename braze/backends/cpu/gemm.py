@@ -44,9 +44,10 @@ from braze.backends.cpu.tiles import (
     zero_accumulators,
 )
 from braze.backends.cstyle import Index, c_type, unflatten
-from braze.ir.dtypes import bfloat16
+from braze.ir.dtypes import bfloat16, float32, float64
 from braze.ir.graph import Graph, Node
 from braze.ir.primitive import Category
+from braze.ir.prims.linalg import dot_general
 from braze.passes.operand_views import View, strided_view
 
 
@@ -117,9 +118,21 @@ def kernel_views(root: Node) -> tuple[View, ...]:
     return views  # type: ignore[return-value]
 
 
+def float_gemm(root: Node, views: tuple[View, ...]) -> Gemm | None:
+    """The layout of ``root`` (a dot_general) where ``_tiled_gemm`` computes it from float32
+    or float64 operands of its own type read as ``views``: the products that may read
+    through movement ops (``CpuFusionPolicy.reads_operand_views``), the others read buffers."""
+    if root.op is not dot_general or root.dtype not in (float32, float64):
+        return None
+    if any(operand.dtype != root.dtype for operand in root.inputs):
+        return None
+    layout = gemm_layout(root, views)
+    return layout if layout is not None and layout.n >= MIN_GEMM_COLUMNS else None
+
+
 def emit_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
-    views = kernel_views(root)
-    layout = gemm_layout(root, views) if root.dtype.is_float else None
+    views = kernel_views(root)  # views only where float_gemm takes them: the others are parameters
+    layout = float_gemm(root, views) or (gemm_layout(root) if root.dtype.is_float else None)
     tiled = layout is not None and layout.n >= MIN_GEMM_COLUMNS
     if tiled and em.target.bfloat16_dot and root.inputs[0].dtype is bfloat16:
         from braze.backends.cpu.bf16_dot import emit_bfloat16_dot  # it builds on this module
