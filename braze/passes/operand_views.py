@@ -113,7 +113,11 @@ class OperandViews:
     def read_through(self, node: Node) -> list[Group] | None:
         """The kernels of the products that may read through movement op ``node``, or None."""
         groups = self._reading_groups(node)
-        if groups is None:
+        below = node.inputs[0]
+        if groups is None or (below.op not in VIEW_OPS and self.policy.is_free_to_duplicate(below)):
+            # Nor over a broadcast or a constant, which the kernels reading it recompute: the
+            # movement op's own kernel computes it too, where a product reading through
+            # would have it written out.
             return None
         for group in groups:
             root = group.members[0]

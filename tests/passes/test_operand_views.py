@@ -146,3 +146,27 @@ def test_a_reshape_that_is_no_view_is_written_out_and_the_product_reads_it(tmp_p
     assert any(n.op.name == "transpose" for k in loops for n in k.attr("computation").nodes())
     run = cpu.compile_graph(optimized, cpu.DiskCache(tmp_path))
     assert_matches_reference(graph, run, {"float32": 1e-5})
+
+
+@needs_compiler
+def test_a_broadcast_below_a_product_operand_is_computed_by_the_movement_kernel(tmp_path):
+    """A transpose of a broadcast: the product does not read through it, since the
+    broadcast, recomputed wherever it is read, would then be written out alone."""
+    x = parameter(0, Aval((8,), float32))
+    w = parameter(1, Aval((16, 12), float32))
+    spread = make("broadcast_in_dim", (x,), shape=(16, 8), broadcast_dimensions=(1,))
+    product = make(
+        "dot_general",
+        (make("transpose", (spread,), permutation=(1, 0)), w),
+        lhs_contracting=(1,),
+        rhs_contracting=(0,),
+        lhs_batch=(),
+        rhs_batch=(),
+    )
+    graph = Graph((x, w), (product,))
+    optimized = cpu.optimize(graph, verify=True)
+    kernels = [{n.op.name for n in k.attr("computation").nodes()} for k in optimized.nodes() if k.op.name == "fusion"]
+    assert {"broadcast_in_dim", "transpose"} <= set().union(*kernels)
+    assert not [ops for ops in kernels if ops <= {"parameter", "broadcast_in_dim"}]
+    run = cpu.compile_graph(optimized, cpu.DiskCache(tmp_path))
+    assert_matches_reference(graph, run, {"float32": 1e-5})
