@@ -32,3 +32,14 @@ def use_target(target: str, monkeypatch) -> str:
         monkeypatch.setattr(loops, "PARALLEL_MIN_MACS", 0)
     monkeypatch.setenv("BRAZE_CPU_TARGET", target)
     return target
+
+
+def capture_sources(monkeypatch) -> list[str]:
+    """The C translation units of every library compiled from now on (in the test's
+    monkeypatch), appended to the list returned as they are compiled."""
+    sources: list[str] = []
+    compile_library = cpu.compile_library
+    monkeypatch.setattr(
+        cpu, "compile_library", lambda c, units, *a: sources.extend(units) or compile_library(c, units, *a)
+    )
+    return sources

@@ -55,14 +55,13 @@ def strided_view(node: Node, through: Callable[[Node], bool]) -> View | None:
     below = strided_view(node.inputs[0], through)
     if below is None:
         return None
-    source_shape = node.inputs[0].shape
     if node.op is transpose:
         return View(below.source, below.offset, tuple(below.strides[p] for p in node.attr("permutation")))
     if node.op is slice_:
         starts, steps = node.attr("start_indices"), node.attr("strides")
         offset = below.offset + sum(s * b for s, b in zip(starts, below.strides, strict=True))
         return View(below.source, offset, tuple(b * s for b, s in zip(below.strides, steps, strict=True)))
-    strides = reshaped_strides(source_shape, below.strides, tuple(node.attr("new_sizes")))
+    strides = reshaped_strides(node.inputs[0].shape, below.strides, tuple(node.attr("new_sizes")))
     return None if strides is None else View(below.source, below.offset, strides)
 
 

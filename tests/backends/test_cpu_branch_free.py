@@ -10,7 +10,7 @@ import re
 
 import numpy as np
 import pytest
-from cpu_targets import use_target, with_parallel
+from cpu_targets import capture_sources, use_target, with_parallel
 
 import braze
 from braze.backends import cpu
@@ -29,11 +29,7 @@ def _compiled(results: list, tmp_path, monkeypatch) -> tuple[list, list, str]:
     traced = build_graph([r._value for r in results])
     EXECUTOR._live.clear()
     graph = cpu.optimize(traced.graph)
-    sources = []
-    compile_library = cpu.compile_library
-    monkeypatch.setattr(
-        cpu, "compile_library", lambda c, units, *a: sources.extend(units) or compile_library(c, units, *a)
-    )
+    sources = capture_sources(monkeypatch)
     got = cpu.compile_graph(graph, cpu.DiskCache(tmp_path))(traced.args)
     return got, evaluate(graph, traced.args), "".join(sources)
 

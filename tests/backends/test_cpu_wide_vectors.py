@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from cpu_targets import capture_sources
 
 from braze.backends import cpu
 from braze.backends.cpu.compiler import find_compiler
@@ -70,11 +71,7 @@ def test_flat_float_loops_ask_for_full_width_vectors(text, wide, narrow_doubles,
         pytest.skip("the wide-vector attribute is GCC's for x86")
     forced = replace(host, target=replace(host.target, narrow_doubles=narrow_doubles))
     monkeypatch.setattr(cpu, "find_compiler", lambda target=None: forced)
-    sources = []
-    compile_library = cpu.compile_library
-    monkeypatch.setattr(
-        cpu, "compile_library", lambda c, units, *a: sources.extend(units) or compile_library(c, units, *a)
-    )
+    sources = capture_sources(monkeypatch)
     rng = np.random.default_rng(0)
     args = [rng.standard_normal(p.aval.shape).astype(np.float32) for p in graph.params]
     got = cpu.compile_graph(optimized, cpu.DiskCache(tmp_path))(args)

@@ -16,17 +16,12 @@ from braze.ir.dtypes import float32, float64
 from braze.ir.graph import Graph, parameter
 from braze.ir.primitive import Aval
 from braze.passes.operand_views import VIEW_OPS, strided_view
+from braze.testing.generate import _factors
 
 
 def _factorizations(draw, size: int) -> tuple[int, ...]:
     """A random shape of ``size`` elements (its prime factors grouped, ones inserted)."""
-    factors, n, p = [], size, 2
-    while n > 1:
-        while n % p == 0:
-            factors.append(p)
-            n //= p
-        p += 1
-    factors = draw(st.permutations(factors)) if factors else []
+    factors = list(draw(st.permutations(_factors(size))))
     shape, k = [], 0
     while k < len(factors):
         take = draw(st.integers(1, len(factors) - k))

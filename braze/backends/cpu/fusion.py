@@ -43,8 +43,8 @@ class CpuFusionPolicy(FusionPolicy):
         return root.op is dot_general
 
     def reads_operand_views(self, root: Node, views: tuple[View | None, ...]) -> Decision:
-        # The tiled GEMM of float operands reads A and B at any strides; other products read
-        # buffers (gemm.float_gemm decides both here and where the kernel is written).
+        # The tiled GEMM of float operands reads A and B at any strides (gemm.float_gemm);
+        # other products read buffers.
         name = f"{root.op} {root.aval}"
         if any(view is None for view in views):
             return no(f"{name} reads an operand from memory: a reshape above it merges dimensions that do not nest")

@@ -39,7 +39,6 @@ from braze.backends.cpu.tiles import (
     each_tile,
     operand,
     register_tiles,
-    strides,
     vector_tile,
     zero_accumulators,
 )
@@ -48,7 +47,7 @@ from braze.ir.dtypes import bfloat16, float32, float64
 from braze.ir.graph import Graph, Node
 from braze.ir.primitive import Category
 from braze.ir.prims.linalg import dot_general
-from braze.passes.operand_views import View, strided_view
+from braze.passes.operand_views import View, row_major, strided_view
 
 
 @dataclass(frozen=True)
@@ -87,10 +86,7 @@ def gemm_layout(root: Node, views: tuple[View | None, ...] | None = None) -> Gem
     does not collapse to a single stride; its operands are read from memory as ``views``
     (``operand_views``), row-major where none are given."""
     x, y = root.inputs
-    if views is None:
-        xs, ys = strides(x.shape), strides(y.shape)
-    else:
-        xs, ys = (list(view.strides) for view in views)
+    xs, ys = (view.strides for view in views) if views else (row_major(x.shape), row_major(y.shape))
     lc, rc = list(root.attr("lhs_contracting")), list(root.attr("rhs_contracting"))
     lb, rb = list(root.attr("lhs_batch")), list(root.attr("rhs_batch"))
     lf = [d for d in range(len(x.shape)) if d not in lc and d not in lb]
@@ -119,9 +115,10 @@ def kernel_views(root: Node) -> tuple[View, ...]:
 
 
 def float_gemm(root: Node, views: tuple[View, ...]) -> Gemm | None:
-    """The layout of ``root`` (a dot_general) where ``_tiled_gemm`` computes it from float32
-    or float64 operands of its own type read as ``views``: the products that may read
-    through movement ops (``CpuFusionPolicy.reads_operand_views``), the others read buffers."""
+    """The layout of ``root`` (a dot_general) where ``emit_dot`` gives it to ``_tiled_gemm``
+    with float32 or float64 operands of its own type read as ``views``: the products that
+    may read through movement ops (``CpuFusionPolicy.reads_operand_views``); the others
+    read their operands from buffers."""
     if root.op is not dot_general or root.dtype not in (float32, float64):
         return None
     if any(operand.dtype != root.dtype for operand in root.inputs):
@@ -131,8 +128,8 @@ def float_gemm(root: Node, views: tuple[View, ...]) -> Gemm | None:
 
 
 def emit_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node) -> None:
-    views = kernel_views(root)  # views only where float_gemm takes them: the others are parameters
-    layout = float_gemm(root, views) or (gemm_layout(root) if root.dtype.is_float else None)
+    views = kernel_views(root)  # views of parameters only where float_gemm took them
+    layout = gemm_layout(root, views) if root.dtype.is_float else None
     tiled = layout is not None and layout.n >= MIN_GEMM_COLUMNS
     if tiled and em.target.bfloat16_dot and root.inputs[0].dtype is bfloat16:
         from braze.backends.cpu.bf16_dot import emit_bfloat16_dot  # it builds on this module
@@ -445,7 +442,7 @@ def _loop_dot(em: Emitter, computation: Graph, outputs: list[str], root: Node) -
     lb, rb = list(root.attr("lhs_batch")), list(root.attr("rhs_batch"))
     lf = [d for d in range(len(x.shape)) if d not in lc and d not in lb]
     rf = [d for d in range(len(y.shape)) if d not in rc and d not in rb]
-    xs, ys = strides(x.shape), strides(y.shape)
+    xs, ys = row_major(x.shape), row_major(y.shape)
     batch = [f"b{i}" for i in range(len(lb))]
     rows = [f"m{i}" for i in range(len(lf))]
     cols = [f"n{i}" for i in range(len(rf))]

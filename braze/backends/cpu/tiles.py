@@ -18,14 +18,6 @@ from braze.ir.graph import Node
 from braze.ir.primitive import Category
 
 
-def strides(shape: tuple[int, ...]) -> list[int]:
-    result, step = [0] * len(shape), 1
-    for d in range(len(shape) - 1, -1, -1):
-        result[d] = step
-        step *= shape[d]
-    return result
-
-
 def operand(em: Emitter, node: Node) -> str:
     assert node.op.category is Category.PARAMETER, "contractions read their operands from buffers"
     return em.inputs[node.attr("index")]

@@ -17,7 +17,6 @@ from braze.backends.cpu.loops import (
     reduction_init,
     store_results,
 )
-from braze.backends.cpu.tiles import strides
 from braze.backends.cstyle import Index, c_type
 from braze.ir.dtypes import float32
 from braze.ir.graph import Graph, Node
@@ -31,6 +30,7 @@ from braze.ir.prims.window import (
     select_and_scatter_add,
     tiling_windows,
 )
+from braze.passes.operand_views import row_major
 
 
 def _operand(em: Emitter, node: Node) -> str:
@@ -91,7 +91,7 @@ def emit_reduce_window(em: Emitter, computation: Graph, outputs: list[str], root
     x = _operand(em, source)
     t = c_type(root.dtype)
     kind = root.attr("kind")
-    steps = strides(source.shape)
+    steps = row_major(source.shape)
     if nhwc_pool_windows(root):
         _unrolled_reduce_window(em, computation, outputs, root, x)
         return
@@ -124,7 +124,7 @@ def _argmax(em: Emitter, root: Node, operand: Node, out_dims: tuple[str, ...]) -
     """Declare ``best`` (flat operand index of the window's first maximum, -1 if empty)."""
     x = _operand(em, operand)
     t = c_type(operand.dtype)
-    steps = strides(operand.shape)
+    steps = row_major(operand.shape)
     em.emit("int64_t best = -1;")
     em.emit(f"{t} top = 0;")
     names, valid = _window_positions(em, root, out_dims, operand.shape)
