@@ -184,6 +184,8 @@ class JittedFunction:
         self._gradient_traces = 0  # traces again for the gradients a call starts from alone
         self._recent: collections.deque[tuple] = collections.deque(maxlen=_RECENT)  # the last traces' keys
         self._compiles = 0
+        self._snapshot: jit_state.Snapshot | None = None  # what the last walk met
+        self._last_hit: tuple[jit_state.Snapshot, list, tuple, Compiled] | None = None
 
     @property
     def traces(self) -> int:
@@ -199,11 +201,14 @@ class JittedFunction:
 
     # What a call reads ---------------------------------------------------------------
 
-    def _read(self, args: tuple, kwargs: dict) -> jit_state.Reads:
-        roots = [(f"args[{i}]", arg) for i, arg in enumerate(args)]
+    def _read(self, args: tuple, kwargs: dict, again: bool = True) -> jit_state.Reads:
+        """What this call reads; ``again``: found by checking the last walk's snapshot
+        where nothing it met changed (a training loop's steady state), else by walking."""
+        roots = [(_argument_path(i), arg) for i, arg in enumerate(args)]
         roots += list(kwargs.items())
         roots += jit_state.function_roots(self.fn)
-        reads = jit_state.read(roots)
+        reads = (jit_state.read_again(self._snapshot, roots) if again else None) or jit_state.read(roots)
+        self._snapshot = reads.snapshot
         for i in self.static_argnums:
             if i < len(args):
                 reads.entries.append((f"args[{i}] (static)", _static(args[i])))
@@ -266,8 +271,7 @@ class JittedFunction:
             # results would carry no graph (a silent zero gradient), the function's ops do.
             metrics.count("JitRunAsPlainCode")
             return self.fn(*args, **kwargs)
-        key = reads.key
-        compiled = self._compiled.get(key)
+        key, compiled = self._find(reads)
         if compiled is None:
             self._explain(key)
             with collector.paused():
@@ -277,6 +281,19 @@ class JittedFunction:
         arguments = self._arguments(compiled, reads.tensors, reads.numbers, keys)
         _release(compiled, reads.tensors)
         return self._finish(compiled, reads.tensors, self._execute(compiled, arguments))
+
+    def _find(self, reads: jit_state.Reads) -> tuple[tuple, Compiled | None]:
+        """The call's key and its executable, if compiled. A call that read what the last
+        hit read (the same snapshot held, and the entries after the walk's are equal) has
+        that hit's key: the key is neither built nor hashed again."""
+        last, snapshot = self._last_hit, reads.snapshot
+        if last is not None and snapshot is last[0] and reads.entries[len(snapshot.entries) :] == last[1]:
+            return last[2], last[3]
+        key = reads.key
+        compiled = self._compiled.get(key)
+        if compiled is not None and snapshot is not None:
+            self._last_hit = (snapshot, reads.entries[len(snapshot.entries) :], key, compiled)
+        return key, compiled
 
     def _arguments(self, compiled: Compiled, tensors: list[Tensor], numbers: list[float], keys: list[int]) -> list[Any]:
         arguments: list[Any] = []
@@ -359,7 +376,7 @@ class JittedFunction:
                 else:
                     grad_slots.append((k, len(roots)))
                     roots.append(t.grad._value)
-        after = self._read(args, kwargs)
+        after = self._read(args, kwargs, again=False)
         # Tensors created while tracing (optimizer slots made on the first step) are
         # computed too; they change the signature, so this trace is not cached.
         known = {id(t) for t in tensors}
@@ -496,6 +513,11 @@ class _InputNumbers:
                 assigned.append(path)
             setattr(owner, name, original)
         return assigned
+
+
+@functools.cache
+def _argument_path(i: int) -> str:
+    return f"args[{i}]"
 
 
 def _under_any(path: str, argnums: Sequence[int]) -> bool:

@@ -29,6 +29,14 @@ function's are), at most ``MAX_DEPTH`` deep, and sorts what it meets:
   seen), and the identity of functions, classes, modules and random generators (whose
   keys are drawn as inputs, see :mod:`braze.ops.random`).
 
+A walk leaves a ``Snapshot`` of what it met: every list, dict, object and function it
+walked with what each held (by identity), every array's shape, dtype and contents, and
+every tensor's guard and gradient. The next call checks it (``read_again``) and, where
+everything holds what it held (only an argument tensor or a gradient may be another
+tensor, of the same kind, shape, dtype, device and ``requires_grad``), takes the walk's
+reading without walking: whatever could change what a walk returns is what the snapshot
+checks. The snapshot holds what it checks until the next call.
+
 A tensor's guard is its shape, dtype, device and whether it requires grad (a parameter
 frozen between calls has no gradient, as in eager execution). The key holds each entry with
 the path it was reached by (``args[1].lr``, ``scale``, ``args[0].layers[2].training``), so that a
@@ -42,6 +50,7 @@ import enum
 import functools
 import hashlib
 import inspect
+import operator
 import os
 import struct
 import sys
@@ -49,7 +58,7 @@ import sysconfig
 import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -91,7 +100,7 @@ class Reads:
     """What one call reads: its state tensors (with their paths), the input numbers (with
     where they live) and the key of everything guarded."""
 
-    __slots__ = ("tensors", "paths", "numbers", "holders", "entries")
+    __slots__ = ("tensors", "paths", "numbers", "holders", "entries", "snapshot")
 
     def __init__(self) -> None:
         self.tensors: list[Tensor] = []
@@ -99,6 +108,7 @@ class Reads:
         self.numbers: list[float] = []
         self.holders: list[Holder] = []
         self.entries: list[tuple] = []
+        self.snapshot: Snapshot | None = None
 
     @property
     def key(self) -> tuple:
@@ -250,7 +260,6 @@ def _is_library(code: types.CodeType) -> bool:
 
 # How the walk treats a value, by its type (found once per type, see _category).
 _SCALAR, _FLOAT, _TENSOR, _SEQUENCE, _DICT, _ARRAY, _FUNCTION, _OPAQUE, _OBJECT, _IGNORED = range(10)
-_SLOTS: dict[type, tuple[str, ...]] = {}
 _CATEGORIES: dict[type, int] = {bool: _SCALAR, int: _SCALAR, float: _FLOAT, str: _SCALAR, type(None): _SCALAR}
 
 
@@ -310,12 +319,60 @@ def _category(kind: type) -> int:
     return found
 
 
+class _Paths:
+    """The walk's paths, made once and reused by every later call: a call's key then holds
+    the strings the cached keys hold, whose hashes are kept and which compare by identity,
+    and the walk formats no string it formatted before. Forgotten past ``LIMIT`` parents
+    (a program whose lists keep growing)."""
+
+    LIMIT = 1 << 16
+
+    def __init__(self) -> None:
+        self._attributes: dict[str, dict[str, str]] = {}
+        self._items: dict[str, dict[Any, str]] = {}
+
+    def attribute(self, path: str, name: str) -> str:
+        children = self._attributes.get(path)
+        if children is None:
+            children = self._children(self._attributes, path)
+        found = children.get(name)
+        if found is None:
+            found = children[name] = f"{path}.{name}"
+        return found
+
+    def item(self, path: str, index: Any) -> str:
+        """The path of ``path[index]``: an int index, or a dict's key (by its repr)."""
+        kind = type(index)
+        if kind is not int and kind is not str:  # equal keys of other types may differ in repr (1, 1.0, True)
+            return f"{path}[{index!r}]"
+        children = self._items.get(path)
+        if children is None:
+            children = self._children(self._items, path)
+        found = children.get((kind, index))
+        if found is None:
+            found = children[(kind, index)] = f"{path}[{index!r}]"
+        return found
+
+    def _children(self, table: dict, path: str) -> dict:
+        if len(table) >= self.LIMIT:
+            table.clear()
+        children = table[path] = {}
+        return children
+
+
+_PATHS = _Paths()
+
+
 def read(roots: list[tuple[str, Any]]) -> Reads:
-    """Walk ``roots`` (path, value) and sort what they reach (see the module docstring)."""
+    """Walk ``roots`` (path, value) and sort what they reach (see the module docstring);
+    ``reads.snapshot`` is what ``read_again`` checks on the next call."""
     reads = Reads()
     seen: set[int] = set()
     tensors, paths, entries = reads.tensors, reads.paths, reads.entries
+    snapshot = reads.snapshot = Snapshot()
+    checks, records = snapshot.checks, snapshot.tensors
     categories = _CATEGORIES
+    attribute, item_path = _PATHS.attribute, _PATHS.item
 
     def visit(value: Any, path: str, depth: int) -> None:
         kind = type(value)
@@ -326,55 +383,209 @@ def read(roots: list[tuple[str, Any]]) -> Reads:
             entries.append((path, kind, _guarded(value) if category == _FLOAT else value))
         elif category == _TENSOR:
             if id(value) not in seen:
-                seen.add(id(value))
-                tensors.append(value)
-                paths.append(path)
-                entries.append((path, value._aval, value.device, value.requires_grad))
-                if value.grad is not None:  # a gradient from before the call: an input too
-                    visit(value.grad, f"{path}.grad", depth + 1)
+                visit_tensor(value, path, depth, depth == 0)
         elif id(value) in seen:
             return
         elif depth > MAX_DEPTH:
             entries.append((path, "beyond the walk's depth"))
-        elif category == _OBJECT and (hasattr(value, "__dict__") or _public_slots(kind)):
-            seen.add(id(value))
-            lifted = getattr(kind, "jit_inputs", ())
-            # An object without a __dict__ is also its identity, or its value where it hashes
-            # by value: its private slots (a Fraction's) are not walked.
-            entries.append((path, kind) if hasattr(value, "__dict__") else (path, _identity(value)))
-            own = getattr(value, "__dict__", {})
-            for name, item in _attributes(value, kind):
-                child = f"{path}.{name}"
-                if name in lifted and _lift(reads, value, name, item, child):
-                    continue
-                visit(item, child, depth + 1)
-            for name, item in _class_state(kind):
-                if name not in own:
-                    visit(item, f"{path}.{name}", depth + 1)
+        elif category == _OBJECT:
+            visit_object(value, kind, path, depth)
         elif category == _SEQUENCE:
             seen.add(id(value))
             entries.append((path, kind, len(value)))
+            if kind is list:
+                checks.append((_LIST, value, tuple(value)))
             for i, item in enumerate(value):
-                visit(item, f"{path}[{i}]", depth + 1)
+                visit(item, item_path(path, i), depth + 1)
         elif category == _DICT:
             seen.add(id(value))
             entries.append((path, kind, tuple(value)))
+            checks.append((_DICT_ITEMS, value, (tuple(value), tuple(value.values()))))
             for name, item in value.items():
-                visit(item, f"{path}[{name!r}]", depth + 1)
+                visit(item, item_path(path, name), depth + 1)
         elif category == _ARRAY:
             entries.append((path, value.shape, value.dtype, _contents(value)))
+            checks.append((_ARRAY_VALUES, value, entries[-1][1:]))
         elif category == _FUNCTION:
             seen.add(id(value))
             entries.append((path, value))
-            for name, item in function_roots(value):
-                visit(item, f"{path}.{name}", depth + 1)
+            found = function_roots(value)
+            checks.append((_FUNCTION_ROOTS, value, tuple(found)))
+            for name, item in found:
+                visit(item, attribute(path, name), depth + 1)
         elif category == _IGNORED:
             return
         else:
             entries.append((path, _identity(value)))
 
+    def visit_tensor(value: Tensor, path: str, depth: int, loose: bool) -> None:
+        """A tensor met for the first time; ``loose`` when no checked container holds it
+        (an argument, a gradient): the next call may find another tensor there."""
+        seen.add(id(value))
+        tensors.append(value)
+        paths.append(path)
+        entries.append((path, value._aval, value.device, value.requires_grad))
+        grad = value.grad
+        if grad is None:
+            held = None
+        elif id(grad) in seen:  # another tensor of the walk: the same one is expected
+            held = grad
+        else:
+            held = len(tensors)  # a gradient from before the call: an input too, at this position
+        records.append(
+            _TensorRecord(None if loose else value, type(value), value._aval, value.device, value.requires_grad, held)
+        )
+        if type(held) is int:
+            visit_tensor(grad, attribute(path, "grad"), depth + 1, True)
+
+    def visit_object(value: Any, kind: type, path: str, depth: int) -> None:
+        shape, slots = _SHAPES.get(kind) or _shape(kind), _public_slots(kind)
+        own = getattr(value, "__dict__", None)
+        if own is None and not slots:  # compared by identity
+            entries.append((path, _identity(value)))
+            return
+        seen.add(id(value))
+        # An object without a __dict__ is also its identity, or its value where it hashes
+        # by value: its private slots (a Fraction's) are not walked.
+        entries.append((path, kind) if own is not None else (path, _identity(value)))
+        if own is not None:
+            checks.append((_OBJECT_DICT, value, (kind, own, tuple(own), tuple(own.values()))))
+        if slots:
+            checks.append((_OBJECT_SLOTS, value, (slots, _slot_values(value, slots))))
+        lifted = shape.lifted
+        for name, item in _attributes(value, own, slots):
+            child = attribute(path, name)
+            if name in lifted and _lift(reads, value, name, item, child):
+                if type(item) is list:
+                    checks.append((_LIST, item, tuple(item)))
+                continue
+            visit(item, child, depth + 1)
+        if shape.reached:
+            state = tuple(_class_state(kind))
+            checks.append((_CLASS_STATE, kind, state))
+            for name, item in state:
+                if own is None or name not in own:
+                    visit(item, attribute(path, name), depth + 1)
+
     for path, value in roots:
+        loose = (categories.get(type(value)) or _category(type(value))) == _TENSOR and id(value) not in seen
+        snapshot.roots.append((path, None, len(tensors)) if loose else (path, value, -1))
         visit(value, path, 0)
+    snapshot.finish(reads)
+    return reads
+
+
+class _TensorRecord(NamedTuple):
+    """One tensor of a walk: the tensor (None for a loose one, whose holder no check
+    covers), what its key entry holds, and its gradient: None, the position of a new
+    one in the walk's tensors, or a tensor met before it."""
+
+    tensor: Tensor | None
+    kind: type
+    aval: Any
+    device: Device
+    requires_grad: bool
+    grad: Any
+
+
+# What a check re-reads of a value the walk met: a dict-holding object's class, dict, and
+# its keys and values (by identity); an object's public slots; a list's items; a dict's
+# keys and values; an array's shape, dtype and contents (by value); a function's roots;
+# a user-written class's state.
+_OBJECT_DICT, _OBJECT_SLOTS, _LIST, _DICT_ITEMS, _ARRAY_VALUES, _FUNCTION_ROOTS, _CLASS_STATE = range(7)
+_UNSET = object()
+
+
+def _slot_values(value: Any, slots: tuple[str, ...]) -> tuple:
+    return tuple([getattr(value, name, _UNSET) for name in slots])
+
+
+def _same(now: tuple, then: tuple) -> bool:
+    return len(now) == len(then) and all(map(operator.is_, now, then))
+
+
+def _holds(code: int, value: Any, then: Any) -> bool:
+    """Whether ``value`` reads as it did (``then``) to the check ``code``."""
+    if code == _OBJECT_DICT:
+        kind, own, names, items = then
+        found = getattr(value, "__dict__", None)
+        return type(value) is kind and found is own and _same(tuple(own), names) and _same(tuple(own.values()), items)
+    if code == _OBJECT_SLOTS:
+        return _same(_slot_values(value, then[0]), then[1])
+    if code == _LIST:
+        return _same(tuple(value), then)
+    if code == _DICT_ITEMS:
+        return _same(tuple(value), then[0]) and _same(tuple(value.values()), then[1])
+    if code == _ARRAY_VALUES:
+        return (value.shape, value.dtype, _contents(value)) == then
+    found = tuple(function_roots(value) if code == _FUNCTION_ROOTS else _class_state(value))
+    return [n for n, _ in found] == [n for n, _ in then] and _same(
+        tuple(v for _, v in found), tuple(v for _, v in then)
+    )
+
+
+class Snapshot:
+    """What a walk read, checked by ``read_again``: the roots, every container it walked
+    (with what it held, by identity) and every tensor's key entry and gradient."""
+
+    __slots__ = ("roots", "checks", "tensors", "paths", "numbers", "holders", "entries")
+
+    def __init__(self) -> None:
+        # (path, the value expected, -1), or (path, None, its position) for a loose tensor
+        self.roots: list[tuple[str, Any, int]] = []
+        self.checks: list[tuple[int, Any, Any]] = []
+        self.tensors: list[_TensorRecord] = []
+        self.entries: tuple | None = None  # the walk's key entries, set when it ends
+
+    def finish(self, reads: Reads) -> None:
+        self.paths, self.numbers, self.holders, self.entries = (
+            reads.paths,
+            reads.numbers,
+            reads.holders,
+            tuple(reads.entries),
+        )
+
+
+def read_again(snapshot: Snapshot | None, roots: list[tuple[str, Any]]) -> Reads | None:
+    """What ``read(roots)`` would return, found without walking, when the roots and
+    everything the walk met hold what they held for ``snapshot``'s (the same objects
+    and tensors, another argument tensor or gradient of the same kind, shape, dtype and
+    device): None when anything differs, and the walk must run."""
+    if snapshot is None or snapshot.entries is None or len(roots) != len(snapshot.roots):
+        return None
+    records = snapshot.tensors
+    now: list[Any] = [record.tensor for record in records]
+    met = {id(t) for t in now if t is not None}
+    for (path, value), (then_path, then, position) in zip(roots, snapshot.roots, strict=True):
+        if path != then_path:
+            return None
+        if position >= 0:  # an argument tensor met first here
+            if not isinstance(value, Tensor) or id(value) in met:
+                return None
+            now[position] = value
+            met.add(id(value))
+        elif value is not then:
+            return None
+    for code, value, then in snapshot.checks:
+        if not _holds(code, value, then):
+            return None
+    for k, (_, kind, aval, device, requires_grad, held) in enumerate(records):
+        t = now[k]
+        if type(t) is not kind or (t._aval is not aval and t._aval != aval):
+            return None  # a loose position no tensor filled is None, of another kind
+        if (t.device is not device and t.device != device) or t.requires_grad is not requires_grad:
+            return None
+        grad = t.grad
+        if type(held) is int:
+            if not isinstance(grad, Tensor) or id(grad) in met or now[held] is not None:
+                return None
+            now[held] = grad
+            met.add(id(grad))
+        elif grad is not held:
+            return None
+    reads = Reads()
+    reads.tensors, reads.paths, reads.numbers = now, snapshot.paths, snapshot.numbers
+    reads.holders, reads.entries, reads.snapshot = snapshot.holders, list(snapshot.entries), snapshot
     return reads
 
 
@@ -402,12 +613,34 @@ def _public_slots(kind: type) -> tuple[str, ...]:
     return found
 
 
-def _attributes(value: Any, kind: type) -> Iterator[tuple[str, Any]]:
-    """An object's public attributes: those of its __dict__, then its set public slots."""
-    for name, item in getattr(value, "__dict__", {}).items():
-        if name[0] != "_":
-            yield name, item
-    for name in _public_slots(kind):
+_SLOTS: dict[type, tuple[str, ...]] = {}
+
+
+class _Shape(NamedTuple):
+    """What the walk reads of an object of one class besides its attributes, found once."""
+
+    lifted: frozenset[str]  # the attributes its class lists in ``jit_inputs``
+    reached: bool  # whether a user-written class holds state for it (``_class_state``)
+
+
+_SHAPES: dict[type, _Shape] = {}
+
+
+def _shape(kind: type) -> _Shape:
+    names = _CLASS_NAMES.get(kind)
+    if names is None:
+        names = _CLASS_NAMES[kind] = _reached_names(kind)
+    found = _SHAPES[kind] = _Shape(frozenset(getattr(kind, "jit_inputs", ())), bool(names))
+    return found
+
+
+def _attributes(value: Any, own: dict | None, slots: tuple[str, ...]) -> Iterator[tuple[str, Any]]:
+    """An object's public attributes: those of its __dict__ ``own``, then its set public ``slots``."""
+    if own is not None:
+        for name, item in own.items():
+            if name[0] != "_":
+                yield name, item
+    for name in slots:
         try:
             yield name, getattr(value, name)
         except AttributeError:  # a slot never assigned

@@ -89,6 +89,27 @@ def _references(entry: tuple[np.ndarray, int]) -> int:
 _UNHELD = _references((np.empty(0), 0))
 
 
+class _Addresses:
+    """The addresses of the buffers that executables gave out, by the buffers' identity,
+    held weakly: a step's state comes back as the next call's arguments (to this
+    executable or another: a training step's parameters to the evaluation's), whose
+    addresses NumPy would take a microsecond each to tell."""
+
+    def __init__(self) -> None:
+        self._known: dict[int, tuple[weakref.ref, int]] = {}
+
+    def note(self, buffer: np.ndarray, address: int) -> None:
+        key = id(buffer)  # dropped as the buffer dies, before its identity can be reused
+        self._known[key] = (weakref.ref(buffer, lambda _: self._known.pop(key, None)), address)
+
+    def of(self, array: np.ndarray) -> int:
+        found = self._known.get(id(array))
+        return found[1] if found is not None and found[0]() is array else array.ctypes.data
+
+
+_ADDRESSES = _Addresses()
+
+
 class _Spares:
     """The buffers an executable gave out for one result, with their addresses: a call takes
     back one nothing else holds any more (the step's state that the next step's replaced),
@@ -108,6 +129,7 @@ class _Spares:
                 return entry
         buffer = np.empty(shape, dtype)
         entry = (buffer, buffer.ctypes.data)
+        _ADDRESSES.note(buffer, entry[1])
         if self.keep:
             self.held = [*self.held[-1:], entry]
         return entry
@@ -210,7 +232,7 @@ class CpuExecutable:
                 array = np.array(array)
             arrays.append(array)
             refs.append(weakref.ref(array))
-            self._params[i] = array.ctypes.data
+            self._params[i] = _ADDRESSES.of(array)
         self._last_args = refs
         kept = {i: arrays[i].copy() for i in self._returned_overwritten} if self._returned_overwritten else None
         buffers, guards = [], []
