@@ -289,6 +289,7 @@ class JittedFunction:
         last, snapshot = self._last_hit, reads.snapshot
         if last is not None and snapshot is last[0] and reads.entries[len(snapshot.entries) :] == last[1]:
             return last[2], last[3]
+        self._last_hit = None  # holds its snapshot's objects: none past a walk of new ones
         key = reads.key
         compiled = self._compiled.get(key)
         if compiled is not None and snapshot is not None:

@@ -322,22 +322,24 @@ def _category(kind: type) -> int:
 class _Paths:
     """The walk's paths, made once and reused by every later call: a call's key then holds
     the strings the cached keys hold, whose hashes are kept and which compare by identity,
-    and the walk formats no string it formatted before. Forgotten past ``LIMIT`` parents
-    (a program whose lists keep growing)."""
+    and the walk formats no string it formatted before. Forgotten past ``LIMIT`` paths
+    (a program whose lists or dicts keep growing)."""
 
     LIMIT = 1 << 16
 
     def __init__(self) -> None:
         self._attributes: dict[str, dict[str, str]] = {}
         self._items: dict[str, dict[Any, str]] = {}
+        self._made = 0
 
     def attribute(self, path: str, name: str) -> str:
         children = self._attributes.get(path)
         if children is None:
-            children = self._children(self._attributes, path)
+            children = self._attributes[path] = {}
         found = children.get(name)
         if found is None:
             found = children[name] = f"{path}.{name}"
+            self._count()
         return found
 
     def item(self, path: str, index: Any) -> str:
@@ -347,17 +349,19 @@ class _Paths:
             return f"{path}[{index!r}]"
         children = self._items.get(path)
         if children is None:
-            children = self._children(self._items, path)
+            children = self._items[path] = {}
         found = children.get((kind, index))
         if found is None:
             found = children[(kind, index)] = f"{path}[{index!r}]"
+            self._count()
         return found
 
-    def _children(self, table: dict, path: str) -> dict:
-        if len(table) >= self.LIMIT:
-            table.clear()
-        children = table[path] = {}
-        return children
+    def _count(self) -> None:
+        self._made += 1
+        if self._made > self.LIMIT:
+            self._attributes.clear()
+            self._items.clear()
+            self._made = 0
 
 
 _PATHS = _Paths()
@@ -384,6 +388,8 @@ def read(roots: list[tuple[str, Any]]) -> Reads:
         elif category == _TENSOR:
             if id(value) not in seen:
                 visit_tensor(value, path, depth, depth == 0)
+            else:
+                pin(value)
         elif id(value) in seen:
             return
         elif depth > MAX_DEPTH:
@@ -417,11 +423,14 @@ def read(roots: list[tuple[str, Any]]) -> Reads:
             return
         else:
             entries.append((path, _identity(value)))
+            checks.append((_KIND, value, kind))
 
     def visit_tensor(value: Tensor, path: str, depth: int, loose: bool) -> None:
         """A tensor met for the first time; ``loose`` when no checked container holds it
         (an argument, a gradient): the next call may find another tensor there."""
         seen.add(id(value))
+        if loose:
+            loose_at[id(value)] = len(tensors)
         tensors.append(value)
         paths.append(path)
         entries.append((path, value._aval, value.device, value.requires_grad))
@@ -437,10 +446,24 @@ def read(roots: list[tuple[str, Any]]) -> Reads:
         )
         if type(held) is int:
             visit_tensor(grad, attribute(path, "grad"), depth + 1, True)
+        elif held is not None:
+            pin(held)
+
+    def pin(value: Tensor) -> None:
+        """A loose tensor met again (another argument, a gradient held elsewhere too): the
+        next call must find this very tensor there, as the walk skips what it met before."""
+        k = loose_at.pop(id(value), None)
+        if k is not None:
+            records[k] = records[k]._replace(tensor=value)
+            r = root_of.pop(id(value), None)
+            if r is not None:
+                snapshot.roots[r] = (snapshot.roots[r][0], value, -1)
 
     def visit_object(value: Any, kind: type, path: str, depth: int) -> None:
         shape, slots = _SHAPES.get(kind) or _shape(kind), _public_slots(kind)
         own = getattr(value, "__dict__", None)
+        if own is None:  # its class may change (``__class__``) where its dict's check cannot see
+            checks.append((_KIND, value, kind))
         if own is None and not slots:  # compared by identity
             entries.append((path, _identity(value)))
             return
@@ -467,8 +490,12 @@ def read(roots: list[tuple[str, Any]]) -> Reads:
                 if own is None or name not in own:
                     visit(item, attribute(path, name), depth + 1)
 
+    loose_at: dict[int, int] = {}  # the position of each loose tensor in ``tensors``, by id
+    root_of: dict[int, int] = {}  # the root of each loose argument tensor, by id
     for path, value in roots:
         loose = (categories.get(type(value)) or _category(type(value))) == _TENSOR and id(value) not in seen
+        if loose:
+            root_of[id(value)] = len(snapshot.roots)
         snapshot.roots.append((path, None, len(tensors)) if loose else (path, value, -1))
         visit(value, path, 0)
     snapshot.finish(reads)
@@ -491,8 +518,8 @@ class _TensorRecord(NamedTuple):
 # What a check re-reads of a value the walk met: a dict-holding object's class, dict, and
 # its keys and values (by identity); an object's public slots; a list's items; a dict's
 # keys and values; an array's shape, dtype and contents (by value); a function's roots;
-# a user-written class's state.
-_OBJECT_DICT, _OBJECT_SLOTS, _LIST, _DICT_ITEMS, _ARRAY_VALUES, _FUNCTION_ROOTS, _CLASS_STATE = range(7)
+# a user-written class's state; the class of an object without a __dict__.
+_OBJECT_DICT, _OBJECT_SLOTS, _LIST, _DICT_ITEMS, _ARRAY_VALUES, _FUNCTION_ROOTS, _CLASS_STATE, _KIND = range(8)
 _UNSET = object()
 
 
@@ -518,6 +545,8 @@ def _holds(code: int, value: Any, then: Any) -> bool:
         return _same(tuple(value), then[0]) and _same(tuple(value.values()), then[1])
     if code == _ARRAY_VALUES:
         return (value.shape, value.dtype, _contents(value)) == then
+    if code == _KIND:
+        return type(value) is then
     found = tuple(function_roots(value) if code == _FUNCTION_ROOTS else _class_state(value))
     return [n for n, _ in found] == [n for n, _ in then] and _same(
         tuple(v for _, v in found), tuple(v for _, v in then)

@@ -209,3 +209,37 @@ def test_a_jitted_training_loop_walks_once():
     assert walks <= 5
     for p, q in zip(models[0].parameters(), models[1].parameters(), strict=True):
         np.testing.assert_allclose(q.numpy(), p.numpy(), rtol=2e-5, atol=1e-6)
+
+
+def test_a_tensor_met_twice_is_expected_again_in_both_places():
+    """A walk meets a tensor once: met again, as a second argument or as a gradient held
+    elsewhere too, it is skipped. A call that passes another tensor at the first place
+    only must not take the second place for the same tensor."""
+    x, y = _tensor(seed=1), _tensor(seed=2)
+    roots = [("args[0]", x), ("args[1]", x)]
+    snapshot = jit_state.read(roots).snapshot
+    assert _assert_reads_as_the_walk(snapshot, [("args[0]", y), ("args[1]", x)]) is None
+
+    state, roots = _state()
+    state.held = state.weights.grad  # the gradient is also an attribute, walked after it
+    snapshot = jit_state.read(roots).snapshot
+    state.weights.grad = _tensor(seed=6)
+    assert _assert_reads_as_the_walk(snapshot, roots) is None
+
+
+def test_a_jitted_function_given_one_tensor_twice_then_two():
+    add = braze.jit(lambda a, b: a + b)
+    x, y = braze.tensor(np.ones(3, np.float32)), braze.tensor(np.zeros(3, np.float32))
+    np.testing.assert_array_equal(add(x, x).numpy(), np.full(3, 2.0, np.float32))
+    np.testing.assert_array_equal(add(y, x).numpy(), np.ones(3, np.float32))
+
+
+def test_a_slotted_object_whose_class_changed_is_read_again():
+    class Other:
+        __slots__ = ("a", "b")
+        scale = 5.0
+
+    state, roots = _state()
+    snapshot = jit_state.read(roots).snapshot
+    state.slotted.__class__ = Other
+    assert _assert_reads_as_the_walk(snapshot, roots) is None
