@@ -16,6 +16,7 @@ import numpy as np
 
 from braze.ir.dtypes import float64, int64
 from braze.ops import as_tensor, astype, floor_divide, full, minimum, power, where
+from braze.replay import replaying
 from braze.tensor import Tensor
 
 Step = Tensor | int
@@ -95,20 +96,30 @@ class CosineDecay(LearningRateSchedule):
         self.name, self.warmup_target, self.warmup_steps = name, warmup_target, warmup_steps
 
     def __call__(self, step: Step) -> Tensor:
-        s = astype(_steps(step), float64)
-        if self.warmup_target is None:
-            return self._decay(minimum(s, self.decay_steps), self.initial_learning_rate)
-        s = minimum(s, self.decay_steps + self.warmup_steps)
-        decayed = self._decay(s - self.warmup_steps, self.warmup_target)
-        if not self.warmup_steps:
-            return decayed
-        rise = self.warmup_target - self.initial_learning_rate
-        warm = s / self.warmup_steps * rise + self.initial_learning_rate
-        return where(s < self.warmup_steps, warm, decayed)
+        settings = (self.initial_learning_rate, self.decay_steps, self.alpha, self.warmup_target, self.warmup_steps)
+        return _cosine_decay(_steps(step), *settings)
 
-    def _decay(self, s: Tensor, start: float) -> Tensor:
-        cosine = (cos_pi(s / self.decay_steps) + 1.0) * 0.5
-        return (cosine * (1.0 - self.alpha) + self.alpha) * start
+
+@replaying
+def _cosine_decay(
+    step: Tensor, initial: float, decay_steps: float, alpha: float, target: float | None, warmup: int
+) -> Tensor:
+    """``CosineDecay`` at ``step``, a function of its settings alone: a lazy step replays
+    its ops (about 30 of them) rather than running them through the op library."""
+    s = astype(step, float64)
+    if target is None:
+        return _cosine(minimum(s, decay_steps), initial, decay_steps, alpha)
+    s = minimum(s, decay_steps + warmup)
+    decayed = _cosine(s - warmup, target, decay_steps, alpha)
+    if not warmup:
+        return decayed
+    warm = s / warmup * (target - initial) + initial
+    return where(s < warmup, warm, decayed)
+
+
+def _cosine(s: Tensor, start: float, decay_steps: float, alpha: float) -> Tensor:
+    cosine = (cos_pi(s / decay_steps) + 1.0) * 0.5
+    return (cosine * (1.0 - alpha) + alpha) * start
 
 
 class _DecayOverTime(LearningRateSchedule):

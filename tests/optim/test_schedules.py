@@ -120,5 +120,18 @@ def test_an_optimizer_follows_its_schedule_in_every_mode_without_recompiling(mod
     np.testing.assert_allclose(got, expected, rtol=1e-5)
     if mode == "lazy":
         assert metrics.counter("CacheMiss") <= 1
+        assert metrics.counter("FunctionReplay") == 13  # the schedule's ops, recorded on the first step
     if mode == "jit":
         assert run.compiles == 1
+
+
+def test_cosine_schedules_of_other_settings_replay_their_own_ops_on_a_lazy_device():
+    """A lazy step replays a cosine schedule's recorded ops: two schedules that differ in
+    any setting each follow their own formula, step after step."""
+    settings = [(0.1, 50, 0.1, None, 0), (0.1, 50, 0.2, None, 0), (0.0, 90, 0.0, 0.5, 10), (0.0, 90, 0.0, 0.5, 20)]
+    for step in (0, 5, 12, 60, 120):
+        count = braze.tensor(np.int64(step), device=braze.LAZY_CPU)
+        for initial, decay, alpha, target, warmup in settings:
+            schedule = schedules.CosineDecay(initial, decay, alpha, warmup_target=target, warmup_steps=warmup)
+            want = cosine(step, initial, decay, alpha, warmup_target=target, warmup_steps=warmup)
+            np.testing.assert_allclose(schedule(count).numpy(), want, rtol=1e-12, atol=1e-15)
