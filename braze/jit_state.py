@@ -33,7 +33,8 @@ A walk leaves a ``Snapshot`` of what it met: every list, dict, object and functi
 walked with what each held (by identity), every array's shape, dtype and contents, and
 every tensor's guard and gradient. The next call checks it (``read_again``) and, where
 everything holds what it held (only an argument tensor or a gradient may be another
-tensor, of the same kind, shape, dtype, device and ``requires_grad``), takes the walk's
+tensor, of the same kind, shape, dtype, device and ``requires_grad``, and the tuples,
+lists and dicts passed as arguments others of the same shape), takes the walk's
 reading without walking: whatever could change what a walk returns is what the snapshot
 checks. The snapshot holds what it checks until the next call.
 
@@ -391,6 +392,8 @@ def read(roots: list[tuple[str, Any]]) -> Reads:
             else:
                 pin(value)
         elif id(value) in seen:
+            if id(value) in containers:  # an argument's container met again: that very one is expected
+                met_again.add(id(value))
             return
         elif depth > MAX_DEPTH:
             entries.append((path, "beyond the walk's depth"))
@@ -455,9 +458,33 @@ def read(roots: list[tuple[str, Any]]) -> Reads:
         k = loose_at.pop(id(value), None)
         if k is not None:
             records[k] = records[k]._replace(tensor=value)
-            r = root_of.pop(id(value), None)
-            if r is not None:
-                snapshot.roots[r] = (snapshot.roots[r][0], value, -1)
+
+    def argument(value: Any, path: str, depth: int) -> tuple:
+        """Visit an argument (a root, or an item of an argument's tuple, list or dict) and
+        say what the next call's may be: a tensor met first here, another tensor; a tuple,
+        list or dict met first here, another of the same kind and keys or length, whose
+        items are arguments too (a batch passed as ``(x, y)``); anything else, itself."""
+        kind = type(value)
+        category = categories.get(kind)
+        if category is None:
+            category = _category(kind)
+        if category == _TENSOR and id(value) not in seen:
+            position = len(tensors)
+            visit_tensor(value, path, depth, True)
+            return (_LOOSE_TENSOR, position)
+        if category in (_SEQUENCE, _DICT) and id(value) not in seen and depth <= MAX_DEPTH:
+            seen.add(id(value))
+            containers.add(id(value))
+            if category == _SEQUENCE:
+                entries.append((path, kind, len(value)))
+                items = [(item_path(path, i), item) for i, item in enumerate(value)]
+            else:
+                entries.append((path, kind, tuple(value)))
+                items = [(item_path(path, name), item) for name, item in value.items()]
+            children = tuple([argument(item, child, depth + 1) for child, item in items])
+            return (_ARGUMENTS, kind, _arguments_shape(value), children, None)
+        visit(value, path, depth)
+        return (_SAME, value)
 
     def visit_object(value: Any, kind: type, path: str, depth: int) -> None:
         shape, slots = _SHAPES.get(kind) or _shape(kind), _public_slots(kind)
@@ -491,15 +518,59 @@ def read(roots: list[tuple[str, Any]]) -> Reads:
                     visit(item, attribute(path, name), depth + 1)
 
     loose_at: dict[int, int] = {}  # the position of each loose tensor in ``tensors``, by id
-    root_of: dict[int, int] = {}  # the root of each loose argument tensor, by id
+    containers: set[int] = set()  # the arguments' tuples, lists and dicts met first as arguments
+    met_again: set[int] = set()  # those the walk met again, elsewhere
     for path, value in roots:
-        loose = (categories.get(type(value)) or _category(type(value))) == _TENSOR and id(value) not in seen
-        if loose:
-            root_of[id(value)] = len(snapshot.roots)
-        snapshot.roots.append((path, None, len(tensors)) if loose else (path, value, -1))
-        visit(value, path, 0)
+        snapshot.roots.append((path, argument(value, path, 0)))
+    if met_again:
+        pairs = zip(snapshot.roots, roots, strict=True)
+        snapshot.roots = [(path, _pinned(then, value, met_again)) for (path, then), (_, value) in pairs]
     snapshot.finish(reads)
     return reads
+
+
+# What an argument of the next call may be (``read``'s ``argument``): the same object, a
+# tensor at a loose position, or a tuple, list or dict of arguments of the same shape.
+_SAME, _LOOSE_TENSOR, _ARGUMENTS = range(3)
+
+
+def _arguments_shape(value: tuple | list | dict) -> Any:
+    """A container's length, or a dict's keys with their types (equal keys of other types
+    make other paths: ``[1]`` and ``[1.0]``)."""
+    return tuple([(type(k), k) for k in value]) if type(value) is dict else len(value)
+
+
+def _pinned(then: tuple, value: Any, met_again: set[int]) -> tuple:
+    """``then`` (``read``'s ``argument`` of ``value``) expecting the very containers that
+    the walk met again (a new one there would be walked where that walk skipped it), their
+    items checked still."""
+    if then[0] != _ARGUMENTS:
+        return then
+    items = value.values() if type(value) is dict else value
+    children = tuple([_pinned(child, item, met_again) for child, item in zip(then[3], items, strict=True)])
+    return (*then[:3], children, value if id(value) in met_again else None)
+
+
+def _argument_holds(value: Any, then: tuple, now: list, met: set[int]) -> bool:
+    """Whether an argument of this call is what ``then`` (``read``'s ``argument``) allows,
+    filling the loose positions of ``now`` with the tensors it finds."""
+    code = then[0]
+    if code == _SAME:
+        return value is then[1]
+    if code == _LOOSE_TENSOR:
+        pinned = now[then[1]]
+        if pinned is not None:  # met again by that walk: the very tensor is expected
+            return value is pinned
+        if not isinstance(value, Tensor) or id(value) in met:
+            return False
+        now[then[1]] = value
+        met.add(id(value))
+        return True
+    _, kind, shape, children, pinned = then
+    if (pinned is not None and value is not pinned) or type(value) is not kind or _arguments_shape(value) != shape:
+        return False
+    items = value.values() if kind is dict else value
+    return all([_argument_holds(item, child, now, met) for item, child in zip(items, children, strict=True)])
 
 
 class _TensorRecord(NamedTuple):
@@ -560,8 +631,7 @@ class Snapshot:
     __slots__ = ("roots", "checks", "tensors", "paths", "numbers", "holders", "entries")
 
     def __init__(self) -> None:
-        # (path, the value expected, -1), or (path, None, its position) for a loose tensor
-        self.roots: list[tuple[str, Any, int]] = []
+        self.roots: list[tuple[str, tuple]] = []  # (path, what the argument may be: ``_argument_holds``)
         self.checks: list[tuple[int, Any, Any]] = []
         self.tensors: list[_TensorRecord] = []
         self.entries: tuple | None = None  # the walk's key entries, set when it ends
@@ -585,15 +655,8 @@ def read_again(snapshot: Snapshot | None, roots: list[tuple[str, Any]]) -> Reads
     records = snapshot.tensors
     now: list[Any] = [record.tensor for record in records]
     met = {id(t) for t in now if t is not None}
-    for (path, value), (then_path, then, position) in zip(roots, snapshot.roots, strict=True):
-        if path != then_path:
-            return None
-        if position >= 0:  # an argument tensor met first here
-            if not isinstance(value, Tensor) or id(value) in met:
-                return None
-            now[position] = value
-            met.add(id(value))
-        elif value is not then:
+    for (path, value), (then_path, then) in zip(roots, snapshot.roots, strict=True):
+        if path != then_path or not _argument_holds(value, then, now, met):
             return None
     for code, value, then in snapshot.checks:
         if not _holds(code, value, then):

@@ -243,3 +243,37 @@ def test_a_slotted_object_whose_class_changed_is_read_again():
     snapshot = jit_state.read(roots).snapshot
     state.slotted.__class__ = Other
     assert _assert_reads_as_the_walk(snapshot, roots) is None
+
+
+def test_a_batch_passed_as_a_tuple_or_dict_may_be_a_new_one():
+    """Arguments' tuples, lists and dicts are new on every call of a training loop (Keras
+    passes ``(x, y)``): another of the same kind and keys or length, holding tensors of the
+    same kind, reads as the walk reads it; anything else in it must be the same object."""
+    state, _ = _state()
+
+    def roots(batch):
+        return [("args[0]", state), ("args[1]", batch)]
+
+    def batch(seed, scale=0.5):
+        return ({"x": _tensor(seed=seed), "y": [_tensor((4,), seed=seed + 1)]}, scale)
+
+    snapshot = jit_state.read(roots(batch(10))).snapshot
+    assert _assert_reads_as_the_walk(snapshot, roots(batch(20))) is not None
+    assert _assert_reads_as_the_walk(snapshot, roots(batch(20, scale=0.75))) is None
+    assert _assert_reads_as_the_walk(snapshot, roots(({"x": _tensor(seed=1), "z": [_tensor((4,))]}, 0.5))) is None
+    assert _assert_reads_as_the_walk(snapshot, roots(({"x": _tensor(seed=1), "y": []}, 0.5))) is None
+    assert _assert_reads_as_the_walk(snapshot, roots(({"x": _tensor((3, 3)), "y": [_tensor((4,))]}, 0.5))) is None
+    assert _assert_reads_as_the_walk(snapshot, roots(({"x": state.weights, "y": [_tensor((4,))]}, 0.5))) is None
+
+
+def test_an_argument_list_that_the_state_holds_too_must_be_that_list():
+    """A walk skips a list it met before: a new list given where the state's own was
+    given would leave the state's list walked where the last walk skipped it."""
+    state, _ = _state()
+    roots = [("args[0]", state.items), ("args[1]", state)]
+    snapshot = jit_state.read(roots).snapshot
+    copy = list(state.items)
+    assert _assert_reads_as_the_walk(snapshot, [("args[0]", copy), ("args[1]", state)]) is None
+    assert _assert_reads_as_the_walk(snapshot, roots) is not None
+    state.items[0] = 2.0  # that very list, changed: its items are read again
+    assert _assert_reads_as_the_walk(snapshot, roots) is None
