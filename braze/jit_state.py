@@ -522,6 +522,10 @@ def read(roots: list[tuple[str, Any]]) -> Reads:
     met_again: set[int] = set()  # those the walk met again, elsewhere
     for path, value in roots:
         snapshot.roots.append((path, argument(value, path, 0)))
+    # What a new argument container or tensor must not be: anything else the walk met and
+    # the snapshot holds (so whose identity stays its own).
+    loose = {id(t) for t, record in zip(tensors, records, strict=True) if record.tensor is None}
+    snapshot.met = frozenset(seen.difference(containers, loose))
     if met_again:
         pairs = zip(snapshot.roots, roots, strict=True)
         snapshot.roots = [(path, _pinned(then, value, met_again)) for (path, then), (_, value) in pairs]
@@ -535,9 +539,9 @@ _SAME, _LOOSE_TENSOR, _ARGUMENTS = range(3)
 
 
 def _arguments_shape(value: tuple | list | dict) -> Any:
-    """A container's length, or a dict's keys with their types (equal keys of other types
-    make other paths: ``[1]`` and ``[1.0]``)."""
-    return tuple([(type(k), k) for k in value]) if type(value) is dict else len(value)
+    """A container's length, or a dict's keys with their types and reprs (equal keys may
+    make other paths: ``[1]`` and ``[1.0]``, ``[0.0]`` and ``[-0.0]``)."""
+    return tuple([(type(k), k, repr(k)) for k in value]) if type(value) is dict else len(value)
 
 
 def _pinned(then: tuple, value: Any, met_again: set[int]) -> tuple:
@@ -551,7 +555,23 @@ def _pinned(then: tuple, value: Any, met_again: set[int]) -> tuple:
     return (*then[:3], children, value if id(value) in met_again else None)
 
 
-def _argument_holds(value: Any, then: tuple, now: list, met: set[int]) -> bool:
+class _Met:
+    """The ids of what a walk met and its snapshot holds, and of what a check of it took
+    since (new argument containers and tensors), without copying the first."""
+
+    __slots__ = ("held", "taken")
+
+    def __init__(self, held: frozenset[int]) -> None:
+        self.held, self.taken = held, set()
+
+    def __contains__(self, key: int) -> bool:
+        return key in self.taken or key in self.held
+
+    def add(self, key: int) -> None:
+        self.taken.add(key)
+
+
+def _argument_holds(value: Any, then: tuple, now: list, met: _Met) -> bool:
     """Whether an argument of this call is what ``then`` (``read``'s ``argument``) allows,
     filling the loose positions of ``now`` with the tensors it finds."""
     code = then[0]
@@ -567,7 +587,13 @@ def _argument_holds(value: Any, then: tuple, now: list, met: set[int]) -> bool:
         met.add(id(value))
         return True
     _, kind, shape, children, pinned = then
-    if (pinned is not None and value is not pinned) or type(value) is not kind or _arguments_shape(value) != shape:
+    if pinned is None:  # a new container, unless the walk would meet it elsewhere too (and skip it there)
+        if id(value) in met:
+            return False
+        met.add(id(value))
+    elif value is not pinned:
+        return False
+    if type(value) is not kind or _arguments_shape(value) != shape:
         return False
     items = value.values() if kind is dict else value
     return all([_argument_holds(item, child, now, met) for item, child in zip(items, children, strict=True)])
@@ -628,13 +654,14 @@ class Snapshot:
     """What a walk read, checked by ``read_again``: the roots, every container it walked
     (with what it held, by identity) and every tensor's key entry and gradient."""
 
-    __slots__ = ("roots", "checks", "tensors", "paths", "numbers", "holders", "entries")
+    __slots__ = ("roots", "checks", "tensors", "paths", "numbers", "holders", "entries", "met")
 
     def __init__(self) -> None:
         self.roots: list[tuple[str, tuple]] = []  # (path, what the argument may be: ``_argument_holds``)
         self.checks: list[tuple[int, Any, Any]] = []
         self.tensors: list[_TensorRecord] = []
         self.entries: tuple | None = None  # the walk's key entries, set when it ends
+        self.met: frozenset[int] = frozenset()  # the ids of what it met and holds
 
     def finish(self, reads: Reads) -> None:
         self.paths, self.numbers, self.holders, self.entries = (
@@ -654,7 +681,7 @@ def read_again(snapshot: Snapshot | None, roots: list[tuple[str, Any]]) -> Reads
         return None
     records = snapshot.tensors
     now: list[Any] = [record.tensor for record in records]
-    met = {id(t) for t in now if t is not None}
+    met = _Met(snapshot.met)
     for (path, value), (then_path, then) in zip(roots, snapshot.roots, strict=True):
         if path != then_path or not _argument_holds(value, then, now, met):
             return None

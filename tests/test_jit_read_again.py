@@ -277,3 +277,24 @@ def test_an_argument_list_that_the_state_holds_too_must_be_that_list():
     assert _assert_reads_as_the_walk(snapshot, roots) is not None
     state.items[0] = 2.0  # that very list, changed: its items are read again
     assert _assert_reads_as_the_walk(snapshot, roots) is None
+
+
+def test_a_new_argument_container_that_the_walk_would_meet_twice_is_read_again():
+    """The walk skips a container the second time it meets it: a new argument container
+    that is also held elsewhere (by another argument, by the state) reads as the walk reads
+    it, or not at all."""
+    snapshot = jit_state.read([("args[0]", ([], []))]).snapshot
+    shared: list = []
+    assert _assert_reads_as_the_walk(snapshot, [("args[0]", (shared, shared))]) is None
+
+    state, _ = _state()
+    state.sizes = (2, 3)
+    snapshot = jit_state.read([("args[0]", state), ("args[1]", tuple([2, 3]))]).snapshot  # another tuple
+    assert _assert_reads_as_the_walk(snapshot, [("args[0]", state), ("args[1]", state.sizes)]) is None
+
+
+def test_dict_keys_that_are_equal_but_print_otherwise_are_read_again():
+    x = _tensor(seed=1)
+    snapshot = jit_state.read([("args[0]", {0.0: x})]).snapshot
+    assert _assert_reads_as_the_walk(snapshot, [("args[0]", {-0.0: _tensor(seed=2)})]) is None
+    assert _assert_reads_as_the_walk(snapshot, [("args[0]", {0.0: _tensor(seed=2)})]) is not None
