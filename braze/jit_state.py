@@ -388,7 +388,7 @@ def read(roots: list[tuple[str, Any]]) -> Reads:
             entries.append((path, kind, _guarded(value) if category == _FLOAT else value))
         elif category == _TENSOR:
             if id(value) not in seen:
-                visit_tensor(value, path, depth, depth == 0)
+                visit_tensor(value, path, False)
             else:
                 pin(value)
         elif id(value) in seen:
@@ -399,19 +399,14 @@ def read(roots: list[tuple[str, Any]]) -> Reads:
             entries.append((path, "beyond the walk's depth"))
         elif category == _OBJECT:
             visit_object(value, kind, path, depth)
-        elif category == _SEQUENCE:
-            seen.add(id(value))
-            entries.append((path, kind, len(value)))
-            if kind is list:
+        elif category in (_SEQUENCE, _DICT):
+            items = open_container(value, kind, path)
+            if kind is dict:
+                checks.append((_DICT_ITEMS, value, (tuple(value), tuple(value.values()))))
+            elif kind is list:
                 checks.append((_LIST, value, tuple(value)))
-            for i, item in enumerate(value):
-                visit(item, item_path(path, i), depth + 1)
-        elif category == _DICT:
-            seen.add(id(value))
-            entries.append((path, kind, tuple(value)))
-            checks.append((_DICT_ITEMS, value, (tuple(value), tuple(value.values()))))
-            for name, item in value.items():
-                visit(item, item_path(path, name), depth + 1)
+            for child, item in items:
+                visit(item, child, depth + 1)
         elif category == _ARRAY:
             entries.append((path, value.shape, value.dtype, _contents(value)))
             checks.append((_ARRAY_VALUES, value, entries[-1][1:]))
@@ -428,7 +423,17 @@ def read(roots: list[tuple[str, Any]]) -> Reads:
             entries.append((path, _identity(value)))
             checks.append((_KIND, value, kind))
 
-    def visit_tensor(value: Tensor, path: str, depth: int, loose: bool) -> None:
+    def open_container(value: tuple | list | dict, kind: type, path: str) -> list[tuple[str, Any]]:
+        """Note a tuple, list or dict met for the first time: its entry, and its items with
+        their paths."""
+        seen.add(id(value))
+        if kind is dict:
+            entries.append((path, kind, tuple(value)))
+            return [(item_path(path, name), item) for name, item in value.items()]
+        entries.append((path, kind, len(value)))
+        return [(item_path(path, i), item) for i, item in enumerate(value)]
+
+    def visit_tensor(value: Tensor, path: str, loose: bool) -> None:
         """A tensor met for the first time; ``loose`` when no checked container holds it
         (an argument, a gradient): the next call may find another tensor there."""
         seen.add(id(value))
@@ -448,7 +453,7 @@ def read(roots: list[tuple[str, Any]]) -> Reads:
             _TensorRecord(None if loose else value, type(value), value._aval, value.device, value.requires_grad, held)
         )
         if type(held) is int:
-            visit_tensor(grad, attribute(path, "grad"), depth + 1, True)
+            visit_tensor(grad, attribute(path, "grad"), True)
         elif held is not None:
             pin(held)
 
@@ -470,17 +475,11 @@ def read(roots: list[tuple[str, Any]]) -> Reads:
             category = _category(kind)
         if category == _TENSOR and id(value) not in seen:
             position = len(tensors)
-            visit_tensor(value, path, depth, True)
+            visit_tensor(value, path, True)
             return (_LOOSE_TENSOR, position)
         if category in (_SEQUENCE, _DICT) and id(value) not in seen and depth <= MAX_DEPTH:
-            seen.add(id(value))
             containers.add(id(value))
-            if category == _SEQUENCE:
-                entries.append((path, kind, len(value)))
-                items = [(item_path(path, i), item) for i, item in enumerate(value)]
-            else:
-                entries.append((path, kind, tuple(value)))
-                items = [(item_path(path, name), item) for name, item in value.items()]
+            items = open_container(value, kind, path)
             children = tuple([argument(item, child, depth + 1) for child, item in items])
             return (_ARGUMENTS, kind, _arguments_shape(value), children, None)
         visit(value, path, depth)
