@@ -14,11 +14,9 @@ from its first run on, so every step's trace is the same and compiles once.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from braze import tensor as tensor_layer
 from braze.ir import primitive as prim_layer
 from braze.ir.primitive import Aval
 from braze.lazy import Expr, Program, call, is_recording, liftable
@@ -30,8 +28,9 @@ from braze.tangents import LEVELS
 from braze.tensor import GRAD_MODE, Tensor, unheard
 
 R = TypeVar("R")
-# (primitive, attrs, input slots, aval, signature, like, cut, grad mode): each appends one
-# slot; ``cut`` and the grad mode are noted for a function's arguments (see ``record``)
+# (primitive, attrs, input slots, aval, signature, like, cut, grad mode, takes): each appends
+# one slot; ``cut``, the grad mode and whether the result takes gradients are noted for a
+# function's arguments (see ``record``)
 Op = tuple
 
 _UNSEEN = object()  # a key never recorded
@@ -81,7 +80,18 @@ def record(
                     cut.append(i)
             slot_takes.append(out.requires_grad)
         slot_of.setdefault(out._value, len(slots) + len(ops))
-        ops.append((primitive, attrs, tuple(codes), out._aval, out._value.signature, like, tuple(cut), enabled))
+        op = (
+            primitive,
+            attrs,
+            tuple(codes),
+            out._aval,
+            out._value.signature,
+            like,
+            tuple(cut),
+            enabled,
+            out.requires_grad,
+        )
+        ops.append(op)
     return ops, slot_of, result
 
 
@@ -141,10 +151,14 @@ class Recorded:
         self.program = Program(kept, len(self.reads) + len(lifted), len(results))
         self.results = [(code[k], aval) for k, aval in results]
 
+    def exprs(self, slots: list) -> list[Expr]:
+        """The results' expressions on ``slots`` (expressions of a lazy device)."""
+        constants = [Expr(p, (), attrs, aval, signature) for p, attrs, _, aval, signature, *_ in self.constants]
+        return call(self.program, [*[slots[k] for k in self.reads], *constants], self.results)
+
     def bind(self, slots: list, device: Device) -> list[Tensor]:
         """The results on ``slots`` (expressions of the lazy ``device``), as tensors."""
-        constants = [Expr(p, (), attrs, aval, signature) for p, attrs, _, aval, signature, *_ in self.constants]
-        values = call(self.program, [*[slots[k] for k in self.reads], *constants], self.results)
+        values = self.exprs(slots)
         return [Tensor._make(value, aval, device) for value, (_, aval) in zip(values, self.results, strict=True)]
 
 
@@ -155,7 +169,7 @@ def replayable(device: Device) -> bool:
     return device.is_lazy and not GRAD_MODE.enabled and not LEVELS.open and not is_recording() and unheard()
 
 
-def _with_context(key: Any, inputs: list[Tensor]) -> tuple:
+def with_context(key: Any, inputs: list[Tensor]) -> tuple:
     """``key`` with what else decides a recorded program: whether ``braze.autocast`` is on
     (it changes the op library's products), and which inputs are one value (two
     hyperparameters equal this step are one tensor: a program records one slot for both,
@@ -172,8 +186,8 @@ def replayed(
     depend on nothing outside ``key`` and the inputs' types): the first call for ``key``
     runs ``fn`` and records its program in ``programs``, later calls replay it (counted as
     ``counter``). A function whose ops read another tensor runs every time. The key
-    holds the context too (``_with_context``)."""
-    key = _with_context(key, inputs)
+    holds the context too (``with_context``)."""
+    key = with_context(key, inputs)
     program = programs.get(key, _UNSEEN)
     if program is None:
         return fn()
@@ -188,82 +202,3 @@ def replayed(
     else:
         metrics.count(counter)
     return program.bind([t._value for t in inputs], inputs[0].device)
-
-
-F = TypeVar("F", bound=Callable[..., Tensor])
-
-
-def replaying(fn: F) -> F:
-    """``fn`` (a function of tensors returning one tensor, whose ops depend on nothing but
-    its tensor arguments' types and its other arguments' values) replayed on a lazy device:
-    the first call for a key runs ``fn`` and records its binds, later calls bind the
-    recorded ops straight onto their tensors, skipping the op library's broadcasting and
-    checks. Unlike ``replayed``, each op is bound as the op library binds it, so gradient
-    edges are recorded as usual: a layer's forward in a training step. A call whose ops
-    read a tensor outside its arguments (a random draw, a tensor made from NumPy data)
-    runs ``fn`` every time, as does a call while forward-mode derivatives are taken or
-    ``braze.jit`` traces (which runs the Python once anyway). Other arguments key the
-    program by type and value (``1`` and ``1.0`` may make different constants)."""
-    programs: BoundedCache[tuple, tuple | None] = BoundedCache(256)
-
-    @functools.wraps(fn)
-    def call(*args: Any, **kwargs: Any) -> Tensor:
-        if LEVELS.open or is_recording():
-            return fn(*args, **kwargs)
-        tensors: list[Tensor] = []
-        parts: list[Any] = []
-        for a in (*args, *kwargs.values()):
-            if isinstance(a, Tensor):
-                # An eager call runs as it is; a subclass (an Array API array) keeps its own wrapping.
-                if type(a) is not Tensor or not (tensors or a.device.is_lazy):
-                    return fn(*args, **kwargs)
-                tensors.append(a)
-                parts.append((a._aval, a.requires_grad, a.device))
-            else:
-                parts.append((type(a), a))
-        if not tensors:
-            return fn(*args, **kwargs)
-        key = _with_context((tuple(parts), tuple(kwargs), GRAD_MODE.enabled), tensors)
-        try:
-            program = programs.get(key, _UNSEEN)
-        except TypeError:  # an unhashable argument
-            return fn(*args, **kwargs)
-        if program is None:
-            return fn(*args, **kwargs)
-        if program is _UNSEEN:
-            ops, slot_of, result = record([t._value for t in tensors], lambda: fn(*args, **kwargs), tensors)
-            found = slot_of.get(result._value) if isinstance(result, Tensor) else None
-            programs.put(key, None if ops is None or found is None else (ops, found))
-            return result
-        ops, found = program
-        metrics.count("FunctionReplay")
-        return _bound(ops, tensors)[found]
-
-    return call  # type: ignore[return-value]
-
-
-def _bound(ops: list[Op], tensors: list[Tensor]) -> list[Tensor]:
-    """``ops`` bound onto ``tensors`` as the op library binds them, each in the grad mode
-    and with the operands cut from the gradient graph that it was recorded with; the
-    tensors followed by each op's result. The operands' types are the recorded ones, so
-    without a recorder listening (``braze.jit``, a nested recording) an op with operands
-    skips the shape rule and device check, whose results it has."""
-    bind, bind_typed = prim_layer.current_binder(), tensor_layer.bind_typed
-    typed = bind is tensor_layer.bind
-    values: list[Tensor] = list(tensors)
-    called = GRAD_MODE.enabled
-    try:
-        for primitive, attrs, inputs, aval, signature, like, cut, enabled in ops:
-            operands = [values[k] for k in inputs]
-            for i in cut:
-                a = operands[i]
-                operands[i] = Tensor._view(a._value, a._aval, a.device)
-            if enabled is not GRAD_MODE.enabled:
-                GRAD_MODE.enabled = enabled
-            if typed and operands:
-                values.append(bind_typed(primitive, tuple(operands), attrs, aval, signature, operands[0].device))
-            else:
-                values.append(bind(primitive, tuple(operands), attrs, like))
-    finally:
-        GRAD_MODE.enabled = called
-    return values

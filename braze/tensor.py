@@ -161,10 +161,10 @@ class GradNode:
         "tangents",
     )
 
-    def __init__(self, primitive, attrs, inputs, out_value, out_aval, device) -> None:
+    def __init__(self, primitive, attrs, inputs, in_values, out_value, out_aval, device) -> None:
         self.primitive = primitive
         self.attrs = attrs
-        self.in_values = [t._value for t in inputs]
+        self.in_values = in_values  # the inputs' values, which the caller has at hand
         self.in_avals = [t._aval for t in inputs]
         self.out_value = out_value
         self.out_aval = out_aval
@@ -225,7 +225,8 @@ def bind_typed(
     """``bind`` once the operands are known to be on ``device`` and the output's type and
     signature are known (a replay of ops recorded on operands of the same types)."""
     executor = _EXECUTORS.get(device.backend) or executor_for(device)
-    value = executor.apply(primitive, [t._value for t in args], attrs, aval, device, signature)
+    values = [t._value for t in args]
+    value = executor.apply(primitive, values, attrs, aval, device, signature)
     out = Tensor._view(value, aval, device)
     if isinstance(aval, Aval):
         executor.track(out)  # a lazy barrier must find every live pending tensor
@@ -238,7 +239,7 @@ def bind_typed(
         for t in args:
             if t.requires_grad:
                 out.requires_grad = True
-                node = out._grad_node = GradNode(primitive, attrs, args, value, aval, device)
+                node = out._grad_node = GradNode(primitive, attrs, args, values, value, aval, device)
                 break
     if LEVELS.open:
         push(primitive, args, attrs, out)

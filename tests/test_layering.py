@@ -24,6 +24,7 @@ LAYERS = (
         "autograd",
         "backward_replay",
         "replay",
+        "function_replay",
         "transforms",
         "trees",
         "torch_methods",

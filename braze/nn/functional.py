@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from braze import ops
+from braze.function_replay import replaying
 from braze.ir.errors import DTypeError, ShapeError
 from braze.nn.torch_convolution import adaptive_avg_pool2d, avg_pool2d, batch_norm, conv2d, max_pool2d
 from braze.nn.torch_elementwise_losses import (
@@ -50,7 +51,6 @@ from braze.ops.core import rounded_once
 from braze.ops.indexing import rows
 from braze.ops.linalg import matmul_transposed
 from braze.ops.random import Generator
-from braze.replay import replaying
 from braze.tensor import Tensor, user_error
 
 __all__ = [

@@ -13,11 +13,11 @@ from collections.abc import Callable
 from typing import Any
 
 from braze import ops
+from braze.function_replay import replaying
 from braze.ir.dtypes import int32, int64
 from braze.ir.errors import ShapeError
 from braze.ops.indexing import checked, rows
 from braze.ops.tensorflow import softplus_parts
-from braze.replay import replaying
 from braze.tensor import Tensor, user_error
 
 _EPSILON = 1e-7  # Keras's clipping of probabilities

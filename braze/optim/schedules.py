@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from braze.function_replay import replaying
 from braze.ir.dtypes import float64, int64
 from braze.ops import as_tensor, astype, floor_divide, full, minimum, power, where
-from braze.replay import replaying
 from braze.tensor import Tensor
 
 Step = Tensor | int

@@ -1,0 +1,220 @@
+"""Functions of tensors replayed on a lazy device, each call one expression with one
+gradient record (``replaying``).
+
+A lazy training step calls the same layer norms, GELUs, attentions and cross-entropies
+every step: in a GPT step they bind ~340 of the forward pass's ~440 ops, and each bind
+made an expression, a tensor, a gradient record and its lists, which the backward pass
+then walked and the garbage collector scanned. The first call for a key runs the function
+and records its binds (``replay.record``); a later call binds the recorded ops as one
+expression (``lazy.call``), with one expression per value that the ops' gradient rules
+read, and gives its result one gradient record reading those values (``FunctionRule``).
+That record's rule applies the recorded ops' own rules in reverse, so the gradient is the
+one the ops bound one by one give, and a lazy backward pass, which records its binds once
+(``backward_replay``), replays it as before. The graph a trace builds is the same as well:
+a call expands into the nodes its ops would have made.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from types import MappingProxyType
+from typing import Any, TypeVar
+
+from braze.autodiff import _walk
+from braze.ir import primitive as prim_layer
+from braze.ir.primitive import Aval
+from braze.lazy import is_recording
+from braze.replay import Op, Recorded, record, with_context
+from braze.runtime import metrics
+from braze.runtime.cache import BoundedCache
+from braze.runtime.device import Device
+from braze.tangents import LEVELS
+from braze.tensor import GRAD_MODE, GradNode, Tensor, bind_typed, unheard
+
+_UNSEEN = object()  # a key never recorded
+_NO_ATTRIBUTES: MappingProxyType = MappingProxyType({})
+
+
+class FunctionRule:
+    """The gradient rule of a replayed function's call (the primitive of its one gradient
+    record): the recorded ops' own rules, applied in reverse to the values the call saved.
+    The record's inputs are the function's tensor arguments, then those saved values,
+    which take no gradient of their own."""
+
+    __slots__ = ("name", "ops", "arity", "found", "takes", "position", "avals")
+
+    def __init__(self, name: str, ops: list[Op], arguments: list[Tensor], found: int, saved: list[int]) -> None:
+        self.name = name
+        self.ops = ops
+        self.arity = len(arguments)
+        self.found = found
+        # Whether each slot's value takes gradients: an argument's, then each op's result's.
+        self.takes = [t.requires_grad for t in arguments] + [op[8] for op in ops]
+        # Each slot's position among the record's inputs.
+        self.position = {k: k for k in range(self.arity)} | {k: self.arity + i for i, k in enumerate(saved)}
+        self.avals = (*[t._aval for t in arguments], *[ops[k - self.arity][3] for k in saved])
+
+    def vjp(self, g: Tensor, *inputs: Tensor, out: Tensor, **_: Any) -> list[Tensor | None]:
+        """Each argument's gradient (None for the saved values) from the ops' records, built
+        here over ``inputs`` and walked as a backward pass walks them: an argument is a
+        leaf, itself in a differentiable backward, so the gradient's graph reaches it."""
+        arity, position, takes = self.arity, self.position, self.takes
+        nodes: dict[int, GradNode] = {}
+        for j, (primitive, attrs, codes, aval, *_, cut, _, took) in enumerate(self.ops):
+            if not took:
+                continue
+            operands = [inputs[position[k]] for k in codes]
+            result = inputs[position[arity + j]]._value
+            node = GradNode(primitive, attrs, operands, [t._value for t in operands], result, aval, out.device)
+            node.parents = [
+                None if i in cut or not takes[k] else (inputs[k] if k < arity else nodes[k])
+                for i, k in enumerate(codes)
+            ]
+            nodes[arity + j] = node
+        order = list(nodes.values())
+        order.reverse()
+        found = _walk(order, {id(nodes[self.found]): g}, True, None, GRAD_MODE.enabled)
+        grads: list[Tensor | None] = [None] * len(inputs)
+        for k in range(arity):
+            hit = found.pop(id(inputs[k]), None)  # an argument given twice is one leaf: its gradient once
+            if hit is not None:
+                grads[k] = hit[1]
+        return grads
+
+
+class _Replay:
+    """A function's ops recorded for one key, the slot of its result, and, where the ops
+    may be bound as one expression (``_plain``), that expression's program and the rule of
+    its gradient record (None when the result takes no gradients)."""
+
+    __slots__ = ("ops", "found", "recorded", "rule")
+
+    def __init__(self, name: str, ops: list[Op], arguments: list[Tensor], found: int) -> None:
+        self.ops, self.found = ops, found
+        self.recorded: Recorded | None = None
+        self.rule: FunctionRule | None = None
+        arity = len(arguments)
+        if found < arity or not _plain(ops, arguments[0].device):
+            return
+        if ops[found - arity][8]:  # the result takes gradients: keep what the ops' rules read
+            saved = sorted({k for j, op in enumerate(ops) if op[8] for k in (*op[2], arity + j) if k >= arity})
+            self.rule = FunctionRule(name, ops, arguments, found, saved)
+        else:
+            saved = []
+        results = [(found, ops[found - arity][3]), *[(k, ops[k - arity][3]) for k in saved]]
+        self.recorded = Recorded(ops, arity, results)
+
+    def bind(self, tensors: list[Tensor]) -> Tensor:
+        """The result on ``tensors``: as one expression with one gradient record where it may
+        be, else op by op (``_bound``)."""
+        if self.recorded is None or not unheard():
+            return _bound(self.ops, tensors)[self.found]
+        values = [t._value for t in tensors]
+        result, *saved = self.recorded.exprs(values)
+        device = tensors[0].device
+        out = Tensor._make(result, result.aval, device)
+        rule = self.rule
+        if rule is not None:
+            node = object.__new__(GradNode)
+            node.primitive, node.attrs, node.device, node.tangents = rule, _NO_ATTRIBUTES, device, None
+            node.in_values, node.in_avals = [*values, *saved], rule.avals
+            node.out_value, node.out_aval = result, result.aval
+            node.parents = [
+                *[t._grad_node if t._grad_node is not None else (t if t.requires_grad else None) for t in tensors],
+                *[None] * len(saved),
+            ]
+            out.requires_grad, out._grad_node = True, node
+        return out
+
+
+def _plain(ops: list[Op], device: Device) -> bool:
+    """Whether ``ops`` may be bound on ``device`` as one expression: a lazy device, each op
+    with one result, and an op without operands made there."""
+    return device.is_lazy and all(
+        type(aval) is Aval and (inputs or like == device) for _, _, inputs, aval, _, like, *_ in ops
+    )
+
+
+F = TypeVar("F", bound=Callable[..., Tensor])
+
+
+def replaying(fn: F) -> F:
+    """``fn`` (a function of tensors returning one tensor, whose ops depend on nothing but
+    its tensor arguments' types and its other arguments' values) replayed on a lazy device:
+    the first call for a key runs ``fn`` and records its binds, later calls bind the
+    recorded ops as one expression with one gradient record (see the module's notes),
+    skipping the op library's broadcasting and checks; the first call's result is bound
+    so too, so that every step traces the same graph. A call whose ops read a tensor
+    outside its arguments (a random draw, a tensor made from NumPy data) runs ``fn`` every
+    time, as does a call while forward-mode derivatives are taken or ``braze.jit`` traces
+    (which runs the Python once anyway). Other arguments key the program by type and
+    value (``1`` and ``1.0`` may make different constants)."""
+    programs: BoundedCache[tuple, _Replay | None] = BoundedCache(256)
+    name = getattr(fn, "__qualname__", repr(fn))
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Tensor:
+        if LEVELS.open or is_recording():
+            return fn(*args, **kwargs)
+        tensors: list[Tensor] = []
+        parts: list[Any] = []
+        for a in (*args, *kwargs.values()):
+            if isinstance(a, Tensor):
+                # An eager call runs as it is; a subclass (an Array API array) keeps its own wrapping.
+                if type(a) is not Tensor or not (tensors or a.device.is_lazy):
+                    return fn(*args, **kwargs)
+                tensors.append(a)
+                parts.append((a._aval, a.requires_grad, a.device))
+            else:
+                parts.append((type(a), a))
+        if not tensors:
+            return fn(*args, **kwargs)
+        key = with_context((tuple(parts), tuple(kwargs), GRAD_MODE.enabled), tensors)
+        try:
+            program = programs.get(key, _UNSEEN)
+        except TypeError:  # an unhashable argument
+            return fn(*args, **kwargs)
+        if program is None:
+            return fn(*args, **kwargs)
+        if program is _UNSEEN:
+            ops, slot_of, result = record([t._value for t in tensors], lambda: fn(*args, **kwargs), tensors)
+            found = slot_of.get(result._value) if isinstance(result, Tensor) else None
+            if ops is None or found is None:
+                programs.put(key, None)
+                return result
+            program = programs.put(key, _Replay(name, ops, tensors, found))
+            if program.recorded is None or not unheard():
+                return result  # bound op by op, as a later call binds it (or noted by a recording around)
+        else:
+            metrics.count("FunctionReplay")
+        return program.bind(tensors)
+
+    return call  # type: ignore[return-value]
+
+
+def _bound(ops: list[Op], tensors: list[Tensor]) -> list[Tensor]:
+    """``ops`` bound onto ``tensors`` as the op library binds them, each in the grad mode
+    and with the operands cut from the gradient graph that it was recorded with; the
+    tensors followed by each op's result. The operands' types are the recorded ones, so
+    without a recorder listening (``braze.jit``, a nested recording) an op with operands
+    skips the shape rule and device check, whose results it has."""
+    bind = prim_layer.current_binder()
+    typed = unheard()
+    values: list[Tensor] = list(tensors)
+    called = GRAD_MODE.enabled
+    try:
+        for primitive, attrs, inputs, aval, signature, like, cut, enabled, _ in ops:
+            operands = [values[k] for k in inputs]
+            for i in cut:
+                a = operands[i]
+                operands[i] = Tensor._view(a._value, a._aval, a.device)
+            if enabled is not GRAD_MODE.enabled:
+                GRAD_MODE.enabled = enabled
+            if typed and operands:
+                values.append(bind_typed(primitive, tuple(operands), attrs, aval, signature, operands[0].device))
+            else:
+                values.append(bind(primitive, tuple(operands), attrs, like))
+    finally:
+        GRAD_MODE.enabled = called
+    return values
