@@ -57,8 +57,8 @@ class FunctionRule:
 
     def vjp(self, g: Tensor, *inputs: Tensor, out: Tensor, **_: Any) -> list[Tensor | None]:
         """Each argument's gradient (None for the saved values) from the ops' records, built
-        here over ``inputs`` and walked as a backward pass walks them: an argument is a
-        leaf, itself in a differentiable backward, so the gradient's graph reaches it."""
+        here over ``inputs`` and walked as a backward pass walks them, each argument a
+        leaf; in a differentiable backward, the graph of the gradient reaches past them."""
         arity, position, takes = self.arity, self.position, self.takes
         nodes: dict[int, GradNode] = {}
         for j, (primitive, attrs, codes, aval, *_, cut, _, took) in enumerate(self.ops):
@@ -74,7 +74,15 @@ class FunctionRule:
             nodes[arity + j] = node
         order = list(nodes.values())
         order.reverse()
-        found = _walk(order, {id(nodes[self.found]): g}, True, None, GRAD_MODE.enabled)
+        differentiable = GRAD_MODE.enabled
+        found = _walk(order, {id(nodes[self.found]): g}, True, None, differentiable)
+        if differentiable:
+            # The gradient's graph reads these records: an argument computed by other ops
+            # leads on to the record that computed it (the walk took it as a leaf).
+            for node in order:
+                node.parents = [
+                    p._grad_node if isinstance(p, Tensor) and p._grad_node is not None else p for p in node.parents
+                ]
         grads: list[Tensor | None] = [None] * len(inputs)
         for k in range(arity):
             hit = found.pop(id(inputs[k]), None)  # an argument given twice is one leaf: its gradient once

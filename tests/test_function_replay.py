@@ -197,26 +197,30 @@ def _scaled_norm(x, w):
     return F.layer_norm(x, x.shape[-1], weight=w, bias=None) * w + x**3
 
 
-def _second_derivative(device, x_np, w_np, v_np):
+def _second_derivative(device, x_np, w_np, v_np, computed):
     x = braze.tensor(x_np, device=device).requires_grad_()
     w = braze.tensor(w_np, device=device).requires_grad_()
-    (gx,) = braze.autograd.grad((_scaled_norm(x, w) ** 2).sum(), x, create_graph=True)
+    # The call's argument a leaf, or computed from the leaves by other ops.
+    argument = x * ops.abs(w) + 0.5 if computed else x
+    (gx,) = braze.autograd.grad((_scaled_norm(argument, w) ** 2).sum(), x, create_graph=True)
     (gx * braze.tensor(v_np, device=device)).sum().backward()
     return gx, x.grad, w.grad
 
 
-def test_second_derivatives_through_a_replayed_call_match_eager_ones():
+@pytest.mark.parametrize("computed", [False, True], ids=["leaf", "computed"])
+def test_second_derivatives_through_a_replayed_call_match_eager_ones(computed):
     """A differentiable backward through the call's one gradient record builds the graph of
-    its ops' rules, which a second backward differentiates to both arguments."""
+    its ops' rules, which a second backward differentiates to the leaves, through the ops
+    that computed the call's argument too."""
     rng = np.random.default_rng(5)
     for _ in range(3):
         x_np, v_np = rng.normal(size=(2, 4, 6)).astype(np.float32), rng.normal(size=(2, 4, 6)).astype(np.float32)
         w_np = rng.normal(size=6).astype(np.float32)
-        lazy = _second_derivative(LAZY, x_np, w_np, v_np)
-        eager = _second_derivative(braze.CPU, x_np, w_np, v_np)
+        lazy = _second_derivative(LAZY, x_np, w_np, v_np, computed)
+        eager = _second_derivative(braze.CPU, x_np, w_np, v_np, computed)
         for a, b in zip(lazy, eager, strict=True):
             np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-5)
-    assert metrics.counter("FunctionReplay") == 2
+    assert metrics.counter("FunctionReplay") >= 2  # all three calls when the other case recorded the key
 
 
 def test_an_argument_given_twice_gets_its_gradient_once():
