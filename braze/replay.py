@@ -156,10 +156,11 @@ class Recorded:
         constants = [Expr(p, (), attrs, aval, signature) for p, attrs, _, aval, signature, *_ in self.constants]
         return call(self.program, [*[slots[k] for k in self.reads], *constants], self.results)
 
-    def bind(self, slots: list, device: Device) -> list[Tensor]:
-        """The results on ``slots`` (expressions of the lazy ``device``), as tensors."""
-        values = self.exprs(slots)
-        return [Tensor._make(value, aval, device) for value, (_, aval) in zip(values, self.results, strict=True)]
+    def bind(self, slots: list, device: Device, tracked: bool = True) -> list[Tensor]:
+        """The results on ``slots`` (expressions of the lazy ``device``), as tensors
+        tracked for the barrier (or not: see ``replayed``)."""
+        make = Tensor._make if tracked else Tensor._view
+        return [make(value, aval, device) for value, (_, aval) in zip(self.exprs(slots), self.results, strict=True)]
 
 
 def replayable(device: Device) -> bool:
@@ -180,13 +181,19 @@ def with_context(key: Any, inputs: list[Tensor]) -> tuple:
 
 
 def replayed(
-    programs: BoundedCache[Any, Any], key: Any, inputs: list[Tensor], fn: Callable[[], list[Tensor]], counter: str
+    programs: BoundedCache[Any, Any],
+    key: Any,
+    inputs: list[Tensor],
+    fn: Callable[[], list[Tensor]],
+    counter: str,
+    tracked: bool = True,
 ) -> list[Tensor]:
     """``fn()``'s tensors, which it computes from ``inputs`` and constants only (its ops
     depend on nothing outside ``key`` and the inputs' types): the first call for ``key``
     runs ``fn`` and records its program in ``programs``, later calls replay it (counted as
     ``counter``). A function whose ops read another tensor runs every time. The key
-    holds the context too (``with_context``)."""
+    holds the context too (``with_context``). Without ``tracked``, a replay's tensors
+    are not tracked for the barrier: the caller assigns each into a tensor (which is)."""
     key = with_context(key, inputs)
     program = programs.get(key, _UNSEEN)
     if program is None:
@@ -201,4 +208,4 @@ def replayed(
         program = programs.put(key, Recorded(ops, len(inputs), codes))
     else:
         metrics.count(counter)
-    return program.bind([t._value for t in inputs], inputs[0].device)
+    return program.bind([t._value for t in inputs], inputs[0].device, tracked)

@@ -167,11 +167,16 @@ def split(x: Any, split_size_or_sections: int | Sequence[int], dim: int = 0) -> 
             raise user_error(
                 ShapeError, f"split: sizes {sizes} do not add up to axis {axis} of {fmt_shape(x.shape)} ({length})"
             )
+    if len(sizes) == 1:
+        return [x]
+    # Each piece one slice of the axis, bound straight (``x[..., a:b]`` would parse an index).
     pieces, start = [], 0
+    starts, limits, strides = [0] * x.ndim, list(x.shape), (1,) * x.ndim
     for size in sizes:
-        index = [slice(None)] * x.ndim
-        index[axis] = slice(start, start + size)
-        pieces.append(getitem(x, tuple(index)))
+        starts[axis], limits[axis] = start, start + size
+        pieces.append(
+            structural.slice_.bind(x, start_indices=tuple(starts), limit_indices=tuple(limits), strides=strides)
+        )
         start += size
     return pieces
 

@@ -375,7 +375,8 @@ class Optimizer:
             self._slot_names[key] = names
             return results
 
-        results = iter(replayed(self._programs, key, inputs, run, "OptimizerReplay"))
+        # Untracked: ``_apply`` assigns each result into its parameter or slot at once.
+        results = iter(replayed(self._programs, key, inputs, run, "OptimizerReplay", tracked=False))
         return [(next(results), {name: next(results) for name in names}) for names in self._slot_names[key]]
 
     def constant(self, value: float, like: Tensor) -> Tensor:
