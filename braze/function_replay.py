@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from types import MappingProxyType
 from typing import Any, TypeVar
 
 from braze.autodiff import _walk
@@ -33,7 +32,6 @@ from braze.tangents import LEVELS
 from braze.tensor import GRAD_MODE, GradNode, Tensor, bind_typed, unheard
 
 _UNSEEN = object()  # a key never recorded
-_NO_ATTRIBUTES: MappingProxyType = MappingProxyType({})
 
 
 class FunctionRule:
@@ -42,18 +40,32 @@ class FunctionRule:
     The record's inputs are the function's tensor arguments, then those saved values,
     which take no gradient of their own."""
 
-    __slots__ = ("name", "ops", "arity", "found", "takes", "position", "avals")
+    __slots__ = ("name", "ops", "arity", "result", "takes", "position", "avals", "flows")
 
-    def __init__(self, name: str, ops: list[Op], arguments: list[Tensor], found: int, saved: list[int]) -> None:
+    def __init__(self, name: str, ops: list[Op], arguments: list[Tensor], result: int, saved: list[int]) -> None:
         self.name = name
         self.ops = ops
-        self.arity = len(arguments)
-        self.found = found
+        self.arity = arity = len(arguments)
+        self.result = result
         # Whether each slot's value takes gradients: an argument's, then each op's result's.
-        self.takes = [t.requires_grad for t in arguments] + [op[8] for op in ops]
+        self.takes = [t.requires_grad for t in arguments] + [op.takes for op in ops]
         # Each slot's position among the record's inputs.
-        self.position = {k: k for k in range(self.arity)} | {k: self.arity + i for i, k in enumerate(saved)}
-        self.avals = (*[t._aval for t in arguments], *[ops[k - self.arity][3] for k in saved])
+        self.position = {k: k for k in range(arity)} | {k: arity + i for i, k in enumerate(saved)}
+        self.avals = (*[t._aval for t in arguments], *[ops[k - arity].aval for k in saved])
+        # The arguments a gradient reaches: read, not cut, by an op whose result takes one.
+        reached = {k for op in ops if op.takes for i, k in enumerate(op.codes) if k < arity and i not in op.cut}
+        self.flows = [k in reached for k in range(arity)]
+
+    def __deepcopy__(self, memo: dict) -> FunctionRule:
+        return self  # never changed: a copied tensor's gradient record shares it
+
+    def parents(self, tensors: list[Tensor], saved: int) -> list[Any]:
+        """A call's gradient parents: each argument's that a gradient reaches, as any op's
+        record has them, then none for the saved values."""
+        return [
+            (t._grad_node if t._grad_node is not None else (t if t.requires_grad else None)) if flows else None
+            for t, flows in zip(tensors, self.flows, strict=True)
+        ] + [None] * saved
 
     def vjp(self, g: Tensor, *inputs: Tensor, out: Tensor, **_: Any) -> list[Tensor | None]:
         """Each argument's gradient (None for the saved values) from the ops' records, built
@@ -61,21 +73,23 @@ class FunctionRule:
         leaf; in a differentiable backward, the graph of the gradient reaches past them."""
         arity, position, takes = self.arity, self.position, self.takes
         nodes: dict[int, GradNode] = {}
-        for j, (primitive, attrs, codes, aval, *_, cut, _, took) in enumerate(self.ops):
-            if not took:
+        for j, op in enumerate(self.ops):
+            if not op.takes:
                 continue
-            operands = [inputs[position[k]] for k in codes]
-            result = inputs[position[arity + j]]._value
-            node = GradNode(primitive, attrs, operands, [t._value for t in operands], result, aval, out.device)
-            node.parents = [
-                None if i in cut or not takes[k] else (inputs[k] if k < arity else nodes[k])
-                for i, k in enumerate(codes)
+            operands = [inputs[position[k]] for k in op.codes]
+            parents = [
+                None if i in op.cut or not takes[k] else (inputs[k] if k < arity else nodes[k])
+                for i, k in enumerate(op.codes)
             ]
-            nodes[arity + j] = node
+            result = inputs[position[arity + j]]._value
+            values, avals = [t._value for t in operands], [t._aval for t in operands]
+            nodes[arity + j] = GradNode.over(
+                op.primitive, op.attrs, values, avals, parents, result, op.aval, out.device
+            )
         order = list(nodes.values())
         order.reverse()
         differentiable = GRAD_MODE.enabled
-        found = _walk(order, {id(nodes[self.found]): g}, True, None, differentiable)
+        reached = _walk(order, {id(nodes[self.result]): g}, True, None, differentiable)
         if differentiable:
             # The gradient's graph reads these records: an argument computed by other ops
             # leads on to the record that computed it (the walk took it as a leaf).
@@ -85,53 +99,48 @@ class FunctionRule:
                 ]
         grads: list[Tensor | None] = [None] * len(inputs)
         for k in range(arity):
-            hit = found.pop(id(inputs[k]), None)  # an argument given twice is one leaf: its gradient once
+            hit = reached.pop(id(inputs[k]), None)  # an argument given twice is one leaf: its gradient once
             if hit is not None:
                 grads[k] = hit[1]
         return grads
 
 
 class _Replay:
-    """A function's ops recorded for one key, the slot of its result, and, where the ops
-    may be bound as one expression (``_plain``), that expression's program and the rule of
-    its gradient record (None when the result takes no gradients)."""
+    """A function's ops recorded for one key, the slot of its result and whether the
+    result takes gradients (a result detached inside the function does not), and, where
+    the ops may be bound as one expression (``_plain``), that expression's program and
+    the rule of its gradient record (None when the result takes no gradients)."""
 
-    __slots__ = ("ops", "found", "recorded", "rule")
+    __slots__ = ("ops", "result", "takes", "recorded", "rule")
 
-    def __init__(self, name: str, ops: list[Op], arguments: list[Tensor], found: int) -> None:
-        self.ops, self.found = ops, found
+    def __init__(self, name: str, ops: list[Op], arguments: list[Tensor], result: int, takes: bool) -> None:
+        self.ops, self.result, self.takes = ops, result, takes
         self.recorded: Recorded | None = None
         self.rule: FunctionRule | None = None
         arity = len(arguments)
-        if found < arity or not _plain(ops, arguments[0].device):
+        if result < arity or not _plain(ops, arguments[0].device):
             return
-        if ops[found - arity][8]:  # the result takes gradients: keep what the ops' rules read
-            saved = sorted({k for j, op in enumerate(ops) if op[8] for k in (*op[2], arity + j) if k >= arity})
-            self.rule = FunctionRule(name, ops, arguments, found, saved)
-        else:
-            saved = []
-        results = [(found, ops[found - arity][3]), *[(k, ops[k - arity][3]) for k in saved]]
+        saved = []
+        if takes:  # keep what the ops' rules read
+            saved = sorted({k for j, op in enumerate(ops) if op.takes for k in (*op.codes, arity + j) if k >= arity})
+            self.rule = FunctionRule(name, ops, arguments, result, saved)
+        results = [(result, ops[result - arity].aval), *[(k, ops[k - arity].aval) for k in saved]]
         self.recorded = Recorded(ops, arity, results)
 
     def bind(self, tensors: list[Tensor]) -> Tensor:
         """The result on ``tensors``: as one expression with one gradient record where it may
         be, else op by op (``_bound``)."""
         if self.recorded is None or not unheard():
-            return _bound(self.ops, tensors)[self.found]
+            out = _bound(self.ops, tensors)[self.result]
+            return out.detach() if out.requires_grad and not self.takes else out
         values = [t._value for t in tensors]
         result, *saved = self.recorded.exprs(values)
         device = tensors[0].device
         out = Tensor._make(result, result.aval, device)
         rule = self.rule
         if rule is not None:
-            node = object.__new__(GradNode)
-            node.primitive, node.attrs, node.device, node.tangents = rule, _NO_ATTRIBUTES, device, None
-            node.in_values, node.in_avals = [*values, *saved], rule.avals
-            node.out_value, node.out_aval = result, result.aval
-            node.parents = [
-                *[t._grad_node if t._grad_node is not None else (t if t.requires_grad else None) for t in tensors],
-                *[None] * len(saved),
-            ]
+            parents = rule.parents(tensors, len(saved))
+            node = GradNode.over(rule, {}, [*values, *saved], rule.avals, parents, result, result.aval, device)
             out.requires_grad, out._grad_node = True, node
         return out
 
@@ -167,10 +176,15 @@ def replaying(fn: F) -> F:
             return fn(*args, **kwargs)
         tensors: list[Tensor] = []
         parts: list[Any] = []
+        holders: dict[int, Tensor] = {}
         for a in (*args, *kwargs.values()):
             if isinstance(a, Tensor):
                 # An eager call runs as it is; a subclass (an Array API array) keeps its own wrapping.
                 if type(a) is not Tensor or not (tensors or a.device.is_lazy):
+                    return fn(*args, **kwargs)
+                # Two tensors of one value (``q`` and ``q.detach()``) are one slot to a
+                # recording, which could not tell whose gradient each op's is.
+                if holders.setdefault(id(a._value), a) is not a:
                     return fn(*args, **kwargs)
                 tensors.append(a)
                 parts.append((a._aval, a.requires_grad, a.device))
@@ -191,7 +205,7 @@ def replaying(fn: F) -> F:
             if ops is None or found is None:
                 programs.put(key, None)
                 return result
-            program = programs.put(key, _Replay(name, ops, tensors, found))
+            program = programs.put(key, _Replay(name, ops, tensors, found, result.requires_grad))
             if program.recorded is None or not unheard():
                 return result  # bound op by op, as a later call binds it (or noted by a recording around)
         else:

@@ -489,17 +489,13 @@ class LazyExecutor:
                 expr.read_value.flags.writeable = False
         return expr.read_value
 
-    def live(self, device: Device) -> LiveTensors:
-        """The pending tensors of ``device``, to which each new one is added."""
-        found = self._live.get(device)
-        if found is None:
-            found = self._live[device] = LiveTensors()
-        return found
-
     def track(self, tensor: Tensor, previous: Expr | None = None) -> None:
         value = tensor._value
         if value.data is None:
-            self.live(tensor.device).add(tensor)
+            live = self._live.get(tensor.device)
+            if live is None:
+                live = self._live[tensor.device] = LiveTensors()
+            live.add(tensor)
             if previous is not None and previous.data is not None and value.donor is None:
                 value.donor = previous
 

@@ -15,7 +15,7 @@ from its first run on, so every step's trace is the same and compiles once.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from braze.ir import primitive as prim_layer
 from braze.ir.primitive import Aval
@@ -28,10 +28,23 @@ from braze.tangents import LEVELS
 from braze.tensor import GRAD_MODE, Tensor, unheard
 
 R = TypeVar("R")
-# (primitive, attrs, input slots, aval, signature, like, cut, grad mode, takes): each appends
-# one slot; ``cut``, the grad mode and whether the result takes gradients are noted for a
-# function's arguments (see ``record``)
-Op = tuple
+
+
+class Op(NamedTuple):
+    """One recorded bind, which appends one slot: its result. ``cut`` (the operands cut
+    from the gradient graph), ``enabled`` (the grad mode) and ``takes`` (whether the
+    result takes gradients) are noted for a function's arguments (see ``record``)."""
+
+    primitive: Any
+    attrs: dict
+    codes: tuple[int, ...]  # the operands' slots
+    aval: Aval
+    signature: int | None
+    like: Any
+    cut: tuple[int, ...]
+    enabled: bool
+    takes: bool
+
 
 _UNSEEN = object()  # a key never recorded
 
@@ -80,18 +93,8 @@ def record(
                     cut.append(i)
             slot_takes.append(out.requires_grad)
         slot_of.setdefault(out._value, len(slots) + len(ops))
-        op = (
-            primitive,
-            attrs,
-            tuple(codes),
-            out._aval,
-            out._value.signature,
-            like,
-            tuple(cut),
-            enabled,
-            out.requires_grad,
-        )
-        ops.append(op)
+        aval, signature = out._aval, out._value.signature
+        ops.append(Op(primitive, attrs, tuple(codes), aval, signature, like, tuple(cut), enabled, out.requires_grad))
     return ops, slot_of, result
 
 

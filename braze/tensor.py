@@ -162,15 +162,37 @@ class GradNode:
     )
 
     def __init__(self, primitive, attrs, inputs, in_values, out_value, out_aval, device) -> None:
+        """The record of ``primitive`` applied to the tensors ``inputs``, whose values the
+        caller has at hand (``in_values``, which nobody changes afterwards)."""
         self.primitive = primitive
         self.attrs = attrs
-        self.in_values = in_values  # the inputs' values, which the caller has at hand
+        self.in_values = in_values
         self.in_avals = [t._aval for t in inputs]
         self.out_value = out_value
         self.out_aval = out_aval
         self.device = device
         self.parents = [t._grad_node if t._grad_node is not None else (t if t.requires_grad else None) for t in inputs]
         self.tangents: tuple[list, dict | None] | None = None
+
+    @classmethod
+    def over(
+        cls,
+        primitive: Any,
+        attrs: dict,
+        in_values: list,
+        in_avals: Sequence,
+        parents: list,
+        out_value: Any,
+        out_aval: Aval,
+        device: Device,
+    ) -> GradNode:
+        """A record whose inputs' values, types and parents are given as they are (a replayed
+        call's, which reads values that no tensor holds)."""
+        node = object.__new__(cls)
+        node.primitive, node.attrs, node.device, node.tangents = primitive, attrs, device, None
+        node.in_values, node.in_avals, node.parents = in_values, in_avals, parents
+        node.out_value, node.out_aval = out_value, out_aval
+        return node
 
 
 # Shape rule results by (primitive, input avals, attributes), each with a *signature*: a
@@ -225,7 +247,7 @@ def bind_typed(
     """``bind`` once the operands are known to be on ``device`` and the output's type and
     signature are known (a replay of ops recorded on operands of the same types)."""
     executor = _EXECUTORS.get(device.backend) or executor_for(device)
-    values = [t._value for t in args]
+    values = [t._value for t in args]  # an executor reads them; a gradient record keeps them
     value = executor.apply(primitive, values, attrs, aval, device, signature)
     out = Tensor._view(value, aval, device)
     if isinstance(aval, Aval):

@@ -267,3 +267,80 @@ def test_gradients_of_some_arguments_and_of_none():
         np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-4, atol=1e-5)
         assert frozen.grad is None and w.grad is None  # autograd.grad leaves .grad alone
     assert metrics.counter("FunctionReplay") == 2 * 3
+
+
+def _on_both(run):
+    """``run(device)`` on the lazy device and eagerly."""
+    return run(LAZY), run(braze.CPU)
+
+
+def test_two_tensors_of_one_value_keep_their_own_gradients():
+    """``q`` beside ``q.detach()``, or beside another leaf made from its value: a recording
+    sees one value, so such a call runs its Python, and each gets the gradient it has."""
+
+    @replaying
+    def weighted(a, b):
+        return a * 2.0 + b * 3.0
+
+    values = np.array([1.0, -2.0], np.float32)
+    for _ in range(3):
+
+        def run(device):
+            a = braze.tensor(values, device=device).requires_grad_()
+            b = a.detach().requires_grad_()
+            weighted(a, b).sum().backward()
+            c = braze.tensor(values, device=device).requires_grad_()
+            weighted(c, c.detach()).sum().backward()
+            return a.grad.numpy(), b.grad.numpy(), c.grad.numpy()
+
+        for got, want in zip(*_on_both(run), strict=True):
+            np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(want, [2.0, 2.0])
+    assert metrics.counter("FunctionReplay") == 0
+
+
+def test_a_result_detached_inside_the_function_takes_no_gradient():
+    @replaying
+    def detached(x):
+        return (x * 2.0).detach()
+
+    @replaying
+    def argument(x, y):
+        return y.detach()
+
+    for _ in range(3):
+        x = braze.tensor(np.array([1.0, 2.0], np.float32), device=LAZY).requires_grad_()
+        y = x * 3.0
+        assert not detached(x).requires_grad and not argument(x, y).requires_grad
+        np.testing.assert_array_equal(argument(x, y).numpy(), [3.0, 6.0])
+    assert metrics.counter("FunctionReplay") == 2 + 5  # the later calls of 3 and of 6
+
+
+def test_an_argument_read_only_through_detach_is_no_gradient_parent():
+    """``w`` enters only as ``w.detach()``: the gradient of ``x`` depends on nothing that
+    takes gradients, as eagerly, so ``grad`` records no differentiable backward."""
+
+    @replaying
+    def scaled(x, w):
+        return x * w.detach() + x * x
+
+    for _ in range(3):
+
+        def run(device):
+            w = braze.tensor(np.array([0.5, -1.0], np.float32), device=device).requires_grad_()
+            gx = braze.grad(lambda x: scaled(x, w).sum())(braze.tensor(np.array([1.0, 2.0], np.float32), device=device))
+            return gx.requires_grad, gx.numpy()
+
+        (lazy_takes, lazy), (eager_takes, eager) = _on_both(run)
+        assert lazy_takes is eager_takes is False
+        np.testing.assert_array_equal(lazy, eager)
+
+
+def test_a_replayed_result_can_be_deep_copied():
+    import copy
+
+    for _ in range(2):
+        x = braze.tensor(np.array([0.5, -1.5], np.float32), device=LAZY).requires_grad_()
+        y = F.gelu(x * 2.0)
+        copied = copy.deepcopy(y)
+        np.testing.assert_array_equal(copied.numpy(), y.numpy())
