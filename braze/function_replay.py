@@ -20,18 +20,18 @@ import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import numpy as np
+
 from braze.autodiff import _walk
 from braze.ir import primitive as prim_layer
 from braze.ir.primitive import Aval
 from braze.lazy import is_recording
-from braze.replay import Op, Recorded, record, with_context
+from braze.replay import UNSEEN, Op, Recorded, record, with_context
 from braze.runtime import metrics
 from braze.runtime.cache import BoundedCache
 from braze.runtime.device import Device
 from braze.tangents import LEVELS
 from braze.tensor import GRAD_MODE, GradNode, Tensor, bind_typed, unheard
-
-_UNSEEN = object()  # a key never recorded
 
 
 class FunctionRule:
@@ -40,10 +40,9 @@ class FunctionRule:
     The record's inputs are the function's tensor arguments, then those saved values,
     which take no gradient of their own."""
 
-    __slots__ = ("name", "ops", "arity", "result", "takes", "position", "avals", "flows")
+    __slots__ = ("ops", "arity", "result", "takes", "position", "avals", "flows")
 
-    def __init__(self, name: str, ops: list[Op], arguments: list[Tensor], result: int, saved: list[int]) -> None:
-        self.name = name
+    def __init__(self, ops: list[Op], arguments: list[Tensor], result: int, saved: list[int]) -> None:
         self.ops = ops
         self.arity = arity = len(arguments)
         self.result = result
@@ -99,7 +98,9 @@ class FunctionRule:
                 ]
         grads: list[Tensor | None] = [None] * len(inputs)
         for k in range(arity):
-            hit = reached.pop(id(inputs[k]), None)  # an argument given twice is one leaf: its gradient once
+            # In a differentiable backward, an argument given twice is the leaf itself at both
+            # positions: its gradient goes to one.
+            hit = reached.pop(id(inputs[k]), None)
             if hit is not None:
                 grads[k] = hit[1]
         return grads
@@ -113,7 +114,7 @@ class _Replay:
 
     __slots__ = ("ops", "result", "takes", "recorded", "rule")
 
-    def __init__(self, name: str, ops: list[Op], arguments: list[Tensor], result: int, takes: bool) -> None:
+    def __init__(self, ops: list[Op], arguments: list[Tensor], result: int, takes: bool) -> None:
         self.ops, self.result, self.takes = ops, result, takes
         self.recorded: Recorded | None = None
         self.rule: FunctionRule | None = None
@@ -123,7 +124,7 @@ class _Replay:
         saved = []
         if takes:  # keep what the ops' rules read
             saved = sorted({k for j, op in enumerate(ops) if op.takes for k in (*op.codes, arity + j) if k >= arity})
-            self.rule = FunctionRule(name, ops, arguments, result, saved)
+            self.rule = FunctionRule(ops, arguments, result, saved)
         results = [(result, ops[result - arity].aval), *[(k, ops[k - arity].aval) for k in saved]]
         self.recorded = Recorded(ops, arity, results)
 
@@ -165,10 +166,11 @@ def replaying(fn: F) -> F:
     so too, so that every step traces the same graph. A call whose ops read a tensor
     outside its arguments (a random draw, a tensor made from NumPy data) runs ``fn`` every
     time, as does a call while forward-mode derivatives are taken or ``braze.jit`` traces
-    (which runs the Python once anyway). Other arguments key the program by type and
-    value (``1`` and ``1.0`` may make different constants)."""
+    (which runs the Python once anyway), one given two tensors of one value, and a first
+    call inside a loop body being traced (``braze.lax``), whose binds see stand-ins; a
+    later call there binds the ops one by one. Other arguments key the program by type
+    and value (``1`` and ``1.0`` may make different constants, ``-0.0`` and ``0.0`` too)."""
     programs: BoundedCache[tuple, _Replay | None] = BoundedCache(256)
-    name = getattr(fn, "__qualname__", repr(fn))
 
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Tensor:
@@ -188,26 +190,28 @@ def replaying(fn: F) -> F:
                     return fn(*args, **kwargs)
                 tensors.append(a)
                 parts.append((a._aval, a.requires_grad, a.device))
-            else:
-                parts.append((type(a), a))
+            else:  # -0.0 by its sign too: 1 / -0.0 is not 1 / 0.0
+                parts.append((type(a), a, repr(a)) if isinstance(a, (float, np.floating)) else (type(a), a))
         if not tensors:
             return fn(*args, **kwargs)
         key = with_context((tuple(parts), tuple(kwargs), GRAD_MODE.enabled), tensors)
         try:
-            program = programs.get(key, _UNSEEN)
+            program = programs.get(key, UNSEEN)
         except TypeError:  # an unhashable argument
             return fn(*args, **kwargs)
         if program is None:
             return fn(*args, **kwargs)
-        if program is _UNSEEN:
+        if program is UNSEEN:
+            if not unheard():  # a loop body being traced binds stand-ins: not what a later call gives
+                return fn(*args, **kwargs)
             ops, slot_of, result = record([t._value for t in tensors], lambda: fn(*args, **kwargs), tensors)
             found = slot_of.get(result._value) if isinstance(result, Tensor) else None
             if ops is None or found is None:
                 programs.put(key, None)
                 return result
-            program = programs.put(key, _Replay(name, ops, tensors, found, result.requires_grad))
-            if program.recorded is None or not unheard():
-                return result  # bound op by op, as a later call binds it (or noted by a recording around)
+            program = programs.put(key, _Replay(ops, tensors, found, result.requires_grad))
+            if program.recorded is None:
+                return result  # bound op by op, as a later call binds it
         else:
             metrics.count("FunctionReplay")
         return program.bind(tensors)

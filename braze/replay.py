@@ -46,7 +46,7 @@ class Op(NamedTuple):
     takes: bool
 
 
-_UNSEEN = object()  # a key never recorded
+UNSEEN = object()  # a key never recorded
 
 
 def record(
@@ -110,15 +110,15 @@ def without_repeats(ops: list[Op], inputs: int, results: set[int]) -> tuple[list
     where = list(range(inputs))
     first: dict[tuple, int] = {}
     kept: list[Op] = []
-    for k, (primitive, attrs, codes, aval, signature, *rest) in enumerate(ops, inputs):
-        codes = tuple([where[c] for c in codes])
+    for k, op in enumerate(ops, inputs):
+        codes = tuple([where[c] for c in op.codes])
         # A signature names the primitive, its attributes and its operands' types. Ops
         # without operands stay apart: a constant may be a graph input of its own.
-        key = (signature, codes) if signature is not None and codes else None
+        key = (op.signature, codes) if op.signature is not None and codes else None
         found = first.get(key) if key is not None and k not in results else None
         if found is None:
             found = inputs + len(kept)
-            kept.append((primitive, attrs, codes, aval, signature, *rest))
+            kept.append(op._replace(codes=codes))
             if key is not None:
                 first.setdefault(key, found)
         where.append(found)
@@ -138,25 +138,21 @@ class Recorded:
         ``results``: (slot, aval). Repeated ops are dropped (``without_repeats``)."""
         ops, where = without_repeats(ops, inputs, {k for k, _ in results})
         results = [(where[k], aval) for k, aval in results]
-        self.reads = sorted({k for op in ops for k in op[2] if k < inputs} | {k for k, _ in results if k < inputs})
-        lifted = [
-            inputs + j
-            for j, (primitive, attrs, codes, *_) in enumerate(ops)
-            if not codes and liftable(primitive, attrs)
-        ]
+        self.reads = sorted({k for op in ops for k in op.codes if k < inputs} | {k for k, _ in results if k < inputs})
+        lifted = [inputs + j for j, op in enumerate(ops) if not op.codes and liftable(op.primitive, op.attrs)]
         self.constants = [ops[k - inputs] for k in lifted]
         code = {k: j for j, k in enumerate([*self.reads, *lifted])}
         kept = []
-        for j, (primitive, attrs, codes, *rest) in enumerate(ops):
+        for j, op in enumerate(ops):
             if inputs + j not in code:
-                kept.append((primitive, attrs, tuple([code[k] for k in codes]), *rest))
+                kept.append(op._replace(codes=tuple([code[k] for k in op.codes])))
                 code[inputs + j] = len(code)
         self.program = Program(kept, len(self.reads) + len(lifted), len(results))
         self.results = [(code[k], aval) for k, aval in results]
 
     def exprs(self, slots: list) -> list[Expr]:
         """The results' expressions on ``slots`` (expressions of a lazy device)."""
-        constants = [Expr(p, (), attrs, aval, signature) for p, attrs, _, aval, signature, *_ in self.constants]
+        constants = [Expr(op.primitive, (), op.attrs, op.aval, op.signature) for op in self.constants]
         return call(self.program, [*[slots[k] for k in self.reads], *constants], self.results)
 
     def bind(self, slots: list, device: Device, tracked: bool = True) -> list[Tensor]:
@@ -198,10 +194,10 @@ def replayed(
     holds the context too (``with_context``). Without ``tracked``, a replay's tensors
     are not tracked for the barrier: the caller assigns each into a tensor (which is)."""
     key = with_context(key, inputs)
-    program = programs.get(key, _UNSEEN)
+    program = programs.get(key, UNSEEN)
     if program is None:
         return fn()
-    if program is _UNSEEN:
+    if program is UNSEEN:
         ops, slot_of, results = record([t._value for t in inputs], fn)
         codes = [(slot_of.get(t._value), t._aval) for t in results]
         if ops is None or any(k is None for k, _ in codes):

@@ -163,7 +163,8 @@ class GradNode:
 
     def __init__(self, primitive, attrs, inputs, in_values, out_value, out_aval, device) -> None:
         """The record of ``primitive`` applied to the tensors ``inputs``, whose values the
-        caller has at hand (``in_values``, which nobody changes afterwards)."""
+        caller has at hand (``in_values``: the record keeps that list, which the caller must
+        not change; the backward pass releases it)."""
         self.primitive = primitive
         self.attrs = attrs
         self.in_values = in_values

@@ -1,7 +1,8 @@
-"""Functions of tensors replayed on a lazy device (``braze.replay.replaying``): a later call
-binds the first call's recorded ops straight, with gradient edges, and computes what the
-function computes (eager runs, NumPy and float64 finite differences are the references),
-tracing the same graph (the trace cache hits)."""
+"""Functions of tensors replayed on a lazy device (``braze.function_replay.replaying``): a
+call binds the first call's recorded ops as one expression with one gradient record, and
+computes what the function computes, gradients and second derivatives included (eager
+runs, NumPy and float64 finite differences are the references), tracing the same graph
+(the trace cache hits)."""
 
 from __future__ import annotations
 
@@ -344,3 +345,36 @@ def test_a_replayed_result_can_be_deep_copied():
         y = F.gelu(x * 2.0)
         copied = copy.deepcopy(y)
         np.testing.assert_array_equal(copied.numpy(), y.numpy())
+
+
+def test_a_first_call_inside_a_loop_body_leaves_later_calls_their_gradients():
+    """A loop body's binds see stand-ins for the tensors it captured, which take no
+    gradients: a first call there records nothing for the calls after the loop."""
+    rng = np.random.default_rng(11)
+    xs_np, w_np = rng.normal(size=(3, 5, 4)).astype(np.float32), rng.normal(size=4).astype(np.float32)
+
+    def run(device):
+        w = braze.tensor(w_np, device=device).requires_grad_()
+        xs = braze.tensor(xs_np, device=device)
+
+        def body(carry, x):
+            return carry + F.layer_norm(x, 4, weight=w).sum(), None
+
+        total, _ = braze.lax.scan(body, braze.tensor(np.float32(0.0), device=device), xs)
+        (total + (F.layer_norm(xs[0], 4, weight=w) ** 2).sum() + F.gelu(w).sum()).backward()
+        return w.grad.numpy()
+
+    lazy, eager = _on_both(run)
+    np.testing.assert_allclose(lazy, eager, rtol=1e-5, atol=1e-5)
+
+
+def test_minus_zero_is_another_program():
+    @replaying
+    def scaled(x, c):
+        return 1.0 / (x * c)
+
+    x = braze.tensor(np.array([1.0, 2.0], np.float32), device=LAZY)
+    for c in (0.0, -0.0, 0.0, -0.0):
+        expected = np.copysign(np.full(2, np.inf, np.float32), c)  # 1 / (x * c), x positive
+        np.testing.assert_array_equal(scaled(x, c).numpy(), expected)
+    assert metrics.counter("FunctionReplay") == 2
