@@ -329,6 +329,30 @@ def softmax(d: Drawer) -> bool:
     return d.add(template, (x,))
 
 
+# Functions that a lazy device replays as one expression with one gradient record
+# (braze.function_replay), the layer norm above besides.
+REPLAYED_FUNCTIONS = (
+    "B.nn.functional.gelu({0})",
+    "B.nn.functional.gelu({0}, approximate='tanh')",
+    "B.nn.functional.scaled_dot_product_attention({0}, {1}, {1})",
+    "B.nn.functional.scaled_dot_product_attention({0}, {1}, {1}, causal=True)",
+)
+
+
+def replayed(d: Drawer) -> bool:
+    """A GELU, or an attention of queries over keys and values of their shape (the same
+    tensor, or another), of rank 2 at least."""
+    template = d.choice(REPLAYED_FUNCTIONS)
+    if "{1}" not in template:
+        x = d.pick()
+        return x is not None and d.add(template, (x,))
+    x = d.pick(lambda i: len(d.shape(i)) >= 2)
+    if x is None:
+        return False
+    y = d.pick(lambda i: d.shape(i) == d.shape(x))
+    return y is not None and d.add(template, (x, y))
+
+
 def reshape(d: Drawer) -> bool:
     x = d.pick(lambda i: True, integer=bool(d.rng.random() < 0.15))
     if x is None:
@@ -591,6 +615,7 @@ FAMILIES_AND_WEIGHTS: tuple[tuple[Callable[[Drawer], bool], float], ...] = (
     (scan, 0.8),
     (loop, 0.6),
     (softmax, 0.7),
+    (replayed, 0.5),
     (reshape, 1),
     (transpose, 1),
     (dims, 0.8),

@@ -59,3 +59,30 @@ def test_groups_pair_runs_of_equal_products():
     assert reshape_groups((1, 6, 1), (6,)) == [([1], [0])]
     assert reshape_groups((1, 1), ()) == []
     assert reshape_groups((0, 3), (3, 0)) is None  # empty: nothing to map
+
+
+@pytest.mark.parametrize(
+    "shape, positions, reshaped",
+    [
+        ((2, 3, 4, 1), (4,), (8, 2, 6, 1)),  # the last axis: l % 4
+        ((2, 1), (1, 48), (96,)),  # l % 48
+        ((1, 48), (2, 1), (96,)),  # l / 48
+        ((2, 3, 1, 4), (4, 1), (8, 12)),  # l / 4 % 4 of the flat position
+    ],
+)
+def test_a_float_iota_read_through_a_reshape_is_its_whole_position(shape, positions, reshaped, tmp_path):
+    """An iota's position under a merging reshape may be an expression (``(l2) % 4``),
+    cast to float as a whole: a cast binding tighter than the remainder was C that did
+    not compile (a float remainder; a division would have been a fractional one)."""
+    value = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    x = braze.tensor(value, device=braze.LAZY_CPU)
+    count = int(np.prod(positions))
+    iota = braze.arange(count, dtype=braze.float32, device=braze.LAZY_CPU).reshape(positions)
+    result = (x + iota * 0.25).reshape(reshaped) * 2.0
+    traced = build_graph([result._value])
+    EXECUTOR._live.clear()
+    graph = cpu.optimize(traced.graph)
+    (got,) = cpu.compile_graph(graph, cpu.DiskCache(tmp_path))(traced.args)
+    index = np.arange(count, dtype=np.float32).reshape(positions)
+    want = ((value + index * np.float32(0.25)).reshape(reshaped) * np.float32(2.0)).astype(np.float32)
+    np.testing.assert_array_equal(got, want)

@@ -217,7 +217,9 @@ def _constant(em: CEmitter, node: Node, index: Index) -> str:
 
 
 def _iota(em: CEmitter, node: Node, index: Index) -> str:
-    return f"(({c_type(node.dtype)}){em.dims(index)[node.attr('dimension')]})"
+    # The position in parentheses: a reshaped index is an expression (``(l2) % 4``, ``(l2) / 16``),
+    # and a cast binds tighter than its operators.
+    return f"(({c_type(node.dtype)})({em.dims(index)[node.attr('dimension')]}))"
 
 
 def _rng_uniform(em: CEmitter, node: Node, index: Index) -> str:
