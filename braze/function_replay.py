@@ -31,7 +31,7 @@ from braze.runtime import metrics
 from braze.runtime.cache import BoundedCache
 from braze.runtime.device import Device
 from braze.tangents import LEVELS
-from braze.tensor import GRAD_MODE, GradNode, Tensor, bind_typed, unheard
+from braze.tensor import GRAD_MODE, GradNode, Tensor, bind_typed, gradient_parent, unheard
 
 
 class FunctionRule:
@@ -61,10 +61,8 @@ class FunctionRule:
     def parents(self, tensors: list[Tensor], saved: int) -> list[Any]:
         """A call's gradient parents: each argument's that a gradient reaches, as any op's
         record has them, then none for the saved values."""
-        return [
-            (t._grad_node if t._grad_node is not None else (t if t.requires_grad else None)) if flows else None
-            for t, flows in zip(tensors, self.flows, strict=True)
-        ] + [None] * saved
+        parents = [gradient_parent(t) if flows else None for t, flows in zip(tensors, self.flows, strict=True)]
+        return parents + [None] * saved
 
     def vjp(self, g: Tensor, *inputs: Tensor, out: Tensor, **_: Any) -> list[Tensor | None]:
         """Each argument's gradient (None for the saved values) from the ops' records, built
@@ -93,9 +91,7 @@ class FunctionRule:
             # The gradient's graph reads these records: an argument computed by other ops
             # leads on to the record that computed it (the walk took it as a leaf).
             for node in order:
-                node.parents = [
-                    p._grad_node if isinstance(p, Tensor) and p._grad_node is not None else p for p in node.parents
-                ]
+                node.parents = [gradient_parent(p) if isinstance(p, Tensor) else p for p in node.parents]
         grads: list[Tensor | None] = [None] * len(inputs)
         for k in range(arity):
             # In a differentiable backward, an argument given twice is the leaf itself at both
@@ -112,17 +108,17 @@ class _Replay:
     the ops may be bound as one expression (``_plain``), that expression's program and
     the rule of its gradient record (None when the result takes no gradients)."""
 
-    __slots__ = ("ops", "result", "takes", "recorded", "rule")
+    __slots__ = ("ops", "result", "result_takes", "recorded", "rule")
 
-    def __init__(self, ops: list[Op], arguments: list[Tensor], result: int, takes: bool) -> None:
-        self.ops, self.result, self.takes = ops, result, takes
+    def __init__(self, ops: list[Op], arguments: list[Tensor], result: int, result_takes: bool) -> None:
+        self.ops, self.result, self.result_takes = ops, result, result_takes
         self.recorded: Recorded | None = None
         self.rule: FunctionRule | None = None
         arity = len(arguments)
         if result < arity or not _plain(ops, arguments[0].device):
             return
         saved = []
-        if takes:  # keep what the ops' rules read
+        if result_takes:  # keep what the ops' rules read
             saved = sorted({k for j, op in enumerate(ops) if op.takes for k in (*op.codes, arity + j) if k >= arity})
             self.rule = FunctionRule(ops, arguments, result, saved)
         results = [(result, ops[result - arity].aval), *[(k, ops[k - arity].aval) for k in saved]]
@@ -133,7 +129,7 @@ class _Replay:
         be, else op by op (``_bound``)."""
         if self.recorded is None or not unheard():
             out = _bound(self.ops, tensors)[self.result]
-            return out.detach() if out.requires_grad and not self.takes else out
+            return out.detach() if out.requires_grad and not self.result_takes else out
         values = [t._value for t in tensors]
         result, *saved = self.recorded.exprs(values)
         device = tensors[0].device
@@ -149,9 +145,7 @@ class _Replay:
 def _plain(ops: list[Op], device: Device) -> bool:
     """Whether ``ops`` may be bound on ``device`` as one expression: a lazy device, each op
     with one result, and an op without operands made there."""
-    return device.is_lazy and all(
-        type(aval) is Aval and (inputs or like == device) for _, _, inputs, aval, _, like, *_ in ops
-    )
+    return device.is_lazy and all(type(op.aval) is Aval and (op.codes or op.like == device) for op in ops)
 
 
 F = TypeVar("F", bound=Callable[..., Tensor])

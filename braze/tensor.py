@@ -138,6 +138,12 @@ class _GradMode(threading.local):
 GRAD_MODE = _GradMode()
 
 
+def gradient_parent(t: Tensor) -> GradNode | Tensor | None:
+    """Where a gradient reaching ``t`` goes on: to the record that computed it, to ``t``
+    itself when it is a leaf that takes gradients, else nowhere."""
+    return t._grad_node if t._grad_node is not None else (t if t.requires_grad else None)
+
+
 class GradNode:
     """One recorded primitive application: what its VJP needs and where cotangents go.
 
@@ -172,7 +178,7 @@ class GradNode:
         self.out_value = out_value
         self.out_aval = out_aval
         self.device = device
-        self.parents = [t._grad_node if t._grad_node is not None else (t if t.requires_grad else None) for t in inputs]
+        self.parents = [gradient_parent(t) for t in inputs]
         self.tangents: tuple[list, dict | None] | None = None
 
     @classmethod
