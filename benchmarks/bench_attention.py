@@ -19,14 +19,9 @@ gradient (its dot product with a fixed direction) that every framework must matc
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +30,7 @@ import numpy as np
 BENCHMARKS = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCHMARKS))
 
-from bench_chain import print_host  # noqa: E402 - the host line every benchmark prints
+from bench_chain import print_host, run_peer_script, timed  # noqa: E402 - the helpers every benchmark shares
 
 # (batch, heads, block, head size): the gpt and gpt-wide workloads of bench_step.py
 SHAPES = {"gpt": (12, 4, 64, 32), "gpt-wide": (8, 6, 256, 64)}
@@ -57,20 +52,6 @@ def gflops(shape: tuple[int, int, int, int], milliseconds: float) -> float:
     """The six products' rate: two forward (q k^T, p v), four backward, each 2 B H T^2 D."""
     batch, heads, block, size = shape
     return 6 * 2 * batch * heads * block * block * size / (milliseconds * 1e6)
-
-
-def timed(call: Callable[[], Any], repeats: int) -> tuple[float, float, Any]:
-    """The first call's seconds, the median milliseconds of ``repeats`` more, and the first
-    call's result."""
-    start = time.perf_counter()
-    result = call()
-    first = time.perf_counter() - start
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return first, 1e3 * statistics.median(times), result
 
 
 def measure_braze(shape: tuple[int, int, int, int], repeats: int) -> dict:
@@ -97,8 +78,8 @@ def measure_braze(shape: tuple[int, int, int, int], repeats: int) -> dict:
         value.numpy()
         return gradient.numpy()
 
-    first, median, gradient = timed(call, repeats)
-    return {"first_s": first, "median_ms": median, "checksum": float(np.vdot(gradient, direction))}
+    first, median = timed(call, repeats)
+    return {"first_s": first, "median_ms": median, "checksum": float(np.vdot(call(), direction))}
 
 
 TORCH_SCRIPT = """
@@ -107,7 +88,8 @@ sys.path.insert(0, sys.argv[1])
 import numpy as np
 import torch
 import torch.nn.functional as F
-from bench_attention import SHAPES, inputs, timed
+from bench_attention import SHAPES, inputs
+from bench_chain import timed
 from peers import torch_impl
 torch.set_num_threads(torch_impl.THREADS)
 shape, repeats, compiled = SHAPES[sys.argv[2]], int(sys.argv[3]), sys.argv[4] == "compile"
@@ -125,26 +107,10 @@ def call():
     value = run(qkv)
     value.backward()
     return qkv.grad.numpy()
-first, median, gradient = timed(call, repeats)
-print(json.dumps({"first_s": first, "median_ms": median, "checksum": float(np.vdot(gradient, direction)),
+first, median = timed(call, repeats)
+print(json.dumps({"first_s": first, "median_ms": median, "checksum": float(np.vdot(call(), direction)),
                   "version": torch.__version__}))
 """
-
-
-def measure_torch(python: str, workload: str, repeats: int, mode: str) -> dict | str:
-    """PyTorch's times from its own interpreter, or why there are none."""
-    try:
-        done = subprocess.run(
-            [python, "-c", TORCH_SCRIPT, str(BENCHMARKS), workload, str(repeats), mode],
-            capture_output=True,
-            text=True,
-            timeout=1200,
-        )
-    except (OSError, subprocess.SubprocessError) as error:
-        return f"not run ({error})"
-    if done.returncode != 0:
-        return f"not run ({(done.stderr.strip().splitlines() or ['no output'])[-1]})"
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -174,7 +140,7 @@ def print_rows(workload: str, repeats: int, peers_python: str | None) -> None:
     rows: dict[str, dict | str] = {"braze jit": measure_braze(shape, repeats)}
     if peers_python:
         for mode, name in (("eager", "torch eager"), ("compile", "torch compile")):
-            rows[name] = measure_torch(peers_python, workload, repeats, mode)
+            rows[name] = run_peer_script(peers_python, TORCH_SCRIPT, BENCHMARKS, workload, repeats, mode, timeout=1200)
     batch, heads, block, _ = shape
     mib = batch * heads * block * block * 4 / 2**20
     base = rows["braze jit"]["median_ms"]  # type: ignore[index]

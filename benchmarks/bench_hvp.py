@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -33,7 +32,7 @@ import numpy as np
 BENCHMARKS = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCHMARKS))
 
-from bench_chain import print_host  # noqa: E402 - the host line every benchmark prints
+from bench_chain import print_host, run_peer_script  # noqa: E402 - the helpers every benchmark shares
 from peers.common import init_params, make_batch  # noqa: E402 - the peers' shared weights and batch
 
 
@@ -175,19 +174,6 @@ print(json.dumps(result))
 """
 
 
-def measure_peer(python: str, script: str, repeats: int) -> dict | str:
-    """A peer's times from its own interpreter, or why there are none."""
-    try:
-        done = subprocess.run(
-            [python, "-c", script, str(BENCHMARKS), str(repeats)], capture_output=True, text=True, timeout=1200
-        )
-    except (OSError, subprocess.SubprocessError) as error:
-        return f"not run ({error})"
-    if done.returncode != 0:
-        return f"not run ({(done.stderr.strip().splitlines() or ['no output'])[-1]})"
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=10)
@@ -196,8 +182,10 @@ def main() -> None:
     args = parser.parse_args()
     rows = {"braze @jit": measure_braze(args.repeats)}
     if args.peers_python:
-        rows["jax.jit"] = measure_peer(args.peers_python, JAX_SCRIPT, args.repeats)
-        rows["torch.func eager"] = measure_peer(args.peers_python, TORCH_SCRIPT, args.repeats)
+        rows["jax.jit"] = run_peer_script(args.peers_python, JAX_SCRIPT, BENCHMARKS, args.repeats, timeout=1200)
+        rows["torch.func eager"] = run_peer_script(
+            args.peers_python, TORCH_SCRIPT, BENCHMARKS, args.repeats, timeout=1200
+        )
     print_host()
     print("LeNet-5 loss, batch 128, float32: Hessian-vector product (forward over reverse) and gradient step")
     print(f"{'framework':18} {'HVP ms':>9} {'step ms':>9} {'HVP/step':>9} {'first HVP s':>12} {'vHv':>14}")
