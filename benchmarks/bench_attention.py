@@ -12,7 +12,7 @@ forward pass, its backward pass and the split and merge around them. The table g
 median milliseconds of ``--repeats`` calls after a first (trace and compile; braze's from an
 empty kernel cache, PyTorch's with whatever its own caches hold), the six
 products' GFLOP/s, the megabytes one T x T matrix of every head takes (braze writes four
-such: scores, probabilities, their gradient, and reads them back), and a checksum of the
+such: the scores, the probabilities and the gradients of both, and reads them back), and a checksum of the
 gradient (its dot product with a fixed direction) that every framework must match.
 """
 
