@@ -15,7 +15,7 @@ from braze.ir.primitive import Aval
 
 # Rows shorter than a vector, of whole vectors, and with a remainder past them.
 ROW_SHAPES = [(3, 5), (4, 40), (2, 3, 17), (2, 2, 33)]
-STEPS = ["reduce", "unary", "binary", "spread", "keep_axis", "row_unary", "row_binary", "scalar"]
+STEPS = ["reduce", "unary", "binary", "spread", "keep_axis", "row_unary", "row_binary", "scalar", "softmax"]
 
 
 @st.composite
@@ -28,6 +28,10 @@ def row_graphs(draw) -> Graph:
     full: list[Node] = [x, make("broadcast_in_dim", (w,), shape=shape, broadcast_dimensions=(n - 1,))]
     rows: list[Node] = []
     steps = ["reduce", *draw(st.lists(st.sampled_from(STEPS), min_size=1, max_size=6)), "spread", "binary"]
+
+    def spread(r: Node) -> Node:
+        return make("broadcast_in_dim", (r,), shape=shape, broadcast_dimensions=tuple(range(len(r.shape))))
+
     for step in steps:
         if step == "reduce":
             op = draw(st.sampled_from(["reduce_sum", "reduce_max"]))
@@ -40,8 +44,16 @@ def row_graphs(draw) -> Graph:
         elif step == "scalar":
             full.append(make("broadcast_in_dim", (eps,), shape=shape, broadcast_dimensions=()))
         elif step == "spread" and rows:
-            r = draw(st.sampled_from(rows))
-            full.append(make("broadcast_in_dim", (r,), shape=shape, broadcast_dimensions=tuple(range(len(r.shape)))))
+            full.append(spread(draw(st.sampled_from(rows))))
+        elif step == "softmax":
+            # exp(f - max f) over its row sum: the exponentials feed the sum and the result,
+            # which a row kernel computes in two passes over the row.
+            f = draw(st.sampled_from(full))
+            top = make("reduce_max", (f,), axes=(n - 1,))
+            e = make("exp", (make("sub", (f, spread(top))),))
+            total = make("reduce_sum", (e,), axes=(n - 1,))
+            rows.extend([top, total])
+            full.append(make(draw(st.sampled_from(["div", "mul"])), (e, spread(total))))
         elif step == "keep_axis" and rows:
             r = draw(st.sampled_from([r for r in rows if len(r.shape) == n - 1] or rows))
             rows.append(make("reshape", (r,), new_sizes=(*shape[:-1], 1) if len(r.shape) == n - 1 else shape[:-1]))

@@ -68,3 +68,22 @@ def test_a_layer_norms_row_constants_are_computed_before_its_last_loop():
     before, last_loop = kernel.rsplit("#pragma omp simd", 1)
     assert "sqrt" in before and "sqrt" not in last_loop, kernel
     lazy.EXECUTOR._live.clear()
+
+
+def test_a_softmax_without_gradient_computes_each_exponential_once():
+    """Under no_grad the exponentials are no result of the kernel: kept in an array of the
+    row as its sum's pass computes them, and read back by the pass that divides, not
+    computed again (an exp costs more than a load)."""
+    rng = np.random.default_rng(1)
+    data = (3 * rng.standard_normal((5, 40))).astype(np.float32)  # rows of two vectors and a remainder
+    with braze.no_grad():
+        probabilities = braze.softmax(braze.tensor(data, device=braze.LAZY_CPU), axis=-1)
+    graph = cpu.optimize(lazy.build_graph([probabilities._value]).graph)
+    assert _kinds(graph) == ["row"], _kinds(graph)
+    (kernel,) = cpu.compile_graph(graph).plan.kernel_sources
+    before, last_loop = kernel.rsplit("#pragma omp simd", 1)
+    assert "expf(" in before and "expf(" not in last_loop and "kept" in last_loop, kernel
+    shifted = data.astype(np.float64) - data.max(-1, keepdims=True)
+    expected = np.exp(shifted) / np.exp(shifted).sum(-1, keepdims=True)
+    np.testing.assert_allclose(probabilities.numpy(), expected, rtol=TOLERANCE["float32"], atol=1e-7)
+    lazy.EXECUTOR._live.clear()

@@ -27,6 +27,11 @@ from braze.backends.cstyle import Index, c_type
 from braze.ir.graph import Graph, Node
 from braze.ir.primitive import Category
 from braze.ir.prims.structural import broadcast_in_dim
+from braze.passes.fusion_policy import recomputed_cheaply
+
+# A row's kept values (``_kept_in_row``) live in an array local to the row loop, for rows
+# of at most this many bytes: on the stack, one per thread.
+_KEPT_ROW_BYTES = 16 << 10
 
 
 def reduction_levels(computation: Graph) -> tuple[list[list[Node]], dict[int, int]]:
@@ -46,10 +51,57 @@ def reduction_levels(computation: Graph) -> tuple[list[list[Node]], dict[int, in
     return passes, level
 
 
+def _cone(node: Node) -> set[int]:
+    """The nodes a row kernel computes at an element to compute ``node`` there: its operands'
+    up to the reductions, whose values are the row's scalars by then."""
+    seen: set[int] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if n.op.category is not Category.REDUCTION:
+            stack.extend(n.inputs)
+    return seen
+
+
+def _kept_in_row(
+    computation: Graph, levels: list[list[Node]], level: dict[int, int], shape: tuple[int, ...], last: list[Node]
+) -> dict[int, list[Node]]:
+    """By pass, the costly values of the row's shape (a transcendental: a softmax's
+    exponentials where they are no result, under ``no_grad``) that the pass's reductions
+    read and the results of the last pass (``last``) read again: kept in an array of the
+    row as the pass computes them and read back after, not computed again. Only values
+    that read a reduction, which row fusion lets be read in their own row alone."""
+    if not last:
+        return {}
+    read_last = set().union(*(_cone(n) for n in last))
+    kept: dict[int, list[Node]] = {}
+    for number, passed in enumerate(levels):
+        if number == 0:
+            continue
+        read_here = set().union(*(_cone(r.inputs[0]) for r in passed))
+        kept[number] = [
+            n
+            for n in computation.nodes()
+            if level[id(n)] == number
+            and id(n) in read_here
+            and id(n) in read_last
+            and n.shape == shape
+            and n.op.elementwise
+            and not recomputed_cheaply(n)
+            and shape[-1] * n.dtype.itemsize <= _KEPT_ROW_BYTES
+        ]
+    return {number: nodes for number, nodes in kept.items() if nodes}
+
+
 def emit_row_kernel(em: Emitter, computation: Graph, outputs: list[str]) -> None:
     """Each row's reductions pass by pass, then its results. A result of the row's shape
     that a pass can compute (a softmax's exponentials, read by its sum) is written in
-    that pass and read back after, not computed again (an exp costs more than a load)."""
+    that pass and read back after, not computed again (an exp costs more than a load);
+    a costly value that is no result is kept so too, in an array of the row
+    (``_kept_in_row``)."""
     levels, level = reduction_levels(computation)
     shape = levels[0][0].inputs[0].shape
     for r in (r for passed in levels for r in passed):
@@ -61,28 +113,45 @@ def emit_row_kernel(em: Emitter, computation: Graph, outputs: list[str]) -> None
     rows = [k for k, o in enumerate(computation.outputs) if o.shape != shape]
     whole = [k for k in range(len(outputs)) if k not in rows]
     early = {k: level[id(computation.outputs[k])] for k in whole if level[id(computation.outputs[k])] < len(levels)}
+    last = [computation.outputs[k] for k in whole if k not in early]
+    kept = _kept_in_row(computation, levels, level, shape, last)
     # As a reduction kernel: the passes over a row in the cache cost less than a first read.
     pragma = parallel_pragma(math.prod(shape), outer[0])
     if pragma:
         em.emit(pragma)
     open_loops(em, list(zip(names[:-1], outer, strict=True)))
+    arrays = {id(n): em.fresh("kept") for nodes in kept.values() for n in nodes}
+    for nodes in kept.values():
+        for n in nodes:
+            em.emit(f"{c_type(n.dtype)} {arrays[id(n)]}[{shape[-1]}];")
     for number, passed in enumerate(levels):
         by_kind: dict[tuple, list[Node]] = {}
         for r in passed:
             by_kind.setdefault((r.op, r.dtype), []).append(r)
         stored = [k for k, at in early.items() if at == number]
+        keeping = kept.get(number, [])
         for reductions in by_kind.values():
             slots = [em.fresh("row") for _ in reductions]
             for r, slot in zip(reductions, slots, strict=True):
                 em.emit(f"{c_type(r.dtype)} {slot} = {reduction_init(r.op, r.dtype)};")
 
-            def element(index: Index, reductions: list[Node] = reductions, stored: list[int] = stored) -> list[str]:
+            def element(
+                index: Index,
+                reductions: list[Node] = reductions,
+                stored: list[int] = stored,
+                keeping: list[Node] = keeping,
+            ) -> list[str]:
                 for k in stored:
                     em.emit(f"{outputs[k]}[{em.linear(index)}] = {em.value(computation.outputs[k], index)};")
+                for n in keeping:
+                    em.emit(f"{arrays[id(n)]}[{em.dims(index)[-1]}] = {em.value(n, index)};")
                 return [em.value(r.inputs[0], index) for r in reductions]
 
             reduce_row(em, reductions[0], slots, names, element)
-            stored = []  # the first loop of the pass wrote them
+            for n in keeping:  # the first loop of the pass wrote the whole row
+                name = arrays[id(n)]
+                em.overrides[id(n)] = lambda index, name=name: f"{name}[{em.dims(index)[-1]}]"
+            stored, keeping = [], []  # the first loop of the pass wrote them
             for r, slot in zip(reductions, slots, strict=True):
                 em.overrides[id(r)] = lambda _index, slot=slot: slot
         # Read back only what reads reductions: row fusion lets those be read in their own
