@@ -77,6 +77,7 @@ def _kept_in_row(
     if not last:
         return {}
     read_last = set().union(*(_cone(n) for n in last))
+    results = {id(n) for n in computation.outputs}  # written by their pass, read back from there
     kept: dict[int, list[Node]] = {}
     for number, passed in enumerate(levels):
         if number == 0:
@@ -86,6 +87,7 @@ def _kept_in_row(
             n
             for n in computation.nodes()
             if level[id(n)] == number
+            and id(n) not in results
             and id(n) in read_here
             and id(n) in read_last
             and n.shape == shape
