@@ -12,6 +12,7 @@ once and nothing per-row is written but the results themselves.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from braze.backends.cpu.elemental import Emitter
 from braze.backends.cpu.loops import (
@@ -122,44 +123,41 @@ def emit_row_kernel(em: Emitter, computation: Graph, outputs: list[str]) -> None
     if pragma:
         em.emit(pragma)
     open_loops(em, list(zip(names[:-1], outer, strict=True)))
-    arrays = {id(n): em.fresh("kept") for nodes in kept.values() for n in nodes}
-    for nodes in kept.values():
-        for n in nodes:
-            em.emit(f"{c_type(n.dtype)} {arrays[id(n)]}[{shape[-1]}];")
+    # Where a value that a pass writes lives, as the C of its element at an index: a result
+    # in its output, a kept value in an array of the row.
+    place: dict[int, Callable[[Index], str]] = {}
+    for k in early:
+        place[id(computation.outputs[k])] = lambda index, name=outputs[k]: f"{name}[{em.linear(index)}]"
+    for n in (n for nodes in kept.values() for n in nodes):
+        name = em.fresh("kept")
+        em.emit(f"{c_type(n.dtype)} {name}[{shape[-1]}];")
+        place[id(n)] = lambda index, name=name: f"{name}[{em.dims(index)[-1]}]"
     for number, passed in enumerate(levels):
         by_kind: dict[tuple, list[Node]] = {}
         for r in passed:
             by_kind.setdefault((r.op, r.dtype), []).append(r)
-        stored = [k for k, at in early.items() if at == number]
         keeping = kept.get(number, [])
+        written = [computation.outputs[k] for k, at in early.items() if at == number] + keeping
         for reductions in by_kind.values():
             slots = [em.fresh("row") for _ in reductions]
             for r, slot in zip(reductions, slots, strict=True):
                 em.emit(f"{c_type(r.dtype)} {slot} = {reduction_init(r.op, r.dtype)};")
 
-            def element(
-                index: Index,
-                reductions: list[Node] = reductions,
-                stored: list[int] = stored,
-                keeping: list[Node] = keeping,
-            ) -> list[str]:
-                for k in stored:
-                    em.emit(f"{outputs[k]}[{em.linear(index)}] = {em.value(computation.outputs[k], index)};")
-                for n in keeping:
-                    em.emit(f"{arrays[id(n)]}[{em.dims(index)[-1]}] = {em.value(n, index)};")
+            def element(index: Index, reductions: list[Node] = reductions, written: list[Node] = written) -> list[str]:
+                for n in written:
+                    em.emit(f"{place[id(n)](index)} = {em.value(n, index)};")
                 return [em.value(r.inputs[0], index) for r in reductions]
 
             reduce_row(em, reductions[0], slots, names, element)
             for n in keeping:  # the first loop of the pass wrote the whole row
-                name = arrays[id(n)]
-                em.overrides[id(n)] = lambda index, name=name: f"{name}[{em.dims(index)[-1]}]"
-            stored, keeping = [], []  # the first loop of the pass wrote them
+                em.overrides[id(n)] = place[id(n)]
+            written, keeping = [], []  # the first loop of the pass wrote them
             for r, slot in zip(reductions, slots, strict=True):
                 em.overrides[id(r)] = lambda _index, slot=slot: slot
         # Read back only what reads reductions: row fusion lets those be read in their own
         # row alone, which is written by now; anything else may be read at a later row.
         for k in (k for k, at in early.items() if at == number and at > 0):
-            em.overrides[id(computation.outputs[k])] = lambda index, name=outputs[k]: f"{name}[{em.linear(index)}]"
+            em.overrides[id(computation.outputs[k])] = place[id(computation.outputs[k])]
     for k in rows:
         result = computation.outputs[k]
         kept_one = len(result.shape) == len(shape)  # one value per row, with a trailing 1
